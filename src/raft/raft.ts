@@ -869,8 +869,8 @@ export class Raft {
 
   private restore(s: Snapshot): boolean {
     if (s.meta.index <= this.log.committed) return false;
-    const inConf = s.meta.conf.voters.includes(this.id) || s.meta.conf.learners.includes(this.id);
-    if (!inConf) return false;
+    // A snapshot taken before this node was added does not list it; the entries
+    // that follow it will.
     if (this.log.matchTerm(s.meta.index, s.meta.term)) {
       // We hold the snapshot's last entry: only the commit index moves.
       this.log.commitTo(s.meta.index);
@@ -894,6 +894,8 @@ export class Raft {
         if (cc.nodeId === this.leadTransferee) this.leadTransferee = NONE;
       } else if (!this.progress.has(cc.nodeId)) {
         this.progress.set(cc.nodeId, new Progress(this.log.lastIndex() + 1, this.cfg.maxInflightMsgs, cc.type === 'addLearner'));
+        // Start probing the new member now rather than at the next heartbeat.
+        this.sendAppend(cc.nodeId, true);
       } else {
         this.progress.get(cc.nodeId)!.isLearner = this.config.learners.has(cc.nodeId);
       }

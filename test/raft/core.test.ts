@@ -1,0 +1,448 @@
+// Unit tests of the Raft core, one per rule it must keep.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import {
+  EntryType,
+  MessageType,
+  Raft,
+  RaftError,
+  StateType,
+  decodeConfChange,
+  emptyState,
+  forceNewClusterState,
+  type ConfChange,
+} from '../../src/raft/index.js';
+import { TestNetwork, bytes, options, rng, text } from './testNetwork.js';
+
+const cc = (type: ConfChange['type'], id: number): ConfChange => ({ type, nodeId: BigInt(id), context: new Uint8Array(0) });
+const appliedData = (net: TestNetwork, id: number) =>
+  net.node(id).applied.filter((e) => e.type === EntryType.Normal && e.data.length > 0).map((e) => text(e.data));
+
+/** Propose on `id`, deliver everything. */
+function put(net: TestNetwork, id: number | bigint, value: string): void {
+  net.node(id).raft.propose(bytes(value));
+  net.stabilize();
+}
+
+/** A cluster of `voters` with node 1 elected leader. */
+function clusterWithLeader(voters: number, extra = {}): TestNetwork {
+  const net = new TestNetwork(voters, extra);
+  net.stabilize(); // apply the bootstrap configuration
+  net.node(1).raft.campaign();
+  net.stabilize();
+  assert.equal(net.leader(), 1n);
+  return net;
+}
+
+function addMember(net: TestNetwork, type: 'addVoter' | 'addLearner', id: number): void {
+  net.node(net.leader()!).raft.proposeConfChange(cc(type, id));
+  net.add(BigInt(id), emptyState());
+  net.stabilize();
+  net.tickAll(3);
+}
+
+describe('elections', () => {
+  test('randomized election timeout: followers campaign at different ticks within [e, 2e)', () => {
+    const seen = new Set<number>();
+    for (let seed = 1; seed <= 20; seed++) {
+      const r = new Raft({ ...options(1n), random: rng(seed), preVote: false }, {
+        hardState: { term: 1, vote: 0n, commit: 0 },
+        snapshot: { index: 0, term: 1, conf: { voters: [1n, 2n, 3n], learners: [] } },
+        entries: [],
+      });
+      let ticks = 0;
+      while (r.status().state === StateType.Follower && ticks < 100) {
+        r.tick();
+        ticks++;
+      }
+      assert.ok(ticks >= 10 && ticks < 20, `campaigned after ${ticks} ticks`);
+      seen.add(ticks);
+    }
+    assert.ok(seen.size > 3, `timeouts not randomized: ${[...seen]}`);
+  });
+
+  test('pre-vote: a node rejoining after a partition does not unseat a healthy leader', () => {
+    const net = clusterWithLeader(3);
+    const term = net.node(1).raft.status().term;
+    net.isolate(3);
+    for (let i = 0; i < 100; i++) {
+      net.tick(3);
+      net.tickAll();
+    }
+    assert.equal(net.node(3).raft.status().term, term, 'isolated node raised its term');
+    net.heal();
+    net.tickAll(20);
+    assert.equal(net.leader(), 1n);
+    assert.equal(net.node(1).raft.status().term, term);
+  });
+
+  test('check-quorum: a leader that hears no quorum for an election timeout steps down', () => {
+    const net = clusterWithLeader(3);
+    net.filter = (m) => m.from !== 1n && m.to !== 1n;
+    for (let i = 0; i < 25; i++) {
+      net.tick(1);
+      net.stabilize();
+    }
+    assert.notEqual(net.node(1).raft.status().state, StateType.Leader);
+  });
+
+  test('a vote is in the hard state to persist before the vote response is sent', () => {
+    const net = new TestNetwork(3);
+    net.stabilize();
+    const n2 = net.node(2).raft;
+    n2.step({
+      type: MessageType.Vote, from: 1n, to: 2n, term: 5, logTerm: 1, index: 3, entries: [], commit: 0, reject: false, rejectHint: 0,
+    });
+    const rd = n2.ready();
+    assert.equal(rd.hardState?.vote, 1n);
+    assert.equal(rd.hardState?.term, 5);
+    assert.ok(rd.mustSync);
+    assert.equal(rd.messages.length, 0, 'vote response must not be sent before the vote is persisted');
+    const resp = rd.messagesAfterPersist.find((m) => m.type === MessageType.VoteResp);
+    assert.ok(resp && !resp.reject);
+    n2.advance(rd);
+  });
+
+  test('a node votes for at most one candidate per term', () => {
+    const net = new TestNetwork(3);
+    net.stabilize();
+    const n3 = net.node(3).raft;
+    const vote = (from: bigint) =>
+      n3.step({ type: MessageType.Vote, from, to: 3n, term: 4, logTerm: 1, index: 3, entries: [], commit: 0, reject: false, rejectHint: 0 });
+    vote(1n);
+    vote(2n);
+    const rd = n3.ready();
+    const resps = rd.messagesAfterPersist.filter((m) => m.type === MessageType.VoteResp);
+    assert.deepEqual(resps.map((m) => [m.to, m.reject]), [[1n, false], [2n, true]]);
+    n3.advance(rd);
+  });
+});
+
+describe('replication', () => {
+  test('consistency check with fast backtracking: a diverged follower is repaired in few round trips', () => {
+    const net = clusterWithLeader(3);
+    // Node 3 misses 50 entries; meanwhile it accumulates an uncommitted divergent tail as a stale leader would.
+    net.isolate(3);
+    for (let i = 0; i < 50; i++) put(net, 1, `v${i}`);
+    net.heal();
+    const before = net.node(1).sent.filter((m) => m.to === 3n && m.type === MessageType.App).length;
+    net.tickAll(3);
+    const apps = net.node(1).sent.filter((m) => m.to === 3n && m.type === MessageType.App).length - before;
+    assert.deepEqual(appliedData(net, 3), appliedData(net, 1));
+    assert.ok(apps <= 10, `took ${apps} appends to repair`);
+  });
+
+  test('fast backtracking skips a whole conflicting term at once', () => {
+    const net = clusterWithLeader(3);
+    // Leader 1 writes 30 entries nobody else sees, then loses leadership.
+    net.filter = (m) => m.from !== 1n && m.to !== 1n;
+    for (let i = 0; i < 30; i++) net.node(1).raft.propose(bytes(`lost${i}`));
+    net.stabilize();
+    for (let i = 0; i < 40 && net.leader() !== 2n && net.leader() !== 3n; i++) net.tickAll();
+    const newLeader = net.leader()!;
+    assert.ok(newLeader === 2n || newLeader === 3n);
+    put(net, newLeader, 'kept');
+    net.heal();
+    const before = net.node(newLeader).sent.filter((m) => m.to === 1n && m.type === MessageType.App).length;
+    net.tickAll(5);
+    const apps = net.node(newLeader).sent.filter((m) => m.to === 1n && m.type === MessageType.App).length - before;
+    assert.ok(apps <= 6, `took ${apps} appends to skip 30 conflicting entries`);
+    assert.ok(appliedData(net, 1).includes('kept'));
+    assert.ok(!appliedData(net, 1).some((v) => v.startsWith('lost')));
+  });
+
+  test('flow control: in-flight appends per follower are capped, and so are bytes per message', () => {
+    const net = clusterWithLeader(3, { maxInflightMsgs: 3, maxSizePerMsg: 64 });
+    // Acks from node 2 are lost: the leader must stop at the window.
+    net.filter = (m) => !(m.from === 2n && m.type === MessageType.AppResp);
+    const before = net.node(1).sent.length;
+    for (let i = 0; i < 50; i++) net.node(1).raft.propose(new Uint8Array(40));
+    net.stabilize();
+    const apps = net.node(1).sent.slice(before).filter((m) => m.to === 2n && m.type === MessageType.App && m.entries.length > 0);
+    assert.ok(apps.length <= 3, `${apps.length} appends in flight`);
+    for (const m of apps) assert.ok(m.entries.reduce((s, e) => s + e.data.length, 0) <= 64 || m.entries.length === 1);
+  });
+
+  test('per-follower progress: probe, then replicate, then snapshot when behind compaction', () => {
+    const net = clusterWithLeader(3);
+    put(net, 1, 'a');
+    assert.equal(net.node(1).raft.status().progress.get(2n)?.state, 'Replicate');
+    net.isolate(3);
+    for (let i = 0; i < 20; i++) put(net, 1, `x${i}`);
+    const applied = net.node(1).raft.status().applied;
+    net.compact(1, applied);
+    net.filter = (m) => !(m.to === 3n && m.type === MessageType.Snap);
+    net.tickAll(3);
+    assert.equal(net.node(1).raft.status().progress.get(3n)?.state, 'Snapshot');
+  });
+});
+
+describe('commit', () => {
+  test('an entry is committed by counting only if it is from the current term', () => {
+    for (const planted of [undefined, 'commit-previous-term-by-counting'] as const) {
+      const net = clusterWithLeader(3, { plantedBug: planted });
+      // Leader 1 appends E that nobody receives.
+      net.filter = (m) => m.from !== 1n && m.to !== 1n;
+      net.node(1).raft.propose(bytes('E'));
+      net.stabilize();
+      const eIndex = net.node(1).raft.status().lastIndex;
+      // It steps down (check-quorum) and wins again in a later term; followers
+      // may receive only E itself, never the new leader's own-term entry.
+      for (let i = 0; i < 25; i++) {
+        net.tick(1);
+        net.stabilize();
+      }
+      // Followers stop trusting the old lease without electing each other.
+      net.filter = () => false;
+      for (let i = 0; i < 10; i++) {
+        net.tick(2);
+        net.tick(3);
+        net.stabilize();
+      }
+      net.filter = (m) => {
+        if (m.type === MessageType.App) m.entries = m.entries.filter((e) => e.index <= eIndex);
+        return true;
+      };
+      net.node(1).raft.campaign();
+      net.stabilize();
+      assert.equal(net.leader(), 1n);
+      net.stabilize();
+      const commit = net.node(1).raft.status().commit;
+      if (planted) assert.ok(commit >= eIndex, 'planted bug did not commit the old entry');
+      else assert.ok(commit < eIndex, `entry of an earlier term committed by counting (commit ${commit})`);
+    }
+  });
+
+  test('a commit needs a quorum of voters: learners never count', () => {
+    for (const planted of [undefined, 'learner-counts-toward-commit'] as const) {
+      const net = clusterWithLeader(2, { plantedBug: planted });
+      addMember(net, 'addLearner', 3);
+      net.filter = (m) => m.to !== 2n && m.from !== 2n;
+      const before = net.node(1).raft.status().commit;
+      put(net, 1, 'needs-two-voters');
+      const after = net.node(1).raft.status().commit;
+      if (planted) assert.ok(after > before, 'planted bug did not count the learner');
+      else assert.equal(after, before, 'commit advanced with one voter and a learner');
+    }
+  });
+
+  test('learners never count as votes: a candidate cannot win with a learner', () => {
+    const net = clusterWithLeader(2);
+    addMember(net, 'addLearner', 3);
+    net.isolate(2);
+    for (let i = 0; i < 100; i++) {
+      net.tick(1);
+      net.tick(3);
+      net.stabilize();
+    }
+    assert.notEqual(net.leader(), 1n);
+    assert.equal(net.node(3).sent.filter((m) => m.type === MessageType.Vote || m.type === MessageType.PreVote).length, 0, 'learner campaigned');
+  });
+
+  test('the leader sends appends before its own write is durable, and counts itself only once it is', () => {
+    const net = clusterWithLeader(3);
+    const leader = net.node(1).raft;
+    leader.propose(bytes('x'));
+    const rd = leader.ready();
+    const index = rd.entries[rd.entries.length - 1].index;
+    assert.ok(rd.messages.some((m) => m.type === MessageType.App && m.entries.some((e) => e.index === index)), 'appends wait for the leader');
+    leader.advance(rd);
+    // Single voter: the commit follows only the durable write.
+    const solo = clusterWithLeader(1);
+    const r = solo.node(1).raft;
+    r.propose(bytes('y'));
+    const rd1 = r.ready();
+    const idx = rd1.entries[rd1.entries.length - 1].index;
+    assert.ok(!rd1.committedEntries.some((e) => e.index === idx), 'committed before durable');
+    assert.ok((rd1.hardState?.commit ?? 0) < idx);
+    r.advance(rd1);
+    const rd2 = r.ready();
+    assert.ok(rd2.committedEntries.some((e) => e.index === idx));
+    r.advance(rd2);
+  });
+});
+
+describe('proposals', () => {
+  test('followers and learners forward proposals to the leader', () => {
+    const net = clusterWithLeader(3);
+    addMember(net, 'addLearner', 4);
+    put(net, 2, 'from-follower');
+    put(net, 4, 'from-learner');
+    for (const id of [1, 2, 3, 4]) assert.deepEqual(appliedData(net, id), ['from-follower', 'from-learner']);
+  });
+
+  test('a proposal with no leader known fails at once', () => {
+    const net = new TestNetwork(3);
+    net.stabilize();
+    assert.throws(() => net.node(2).raft.propose(bytes('x')), (e: unknown) => e instanceof RaftError && e.code === 'ProposalDropped');
+  });
+
+  test('a proposal during a leader transfer fails at once, and a forwarded one comes back dropped', () => {
+    const net = clusterWithLeader(3);
+    net.filter = (m) => m.to !== 3n; // the transfer cannot complete
+    net.node(1).raft.transferLeader(3n);
+    net.stabilize();
+    assert.throws(() => net.node(1).raft.propose(bytes('x')), (e: unknown) => e instanceof RaftError && e.code === 'TransferInProgress');
+    net.node(2).raft.propose(bytes('forwarded'));
+    net.stabilize();
+    assert.equal(net.node(2).dropped.length, 1);
+    assert.equal(text(net.node(2).dropped[0].entries[0].data), 'forwarded');
+    assert.match(net.node(2).dropped[0].reason, /transfer/);
+  });
+});
+
+describe('membership', () => {
+  test('add voter, add learner, promote, remove: each takes effect when applied', () => {
+    const net = clusterWithLeader(3);
+    const leader = net.node(1).raft;
+    leader.proposeConfChange(cc('addLearner', 4));
+    assert.deepEqual(leader.status().conf.learners, [], 'took effect before it was applied');
+    net.add(4n);
+    net.stabilize();
+    assert.deepEqual(leader.status().conf.learners, [4n]);
+    leader.proposeConfChange(cc('promote', 4));
+    net.stabilize();
+    assert.deepEqual(leader.status().conf.voters, [1n, 2n, 3n, 4n]);
+    leader.proposeConfChange(cc('remove', 2));
+    net.stabilize();
+    assert.deepEqual(leader.status().conf.voters, [1n, 3n, 4n]);
+    leader.proposeConfChange(cc('addVoter', 5));
+    net.add(5n);
+    net.stabilize();
+    assert.deepEqual(net.node(5).raft.status().conf.voters, [1n, 3n, 4n, 5n]);
+    put(net, 1, 'after');
+    assert.ok(appliedData(net, 5).includes('after'));
+  });
+
+  test('at most one membership change is pending until it is applied', () => {
+    const net = clusterWithLeader(3);
+    const leader = net.node(1).raft;
+    leader.proposeConfChange(cc('addLearner', 4));
+    assert.throws(() => leader.proposeConfChange(cc('remove', 3)), (e: unknown) => e instanceof RaftError && e.code === 'ConfChangePending');
+    net.add(4n);
+    net.stabilize();
+    leader.proposeConfChange(cc('remove', 3));
+    net.stabilize();
+    assert.deepEqual(leader.status().conf.voters, [1n, 2n]);
+  });
+
+  test('invalid changes are refused with an error: promote a voter, remove a stranger, add twice', () => {
+    const net = clusterWithLeader(3);
+    const leader = net.node(1).raft;
+    for (const bad of [cc('promote', 2), cc('remove', 9), cc('addVoter', 2), cc('addLearner', 3)]) {
+      assert.throws(() => leader.proposeConfChange(bad), (e: unknown) => e instanceof RaftError && e.code === 'InvalidConfChange');
+    }
+    assert.throws(() => net.node(2).raft.proposeConfChange(cc('addLearner', 4)), (e: unknown) => e instanceof RaftError && e.code === 'NotLeader');
+  });
+
+  test('removing the leader works: it steps down after the change commits and the rest elect a new one', () => {
+    const net = clusterWithLeader(3);
+    net.node(1).raft.proposeConfChange(cc('remove', 1));
+    net.stabilize();
+    assert.notEqual(net.node(1).raft.status().state, StateType.Leader);
+    net.nodes.delete(1n);
+    const lead = net.electLeader();
+    assert.ok(lead === 2n || lead === 3n);
+    put(net, lead, 'after-removal');
+    assert.ok(appliedData(net, 2).includes('after-removal'));
+  });
+
+  test('a node no longer in the configuration never campaigns', () => {
+    const net = clusterWithLeader(3);
+    net.node(1).raft.proposeConfChange(cc('remove', 3));
+    net.stabilize();
+    const sentBefore = net.node(3).sent.length;
+    net.isolate(3);
+    net.tick(3, 200);
+    net.stabilize();
+    const campaigns = net.node(3).sent.slice(sentBefore).filter((m) => m.type === MessageType.Vote || m.type === MessageType.PreVote);
+    assert.equal(campaigns.length, 0);
+  });
+});
+
+describe('snapshots', () => {
+  test('a learner added after compaction receives a snapshot and its configuration', () => {
+    const net = clusterWithLeader(3);
+    for (let i = 0; i < 10; i++) put(net, 1, `k${i}`);
+    for (const id of [1, 2, 3]) net.compact(id, net.node(id).raft.status().applied);
+    addMember(net, 'addLearner', 4);
+    const n4 = net.node(4);
+    assert.ok(n4.persisted.snapshot.index > 0, 'learner did not get a snapshot');
+    assert.deepEqual(n4.raft.status().conf, { voters: [1n, 2n, 3n], learners: [4n] });
+    put(net, 1, 'after-snapshot');
+    assert.deepEqual(appliedData(net, 4), ['after-snapshot']);
+  });
+
+  test('a restarted follower that fell behind compaction catches up by snapshot', () => {
+    const net = clusterWithLeader(3);
+    net.isolate(3);
+    for (let i = 0; i < 10; i++) put(net, 1, `k${i}`);
+    net.compact(1, net.node(1).raft.status().applied);
+    net.restart(3);
+    net.heal();
+    net.tickAll(5);
+    put(net, 1, 'tail');
+    assert.equal(net.node(3).raft.status().commit, net.node(1).raft.status().commit);
+    assert.ok(appliedData(net, 3).includes('tail'));
+  });
+});
+
+describe('leadership transfer and reads', () => {
+  test('leader transfer goes to a voter only', () => {
+    const net = clusterWithLeader(3);
+    addMember(net, 'addLearner', 4);
+    assert.throws(() => net.node(1).raft.transferLeader(4n), (e: unknown) => e instanceof RaftError && e.code === 'BadTransferee');
+    net.node(1).raft.transferLeader(3n);
+    net.stabilize();
+    assert.equal(net.leader(), 3n);
+  });
+
+  test('ReadIndex: a read is released only after a quorum confirms the leadership', () => {
+    const net = clusterWithLeader(3);
+    put(net, 1, 'a');
+    net.filter = (m) => m.type !== MessageType.HeartbeatResp;
+    net.node(1).raft.readIndex(bytes('r1'));
+    net.stabilize();
+    assert.equal(net.node(1).readStates.length, 0, 'read released without a quorum');
+    net.heal();
+    net.node(1).raft.readIndex(bytes('r2'));
+    net.stabilize();
+    assert.deepEqual(net.node(1).readStates.map((r) => text(r.context)), ['r1', 'r2']);
+    assert.equal(net.node(1).readStates[0].index, net.node(1).raft.status().commit);
+    net.node(2).raft.readIndex(bytes('f1'));
+    net.stabilize();
+    assert.deepEqual(net.node(2).readStates.map((r) => text(r.context)), ['f1']);
+  });
+});
+
+describe('force-new-cluster primitive', () => {
+  test('from persisted state: a single voter that elects itself at once and keeps every entry', () => {
+    const net = clusterWithLeader(3);
+    put(net, 1, 'committed');
+    // An entry past the commit index: appended by the leader, never acknowledged.
+    net.filter = () => false;
+    net.node(1).raft.propose(bytes('uncommitted'));
+    net.stabilize();
+    const survivor = net.node(1).persisted;
+    for (const discard of [false, true]) {
+      const forced = forceNewClusterState(structuredClone(survivor), 1n, { discardUncommitted: discard });
+      const r = new Raft(options(1n), forced);
+      r.tick();
+      let rd = r.ready();
+      const applied = [...rd.committedEntries];
+      r.advance(rd);
+      assert.equal(r.status().state, StateType.Leader);
+      assert.deepEqual(r.status().conf, { voters: [1n], learners: [] });
+      for (let i = 0; i < 3 && r.hasReady(); i++) {
+        rd = r.ready();
+        applied.push(...rd.committedEntries);
+        r.advance(rd);
+      }
+      const values = applied.filter((e) => e.data.length > 0).map((e) => text(e.data));
+      assert.ok(values.includes('committed'));
+      assert.equal(values.includes('uncommitted'), !discard);
+      assert.ok(!applied.some((e) => e.type === EntryType.ConfChange && decodeConfChange(e.data).type !== 'update'));
+    }
+  });
+});
+
