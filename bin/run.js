@@ -1,0 +1,27 @@
+#!/usr/bin/env node
+// Entry point for the `lifeboat` CLI. This is @oclif/core's execute() (run, then
+// flush) with our own error handling, so that every failure ends with one line on
+// stderr and one of the exit codes in src/cli/exitCodes.ts.
+import { flush, run } from '@oclif/core';
+
+let exitFor;
+try {
+  ({ exitFor } = await import('../dist/src/cli/exitCodes.js'));
+} catch (error) {
+  if (error?.code !== 'ERR_MODULE_NOT_FOUND') throw error;
+  process.stderr.write("Error: lifeboat is not built (dist/ is missing). Run 'npm run build' first.\n");
+  process.exit(1);
+}
+
+try {
+  await run(process.argv.slice(2), import.meta.url);
+  await flush();
+} catch (error) {
+  const { code, message } = exitFor(error);
+  if (message) process.stderr.write(`${message}\n`);
+  if (process.env.LIFEBOAT_DEBUG && error instanceof Error && error.stack) {
+    process.stderr.write(`${error.stack}\n`);
+  }
+  await flush().catch(() => {});
+  process.exit(code);
+}

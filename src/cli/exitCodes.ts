@@ -1,0 +1,95 @@
+// Process exit codes for every `lifeboat` command, and the one place that turns
+// an error escaping a command (or oclif's parser) into a code and a message.
+
+export const EXIT = {
+  OK: 0,
+  /** the command ran and failed */
+  FAILURE: 1,
+  /** bad usage: unknown flag or command, missing or invalid argument */
+  USAGE: 2,
+  /** refused by a safety check (re-run with the flag named after that check) */
+  REFUSED: 3,
+  /** removed or superseded: retrying will never succeed */
+  PERMANENT: 78,
+} as const;
+
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+export interface ExitDecision {
+  code: number;
+  /** one line for stderr; absent when there is nothing to say */
+  message?: string;
+}
+
+interface ErrorShape {
+  message?: unknown;
+  code?: unknown;
+  oclif?: { exit?: unknown };
+  /** set by BaseCommand.catch */
+  commandId?: unknown;
+  parse?: { input?: { context?: { id?: unknown } } };
+  args?: Array<{ name?: unknown }>;
+}
+
+const OCLIF_HELP_HINT = /\s*See more help with --help\s*$/;
+
+/**
+ * Decide how the process ends after `err` escaped the CLI.
+ *
+ * - oclif's parse errors (unknown flag, missing or unexpected argument, invalid
+ *   flag value) and unknown commands → USAGE, with a pointer to `--help`;
+ * - `this.exit(n)` → n, silently;
+ * - an error carrying `oclif.exit` (e.g. `this.error(msg, {exit: EXIT.REFUSED})`) → that code;
+ * - anything else → FAILURE.
+ * The message is always a single line; set LIFEBOAT_DEBUG=1 for stack traces.
+ */
+export function exitFor(err: unknown, bin = 'lifeboat'): ExitDecision {
+  const e: ErrorShape = typeof err === 'object' && err !== null ? (err as ErrorShape) : {};
+  const rawMessage = typeof e.message === 'string' ? e.message : String(err);
+
+  // oclif's ExitError, thrown by this.exit(n): the command already said what it had to.
+  if (e.code === 'EEXIT') {
+    return { code: typeof e.oclif?.exit === 'number' ? e.oclif.exit : EXIT.FAILURE };
+  }
+
+  const commandId =
+    typeof e.commandId === 'string' ? e.commandId
+    : typeof e.parse?.input?.context?.id === 'string' ? e.parse.input.context.id
+    : undefined;
+  const helpCommand = commandId ? `${bin} ${commandId.replaceAll(':', ' ')} --help` : `${bin} --help`;
+
+  if (isParseError(e, rawMessage)) {
+    return { code: EXIT.USAGE, message: `Error: ${usageText(e, rawMessage)}. See '${helpCommand}'.` };
+  }
+
+  const notFound = /^command (.+) not found$/.exec(rawMessage);
+  if (notFound) {
+    const command = notFound[1]!.replaceAll(':', ' ');
+    return { code: EXIT.USAGE, message: `Error: unknown command '${command}'. See '${bin} --help'.` };
+  }
+
+  const code = typeof e.oclif?.exit === 'number' ? e.oclif.exit : EXIT.FAILURE;
+  return { code, message: `Error: ${oneLine(rawMessage)}` };
+}
+
+function isParseError(e: ErrorShape, message: string): boolean {
+  // CLIParseError and its subclasses carry the parser's input and output; oclif
+  // does not export the classes, so recognise them by shape. A throwing flag
+  // `parse` function surfaces as "Parsing --flag ...".
+  return (typeof e.parse === 'object' && e.parse !== null) || /^Parsing --\S+/.test(message);
+}
+
+function usageText(e: ErrorShape, message: string): string {
+  const text = message.replace(OCLIF_HELP_HINT, '');
+  // RequiredArgsError lists "name  description" rows under its first line; the names are enough.
+  if (/^Missing \d+ required args?/.test(text) && Array.isArray(e.args)) {
+    const names = e.args.map((a) => a.name).filter((n): n is string => typeof n === 'string');
+    const first = text.split('\n', 1)[0]!.replace(/:$/, '');
+    return names.length > 0 ? `${first}: ${names.join(', ')}` : first;
+  }
+  return oneLine(text);
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, ' ').trim();
+}

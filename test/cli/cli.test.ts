@@ -1,0 +1,99 @@
+// Runs the real CLI (node bin/run.js) as a child process, as a user or CI would.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Args, Errors, Parser } from '@oclif/core';
+import { EXIT, exitFor } from '../../src/cli/exitCodes.js';
+
+// This file runs as dist/test/cli/cli.test.js: dist is two levels up, the project root its parent.
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+const pkg = JSON.parse(readFileSync(new URL('package.json', `file://${root}`), 'utf8')) as { version: string };
+
+function lifeboat(...args: string[]) {
+  const r = spawnSync(process.execPath, ['bin/run.js', ...args], {
+    cwd: root,
+    encoding: 'utf8',
+    env: { ...process.env, NO_COLOR: '1', LIFEBOAT_DEBUG: '' },
+    timeout: 30_000,
+  });
+  assert.equal(r.error, undefined, `spawn failed: ${r.error}`);
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function assertOneLineUsageError(r: ReturnType<typeof lifeboat>, mentions: string) {
+  assert.equal(r.code, EXIT.USAGE, `exit code; stderr: ${r.stderr}`);
+  assert.equal(r.stdout, '');
+  assert.match(r.stderr, /^[^\n]+\n$/, `stderr should be exactly one line, got: ${JSON.stringify(r.stderr)}`);
+  assert.ok(r.stderr.includes(mentions), `stderr should mention ${mentions}: ${r.stderr}`);
+  assert.doesNotMatch(r.stderr, /\bat .+:\d+:\d+/, 'no stack trace');
+}
+
+test('--help lists the version command', () => {
+  const r = lifeboat('--help');
+  assert.equal(r.code, EXIT.OK, r.stderr);
+  assert.match(r.stdout, /^COMMANDS$/m);
+  assert.match(r.stdout, /^\s+version\s+\S/m);
+});
+
+test('version prints lifeboat/<version> node-<version> <platform>-<arch>', () => {
+  const r = lifeboat('version');
+  assert.equal(r.code, EXIT.OK, r.stderr);
+  assert.equal(pkg.version, '0.1.0');
+  assert.equal(r.stdout, `lifeboat/${pkg.version} node-${process.version} ${process.platform}-${process.arch}\n`);
+  assert.equal(r.stderr, '');
+});
+
+test('version -w json prints one JSON object', () => {
+  const r = lifeboat('version', '-w', 'json');
+  assert.equal(r.code, EXIT.OK, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout), {
+    name: 'lifeboat',
+    version: pkg.version,
+    node: process.version,
+    platform: process.platform,
+    arch: process.arch,
+  });
+});
+
+test('an unknown flag exits 2 with a one-line error', () => {
+  const r = lifeboat('version', '--bogus');
+  assertOneLineUsageError(r, '--bogus');
+  assert.ok(r.stderr.includes('lifeboat version --help'), r.stderr);
+});
+
+test('an invalid flag value exits 2 with a one-line error', () => {
+  assertOneLineUsageError(lifeboat('version', '--write-out', 'yaml'), 'yaml');
+});
+
+test('an unknown command exits 2 with a one-line error', () => {
+  assertOneLineUsageError(lifeboat('frobnicate'), 'frobnicate');
+});
+
+// No command takes a required argument yet, so the missing-argument case goes
+// through oclif's parser directly and then through the same mapping bin/run.js uses.
+test('a missing required argument maps to exit 2 and one line naming the argument', async () => {
+  const err = await Parser.parse([], {
+    args: { member: Args.string({ required: true, description: 'member ID or name' }) },
+    flags: {},
+  }).then(
+    () => assert.fail('parse should reject'),
+    (e: unknown) => e,
+  );
+  const { code, message } = exitFor(err);
+  assert.equal(code, EXIT.USAGE);
+  assert.equal(message, "Error: Missing 1 required arg: member. See 'lifeboat --help'.");
+});
+
+test('errors raised by commands keep their exit code; anything else is a failure', () => {
+  assert.deepEqual(exitFor(new Errors.CLIError('strict reconfiguration check failed', { exit: EXIT.REFUSED })), {
+    code: EXIT.REFUSED,
+    message: 'Error: strict reconfiguration check failed',
+  });
+  assert.deepEqual(exitFor(new Errors.ExitError(EXIT.PERMANENT)), { code: EXIT.PERMANENT });
+  assert.deepEqual(exitFor(new Error('disk full\nwhile writing')), {
+    code: EXIT.FAILURE,
+    message: 'Error: disk full while writing',
+  });
+});
