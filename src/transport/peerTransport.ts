@@ -1,0 +1,377 @@
+// Member-to-member gRPC: one long-lived stream per peer carrying batched Raft
+// messages, snapshots on their own chunked stream with a CRC-32C checked before
+// use, an identity probe, and forwarding of client requests to the leader.
+// Every envelope names its cluster and sender; strangers are refused.
+import * as grpc from '@grpc/grpc-js';
+import { crc32c } from '@node-rs/crc32';
+import { decodeMessage, encodeMessage } from '../raft/codec.js';
+import { MessageType, type Message, type NodeId } from '../raft/types.js';
+import { service } from '../api/protos.js';
+import { hostPort } from './urls.js';
+
+export const REFUSED_MISMATCH = 'cluster ID mismatch';
+export const REFUSED_REMOVED = 'removed member';
+export const REFUSED_SUPERSEDED = 'cluster superseded';
+
+/** Most messages queued for one peer; beyond it they are dropped and Raft resends. */
+const MAX_QUEUED = 4096;
+const SNAPSHOT_CHUNK = 1 << 20;
+const BACKOFF_MIN_MS = 50;
+const BACKOFF_MAX_MS = 2000;
+/** A peer we have not heard from for this long no longer counts as connected. */
+const ACTIVE_GAP_MS = 1500;
+
+export interface IdentityReply {
+  cluster_id: string;
+  member_id: string;
+  parent_cluster_id: string;
+  superseded: boolean;
+  removed: boolean;
+  members_json: string;
+}
+
+export interface ForwardReply {
+  json: string;
+  error_code: number;
+  error_message: string;
+}
+
+export interface TransportHost {
+  memberId: NodeId;
+  clusterId(): bigint;
+  /** Clusters this one replaced (parent first); their members are told they were superseded. */
+  ancestors(): bigint[];
+  isRemoved(id: NodeId): boolean;
+  deliver(m: Message): void;
+  identity(asker: { clusterId: bigint; from: NodeId }): IdentityReply;
+  forward(method: string, json: string): Promise<ForwardReply>;
+  /** A peer refused our messages; reason is one of the REFUSED_* texts. */
+  refused(peer: NodeId, reason: string, supersededBy: bigint): void;
+  unreachable(peer: NodeId): void;
+  /** Fill in the data of an outgoing snapshot message (taken at send time). */
+  snapshotData(m: Message): { message: Message; data: Uint8Array };
+  snapshotSent(peer: NodeId, ok: boolean): void;
+  log(level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>): void;
+}
+
+interface Envelope {
+  cluster_id: string;
+  from: string;
+  to: string;
+  messages: Buffer[];
+}
+
+interface Ack {
+  refused: string;
+  superseded_by: string;
+}
+
+type PeerClient = grpc.Client & {
+  Stream(): grpc.ClientDuplexStream<Envelope, Ack>;
+  SendSnapshot(cb: (err: grpc.ServiceError | null, ack?: Ack) => void): grpc.ClientWritableStream<unknown>;
+  Identity(req: unknown, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, r?: IdentityReply) => void): void;
+  Forward(req: unknown, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, r?: ForwardReply) => void): void;
+};
+
+function newClient(url: string): PeerClient {
+  const Ctor = service('lifeboat.peer.Peer');
+  return new Ctor(hostPort(url), grpc.credentials.createInsecure(), {
+    'grpc.keepalive_time_ms': 10_000,
+    'grpc.max_receive_message_length': 64 << 20,
+    'grpc.max_send_message_length': 64 << 20,
+  }) as unknown as PeerClient;
+}
+
+/** The outgoing side towards one peer. */
+class PeerSender {
+  private client: PeerClient;
+  private stream: grpc.ClientDuplexStream<Envelope, Ack> | undefined;
+  private queue: Buffer[] = [];
+  private flushScheduled = false;
+  private backoff = BACKOFF_MIN_MS;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+  dropped = 0;
+
+  constructor(
+    readonly id: NodeId,
+    readonly url: string,
+    private readonly host: TransportHost,
+  ) {
+    this.client = newClient(url);
+  }
+
+  enqueue(m: Message): void {
+    if (this.closed) return;
+    if (this.queue.length >= MAX_QUEUED) {
+      this.dropped++;
+      return;
+    }
+    this.queue.push(Buffer.from(encodeMessage(m)));
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  private open(): grpc.ClientDuplexStream<Envelope, Ack> {
+    const s = this.client.Stream();
+    s.on('data', (ack: Ack) => {
+      if (ack.refused) this.host.refused(this.id, ack.refused, BigInt(ack.superseded_by || '0'));
+    });
+    const lost = (err?: Error) => {
+      if (this.stream !== s) return;
+      this.stream = undefined;
+      if (this.closed) return;
+      this.host.unreachable(this.id);
+      if (err) this.host.log('warn', 'lost connection to peer', { peer: this.id.toString(16), url: this.url, error: err.message.split('\n')[0] });
+      this.scheduleRetry();
+    };
+    s.on('error', lost);
+    s.on('end', () => lost());
+    this.stream = s;
+    return s;
+  }
+
+  private scheduleRetry(): void {
+    if (this.retryTimer || this.closed) return;
+    const wait = this.backoff;
+    this.backoff = Math.min(this.backoff * 2, BACKOFF_MAX_MS);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.flush();
+    }, wait);
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    if (this.closed || this.queue.length === 0 || this.retryTimer) return;
+    const s = this.stream ?? this.open();
+    const batch = this.queue;
+    this.queue = [];
+    const env: Envelope = { cluster_id: this.host.clusterId().toString(), from: this.host.memberId.toString(), to: this.id.toString(), messages: batch };
+    s.write(env);
+    // A write that got through means the connection works: reset the backoff.
+    this.backoff = BACKOFF_MIN_MS;
+  }
+
+  sendSnapshot(m: Message): void {
+    const { message, data } = this.host.snapshotData(m);
+    const header = Buffer.from(encodeMessage(message));
+    const call = this.client.SendSnapshot((err, ack) => {
+      const ok = !err && !ack?.refused;
+      if (ack?.refused) this.host.refused(this.id, ack.refused, BigInt(ack.superseded_by || '0'));
+      if (err) this.host.log('warn', 'snapshot send failed', { peer: this.id.toString(16), error: err.message.split('\n')[0] });
+      this.host.snapshotSent(this.id, ok);
+    });
+    const base = { cluster_id: this.host.clusterId().toString(), from: this.host.memberId.toString(), to: this.id.toString() };
+    call.write({ ...base, header, data: Buffer.alloc(0), last: false, crc32c: 0 });
+    for (let off = 0; off < data.length; off += SNAPSHOT_CHUNK) {
+      call.write({ ...base, data: Buffer.from(data.buffer, data.byteOffset + off, Math.min(SNAPSHOT_CHUNK, data.length - off)), last: false, crc32c: 0 });
+    }
+    call.write({ ...base, data: Buffer.alloc(0), last: true, crc32c: crc32c(Buffer.from(data.buffer, data.byteOffset, data.byteLength)) });
+    call.end();
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.stream?.end();
+    this.stream = undefined;
+    this.client.close();
+  }
+
+  call<T>(fn: (c: PeerClient, deadline: Date, cb: (err: grpc.ServiceError | null, r?: T) => void) => void, timeoutMs: number): Promise<T> {
+    return new Promise((resolve, reject) => {
+      fn(this.client, new Date(Date.now() + timeoutMs), (err, r) => (err ? reject(err) : resolve(r as T)));
+    });
+  }
+}
+
+export class PeerTransport {
+  private server = new grpc.Server({ 'grpc.max_receive_message_length': 64 << 20 });
+  private senders = new Map<NodeId, PeerSender>();
+  private lastHeard = new Map<NodeId, number>();
+  private activeFrom = new Map<NodeId, number>();
+
+  constructor(private readonly host: TransportHost) {
+    this.server.addService(service('lifeboat.peer.Peer').service, {
+      Stream: (call: grpc.ServerDuplexStream<Envelope, Ack>) => this.onStream(call),
+      SendSnapshot: (call: grpc.ServerReadableStream<Record<string, unknown>, Ack>, cb: grpc.sendUnaryData<Ack>) => this.onSnapshot(call, cb),
+      Identity: (call: grpc.ServerUnaryCall<{ cluster_id: string; from: string }, IdentityReply>, cb: grpc.sendUnaryData<IdentityReply>) => {
+        cb(null, this.host.identity({ clusterId: BigInt(call.request.cluster_id || '0'), from: BigInt(call.request.from || '0') }));
+      },
+      Forward: (call: grpc.ServerUnaryCall<{ cluster_id: string; method: string; json: string }, ForwardReply>, cb: grpc.sendUnaryData<ForwardReply>) => {
+        if (BigInt(call.request.cluster_id || '0') !== this.host.clusterId()) {
+          cb(null, { json: '', error_code: grpc.status.FAILED_PRECONDITION, error_message: REFUSED_MISMATCH });
+          return;
+        }
+        this.host.forward(call.request.method, call.request.json).then(
+          (r) => cb(null, r),
+          (e: Error) => cb(null, { json: '', error_code: grpc.status.UNKNOWN, error_message: e.message }),
+        );
+      },
+    });
+  }
+
+  async listen(urls: string[]): Promise<void> {
+    for (const url of urls) {
+      await new Promise<void>((resolve, reject) =>
+        this.server.bindAsync(hostPort(url), grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(new Error(`cannot listen on peer URL ${url}: ${err.message}`)) : resolve())),
+      );
+    }
+  }
+
+  /** The peers to talk to (every other member), by ID and peer URLs. */
+  setPeers(peers: Map<NodeId, string[]>): void {
+    for (const [id, s] of this.senders) {
+      const urls = peers.get(id);
+      if (!urls || !urls.includes(s.url)) {
+        s.close();
+        this.senders.delete(id);
+      }
+    }
+    for (const [id, urls] of peers) {
+      if (id === this.host.memberId || this.senders.has(id) || urls.length === 0) continue;
+      this.senders.set(id, new PeerSender(id, urls[0], this.host));
+    }
+  }
+
+  send(messages: Message[]): void {
+    for (const m of messages) {
+      const s = this.senders.get(m.to);
+      if (!s) {
+        if (m.type === MessageType.Snap) this.host.snapshotSent(m.to, false);
+        continue;
+      }
+      if (m.type === MessageType.Snap) s.sendSnapshot(m);
+      else s.enqueue(m);
+    }
+  }
+
+  /** Since when a peer has been continuously in contact (ms since epoch), if it is now. */
+  activeSince(id: NodeId): number | undefined {
+    const last = this.lastHeard.get(id);
+    if (last === undefined || Date.now() - last > ACTIVE_GAP_MS) return undefined;
+    return this.activeFrom.get(id);
+  }
+
+  private heard(id: NodeId): void {
+    const now = Date.now();
+    const last = this.lastHeard.get(id);
+    if (last === undefined || now - last > ACTIVE_GAP_MS) this.activeFrom.set(id, now);
+    this.lastHeard.set(id, now);
+  }
+
+  /** Why a sender is refused, or undefined if it is welcome. */
+  private refusal(clusterId: bigint, from: NodeId): Ack | undefined {
+    const ours = this.host.clusterId();
+    if (clusterId !== ours) {
+      if (this.host.ancestors().includes(clusterId)) return { refused: REFUSED_SUPERSEDED, superseded_by: ours.toString() };
+      return { refused: REFUSED_MISMATCH, superseded_by: '0' };
+    }
+    if (this.host.isRemoved(from)) return { refused: REFUSED_REMOVED, superseded_by: '0' };
+    return undefined;
+  }
+
+  private onStream(call: grpc.ServerDuplexStream<Envelope, Ack>): void {
+    let warned = false;
+    call.on('data', (env: Envelope) => {
+      const from = BigInt(env.from);
+      const clusterId = BigInt(env.cluster_id);
+      const no = this.refusal(clusterId, from);
+      if (no) {
+        if (!warned) {
+          warned = true;
+          this.host.log('warn', no.refused === REFUSED_MISMATCH ? 'cluster ID mismatch' : `refused messages from ${no.refused}`, {
+            peer: from.toString(16),
+            remoteCluster: clusterId.toString(16),
+            localCluster: this.host.clusterId().toString(16),
+          });
+        }
+        call.write(no);
+        return;
+      }
+      this.heard(from);
+      for (const b of env.messages) {
+        let m: Message;
+        try {
+          m = decodeMessage(b);
+        } catch (e) {
+          this.host.log('warn', 'dropped a malformed peer message', { peer: from.toString(16), error: (e as Error).message });
+          continue;
+        }
+        this.host.deliver(m);
+      }
+    });
+    call.on('error', () => undefined);
+    call.on('end', () => call.end());
+  }
+
+  private onSnapshot(call: grpc.ServerReadableStream<Record<string, unknown>, Ack>, cb: grpc.sendUnaryData<Ack>): void {
+    let header: Buffer | undefined;
+    let from = 0n;
+    let clusterId = 0n;
+    const chunks: Buffer[] = [];
+    let expectedCrc: number | undefined;
+    call.on('data', (c: { cluster_id: string; from: string; header: Buffer; data: Buffer; last: boolean; crc32c: number }) => {
+      if (!header && c.header.length > 0) {
+        header = c.header;
+        from = BigInt(c.from);
+        clusterId = BigInt(c.cluster_id);
+      }
+      if (c.data.length > 0) chunks.push(c.data);
+      if (c.last) expectedCrc = c.crc32c;
+    });
+    call.on('error', () => undefined);
+    call.on('end', () => {
+      const no = this.refusal(clusterId, from);
+      if (no) return cb(null, no);
+      const data = Buffer.concat(chunks);
+      if (!header || expectedCrc === undefined || crc32c(data) !== expectedCrc) {
+        this.host.log('warn', 'discarded a damaged snapshot', { peer: from.toString(16), bytes: data.length });
+        return cb({ code: grpc.status.DATA_LOSS, details: 'snapshot checksum mismatch' });
+      }
+      this.heard(from);
+      this.host.deliver(decodeMessage(header, data));
+      cb(null, { refused: '', superseded_by: '0' });
+    });
+  }
+
+  /** Asks whoever answers at a peer URL for its cluster identity (bounded by timeoutMs). */
+  static async identity(url: string, asker: { clusterId: bigint; from: NodeId }, timeoutMs: number): Promise<IdentityReply> {
+    const client = newClient(url);
+    try {
+      return await new Promise<IdentityReply>((resolve, reject) =>
+        client.Identity({ cluster_id: asker.clusterId.toString(), from: asker.from.toString() }, { deadline: new Date(Date.now() + timeoutMs) }, (err, r) =>
+          err ? reject(err) : resolve(r!),
+        ),
+      );
+    } finally {
+      client.close();
+    }
+  }
+
+  /** Hands a client request to the leader. */
+  async forward(leader: NodeId, method: string, json: string, timeoutMs: number): Promise<ForwardReply> {
+    const s = this.senders.get(leader);
+    if (!s) throw new Error(`no connection to leader ${leader.toString(16)}`);
+    return s.call<ForwardReply>(
+      (c, deadline, cb) => c.Forward({ cluster_id: this.host.clusterId().toString(), from: this.host.memberId.toString(), method, json }, { deadline }, cb),
+      timeoutMs,
+    );
+  }
+
+  droppedMessages(): number {
+    let n = 0;
+    for (const s of this.senders.values()) n += s.dropped;
+    return n;
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.senders.values()) s.close();
+    this.senders.clear();
+    await new Promise<void>((resolve) => this.server.tryShutdown(() => resolve()));
+    this.server.forceShutdown();
+  }
+}
