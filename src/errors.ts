@@ -1,0 +1,93 @@
+// etcd's error texts and their gRPC status codes. Clients (clientv3, etcdctl, npm
+// etcd3) recognise these errors by the exact message text, so nothing else in
+// Lifeboat spells them: import the constant. A leaf module; imports nothing of ours.
+// Source: etcd v3.4 etcdserver/api/v3rpc/rpctypes/error.go.
+
+/** gRPC status codes (google.golang.org/grpc/codes), numbered as on the wire. */
+export enum GrpcCode {
+  OK = 0,
+  Canceled = 1,
+  Unknown = 2,
+  InvalidArgument = 3,
+  DeadlineExceeded = 4,
+  NotFound = 5,
+  AlreadyExists = 6,
+  PermissionDenied = 7,
+  ResourceExhausted = 8,
+  FailedPrecondition = 9,
+  Aborted = 10,
+  OutOfRange = 11,
+  Unimplemented = 12,
+  Internal = 13,
+  Unavailable = 14,
+  DataLoss = 15,
+  Unauthenticated = 16,
+}
+
+/**
+ * An error etcd returns to clients as a gRPC status. The instances below are shared
+ * (like etcd's `rpctypes.ErrGRPC*`): they describe an outcome, not a bug, so no
+ * stack trace is worth keeping. Compare with `is()`, never by identity across
+ * process boundaries.
+ */
+export class EtcdError extends Error {
+  constructor(
+    readonly code: GrpcCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'EtcdError';
+  }
+
+  /** Same etcd error (same text); works for errors rebuilt from a gRPC status. */
+  is(other: { message: string }): boolean {
+    return this.message === other.message;
+  }
+}
+
+const e = (code: GrpcCode, message: string) => Object.freeze(new EtcdError(code, message));
+
+// Requests
+export const ErrEmptyKey = e(GrpcCode.InvalidArgument, 'etcdserver: key is not provided');
+export const ErrKeyNotFound = e(GrpcCode.InvalidArgument, 'etcdserver: key not found');
+export const ErrValueProvided = e(GrpcCode.InvalidArgument, 'etcdserver: value is provided');
+export const ErrLeaseProvided = e(GrpcCode.InvalidArgument, 'etcdserver: lease is provided');
+export const ErrTooManyOps = e(GrpcCode.InvalidArgument, 'etcdserver: too many operations in txn request');
+export const ErrDuplicateKey = e(GrpcCode.InvalidArgument, 'etcdserver: duplicate key given in txn request');
+export const ErrRequestTooLarge = e(GrpcCode.InvalidArgument, 'etcdserver: request is too large');
+export const ErrTooManyRequests = e(GrpcCode.ResourceExhausted, 'etcdserver: too many requests');
+
+// MVCC
+export const ErrCompacted = e(GrpcCode.OutOfRange, 'etcdserver: mvcc: required revision has been compacted');
+export const ErrFutureRev = e(GrpcCode.OutOfRange, 'etcdserver: mvcc: required revision is a future revision');
+export const ErrNoSpace = e(GrpcCode.ResourceExhausted, 'etcdserver: mvcc: database space exceeded');
+
+// Leases
+export const ErrLeaseNotFound = e(GrpcCode.NotFound, 'etcdserver: requested lease not found');
+export const ErrLeaseExist = e(GrpcCode.FailedPrecondition, 'etcdserver: lease already exists');
+export const ErrLeaseTTLTooLarge = e(GrpcCode.OutOfRange, 'etcdserver: too large lease TTL');
+
+// Cluster health
+export const ErrCorrupt = e(GrpcCode.DataLoss, 'etcdserver: corrupt cluster');
+
+// Membership and leadership (SEMANTICS.md; etcd v3.4 rpctypes)
+export const ErrMemberNotFound = e(GrpcCode.NotFound, 'etcdserver: member not found');
+export const ErrMemberExist = e(GrpcCode.FailedPrecondition, 'etcdserver: member ID already exist');
+export const ErrPeerURLExist = e(GrpcCode.FailedPrecondition, 'etcdserver: Peer URLs already exists');
+export const ErrMemberBadURLs = e(GrpcCode.InvalidArgument, 'etcdserver: given member URLs are invalid');
+export const ErrTooManyLearners = e(GrpcCode.FailedPrecondition, 'etcdserver: too many learner members in cluster');
+export const ErrMemberNotLearner = e(GrpcCode.FailedPrecondition, 'etcdserver: can only promote a learner member');
+export const ErrLearnerNotReady = e(GrpcCode.FailedPrecondition, 'etcdserver: can only promote a learner member which is in sync with leader');
+export const ErrNotEnoughStartedMembers = e(GrpcCode.FailedPrecondition, 'etcdserver: re-configuration failed due to not enough started members');
+export const ErrUnhealthy = e(GrpcCode.Unavailable, 'etcdserver: unhealthy cluster');
+export const ErrNotLeader = e(GrpcCode.FailedPrecondition, 'etcdserver: not leader');
+export const ErrNoLeader = e(GrpcCode.Unavailable, 'etcdserver: no leader');
+export const ErrBadLeaderTransferee = e(GrpcCode.FailedPrecondition, 'etcdserver: bad leader transferee');
+export const ErrLearnerNotSupported = e(GrpcCode.Unavailable, 'etcdserver: rpc not supported for learner');
+export const ErrTimeout = e(GrpcCode.Unavailable, 'etcdserver: request timed out');
+export const ErrTimeoutLeaderTransfer = e(GrpcCode.Unavailable, 'etcdserver: request timed out, leader transfer took too long');
+export const ErrStopped = e(GrpcCode.Unavailable, 'etcdserver: server stopped');
+export const ErrLeaderChanged = e(GrpcCode.Unavailable, 'etcdserver: leader changed');
+export const ErrNotCapable = e(GrpcCode.Unavailable, 'etcdserver: not capable');
+/** Lifeboat: a second membership change while one is still being applied. */
+export const ErrConfChangePending = e(GrpcCode.FailedPrecondition, 'etcdserver: a membership change is already in progress; retry when it is applied');

@@ -1,0 +1,140 @@
+// A member's configuration, from etcd's flag names, validated as a whole before
+// anything is written. Every problem is one line naming the flag and the fix.
+import { isValidMemberUrl } from '../transport/urls.js';
+
+export interface ServerConfig {
+  name: string;
+  dataDir: string;
+  listenPeerUrls: string[];
+  initialAdvertisePeerUrls: string[];
+  listenClientUrls: string[];
+  advertiseClientUrls: string[];
+  listenMetricsUrls: string[];
+  /** name → peer URLs, in the order given. */
+  initialCluster: Map<string, string[]>;
+  initialClusterState: 'new' | 'existing';
+  initialClusterToken: string;
+  forceNewCluster: boolean;
+  strictReconfigCheck: boolean;
+  maxLearners: number;
+  heartbeatMs: number;
+  electionMs: number;
+  snapshotCount: number;
+  quotaBackendBytes: number;
+}
+
+export interface RawServerFlags {
+  name: string;
+  'data-dir'?: string;
+  'listen-peer-urls': string;
+  'initial-advertise-peer-urls': string;
+  'listen-client-urls': string;
+  'advertise-client-urls': string;
+  'listen-metrics-urls'?: string;
+  'initial-cluster'?: string;
+  'initial-cluster-state': string;
+  'initial-cluster-token': string;
+  'force-new-cluster': boolean;
+  'strict-reconfig-check': boolean;
+  'max-learners': number;
+  'heartbeat-interval': number;
+  'election-timeout': number;
+  'snapshot-count': number;
+  'quota-backend-bytes': number;
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+function urlList(flag: string, value: string | undefined): string[] {
+  if (!value) return [];
+  const urls = value.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const u of urls) {
+    if (!isValidMemberUrl(u)) throw new ConfigError(`--${flag}: "${u}" is not a valid URL; use scheme://host:port, e.g. http://127.0.0.1:2380`);
+  }
+  return urls;
+}
+
+/** "a=http://h:1,a=http://h:2,b=http://g:1" → {a: [..], b: [..]} */
+export function parseInitialCluster(value: string): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const part of value.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const eq = part.indexOf('=');
+    if (eq <= 0) throw new ConfigError(`--initial-cluster: "${part}" is not name=URL; e.g. m1=http://127.0.0.1:2380,m2=http://127.0.0.1:2381`);
+    const name = part.slice(0, eq);
+    const url = part.slice(eq + 1);
+    if (!isValidMemberUrl(url)) throw new ConfigError(`--initial-cluster: "${url}" for ${name} is not a valid URL; use scheme://host:port`);
+    out.set(name, [...(out.get(name) ?? []), url]);
+  }
+  return out;
+}
+
+export function formatInitialCluster(members: Map<string, string[]>): string {
+  return [...members].flatMap(([name, urls]) => urls.map((u) => `${name}=${u}`)).join(',');
+}
+
+export function buildServerConfig(f: RawServerFlags): ServerConfig {
+  if (!/^[A-Za-z0-9._-]+$/.test(f.name)) throw new ConfigError(`--name: "${f.name}" may only hold letters, digits, '.', '_' and '-'`);
+  const state = f['initial-cluster-state'];
+  if (state !== 'new' && state !== 'existing') throw new ConfigError(`--initial-cluster-state: "${state}" must be new or existing`);
+  const advertisePeer = urlList('initial-advertise-peer-urls', f['initial-advertise-peer-urls']);
+  const cfg: ServerConfig = {
+    name: f.name,
+    dataDir: f['data-dir'] || `${f.name}.etcd`,
+    listenPeerUrls: urlList('listen-peer-urls', f['listen-peer-urls']),
+    initialAdvertisePeerUrls: advertisePeer,
+    listenClientUrls: urlList('listen-client-urls', f['listen-client-urls']),
+    advertiseClientUrls: urlList('advertise-client-urls', f['advertise-client-urls']),
+    listenMetricsUrls: urlList('listen-metrics-urls', f['listen-metrics-urls']),
+    initialCluster: parseInitialCluster(f['initial-cluster'] || `${f.name}=${advertisePeer.join(`,${f.name}=`)}`),
+    initialClusterState: state,
+    initialClusterToken: f['initial-cluster-token'],
+    forceNewCluster: f['force-new-cluster'],
+    strictReconfigCheck: f['strict-reconfig-check'],
+    maxLearners: f['max-learners'],
+    heartbeatMs: f['heartbeat-interval'],
+    electionMs: f['election-timeout'],
+    snapshotCount: f['snapshot-count'],
+    quotaBackendBytes: f['quota-backend-bytes'],
+  };
+  if (cfg.listenPeerUrls.length === 0) throw new ConfigError('--listen-peer-urls is empty; give at least one URL');
+  if (cfg.listenClientUrls.length === 0) throw new ConfigError('--listen-client-urls is empty; give at least one URL');
+  if (cfg.initialAdvertisePeerUrls.length === 0) throw new ConfigError('--initial-advertise-peer-urls is empty; give at least one URL');
+  if (cfg.heartbeatMs < 1) throw new ConfigError(`--heartbeat-interval ${cfg.heartbeatMs} must be at least 1 (ms)`);
+  if (cfg.electionMs < 5 * cfg.heartbeatMs) {
+    throw new ConfigError(`--election-timeout ${cfg.electionMs} should be at least 5 times --heartbeat-interval ${cfg.heartbeatMs}`);
+  }
+  if (cfg.electionMs > 50_000) throw new ConfigError(`--election-timeout ${cfg.electionMs} is too long; the maximum is 50000 (ms)`);
+  if (cfg.maxLearners < 0 || !Number.isInteger(cfg.maxLearners)) throw new ConfigError(`--max-learners ${cfg.maxLearners} must be a whole number >= 0`);
+  if (cfg.snapshotCount < 1) throw new ConfigError(`--snapshot-count ${cfg.snapshotCount} must be at least 1`);
+  if (cfg.quotaBackendBytes < 0) throw new ConfigError(`--quota-backend-bytes ${cfg.quotaBackendBytes} must not be negative`);
+  const own = cfg.initialCluster.get(cfg.name);
+  if (!own) {
+    throw new ConfigError(`--initial-cluster has no entry for this member's --name "${cfg.name}"; add ${cfg.name}=${advertisePeer[0]}`);
+  }
+  const sameUrls = [...own].sort().join(',') === [...advertisePeer].sort().join(',');
+  if (!sameUrls) {
+    throw new ConfigError(`--initial-cluster gives ${cfg.name}=${own.join(',')} but --initial-advertise-peer-urls is ${advertisePeer.join(',')}; make them the same`);
+  }
+  const seen = new Map<string, string>();
+  for (const [name, urls] of cfg.initialCluster) {
+    for (const u of urls) {
+      const other = seen.get(u);
+      if (other && other !== name) throw new ConfigError(`--initial-cluster gives the peer URL ${u} to both ${other} and ${name}`);
+      seen.set(u, name);
+    }
+  }
+  if (cfg.forceNewCluster && cfg.initialClusterState === 'existing') {
+    throw new ConfigError('--force-new-cluster cannot be combined with --initial-cluster-state existing; it starts a new cluster from this data dir');
+  }
+  return cfg;
+}
+
+/** Ticks: one heartbeat interval per tick. */
+export function ticksOf(cfg: ServerConfig): { tickMs: number; heartbeatTick: number; electionTick: number } {
+  return { tickMs: cfg.heartbeatMs, heartbeatTick: 1, electionTick: Math.max(2, Math.round(cfg.electionMs / cfg.heartbeatMs)) };
+}

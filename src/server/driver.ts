@@ -1,0 +1,106 @@
+// The loop that drives the Raft core: tick → ready → send the leader's appends →
+// persist (one write, one fsync) → send acks and votes → apply → advance.
+// Work that arrives while a batch is being written (proposals, messages) waits
+// in the event loop and goes into the next batch together: group commit.
+import { MessageType, type Entry, type HardState, type Message, type Ready, type Snapshot, type SoftState } from '../raft/types.js';
+import type { Raft } from '../raft/raft.js';
+import type { Metrics } from './metrics.js';
+
+/** What the driver needs from the data directory's Raft storage. */
+export interface LogStore {
+  save(batch: { hardState?: HardState; entries: Entry[]; snapshot?: Snapshot }, sync: boolean): void;
+}
+
+export interface DriverHooks {
+  send(messages: Message[]): void;
+  applySnapshot(s: Snapshot): void;
+  /** Apply committed entries in order; called after they are durable. */
+  applyEntries(entries: Entry[]): void;
+  softState(s: SoftState): void;
+  readStates(rd: Ready): void;
+  dropped(rd: Ready): void;
+  /** After advance(): e.g. take a snapshot when the log has grown. */
+  afterAdvance(): void;
+  fatal(err: Error): void;
+}
+
+export class RaftDriver {
+  private scheduled = false;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(
+    readonly raft: Raft,
+    private readonly store: LogStore,
+    private readonly hooks: DriverHooks,
+    private readonly metrics: Metrics,
+    private readonly tickMs: number,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => {
+      this.raft.tick();
+      this.kick();
+    }, this.tickMs);
+    this.kick();
+  }
+
+  /** Something changed in the core: process its ready soon (coalesced). */
+  kick(): void {
+    if (this.scheduled || this.stopped) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.process();
+    });
+  }
+
+  /** Runs fn against the core and schedules the resulting work. */
+  with<T>(fn: (raft: Raft) => T): T {
+    try {
+      return fn(this.raft);
+    } finally {
+      this.kick();
+    }
+  }
+
+  private process(): void {
+    if (this.stopped || !this.raft.hasReady()) return;
+    try {
+      const rd = this.raft.ready();
+      if (rd.softState) this.hooks.softState(rd.softState);
+      this.hooks.send(rd.messages);
+      if (rd.snapshot || rd.entries.length > 0 || rd.hardState) {
+        const start = process.hrtime.bigint();
+        this.store.save({ hardState: rd.hardState, entries: rd.entries, snapshot: rd.snapshot }, rd.mustSync);
+        if (rd.mustSync) this.metrics.observeFsync(Number(process.hrtime.bigint() - start) / 1e9, rd.entries.length);
+      }
+      this.hooks.send(rd.messagesAfterPersist);
+      if (rd.snapshot) this.hooks.applySnapshot(rd.snapshot);
+      if (rd.committedEntries.length > 0) {
+        const start = process.hrtime.bigint();
+        this.hooks.applyEntries(rd.committedEntries);
+        this.metrics.observeApply(Number(process.hrtime.bigint() - start) / 1e9, rd.committedEntries.length);
+      }
+      if (rd.readStates.length > 0) this.hooks.readStates(rd);
+      if (rd.droppedProposals.length > 0) this.hooks.dropped(rd);
+      this.raft.advance(rd);
+      this.hooks.afterAdvance();
+    } catch (e) {
+      this.stop();
+      this.hooks.fatal(e as Error);
+      return;
+    }
+    if (this.raft.hasReady()) this.kick();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+  }
+}
+
+/** Messages the transport must treat specially: snapshots go on their own stream. */
+export function isSnapshot(m: Message): boolean {
+  return m.type === MessageType.Snap;
+}

@@ -1,0 +1,100 @@
+// Prometheus text metrics under etcd's names, so existing dashboards and alerts
+// work, plus Lifeboat's batch counters that show group commit at work.
+import http from 'node:http';
+import { hostPort } from '../transport/urls.js';
+
+const BUCKETS = [0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096, 8.192];
+
+class Histogram {
+  counts = new Array<number>(BUCKETS.length).fill(0);
+  sum = 0;
+  count = 0;
+  observe(v: number): void {
+    for (let i = 0; i < BUCKETS.length; i++) if (v <= BUCKETS[i]) this.counts[i]++;
+    this.sum += v;
+    this.count++;
+  }
+  render(name: string, help: string, labels = ''): string {
+    const l = labels ? `${labels},` : '';
+    const lines = [`# HELP ${name} ${help}`, `# TYPE ${name} histogram`];
+    BUCKETS.forEach((b, i) => lines.push(`${name}_bucket{${l}le="${b}"} ${this.counts[i]}`));
+    lines.push(`${name}_bucket{${l}le="+Inf"} ${this.count}`, `${name}_sum${labels ? `{${labels}}` : ''} ${this.sum}`, `${name}_count${labels ? `{${labels}}` : ''} ${this.count}`);
+    return lines.join('\n');
+  }
+}
+
+export class Metrics {
+  leaderChanges = 0;
+  proposalsCommitted = 0;
+  proposalsApplied = 0;
+  proposalsFailed = 0;
+  proposalsPending = 0;
+  hasLeader = 0;
+  isLeader = 0;
+  fsyncs = 0;
+  entriesPersisted = 0;
+  readonly fsync = new Histogram();
+  readonly apply = new Histogram();
+  readonly peerRtt = new Histogram();
+  dbSize: () => number = () => 0;
+  private server: http.Server | undefined;
+
+  observeFsync(seconds: number, entries: number): void {
+    this.fsyncs++;
+    this.entriesPersisted += entries;
+    this.fsync.observe(seconds);
+  }
+
+  observeApply(seconds: number, entries: number): void {
+    this.apply.observe(seconds);
+    this.proposalsApplied += entries;
+  }
+
+  render(): string {
+    const g = (name: string, help: string, type: 'counter' | 'gauge', v: number) => `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name} ${v}`;
+    return (
+      [
+        g('etcd_server_has_leader', 'Whether or not a leader exists. 1 is existence, 0 is not.', 'gauge', this.hasLeader),
+        g('etcd_server_is_leader', 'Whether or not this member is a leader.', 'gauge', this.isLeader),
+        g('etcd_server_leader_changes_seen_total', 'The number of leader changes seen.', 'counter', this.leaderChanges),
+        g('etcd_server_proposals_committed_total', 'The total number of consensus proposals committed.', 'counter', this.proposalsCommitted),
+        g('etcd_server_proposals_applied_total', 'The total number of consensus proposals applied.', 'counter', this.proposalsApplied),
+        g('etcd_server_proposals_pending', 'The current number of pending proposals to commit.', 'gauge', this.proposalsPending),
+        g('etcd_server_proposals_failed_total', 'The total number of failed proposals seen.', 'counter', this.proposalsFailed),
+        this.fsync.render('etcd_disk_wal_fsync_duration_seconds', 'The latency distributions of fsync called by WAL.'),
+        this.apply.render('etcd_disk_backend_commit_duration_seconds', 'The latency distributions of commit called by backend.'),
+        this.peerRtt.render('etcd_network_peer_round_trip_time_seconds', 'Round-Trip-Time histogram between peers.'),
+        g('etcd_mvcc_db_total_size_in_bytes', 'Total size of the underlying database physically allocated in bytes.', 'gauge', this.dbSize()),
+        g('lifeboat_wal_fsyncs_total', 'Raft log writes that ended in an fsync (one per batch).', 'counter', this.fsyncs),
+        g('lifeboat_wal_entries_persisted_total', 'Raft entries made durable; divided by fsyncs it is the mean batch size.', 'counter', this.entriesPersisted),
+      ].join('\n') + '\n'
+    );
+  }
+
+  async listen(urls: string[]): Promise<void> {
+    if (urls.length === 0) return;
+    this.server = http.createServer((req, res) => {
+      if (req.url === '/metrics') {
+        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
+        res.end(this.render());
+      } else if (req.url === '/health') {
+        res.writeHead(this.hasLeader ? 200 : 503, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ health: this.hasLeader ? 'true' : 'false' }));
+      } else {
+        res.writeHead(404);
+        res.end();
+      }
+    });
+    for (const url of urls) {
+      const [host, port] = hostPort(url).split(/:(?=\d+$)/);
+      await new Promise<void>((resolve, reject) => {
+        this.server!.once('error', (e) => reject(new Error(`cannot listen on metrics URL ${url}: ${e.message}`)));
+        this.server!.listen(Number(port), host, () => resolve());
+      });
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.server) await new Promise<void>((resolve) => this.server!.close(() => resolve()));
+  }
+}
