@@ -12,16 +12,11 @@ import {
   ErrUnhealthy,
   type EtcdError,
 } from '../errors.js';
+import type { Member } from '../kv/types.js';
 import { isValidMemberUrl } from '../transport/urls.js';
 
-export interface MemberRecord {
-  id: bigint;
-  /** Empty until the member has started and published its name. */
-  name: string;
-  peerURLs: string[];
-  clientURLs: string[];
-  isLearner: boolean;
-}
+/** A member as the KV's member table holds it; `name` is empty until it has started. */
+export type MemberRecord = Member;
 
 /** What a conf-change entry carries: the member as it should be after the change. */
 export function encodeMemberContext(m: MemberRecord): Uint8Array {
