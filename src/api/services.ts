@@ -1,0 +1,188 @@
+// etcd's v3 gRPC services (KV, Cluster, Maintenance) and grpc.health.v1 on top
+// of an EtcdBackend that the member implements. Errors are etcd's gRPC statuses.
+import * as grpc from '@grpc/grpc-js';
+import { createHash } from 'node:crypto';
+import { ErrLearnerNotSupported, EtcdError, GrpcCode } from '../errors.js';
+import type { Alarm, Member } from '../kv/types.js';
+import { AlarmType } from '../kv/types.js';
+import type { CompactionRequest, DeleteRangeRequest, DeleteRangeResponse, PutRequest, PutResponse, RangeRequest, RangeResponse, TxnRequest, TxnResponse } from '../kv/types.js';
+import {
+  compactionFromWire,
+  deleteRangeFromWire,
+  deleteRangeToWire,
+  putFromWire,
+  putToWire,
+  rangeFromWire,
+  rangeToWire,
+  txnFromWire,
+  txnToWire,
+} from './convert.js';
+import { service } from './protos.js';
+
+export interface Header {
+  cluster_id: string;
+  member_id: string;
+  revision: string;
+  raft_term: string;
+}
+
+export interface StatusInfo {
+  version: string;
+  dbSize: number;
+  dbSizeInUse: number;
+  leader: bigint;
+  raftIndex: number;
+  raftTerm: number;
+  raftAppliedIndex: number;
+  errors: string[];
+  isLearner: boolean;
+}
+
+/** What the client API needs from a member. Every method may throw an EtcdError. */
+export interface EtcdBackend {
+  header(revision: number): Header;
+  currentRevision(): number;
+  isLearner(): boolean;
+  range(r: RangeRequest): Promise<RangeResponse>;
+  put(r: PutRequest): Promise<PutResponse>;
+  deleteRange(r: DeleteRangeRequest): Promise<DeleteRangeResponse>;
+  txn(r: TxnRequest): Promise<TxnResponse>;
+  compact(r: CompactionRequest): Promise<void>;
+  memberAdd(peerURLs: string[], isLearner: boolean): Promise<{ member: Member; members: Member[] }>;
+  memberRemove(id: bigint): Promise<Member[]>;
+  memberUpdate(id: bigint, peerURLs: string[]): Promise<Member[]>;
+  memberPromote(id: bigint): Promise<Member[]>;
+  memberList(): Promise<Member[]>;
+  status(): Promise<StatusInfo>;
+  hashKV(revision: number): Promise<{ hash: number; compactRevision: number; revision: number }>;
+  hash(): Promise<number>;
+  /** The snapshot file's bytes: our format, padded to a multiple of 512 bytes (no trailer). */
+  snapshot(): Promise<Buffer>;
+  moveLeader(target: bigint): Promise<void>;
+  alarm(action: 'GET' | 'ACTIVATE' | 'DEACTIVATE', memberId: bigint, alarm: AlarmType): Promise<Alarm[]>;
+  defragment(): Promise<void>;
+}
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+type Handler = (call: any, cb: grpc.sendUnaryData<any>) => void;
+
+function toStatus(e: unknown): Partial<grpc.StatusObject> {
+  if (e instanceof EtcdError) return { code: e.code as number, details: e.message };
+  const msg = e instanceof Error ? e.message : String(e);
+  return { code: GrpcCode.Unknown as number, details: msg };
+}
+
+/** A unary handler around an async function; errors become etcd statuses. */
+function unary(fn: (req: any) => Promise<unknown>): Handler {
+  return (call, cb) => {
+    fn(call.request).then(
+      (r) => cb(null, r),
+      (e) => cb(toStatus(e) as grpc.ServiceError),
+    );
+  };
+}
+
+function memberToWire(m: Member): Record<string, unknown> {
+  return { ID: m.id.toString(), name: m.name, peerURLs: m.peerURLs, clientURLs: m.clientURLs, isLearner: m.isLearner };
+}
+
+const SNAPSHOT_CHUNK = 32 * 1024;
+
+export function registerEtcdServices(server: grpc.Server, b: EtcdBackend): void {
+  const h = (rev: number) => b.header(rev);
+  // A learner serves only Status and serializable Range (SEMANTICS.md "Leadership").
+  const voterOnly = <T>(fn: (req: any) => Promise<T>) => (req: any) => {
+    if (b.isLearner()) return Promise.reject(ErrLearnerNotSupported);
+    return fn(req);
+  };
+
+  server.addService(service('etcdserverpb.KV').service, {
+    Range: unary(async (w) => {
+      const r = rangeFromWire(w);
+      if (b.isLearner() && !r.serializable) throw ErrLearnerNotSupported;
+      return rangeToWire(await b.range(r), h);
+    }),
+    Put: unary(voterOnly(async (w) => putToWire(await b.put(putFromWire(w)), h))),
+    DeleteRange: unary(voterOnly(async (w) => deleteRangeToWire(await b.deleteRange(deleteRangeFromWire(w)), h))),
+    Txn: unary(voterOnly(async (w) => txnToWire(await b.txn(txnFromWire(w)), h))),
+    Compact: unary(voterOnly(async (w) => {
+      await b.compact(compactionFromWire(w));
+      return { header: h(b.currentRevision()) };
+    })),
+  });
+
+  // Cluster RPCs answer with revision 0 in the header, as etcd does.
+  server.addService(service('etcdserverpb.Cluster').service, {
+    MemberAdd: unary(voterOnly(async (w) => {
+      const r = await b.memberAdd(w.peerURLs ?? [], !!w.isLearner);
+      return { header: h(0), member: memberToWire(r.member), members: r.members.map(memberToWire) };
+    })),
+    MemberRemove: unary(voterOnly(async (w) => ({ header: h(0), members: (await b.memberRemove(BigInt(w.ID))).map(memberToWire) }))),
+    MemberUpdate: unary(voterOnly(async (w) => ({ header: h(0), members: (await b.memberUpdate(BigInt(w.ID), w.peerURLs ?? [])).map(memberToWire) }))),
+    MemberPromote: unary(voterOnly(async (w) => ({ header: h(0), members: (await b.memberPromote(BigInt(w.ID))).map(memberToWire) }))),
+    MemberList: unary(voterOnly(async () => ({ header: h(0), members: (await b.memberList()).map(memberToWire) }))),
+  });
+
+  server.addService(service('etcdserverpb.Maintenance').service, {
+    Status: unary(async () => {
+      const s = await b.status();
+      return {
+        header: h(b.currentRevision()),
+        version: s.version,
+        dbSize: String(s.dbSize),
+        leader: s.leader.toString(),
+        raftIndex: String(s.raftIndex),
+        raftTerm: String(s.raftTerm),
+        raftAppliedIndex: String(s.raftAppliedIndex),
+        errors: s.errors,
+        dbSizeInUse: String(s.dbSizeInUse),
+        isLearner: s.isLearner,
+      };
+    }),
+    HashKV: unary(voterOnly(async (w) => {
+      const r = await b.hashKV(Number(w.revision ?? 0));
+      return { header: h(r.revision), hash: r.hash, compact_revision: String(r.compactRevision) };
+    })),
+    Hash: unary(voterOnly(async () => ({ header: h(b.currentRevision()), hash: await b.hash() }))),
+    MoveLeader: unary(voterOnly(async (w) => {
+      await b.moveLeader(BigInt(w.targetID ?? 0));
+      return { header: h(b.currentRevision()) };
+    })),
+    Alarm: unary(voterOnly(async (w) => {
+      const alarms = await b.alarm(w.action ?? 'GET', BigInt(w.memberID ?? 0), (AlarmType as any)[w.alarm ?? 'NONE'] ?? AlarmType.None);
+      return { header: h(b.currentRevision()), alarms: alarms.map((a) => ({ memberID: a.memberId.toString(), alarm: AlarmType[a.alarm].toUpperCase() })) };
+    })),
+    Defragment: unary(voterOnly(async () => {
+      await b.defragment();
+      return { header: h(b.currentRevision()) };
+    })),
+    // As etcd: chunks with remaining_bytes, then one message holding the sha256 of all bytes.
+    Snapshot: (call: grpc.ServerWritableStream<unknown, unknown>) => {
+      if (b.isLearner()) {
+        call.destroy(Object.assign(new Error(ErrLearnerNotSupported.message), { code: GrpcCode.Unavailable }));
+        return;
+      }
+      b.snapshot().then(
+        async (bytes) => {
+          const sha = createHash('sha256').update(bytes).digest();
+          for (let off = 0; off < bytes.length; off += SNAPSHOT_CHUNK) {
+            const blob = bytes.subarray(off, Math.min(off + SNAPSHOT_CHUNK, bytes.length));
+            const ok = call.write({ remaining_bytes: String(bytes.length - off), blob });
+            if (!ok) await new Promise((r) => call.once('drain', r));
+            if (call.cancelled) return;
+          }
+          call.write({ remaining_bytes: '0', blob: sha });
+          call.end();
+        },
+        (e) => call.destroy(Object.assign(new Error(toStatus(e).details), { code: toStatus(e).code })),
+      );
+    },
+  });
+
+  server.addService(service('grpc.health.v1.Health').service, {
+    Check: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, { status: 'SERVING' }),
+    Watch: (call: grpc.ServerWritableStream<unknown, unknown>) => {
+      call.write({ status: 'SERVING' });
+    },
+  });
+}
