@@ -18,14 +18,19 @@ import { isValidMemberUrl } from '../transport/urls.js';
 /** A member as the KV's member table holds it; `name` is empty until it has started. */
 export type MemberRecord = Member;
 
-/** What a conf-change entry carries: the member as it should be after the change. */
-export function encodeMemberContext(m: MemberRecord): Uint8Array {
-  return Buffer.from(JSON.stringify({ id: m.id.toString(16), name: m.name, peerURLs: m.peerURLs, clientURLs: m.clientURLs, isLearner: m.isLearner }));
+/** What a conf-change entry carries: the member as it should be after the change, and the proposal's request ID. */
+export function encodeMemberContext(m: MemberRecord, reqId: bigint): Uint8Array {
+  return Buffer.from(
+    JSON.stringify({ id: m.id.toString(16), name: m.name, peerURLs: m.peerURLs, clientURLs: m.clientURLs, isLearner: m.isLearner, req: reqId.toString(16) }),
+  );
 }
 
-export function decodeMemberContext(b: Uint8Array): MemberRecord {
-  const j = JSON.parse(Buffer.from(b).toString('utf8')) as { id: string; name: string; peerURLs: string[]; clientURLs: string[]; isLearner: boolean };
-  return { id: BigInt('0x' + j.id), name: j.name ?? '', peerURLs: j.peerURLs ?? [], clientURLs: j.clientURLs ?? [], isLearner: !!j.isLearner };
+export function decodeMemberContext(b: Uint8Array): { member: MemberRecord; reqId: bigint } {
+  const j = JSON.parse(Buffer.from(b).toString('utf8')) as { id: string; name?: string; peerURLs?: string[]; clientURLs?: string[]; isLearner?: boolean; req?: string };
+  return {
+    member: { id: BigInt('0x' + j.id), name: j.name ?? '', peerURLs: j.peerURLs ?? [], clientURLs: j.clientURLs ?? [], isLearner: !!j.isLearner },
+    reqId: j.req ? BigInt('0x' + j.req) : 0n,
+  };
 }
 
 export function isStarted(m: MemberRecord): boolean {

@@ -49,9 +49,9 @@ export interface TransportHost {
   refused(peer: NodeId, reason: string, supersededBy: bigint): void;
   unreachable(peer: NodeId): void;
   /** Fill in the data of an outgoing snapshot message (taken at send time). */
-  snapshotData(m: Message): { message: Message; data: Uint8Array };
+  snapshotData(m: Message): Promise<{ message: Message; data: Uint8Array }>;
   snapshotSent(peer: NodeId, ok: boolean): void;
-  log(level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>): void;
+  logEvent(level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>): void;
 }
 
 interface Envelope {
@@ -124,7 +124,7 @@ class PeerSender {
       this.stream = undefined;
       if (this.closed) return;
       this.host.unreachable(this.id);
-      if (err) this.host.log('warn', 'lost connection to peer', { peer: this.id.toString(16), url: this.url, error: err.message.split('\n')[0] });
+      if (err) this.host.logEvent('warn', 'lost connection to peer', { peer: this.id.toString(16), url: this.url, error: err.message.split('\n')[0] });
       this.scheduleRetry();
     };
     s.on('error', lost);
@@ -156,12 +156,21 @@ class PeerSender {
   }
 
   sendSnapshot(m: Message): void {
-    const { message, data } = this.host.snapshotData(m);
+    this.host.snapshotData(m).then(
+      ({ message, data }) => this.streamSnapshot(message, data),
+      (e: Error) => {
+        this.host.logEvent('warn', 'could not take a snapshot for a peer', { peer: this.id.toString(16), error: e.message });
+        this.host.snapshotSent(this.id, false);
+      },
+    );
+  }
+
+  private streamSnapshot(message: Message, data: Uint8Array): void {
     const header = Buffer.from(encodeMessage(message));
     const call = this.client.SendSnapshot((err, ack) => {
       const ok = !err && !ack?.refused;
       if (ack?.refused) this.host.refused(this.id, ack.refused, BigInt(ack.superseded_by || '0'));
-      if (err) this.host.log('warn', 'snapshot send failed', { peer: this.id.toString(16), error: err.message.split('\n')[0] });
+      if (err) this.host.logEvent('warn', 'snapshot send failed', { peer: this.id.toString(16), error: err.message.split('\n')[0] });
       this.host.snapshotSent(this.id, ok);
     });
     const base = { cluster_id: this.host.clusterId().toString(), from: this.host.memberId.toString(), to: this.id.toString() };
@@ -171,6 +180,7 @@ class PeerSender {
     }
     call.write({ ...base, data: Buffer.alloc(0), last: true, crc32c: crc32c(Buffer.from(data.buffer, data.byteOffset, data.byteLength)) });
     call.end();
+    this.host.logEvent('info', 'sent snapshot to peer', { peer: this.id.toString(16), index: message.snapshot?.meta.index, bytes: data.length });
   }
 
   close(): void {
@@ -283,7 +293,7 @@ export class PeerTransport {
       if (no) {
         if (!warned) {
           warned = true;
-          this.host.log('warn', no.refused === REFUSED_MISMATCH ? 'cluster ID mismatch' : `refused messages from ${no.refused}`, {
+          this.host.logEvent('warn', no.refused === REFUSED_MISMATCH ? 'cluster ID mismatch' : `refused messages from ${no.refused}`, {
             peer: from.toString(16),
             remoteCluster: clusterId.toString(16),
             localCluster: this.host.clusterId().toString(16),
@@ -298,7 +308,7 @@ export class PeerTransport {
         try {
           m = decodeMessage(b);
         } catch (e) {
-          this.host.log('warn', 'dropped a malformed peer message', { peer: from.toString(16), error: (e as Error).message });
+          this.host.logEvent('warn', 'dropped a malformed peer message', { peer: from.toString(16), error: (e as Error).message });
           continue;
         }
         this.host.deliver(m);
@@ -329,7 +339,7 @@ export class PeerTransport {
       if (no) return cb(null, no);
       const data = Buffer.concat(chunks);
       if (!header || expectedCrc === undefined || crc32c(data) !== expectedCrc) {
-        this.host.log('warn', 'discarded a damaged snapshot', { peer: from.toString(16), bytes: data.length });
+        this.host.logEvent('warn', 'discarded a damaged snapshot', { peer: from.toString(16), bytes: data.length });
         return cb({ code: grpc.status.DATA_LOSS, details: 'snapshot checksum mismatch' });
       }
       this.heard(from);

@@ -1,0 +1,137 @@
+// Requests waiting on Raft: proposals wait for their entry to be applied, reads
+// for a confirmed read index to be applied. Every wait is bounded by a timeout.
+import { randomBytes } from 'node:crypto';
+import { ErrTimeout, type EtcdError } from '../errors.js';
+
+interface Waiter<T> {
+  resolve(v: T): void;
+  reject(e: Error): void;
+  timer: NodeJS.Timeout;
+}
+
+export class PendingProposals<T = unknown> {
+  private readonly waiters = new Map<bigint, Waiter<T>>();
+  /** A random prefix per process, so IDs from before a restart never match a new request. */
+  private readonly prefix = BigInt(randomBytes(4).readUInt32BE(0)) << 32n;
+  private counter = 0n;
+
+  constructor(private readonly timeoutMs: number) {}
+
+  nextId(): bigint {
+    this.counter = (this.counter + 1n) & 0xffffffffn;
+    return this.prefix | this.counter;
+  }
+
+  /** Waits for `id` to be resolved; rejects with etcd's timeout after timeoutMs. */
+  wait(id: bigint, timeoutError: EtcdError = ErrTimeout): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiters.delete(id);
+        reject(timeoutError);
+      }, this.timeoutMs);
+      this.waiters.set(id, { resolve, reject, timer });
+    });
+  }
+
+  has(id: bigint): boolean {
+    return this.waiters.has(id);
+  }
+
+  resolve(id: bigint, value: T): void {
+    const w = this.waiters.get(id);
+    if (!w) return;
+    clearTimeout(w.timer);
+    this.waiters.delete(id);
+    w.resolve(value);
+  }
+
+  reject(id: bigint, err: Error): void {
+    const w = this.waiters.get(id);
+    if (!w) return;
+    clearTimeout(w.timer);
+    this.waiters.delete(id);
+    w.reject(err);
+  }
+
+  rejectAll(err: Error): void {
+    for (const id of [...this.waiters.keys()]) this.reject(id, err);
+  }
+
+  get size(): number {
+    return this.waiters.size;
+  }
+}
+
+/**
+ * Linearizable reads share read-index rounds: every read that arrives while a
+ * round is in flight joins the next one, so N concurrent reads cost one round.
+ */
+export class ReadIndexBatcher {
+  private waiting: Array<{ resolve: () => void; reject: (e: Error) => void }> = [];
+  private inFlight: { ctx: string; readers: Array<{ resolve: () => void; reject: (e: Error) => void }>; timer: NodeJS.Timeout } | undefined;
+  /** Rounds confirmed but whose index is not applied yet, in index order. */
+  private confirmed: Array<{ index: number; readers: Array<{ resolve: () => void; reject: (e: Error) => void }> }> = [];
+  private seq = 0;
+
+  constructor(
+    private readonly requestRound: (ctx: Uint8Array) => void,
+    private readonly applied: () => number,
+    private readonly timeoutMs: number,
+  ) {}
+
+  /** Resolves once a read may be served locally. */
+  read(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ resolve, reject });
+      this.startRound();
+    });
+  }
+
+  private startRound(): void {
+    if (this.inFlight || this.waiting.length === 0) return;
+    const readers = this.waiting;
+    this.waiting = [];
+    const ctx = `r${++this.seq}`;
+    const timer = setTimeout(() => {
+      if (this.inFlight?.ctx !== ctx) return;
+      this.inFlight = undefined;
+      for (const r of readers) r.reject(ErrTimeout);
+      this.startRound();
+    }, this.timeoutMs);
+    this.inFlight = { ctx, readers, timer };
+    try {
+      this.requestRound(Buffer.from(ctx));
+    } catch (e) {
+      clearTimeout(timer);
+      this.inFlight = undefined;
+      for (const r of readers) r.reject(e as Error);
+    }
+  }
+
+  /** A read state came back from the core. */
+  confirmedAt(ctx: Uint8Array, index: number): void {
+    const key = Buffer.from(ctx).toString();
+    if (!this.inFlight || this.inFlight.ctx !== key) return;
+    clearTimeout(this.inFlight.timer);
+    this.confirmed.push({ index, readers: this.inFlight.readers });
+    this.inFlight = undefined;
+    this.appliedTo(this.applied());
+    this.startRound();
+  }
+
+  /** Called after each apply: release the rounds whose index is now applied. */
+  appliedTo(applied: number): void {
+    while (this.confirmed.length > 0 && this.confirmed[0].index <= applied) {
+      for (const r of this.confirmed.shift()!.readers) r.resolve();
+    }
+  }
+
+  rejectAll(err: Error): void {
+    const all = [...this.waiting, ...(this.inFlight?.readers ?? []), ...this.confirmed.flatMap((c) => c.readers)];
+    if (this.inFlight) clearTimeout(this.inFlight.timer);
+    this.waiting = [];
+    this.inFlight = undefined;
+    this.confirmed = [];
+    for (const r of all) r.reject(err);
+  }
+}

@@ -1,0 +1,222 @@
+// How a member comes up: refuse a data dir marked removed or superseded; then
+// bootstrap a new cluster, join an existing one (after checking the flags
+// against the live membership), restart from its own state, or force a new
+// single-member cluster from it. Nothing is written before every check passed.
+import fs from 'node:fs';
+import { randomInt } from 'node:crypto';
+import { KvStore } from '../kv/index.js';
+import { bootstrapState, emptyState, forceNewClusterState } from '../raft/bootstrap.js';
+import { Raft } from '../raft/raft.js';
+import type { PersistedState } from '../raft/types.js';
+import { kvPath, metaPath } from '../storage/layout.js';
+import { writeMemberMeta } from '../storage/memberMeta.js';
+import { NodeFileSystem } from '../storage/fileSystem.js';
+import { RaftStorage } from '../storage/raftStorage.js';
+import { PeerTransport } from '../transport/peerTransport.js';
+import type { ServerConfig } from './config.js';
+import { formatInitialCluster, ticksOf } from './config.js';
+import { clusterIdFor, hex, memberIdFor, newClusterId } from './identity.js';
+import type { Logger } from './logger.js';
+import { readMarker, writeMarker } from './markers.js';
+import { Member, MemberExit } from './member.js';
+import { encodeMemberContext, type MemberRecord } from './membership.js';
+
+const REMOVED = 'the member has been permanently removed from the cluster';
+
+export async function startMember(cfg: ServerConfig, log: Logger): Promise<Member> {
+  const removed = readMarker(cfg.dataDir, 'removed');
+  if (removed !== undefined) throw new MemberExit(78, `${REMOVED} (data dir ${cfg.dataDir}, marked ${removed.trim().split(' ')[0]}); do not restart it`);
+  const superseded = readMarker(cfg.dataDir, 'superseded');
+  if (superseded !== undefined) throw new MemberExit(78, `${superseded.trim().replace(/^\S+ /, '')} (data dir ${cfg.dataDir}); this member's cluster was replaced, do not restart it`);
+
+  const hasState = fs.existsSync(metaPath(cfg.dataDir));
+  if (cfg.forceNewCluster) {
+    if (!hasState) throw new MemberExit(2, `--force-new-cluster needs an existing data dir, and ${cfg.dataDir} holds none`);
+    const forced = readMarker(cfg.dataDir, 'forced');
+    if (forced !== undefined) {
+      throw new MemberExit(3, `--force-new-cluster was already applied to ${cfg.dataDir} (${forced.trim()}); start without the flag`);
+    }
+    return forceNewCluster(cfg, log);
+  }
+  if (hasState) return restart(cfg, log);
+  if (cfg.initialClusterState === 'existing') return join(cfg, log);
+  return bootstrap(cfg, log);
+}
+
+function raftFor(cfg: ServerConfig, id: bigint, state: PersistedState, applied: number): Raft {
+  const { heartbeatTick, electionTick } = ticksOf(cfg);
+  return new Raft(
+    {
+      id,
+      electionTick,
+      heartbeatTick,
+      // The member may draw from the OS; only the core itself must stay deterministic.
+      random: () => randomInt(0, 2 ** 31) / 2 ** 31,
+      maxSizePerMsg: 1024 * 1024,
+      maxInflightMsgs: 256,
+      preVote: true,
+      checkQuorum: true,
+      readOnly: 'safe',
+      applied,
+    },
+    state,
+  );
+}
+
+function sameUrls(a: string[], b: string[]): boolean {
+  return [...a].sort().join(',') === [...b].sort().join(',');
+}
+
+async function bootstrap(cfg: ServerConfig, log: Logger): Promise<Member> {
+  const members: MemberRecord[] = [...cfg.initialCluster].map(([, urls]) => ({
+    id: memberIdFor(urls, cfg.initialClusterToken),
+    name: '',
+    peerURLs: urls,
+    clientURLs: [],
+    isLearner: false,
+  }));
+  const memberId = memberIdFor(cfg.initialAdvertisePeerUrls, cfg.initialClusterToken);
+  const clusterId = clusterIdFor(members.map((m) => m.id));
+  const state = bootstrapState(members.map((m) => ({ id: m.id, context: encodeMemberContext(m, 0n) })));
+  const { storage } = RaftStorage.open(cfg.dataDir, { identity: { memberId, clusterId } });
+  storage.save({ hardState: state.hardState, entries: state.entries }, { sync: true });
+  const kv = KvStore.open(kvPath(cfg.dataDir));
+  kv.writeLocal((c) => {
+    c.setClusterId(clusterId);
+    for (const m of members) c.putMember(m);
+  });
+  const l = log.child({ member: hex(memberId), cluster: hex(clusterId) });
+  l.info({ initialCluster: formatInitialCluster(cfg.initialCluster) }, 'starting a new cluster');
+  return new Member({ cfg, log: l, storage, kv, raft: raftFor(cfg, memberId, state, 0), memberId });
+}
+
+/** Phase 2 of a member add: check our flags against the live membership, then start empty. */
+async function join(cfg: ServerConfig, log: Logger): Promise<Member> {
+  const { electionMs } = cfg;
+  let reply: Awaited<ReturnType<typeof PeerTransport.identity>> | undefined;
+  const errors: string[] = [];
+  for (const [name, urls] of cfg.initialCluster) {
+    if (name === cfg.name) continue;
+    for (const url of urls) {
+      try {
+        reply = await PeerTransport.identity(url, { clusterId: 0n, from: 0n }, Math.max(electionMs, 2000));
+        break;
+      } catch (e) {
+        errors.push(`${url}: ${(e as Error).message.split('\n')[0]}`);
+      }
+    }
+    if (reply) break;
+  }
+  if (!reply) throw new MemberExit(1, `cannot fetch the cluster's membership from any peer in --initial-cluster (${errors.join('; ')}); check that the cluster is up`);
+  const clusterId = BigInt(reply.cluster_id);
+  const members = (JSON.parse(reply.members_json) as Array<Omit<MemberRecord, 'id'> & { id: string }>).map((m) => ({ ...m, id: BigInt('0x' + m.id) }));
+  const described = `{ClusterID:${hex(clusterId)} Members:[${members.map((m) => `&{ID:${hex(m.id)} PeerURLs:[${m.peerURLs.join(' ')}] Name:${m.name}}`).join(' ')}]}`;
+  if (members.length !== cfg.initialCluster.size) throw new MemberExit(1, `error validating peerURLs ${described}: member count is unequal`);
+  const flagged = [...cfg.initialCluster.values()];
+  for (const m of members) {
+    if (!flagged.some((urls) => sameUrls(urls, m.peerURLs))) {
+      throw new MemberExit(1, `error validating peerURLs ${described}: PeerURLs: no match found for existing member (${hex(m.id)}, ${m.peerURLs.join(',')})`);
+    }
+  }
+  const self = members.find((m) => sameUrls(m.peerURLs, cfg.initialAdvertisePeerUrls));
+  if (!self) {
+    throw new MemberExit(1, `error validating peerURLs ${described}: PeerURLs: no match found for this member (${cfg.initialAdvertisePeerUrls.join(',')}); add it first with 'lifeboat member add'`);
+  }
+  const { storage } = RaftStorage.open(cfg.dataDir, { identity: { memberId: self.id, clusterId } });
+  const kv = KvStore.open(kvPath(cfg.dataDir));
+  kv.writeLocal((c) => {
+    c.setClusterId(clusterId);
+    const parent = BigInt(reply!.parent_cluster_id || '0');
+    if (parent !== 0n) c.setParentClusterId(parent);
+    for (const m of members) c.putMember(m);
+  });
+  const l = log.child({ member: hex(self.id), cluster: hex(clusterId) });
+  l.info({ peers: members.length - 1 }, 'joining an existing cluster');
+  return new Member({ cfg, log: l, storage, kv, raft: raftFor(cfg, self.id, emptyState(), 0), memberId: self.id });
+}
+
+/** Restart on existing state: the log is replayed from the KV's applied index. */
+async function restart(cfg: ServerConfig, log: Logger): Promise<Member> {
+  const opened = RaftStorage.open(cfg.dataDir);
+  const { storage, state, member } = opened;
+  for (const w of opened.warnings) log.warn({ ...w }, 'storage warning');
+  let kv = KvStore.open(kvPath(cfg.dataDir));
+  try {
+    kv = await ensureKvCovers(cfg, storage, kv, state);
+    const clusterId = kv.cluster.clusterId() ?? member.clusterId;
+    const l = log.child({ member: hex(member.memberId), cluster: hex(clusterId) });
+    await checkNotSuperseded(cfg, kv, member.memberId, clusterId, l);
+    l.info({ applied: kv.appliedIndex(), lastIndex: state.entries.at(-1)?.index ?? state.snapshot.index }, 'restarting member');
+    return new Member({ cfg, log: l, storage, kv, raft: raftFor(cfg, member.memberId, state, kv.appliedIndex()), memberId: member.memberId });
+  } catch (e) {
+    kv.close();
+    storage.close();
+    throw e;
+  }
+}
+
+/** The KV may lag the log (replayed at start) but never the snapshot the log starts from. */
+async function ensureKvCovers(cfg: ServerConfig, storage: RaftStorage, kv: KvStore, state: PersistedState): Promise<KvStore> {
+  if (kv.appliedIndex() >= state.snapshot.index) return kv;
+  const snap = storage.latestSnapshot();
+  if (!snap || snap.data.length === 0) {
+    throw new MemberExit(1, `data dir ${cfg.dataDir}: the KV store is at index ${kv.appliedIndex()} but the raft log starts after ${state.snapshot.index}; rebuild this member from a healthy one ('lifeboat recover plan --from-data-dir ${cfg.dataDir}')`);
+  }
+  kv.close();
+  await KvStore.restoreSnapshot(snap.data, kvPath(cfg.dataDir));
+  return KvStore.open(kvPath(cfg.dataDir));
+}
+
+/**
+ * Before campaigning or serving, ask every peer we can reach who they are: if our
+ * cluster was replaced (a recovery) or we were removed, stop for good. Bounded by
+ * one election timeout.
+ */
+async function checkNotSuperseded(cfg: ServerConfig, kv: KvStore, memberId: bigint, clusterId: bigint, log: Logger): Promise<void> {
+  const peers = kv.cluster.members().filter((m) => m.id !== memberId);
+  const timeout = Math.max(cfg.electionMs, 1000);
+  const answers = await Promise.allSettled(
+    peers.flatMap((p) => p.peerURLs.slice(0, 1).map((url) => PeerTransport.identity(url, { clusterId, from: memberId }, timeout))),
+  );
+  for (const a of answers) {
+    if (a.status !== 'fulfilled') continue;
+    if (a.value.superseded) {
+      const msg = `cluster superseded by ${hex(BigInt(a.value.cluster_id))}`;
+      log.warn({ supersededBy: hex(BigInt(a.value.cluster_id)) }, msg);
+      writeMarker(cfg.dataDir, 'superseded', `${new Date().toISOString()} ${msg}\n`);
+      throw new MemberExit(78, `${msg}; this member's cluster was replaced by a recovery, do not restart it`);
+    }
+    if (a.value.removed) {
+      log.warn({}, REMOVED);
+      writeMarker(cfg.dataDir, 'removed', `${new Date().toISOString()} ${REMOVED}\n`);
+      throw new MemberExit(78, REMOVED);
+    }
+  }
+}
+
+/**
+ * --force-new-cluster: this member alone, with every entry of its log kept, a new
+ * cluster ID recording its parent, and a marker so it is never applied twice.
+ */
+async function forceNewCluster(cfg: ServerConfig, log: Logger): Promise<Member> {
+  const opened = RaftStorage.open(cfg.dataDir);
+  const { storage, state, member } = opened;
+  const kv = await ensureKvCovers(cfg, storage, KvStore.open(kvPath(cfg.dataDir)), state);
+  const oldClusterId = kv.cluster.clusterId() ?? member.clusterId;
+  const ancestors = [kv.cluster.parentClusterId()].filter((x): x is bigint => x !== undefined && x !== 0n);
+  const clusterId = newClusterId(oldClusterId, member.memberId, ancestors);
+  const forced = forceNewClusterState(state, member.memberId, { discardUncommitted: false });
+  storage.rewrite(forced);
+  const self = kv.cluster.member(member.memberId);
+  kv.writeLocal((c) => {
+    c.setParentClusterId(oldClusterId);
+    c.setClusterId(clusterId);
+    c.clearMembers();
+    c.putMember({ id: member.memberId, name: self?.name ?? '', peerURLs: cfg.initialAdvertisePeerUrls, clientURLs: self?.clientURLs ?? [], isLearner: false });
+  });
+  writeMemberMeta(new NodeFileSystem(), cfg.dataDir, { memberId: member.memberId, clusterId });
+  writeMarker(cfg.dataDir, 'forced', `${new Date().toISOString()} forced new cluster ${hex(clusterId)} from ${hex(oldClusterId)}\n`);
+  const l = log.child({ member: hex(member.memberId), cluster: hex(clusterId) });
+  l.warn({ parent: hex(oldClusterId), keptEntries: forced.entries.length }, 'forced a new cluster from this data dir');
+  return new Member({ cfg, log: l, storage, kv, raft: raftFor(cfg, member.memberId, forced, kv.appliedIndex()), memberId: member.memberId });
+}
