@@ -66,11 +66,19 @@ export class PendingProposals<T = unknown> {
  * Linearizable reads share read-index rounds: every read that arrives while a
  * round is in flight joins the next one, so N concurrent reads cost one round.
  */
+interface Reader {
+  resolve: () => void;
+  reject: (e: Error) => void;
+}
+
+/** A read index request that got no answer (lost, or sent to a former leader) is asked again after this. */
+const READ_INDEX_RETRY_MS = 500;
+
 export class ReadIndexBatcher {
-  private waiting: Array<{ resolve: () => void; reject: (e: Error) => void }> = [];
-  private inFlight: { ctx: string; readers: Array<{ resolve: () => void; reject: (e: Error) => void }>; timer: NodeJS.Timeout } | undefined;
+  private waiting: Reader[] = [];
+  private inFlight: { ctx: string; readers: Reader[]; timer: NodeJS.Timeout } | undefined;
   /** Rounds confirmed but whose index is not applied yet, in index order. */
-  private confirmed: Array<{ index: number; readers: Array<{ resolve: () => void; reject: (e: Error) => void }> }> = [];
+  private confirmed: Array<{ index: number; readers: Reader[] }> = [];
   private seq = 0;
 
   constructor(
@@ -91,20 +99,28 @@ export class ReadIndexBatcher {
     if (this.inFlight || this.waiting.length === 0) return;
     const readers = this.waiting;
     this.waiting = [];
+    const deadline = Date.now() + this.timeoutMs;
+    this.issue(readers, deadline);
+  }
+
+  /** Asks the core for a read index; a lost request is asked again with a new context. */
+  private issue(readers: Reader[], deadline: number): void {
     const ctx = `r${++this.seq}`;
     const timer = setTimeout(() => {
       if (this.inFlight?.ctx !== ctx) return;
       this.inFlight = undefined;
-      for (const r of readers) r.reject(ErrTimeout);
-      this.startRound();
-    }, this.timeoutMs);
+      if (Date.now() >= deadline) {
+        for (const r of readers) r.reject(ErrTimeout);
+        this.startRound();
+      } else {
+        this.issue(readers, deadline);
+      }
+    }, Math.min(READ_INDEX_RETRY_MS, Math.max(1, deadline - Date.now())));
     this.inFlight = { ctx, readers, timer };
     try {
       this.requestRound(Buffer.from(ctx));
-    } catch (e) {
-      clearTimeout(timer);
-      this.inFlight = undefined;
-      for (const r of readers) r.reject(e as Error);
+    } catch {
+      // No leader known yet: the timer asks again, until the deadline.
     }
   }
 

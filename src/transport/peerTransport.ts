@@ -77,6 +77,9 @@ function newClient(url: string): PeerClient {
   const Ctor = service('lifeboat.peer.Peer');
   return new Ctor(hostPort(url), grpc.credentials.createInsecure(), {
     'grpc.keepalive_time_ms': 10_000,
+    // grpc-js backs off up to 2 minutes by default; a peer that restarts must be seen at once.
+    'grpc.initial_reconnect_backoff_ms': 100,
+    'grpc.max_reconnect_backoff_ms': 1000,
     'grpc.max_receive_message_length': 64 << 20,
     'grpc.max_send_message_length': 64 << 20,
   }) as unknown as PeerClient;
@@ -91,6 +94,8 @@ class PeerSender {
   private backoff = BACKOFF_MIN_MS;
   private retryTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** Log a lost connection once, not at every retry. */
+  private reportedDown = false;
   dropped = 0;
 
   constructor(
@@ -116,6 +121,11 @@ class PeerSender {
 
   private open(): grpc.ClientDuplexStream<Envelope, Ack> {
     const s = this.client.Stream();
+    // The receiver sends headers as soon as it accepts the stream: the peer is up.
+    s.on('metadata', () => {
+      if (this.reportedDown) this.host.logEvent('info', 'peer is reachable again', { peer: this.id.toString(16), url: this.url });
+      this.reportedDown = false;
+    });
     s.on('data', (ack: Ack) => {
       if (ack.refused) this.host.refused(this.id, ack.refused, BigInt(ack.superseded_by || '0'));
     });
@@ -124,7 +134,10 @@ class PeerSender {
       this.stream = undefined;
       if (this.closed) return;
       this.host.unreachable(this.id);
-      if (err) this.host.logEvent('warn', 'lost connection to peer', { peer: this.id.toString(16), url: this.url, error: err.message.split('\n')[0] });
+      if (err && !this.reportedDown) {
+        this.reportedDown = true;
+        this.host.logEvent('warn', 'lost connection to peer', { peer: this.id.toString(16), url: this.url, error: err.message.split('\n')[0] });
+      }
       this.scheduleRetry();
     };
     s.on('error', lost);
@@ -285,6 +298,7 @@ export class PeerTransport {
   }
 
   private onStream(call: grpc.ServerDuplexStream<Envelope, Ack>): void {
+    call.sendMetadata(new grpc.Metadata());
     let warned = false;
     call.on('data', (env: Envelope) => {
       const from = BigInt(env.from);
