@@ -395,7 +395,14 @@ export class PeerTransport {
   async close(): Promise<void> {
     for (const s of this.senders.values()) s.close();
     this.senders.clear();
-    await new Promise<void>((resolve) => this.server.tryShutdown(() => resolve()));
+    // Peer streams never end on their own: give in-flight calls a moment, then cut.
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 300);
+      this.server.tryShutdown(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
     this.server.forceShutdown();
   }
 }

@@ -1,0 +1,205 @@
+// Real Lifeboat members as child processes on 127.0.0.1, for tests that drive
+// them through etcdctl and the gRPC API. Every wait is bounded, every process
+// is stopped by stopAll().
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePorts } from './ports.js';
+import { requireTool } from './tools.js';
+
+/** The project root, from dist/test/support. */
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+export const BIN = path.join(ROOT, 'bin', 'run.js');
+
+export interface MemberProc {
+  name: string;
+  peerUrl: string;
+  clientUrl: string;
+  client: string;
+  dataDir: string;
+  proc?: ChildProcess;
+  exit?: Promise<number | null>;
+  log: string[];
+}
+
+export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000, everyMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v !== undefined && v !== false) return v as T;
+    } catch (e) {
+      last = e;
+    }
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
+}
+
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command to completion (bounded). */
+export function run(cmd: string, args: string[], opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv; input?: string } = {}): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(cmd, args, { env: { ...process.env, ...opts.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d) => (stdout += d));
+    p.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => p.kill('SIGKILL'), opts.timeoutMs ?? 30_000);
+    p.on('error', reject);
+    p.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+    p.stdin.end(opts.input ?? '');
+  });
+}
+
+export function etcdctl(endpoints: string | string[], ...args: string[]): Promise<RunResult> {
+  requireTool('etcdctl');
+  const ep = Array.isArray(endpoints) ? endpoints.join(',') : endpoints;
+  return run('etcdctl', ['--endpoints', ep, '--command-timeout=10s', ...args], { env: { ETCDCTL_API: '3' } });
+}
+
+export function lifeboat(...args: string[]): Promise<RunResult> {
+  return run(process.execPath, [BIN, ...args], { timeoutMs: 60_000 });
+}
+
+export class LifeboatCluster {
+  readonly members: MemberProc[] = [];
+  readonly dir: string;
+  private ports: number[] = [];
+
+  private constructor(readonly seed: string) {
+    this.dir = fs.mkdtempSync(path.join(os.tmpdir(), `lifeboat-${seed}-`));
+  }
+
+  /** Starts `n` founding members m1..mn and waits for a leader. */
+  static async start(seed: string, n: number, extra: string[] = []): Promise<LifeboatCluster> {
+    requireTool('etcdctl');
+    const c = new LifeboatCluster(seed);
+    c.ports = await freePorts(2 * (n + 4), seed);
+    for (let i = 0; i < n; i++) c.members.push(c.define(`m${i + 1}`));
+    const initial = c.initialCluster();
+    for (const m of c.members) c.spawn(m, ['--initial-cluster', initial, '--initial-cluster-state', 'new', ...extra]);
+    await c.waitForLeader();
+    return c;
+  }
+
+  /** A new member's name and URLs (not started). */
+  define(name: string): MemberProc {
+    const peer = this.ports.shift();
+    const client = this.ports.shift();
+    if (peer === undefined || client === undefined) throw new Error('out of test ports');
+    return {
+      name,
+      peerUrl: `http://127.0.0.1:${peer}`,
+      clientUrl: `http://127.0.0.1:${client}`,
+      client: `127.0.0.1:${client}`,
+      dataDir: path.join(this.dir, name),
+      log: [],
+    };
+  }
+
+  initialCluster(members = this.members): string {
+    return members.map((m) => `${m.name}=${m.peerUrl}`).join(',');
+  }
+
+  /** Starts (or restarts) a member process with its flags plus `args`. */
+  spawn(m: MemberProc, args: string[]): MemberProc {
+    const p = spawn(
+      process.execPath,
+      [
+        BIN,
+        'server',
+        '--name', m.name,
+        '--data-dir', m.dataDir,
+        '--listen-peer-urls', m.peerUrl,
+        '--initial-advertise-peer-urls', m.peerUrl,
+        '--listen-client-urls', m.clientUrl,
+        '--advertise-client-urls', m.clientUrl,
+        '--heartbeat-interval', '50',
+        '--election-timeout', '500',
+        ...args,
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    m.proc = p;
+    m.log = [];
+    let partial = '';
+    p.stderr!.on('data', (d: Buffer) => {
+      const lines = (partial + d.toString()).split('\n');
+      partial = lines.pop() ?? '';
+      m.log.push(...lines);
+      fs.appendFileSync(path.join(this.dir, `${m.name}.log`), lines.join('\n') + '\n');
+    });
+    m.exit = new Promise((resolve) => p.on('exit', (code) => resolve(code)));
+    if (!this.members.includes(m)) this.members.push(m);
+    return m;
+  }
+
+  member(name: string): MemberProc {
+    const m = this.members.find((x) => x.name === name);
+    if (!m) throw new Error(`no member ${name}`);
+    return m;
+  }
+
+  running(): MemberProc[] {
+    return this.members.filter((m) => m.proc && m.proc.exitCode === null && m.proc.signalCode === null);
+  }
+
+  endpoints(members = this.running()): string[] {
+    return members.map((m) => m.client);
+  }
+
+  /** The member that reports itself leader in Maintenance.Status (via etcdctl). */
+  async leader(members = this.running()): Promise<MemberProc | undefined> {
+    for (const m of members) {
+      const r = await etcdctl(m.client, 'endpoint', 'status', '-w', 'json');
+      if (r.code !== 0) continue;
+      const s = JSON.parse(r.stdout)[0]?.Status;
+      if (s && s.leader !== undefined && String(s.leader) === String(s.header.member_id)) return m;
+    }
+    return undefined;
+  }
+
+  waitForLeader(members = this.running(), timeoutMs = 30_000): Promise<MemberProc> {
+    return waitFor('a leader', () => this.leader(members), timeoutMs, 200);
+  }
+
+  async kill(m: MemberProc, signal: NodeJS.Signals = 'SIGKILL'): Promise<number | null> {
+    if (!m.proc || m.proc.exitCode !== null || m.proc.signalCode !== null) return m.proc?.exitCode ?? null;
+    m.proc.kill(signal);
+    return this.exitOf(m);
+  }
+
+  /** The member's exit code (bounded wait). */
+  async exitOf(m: MemberProc, timeoutMs = 30_000): Promise<number | null> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${m.name} did not exit within ${timeoutMs} ms`)), timeoutMs);
+    });
+    try {
+      return await Promise.race([m.exit!, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all(this.members.map((m) => this.kill(m, 'SIGKILL').catch(() => undefined)));
+    if (!process.env.LIFEBOAT_KEEP_TEST_DIRS) fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  logHas(m: MemberProc, msg: string): boolean {
+    return m.log.some((l) => l.includes(`"msg":"${msg}"`));
+  }
+}
