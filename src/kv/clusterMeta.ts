@@ -1,0 +1,202 @@
+// Cluster state the server keeps inside the KV database, so that it changes in the
+// same transaction as the applies that decide it and travels in every snapshot:
+// cluster IDs, members (and removed members), lease records, alarms, and a small
+// name → bytes table for anything else.
+
+import type Database from 'better-sqlite3';
+import { AlarmType, type Alarm, type LeaseRecord, type Member } from './types.js';
+
+export interface ClusterMetaReader {
+  getMeta(name: string): Buffer | undefined;
+  clusterId(): bigint | undefined;
+  /** The cluster this one was recovered from (recovery gives a new cluster ID). */
+  parentClusterId(): bigint | undefined;
+  members(): Member[];
+  member(id: bigint): Member | undefined;
+  /** IDs removed from the cluster; a removed member stays removed. */
+  removedMembers(): bigint[];
+  isRemovedMember(id: bigint): boolean;
+  leases(): LeaseRecord[];
+  lease(id: bigint): LeaseRecord | undefined;
+  alarms(): Alarm[];
+}
+
+export interface ClusterMetaWriter extends ClusterMetaReader {
+  setMeta(name: string, value: Uint8Array): void;
+  deleteMeta(name: string): void;
+  setClusterId(id: bigint): void;
+  setParentClusterId(id: bigint | undefined): void;
+  /** Adds or replaces the member with this ID. */
+  putMember(m: Member): void;
+  /** Returns false when there was no such member. */
+  deleteMember(id: bigint): boolean;
+  /** Forgets every member (recovery builds a fresh one-member cluster). */
+  clearMembers(): void;
+  addRemovedMember(id: bigint): void;
+  putLease(l: LeaseRecord): void;
+  deleteLease(id: bigint): boolean;
+  /** Returns false when the alarm was already active. */
+  activateAlarm(a: Alarm): boolean;
+  /** Returns false when the alarm was not active. */
+  deactivateAlarm(a: Alarm): boolean;
+}
+
+const CLUSTER_ID = 'cluster_id';
+const PARENT_CLUSTER_ID = 'parent_cluster_id';
+
+/** uint64 member IDs as 16 hex digits, so text order is numeric order. */
+export function idText(id: bigint): string {
+  if (id < 0n || id > 0xffff_ffff_ffff_ffffn) throw new RangeError(`member ID ${id} is not a uint64`);
+  return id.toString(16).padStart(16, '0');
+}
+
+function idBytes(id: bigint): Buffer {
+  const b = Buffer.alloc(8);
+  b.writeBigUInt64BE(id);
+  return b;
+}
+
+interface MemberRow {
+  id: string;
+  name: string;
+  peer_urls: string;
+  client_urls: string;
+  is_learner: number;
+}
+
+function toMember(r: MemberRow): Member {
+  return {
+    id: BigInt(`0x${r.id}`),
+    name: r.name,
+    peerURLs: JSON.parse(r.peer_urls) as string[],
+    clientURLs: JSON.parse(r.client_urls) as string[],
+    isLearner: r.is_learner !== 0,
+  };
+}
+
+function statements(db: Database.Database) {
+  const p = (sql: string) => db.prepare(sql);
+  return {
+    getMeta: p(`SELECT value FROM meta WHERE name = ?`).pluck(),
+    setMeta: p(`INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`),
+    deleteMeta: p(`DELETE FROM meta WHERE name = ?`),
+    members: p(`SELECT * FROM members ORDER BY id`),
+    member: p(`SELECT * FROM members WHERE id = ?`),
+    putMember: p(`INSERT OR REPLACE INTO members (id, name, peer_urls, client_urls, is_learner) VALUES (?, ?, ?, ?, ?)`),
+    deleteMember: p(`DELETE FROM members WHERE id = ?`),
+    clearMembers: p(`DELETE FROM members`),
+    removed: p(`SELECT id FROM removed_members ORDER BY id`).pluck(),
+    isRemoved: p(`SELECT 1 FROM removed_members WHERE id = ?`).pluck(),
+    addRemoved: p(`INSERT OR IGNORE INTO removed_members (id) VALUES (?)`),
+    // Lease IDs are int64, often beyond 2^53: read as text.
+    leases: p(`SELECT CAST(id AS TEXT) AS id, ttl FROM leases ORDER BY id`),
+    lease: p(`SELECT CAST(id AS TEXT) AS id, ttl FROM leases WHERE id = ?`),
+    putLease: p(`INSERT OR REPLACE INTO leases (id, ttl) VALUES (?, ?)`),
+    deleteLease: p(`DELETE FROM leases WHERE id = ?`),
+    alarms: p(`SELECT member_id, alarm FROM alarms ORDER BY member_id, alarm`),
+    activateAlarm: p(`INSERT OR IGNORE INTO alarms (member_id, alarm) VALUES (?, ?)`),
+    deactivateAlarm: p(`DELETE FROM alarms WHERE member_id = ? AND alarm = ?`),
+  };
+}
+
+export class ClusterMeta implements ClusterMetaWriter {
+  private readonly s: ReturnType<typeof statements>;
+
+  constructor(db: Database.Database) {
+    this.s = statements(db);
+  }
+
+  getMeta(name: string): Buffer | undefined {
+    return this.s.getMeta.get(name) as Buffer | undefined;
+  }
+
+  setMeta(name: string, value: Uint8Array): void {
+    this.s.setMeta.run(name, Buffer.from(value));
+  }
+
+  deleteMeta(name: string): void {
+    this.s.deleteMeta.run(name);
+  }
+
+  clusterId(): bigint | undefined {
+    return this.getMeta(CLUSTER_ID)?.readBigUInt64BE();
+  }
+
+  setClusterId(id: bigint): void {
+    this.setMeta(CLUSTER_ID, idBytes(id));
+  }
+
+  parentClusterId(): bigint | undefined {
+    return this.getMeta(PARENT_CLUSTER_ID)?.readBigUInt64BE();
+  }
+
+  setParentClusterId(id: bigint | undefined): void {
+    if (id === undefined) this.deleteMeta(PARENT_CLUSTER_ID);
+    else this.setMeta(PARENT_CLUSTER_ID, idBytes(id));
+  }
+
+  members(): Member[] {
+    return (this.s.members.all() as MemberRow[]).map(toMember);
+  }
+
+  member(id: bigint): Member | undefined {
+    const r = this.s.member.get(idText(id)) as MemberRow | undefined;
+    return r && toMember(r);
+  }
+
+  putMember(m: Member): void {
+    this.s.putMember.run(idText(m.id), m.name, JSON.stringify(m.peerURLs), JSON.stringify(m.clientURLs), m.isLearner ? 1 : 0);
+  }
+
+  deleteMember(id: bigint): boolean {
+    return this.s.deleteMember.run(idText(id)).changes > 0;
+  }
+
+  clearMembers(): void {
+    this.s.clearMembers.run();
+  }
+
+  removedMembers(): bigint[] {
+    return (this.s.removed.all() as string[]).map((h) => BigInt(`0x${h}`));
+  }
+
+  isRemovedMember(id: bigint): boolean {
+    return this.s.isRemoved.get(idText(id)) !== undefined;
+  }
+
+  addRemovedMember(id: bigint): void {
+    this.s.addRemoved.run(idText(id));
+  }
+
+  leases(): LeaseRecord[] {
+    return (this.s.leases.all() as { id: string; ttl: number }[]).map((r) => ({ id: BigInt(r.id), ttl: r.ttl }));
+  }
+
+  lease(id: bigint): LeaseRecord | undefined {
+    const r = this.s.lease.get(id) as { id: string; ttl: number } | undefined;
+    return r && { id: BigInt(r.id), ttl: r.ttl };
+  }
+
+  putLease(l: LeaseRecord): void {
+    this.s.putLease.run(l.id, l.ttl);
+  }
+
+  deleteLease(id: bigint): boolean {
+    return this.s.deleteLease.run(id).changes > 0;
+  }
+
+  alarms(): Alarm[] {
+    return (this.s.alarms.all() as { member_id: string; alarm: number }[]).map((r) => ({
+      memberId: BigInt(`0x${r.member_id}`),
+      alarm: r.alarm as AlarmType,
+    }));
+  }
+
+  activateAlarm(a: Alarm): boolean {
+    return this.s.activateAlarm.run(idText(a.memberId), a.alarm).changes > 0;
+  }
+
+  deactivateAlarm(a: Alarm): boolean {
+    return this.s.deactivateAlarm.run(idText(a.memberId), a.alarm).changes > 0;
+  }
+}

@@ -1,0 +1,15 @@
+// The KV store's public surface; the files behind it are internal.
+
+export { KvStore, type KvEntry, type KvOpenOptions, type KvWriter } from './kvStore.js';
+export type { ClusterMetaReader, ClusterMetaWriter } from './clusterMeta.js';
+export type { KvSnapshotInfo } from './snapshotFile.js';
+export { decodeKvRequest, encodeKvRequest, type DecodedRequest } from './requestCodec.js';
+export {
+  checkDeleteRequest,
+  checkPutRequest,
+  checkRangeRequest,
+  checkTxnRequest,
+  DEFAULT_MAX_TXN_OPS,
+} from './requestCheck.js';
+export { encodeKeyValue, revisionKey } from './keyValueCodec.js';
+export * from './types.js';

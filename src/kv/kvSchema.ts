@@ -1,0 +1,111 @@
+// The SQLite file behind the KV: schema, pragmas, and the checks made at open.
+//
+// kv      every stored revision of every key (etcd's `key` bucket), ordered by
+//         (key, main, sub) so "latest revision of a key <= R" is one index seek.
+// live    the latest revision of each existing key, without its value (etcd's
+//         in-memory key index, reduced to what reads at the current revision need).
+//         Reads at the current revision scan `live`; historical reads scan `kv`.
+// state   one row: applied index/term, current and compacted revision. Written in
+//         the same transaction as each apply, so nothing is applied twice or skipped.
+// meta, members, removed_members, leases, alarms: cluster state the server keeps
+//         next to the data so that a snapshot carries it.
+
+import Database from 'better-sqlite3';
+
+/** 'LBKV' — marks the file as a Lifeboat KV (PRAGMA application_id). */
+export const APPLICATION_ID = 0x4c424b56;
+export const SCHEMA_VERSION = 1;
+
+const DDL = `
+CREATE TABLE kv (
+  key BLOB NOT NULL,
+  main INTEGER NOT NULL,
+  sub INTEGER NOT NULL,
+  create_rev INTEGER NOT NULL,
+  version INTEGER NOT NULL,
+  lease INTEGER NOT NULL,
+  tombstone INTEGER NOT NULL,
+  value BLOB NOT NULL,
+  PRIMARY KEY (key, main, sub)
+) WITHOUT ROWID;
+CREATE INDEX kv_by_revision ON kv (main, sub);
+
+CREATE TABLE live (
+  key BLOB PRIMARY KEY,
+  main INTEGER NOT NULL,
+  sub INTEGER NOT NULL,
+  create_rev INTEGER NOT NULL,
+  version INTEGER NOT NULL,
+  lease INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX live_by_lease ON live (lease) WHERE lease <> 0;
+
+CREATE TABLE state (
+  one INTEGER PRIMARY KEY CHECK (one = 1),
+  applied_index INTEGER NOT NULL,
+  applied_term INTEGER NOT NULL,
+  current_revision INTEGER NOT NULL,
+  compact_revision INTEGER NOT NULL
+);
+-- etcd starts at revision 1 (the first write gets 2) with compactMainRev -1.
+INSERT INTO state VALUES (1, 0, 0, 1, -1);
+
+CREATE TABLE meta (name TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
+
+CREATE TABLE members (
+  id TEXT PRIMARY KEY,          -- 16 lowercase hex digits: uint64 ordered as text
+  name TEXT NOT NULL,
+  peer_urls TEXT NOT NULL,      -- JSON array
+  client_urls TEXT NOT NULL,    -- JSON array
+  is_learner INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE removed_members (id TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE leases (id INTEGER PRIMARY KEY, ttl INTEGER NOT NULL);
+CREATE TABLE alarms (member_id TEXT NOT NULL, alarm INTEGER NOT NULL, PRIMARY KEY (member_id, alarm)) WITHOUT ROWID;
+`;
+
+export interface OpenOptions {
+  /** Open without creating or writing (inspection, snapshot status). */
+  readonly?: boolean;
+}
+
+/**
+ * Opens (creating if needed) a KV database with our pragmas. WAL lets snapshots
+ * read while applies write; synchronous=NORMAL skips the fsync per commit because
+ * the Raft log is the source of durability and is replayed from the applied index.
+ */
+export function openKvDatabase(path: string, opts: OpenOptions = {}): Database.Database {
+  const db = new Database(path, { readonly: opts.readonly ?? false, fileMustExist: opts.readonly ?? false });
+  try {
+    if (!opts.readonly) {
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = NORMAL');
+    }
+    db.pragma('cache_size = -65536'); // 64 MiB
+    db.pragma('temp_store = MEMORY');
+    const appId = db.pragma('application_id', { simple: true }) as number;
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (appId === 0 && version === 0 && isEmpty(db)) {
+      if (opts.readonly) throw new Error(`${path} is an empty database, not a Lifeboat KV`);
+      db.transaction(() => {
+        db.exec(DDL);
+        db.pragma(`application_id = ${APPLICATION_ID}`);
+        db.pragma(`user_version = ${SCHEMA_VERSION}`);
+      })();
+    } else if (appId !== APPLICATION_ID) {
+      throw new Error(`${path} is not a Lifeboat KV database (application_id ${appId}); check the path`);
+    } else if (version !== SCHEMA_VERSION) {
+      throw new Error(
+        `${path} has KV schema version ${version}, this build reads version ${SCHEMA_VERSION}; use a matching lifeboat`,
+      );
+    }
+    return db;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}
+
+function isEmpty(db: Database.Database): boolean {
+  return db.prepare(`SELECT count(*) FROM sqlite_schema`).pluck().get() === 0;
+}

@@ -1,0 +1,40 @@
+// Long reads (snapshots, hashes of a large store) and WAL checkpoints (which
+// fsync) run in a worker thread on their own SQLite connection: WAL gives a
+// consistent view while the member's connection keeps applying, and the event
+// loop (Raft ticks, heartbeats) is not blocked for the time they take.
+
+import { Worker } from 'node:worker_threads';
+import { ErrCompacted, ErrFutureRev, type EtcdError } from '../errors.js';
+import type { HashKvResult } from './types.js';
+import type { KvSnapshotInfo } from './snapshotFile.js';
+
+export type ReadJob =
+  | { kind: 'snapshot'; dbPath: string; dest: string }
+  | { kind: 'hashKv'; dbPath: string; revision: number }
+  | { kind: 'hash'; dbPath: string }
+  | { kind: 'checkpoint'; dbPath: string };
+
+export type ReadJobReply = { result: KvSnapshotInfo | HashKvResult | number } | { etcdError: string } | { error: string };
+
+// etcd errors cross the thread boundary by text and come back as the shared constants.
+const ETCD_ERRORS: EtcdError[] = [ErrCompacted, ErrFutureRev];
+
+export function runReadJob(job: ReadJob): Promise<KvSnapshotInfo | HashKvResult | number> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(new URL('./readWorker.js', import.meta.url), { workerData: job });
+    let settled = false;
+    worker.once('message', (m: ReadJobReply) => {
+      settled = true;
+      if ('result' in m) resolve(m.result);
+      else if ('etcdError' in m) reject(ETCD_ERRORS.find((e) => e.message === m.etcdError) ?? new Error(m.etcdError));
+      else reject(new Error(m.error));
+    });
+    worker.once('error', (err) => {
+      settled = true;
+      reject(err);
+    });
+    worker.once('exit', (code) => {
+      if (!settled) reject(new Error(`kv ${job.kind} worker exited with code ${code} before reporting`));
+    });
+  });
+}
