@@ -18,6 +18,7 @@ import {
   ErrStopped,
   ErrTimeout,
   ErrTimeoutLeaderTransfer,
+  ErrUnhealthy,
   EtcdError,
   GrpcCode,
 } from '../errors.js';
@@ -499,7 +500,8 @@ export class Member implements EtcdBackend, TransportHost {
   /** Membership changes run on the leader; a follower hands them over. */
   private async onLeader<T>(method: string, args: Record<string, unknown>, local: () => Promise<T>, decode: (json: string) => T): Promise<T> {
     if (this.state === StateType.Leader) return local();
-    if (this.lead === NONE) throw ErrNoLeader;
+    // Without a leader there is no quorum: a membership change cannot be made safely.
+    if (this.lead === NONE) throw this.cfg.strictReconfigCheck ? ErrUnhealthy : ErrNoLeader;
     const reply = await this.transport.forward(this.lead, method, JSON.stringify(args, (_k, v) => (typeof v === 'bigint' ? `0x${v.toString(16)}` : v)), this.requestTimeoutMs);
     if (reply.error_message) throw new EtcdError(reply.error_code as GrpcCode, reply.error_message);
     return decode(reply.json);

@@ -1,0 +1,90 @@
+// Quorum loss and --force-new-cluster: the survivor becomes a one-member
+// cluster with a new cluster ID and all committed data; old members that come
+// back are told their cluster was superseded and stop with exit 78.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import * as grpc from '@grpc/grpc-js';
+import { service } from '../../src/api/protos.js';
+import { LifeboatCluster, etcdctl, waitFor } from '../support/lifeboatCluster.js';
+
+function clusterIdOf(json: string): string {
+  return BigInt(JSON.parse(json).header.cluster_id).toString(16);
+}
+
+describe('quorum loss and --force-new-cluster', () => {
+  let c: LifeboatCluster;
+  before(async () => {
+    c = await LifeboatCluster.start('quorum', 3);
+  });
+  after(async () => c?.stopAll());
+
+  test('without a quorum, writes and member changes fail with etcd errors and change nothing', async () => {
+    for (let i = 0; i < 20; i++) assert.equal((await etcdctl(c.endpoints(), 'put', `acked${i}`, `${i}`)).code, 0);
+    const [survivor, a, b] = c.members;
+    await c.kill(a);
+    await c.kill(b);
+    const put = await etcdctl(survivor.client, 'put', 'lost', 'write');
+    assert.notEqual(put.code, 0);
+    assert.match(put.stderr, /etcdserver: request timed out|context deadline exceeded/);
+    const add = await etcdctl(survivor.client, 'member', 'add', 'm9', '--peer-urls=http://127.0.0.1:1');
+    assert.notEqual(add.code, 0);
+    assert.match(add.stderr, /etcdserver: unhealthy cluster/);
+    const list = await etcdctl(survivor.client, 'member', 'list');
+    assert.equal(list.stdout.trim().split('\n').length, 3);
+    const get = await etcdctl(survivor.client, 'get', 'lost', '--consistency=s', '--print-value-only');
+    assert.equal(get.stdout.trim(), '');
+  });
+
+  test('--force-new-cluster on the survivor: one member, a new cluster ID, every acknowledged write', async () => {
+    const [survivor, a, b] = c.members;
+    const before = await etcdctl(survivor.client, 'get', 'acked0', '-w', 'json', '--consistency=s');
+    const oldCluster = clusterIdOf(before.stdout);
+    assert.equal(await c.kill(survivor, 'SIGTERM'), 0);
+    c.spawn(survivor, ['--force-new-cluster']);
+    await waitFor('the forced member to lead', () => c.leader([survivor]));
+    const after = await waitFor('a write on the new cluster', async () => {
+      const r = await etcdctl(survivor.client, 'put', 'new-cluster', 'yes', '-w', 'json');
+      return r.code === 0 ? r : undefined;
+    });
+    const newCluster = clusterIdOf(after.stdout);
+    assert.notEqual(newCluster, oldCluster);
+    const list = await etcdctl(survivor.client, 'member', 'list', '-w', 'json');
+    assert.equal(JSON.parse(list.stdout).members.length, 1);
+    for (let i = 0; i < 20; i++) {
+      const r = await etcdctl(survivor.client, 'get', `acked${i}`, '--print-value-only');
+      assert.equal(r.stdout.trim(), `${i}`);
+    }
+    assert.ok(fs.existsSync(`${survivor.dataDir}/member/forced`));
+
+    // The two old members come back together: they must learn that their
+    // cluster was superseded and stop, never electing each other; a client
+    // writing to them meanwhile gets nothing acknowledged.
+    c.spawn(a, []);
+    c.spawn(b, []);
+    const KV = service('etcdserverpb.KV');
+    const clients = [a, b].map((m) => new KV(m.client, grpc.credentials.createInsecure()) as unknown as { Put(req: unknown, opts: unknown, cb: (e: Error | null) => void): void; close(): void });
+    let acknowledged = 0;
+    const writes = clients.map((cl) =>
+      new Promise<void>((resolve) =>
+        cl.Put({ key: Buffer.from('split-brain'), value: Buffer.from('x') }, { deadline: Date.now() + 10_000 }, (e) => {
+          if (!e) acknowledged++;
+          resolve();
+        }),
+      ),
+    );
+    assert.equal(await c.exitOf(a), 78);
+    assert.equal(await c.exitOf(b), 78);
+    await Promise.all(writes);
+    for (const cl of clients) cl.close();
+    assert.equal(acknowledged, 0, 'an old member acknowledged a write');
+    assert.ok(c.logHas(a, `cluster superseded by ${newCluster}`) || a.log.some((l) => l.includes('cluster superseded by')), a.log.join('\n'));
+    assert.ok(fs.existsSync(`${a.dataDir}/member/superseded`));
+
+    // --force-new-cluster is one-shot.
+    assert.equal(await c.kill(survivor, 'SIGTERM'), 0);
+    c.spawn(survivor, ['--force-new-cluster']);
+    assert.equal(await c.exitOf(survivor), 3);
+    assert.ok(survivor.log.some((l) => l.includes('--force-new-cluster was already applied')), survivor.log.join('\n'));
+  });
+});
