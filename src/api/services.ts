@@ -87,6 +87,8 @@ function memberToWire(m: Member): Record<string, unknown> {
 }
 
 const SNAPSHOT_CHUNK = 32 * 1024;
+/** etcd's AlarmType names, by value. */
+const ALARM_NAMES = ['NONE', 'NOSPACE', 'CORRUPT'];
 
 export function registerEtcdServices(server: grpc.Server, b: EtcdBackend): void {
   const h = (rev: number) => b.header(rev);
@@ -149,8 +151,9 @@ export function registerEtcdServices(server: grpc.Server, b: EtcdBackend): void 
       return { header: h(b.currentRevision()) };
     })),
     Alarm: unary(voterOnly(async (w) => {
-      const alarms = await b.alarm(w.action ?? 'GET', BigInt(w.memberID ?? 0), (AlarmType as any)[w.alarm ?? 'NONE'] ?? AlarmType.None);
-      return { header: h(b.currentRevision()), alarms: alarms.map((a) => ({ memberID: a.memberId.toString(), alarm: AlarmType[a.alarm].toUpperCase() })) };
+      const type = Math.max(0, ALARM_NAMES.indexOf(w.alarm ?? 'NONE')) as AlarmType;
+      const alarms = await b.alarm(w.action ?? 'GET', BigInt(w.memberID ?? 0), type);
+      return { header: h(b.currentRevision()), alarms: alarms.map((a) => ({ memberID: a.memberId.toString(), alarm: ALARM_NAMES[a.alarm] })) };
     })),
     Defragment: unary(voterOnly(async () => {
       await b.defragment();

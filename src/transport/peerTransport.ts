@@ -102,6 +102,7 @@ class PeerSender {
     readonly id: NodeId,
     readonly url: string,
     private readonly host: TransportHost,
+    private readonly onDown: (id: NodeId) => void,
   ) {
     this.client = newClient(url);
   }
@@ -133,6 +134,7 @@ class PeerSender {
       if (this.stream !== s) return;
       this.stream = undefined;
       if (this.closed) return;
+      this.onDown(this.id);
       this.host.unreachable(this.id);
       if (err && !this.reportedDown) {
         this.reportedDown = true;
@@ -256,7 +258,7 @@ export class PeerTransport {
     }
     for (const [id, urls] of peers) {
       if (id === this.host.memberId || this.senders.has(id) || urls.length === 0) continue;
-      this.senders.set(id, new PeerSender(id, urls[0], this.host));
+      this.senders.set(id, new PeerSender(id, urls[0], this.host, (down) => this.forget(down)));
     }
   }
 
@@ -277,6 +279,12 @@ export class PeerTransport {
     const last = this.lastHeard.get(id);
     if (last === undefined || Date.now() - last > ACTIVE_GAP_MS) return undefined;
     return this.activeFrom.get(id);
+  }
+
+  /** A broken stream means the peer is not connected, whatever we heard last. */
+  private forget(id: NodeId): void {
+    this.lastHeard.delete(id);
+    this.activeFrom.delete(id);
   }
 
   private heard(id: NodeId): void {
@@ -300,6 +308,7 @@ export class PeerTransport {
   private onStream(call: grpc.ServerDuplexStream<Envelope, Ack>): void {
     call.sendMetadata(new grpc.Metadata());
     let warned = false;
+    let sender: NodeId | undefined;
     call.on('data', (env: Envelope) => {
       const from = BigInt(env.from);
       const clusterId = BigInt(env.cluster_id);
@@ -317,6 +326,7 @@ export class PeerTransport {
         return;
       }
       this.heard(from);
+      sender = from;
       for (const b of env.messages) {
         let m: Message;
         try {
@@ -328,8 +338,13 @@ export class PeerTransport {
         this.host.deliver(m);
       }
     });
-    call.on('error', () => undefined);
-    call.on('end', () => call.end());
+    call.on('error', () => {
+      if (sender !== undefined) this.forget(sender);
+    });
+    call.on('end', () => {
+      if (sender !== undefined) this.forget(sender);
+      call.end();
+    });
   }
 
   private onSnapshot(call: grpc.ServerReadableStream<Record<string, unknown>, Ack>, cb: grpc.sendUnaryData<Ack>): void {

@@ -1,7 +1,7 @@
 // A 3-member Lifeboat cluster of real processes, driven by real etcdctl.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { LifeboatCluster, etcdctl, waitFor, type MemberProc } from '../support/lifeboatCluster.js';
+import { LifeboatCluster, etcdctl, parseEtcdJson, waitFor, type MemberProc } from '../support/lifeboatCluster.js';
 
 describe('a 3-member cluster', () => {
   let c: LifeboatCluster;
@@ -19,7 +19,7 @@ describe('a 3-member cluster', () => {
     for (const m of c.members) {
       const r = await etcdctl(m.client, 'get', 'k', '--prefix', '-w', 'json');
       assert.equal(r.code, 0, r.stderr);
-      const got = JSON.parse(r.stdout);
+      const got = parseEtcdJson(r.stdout);
       const kvs = got.kvs.map((kv: { key: string; value: string }) => [Buffer.from(kv.key, 'base64').toString(), Buffer.from(kv.value, 'base64').toString()]);
       assert.deepEqual(kvs, [['k0', 'v0'], ['k1', 'v1'], ['k2', 'v2']]);
       assert.notEqual(String(got.header.cluster_id), '0');
@@ -31,7 +31,7 @@ describe('a 3-member cluster', () => {
   test('member list shows every member started, with names and URLs', async () => {
     const r = await etcdctl(c.endpoints(), 'member', 'list', '-w', 'json');
     assert.equal(r.code, 0, r.stderr);
-    const members = JSON.parse(r.stdout).members as Array<{ name: string; peerURLs: string[]; clientURLs: string[] }>;
+    const members = parseEtcdJson(r.stdout).members as Array<{ name: string; peerURLs: string[]; clientURLs: string[] }>;
     assert.deepEqual(members.map((m) => m.name).sort(), ['m1', 'm2', 'm3']);
     for (const m of c.members) {
       const entry = members.find((x) => x.name === m.name)!;
@@ -69,7 +69,7 @@ describe('a 3-member cluster', () => {
     const hashes = await waitFor('equal HashKV on all members', async () => {
       const r = await etcdctl(c.endpoints(c.members), 'endpoint', 'hashkv', '-w', 'json');
       if (r.code !== 0) return undefined;
-      const hs = (JSON.parse(r.stdout) as Array<{ HashKV: { hash: number } }>).map((x) => x.HashKV.hash);
+      const hs = (parseEtcdJson(r.stdout) as Array<{ HashKV: { hash: number } }>).map((x) => x.HashKV.hash);
       return new Set(hs).size === 1 ? hs : undefined;
     });
     assert.equal(hashes.length, 3);

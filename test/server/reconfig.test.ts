@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { LifeboatCluster, etcdctl, waitFor, type MemberProc, type RunResult } from '../support/lifeboatCluster.js';
+import { LifeboatCluster, etcdctl, parseEtcdJson, waitFor, type MemberProc, type RunResult } from '../support/lifeboatCluster.js';
 
 /** Retries a membership command while the strict check refuses it for young connections. */
 async function reconfigure(endpoints: string[], ...args: string[]): Promise<RunResult> {
@@ -91,7 +91,7 @@ describe('learners and promotion', () => {
     assert.match(lin.stderr, /etcdserver: rpc not supported for learner/);
     const status = await etcdctl(learner.client, 'endpoint', 'status', '-w', 'json');
     assert.equal(status.code, 0, status.stderr);
-    assert.equal(JSON.parse(status.stdout)[0].Status.isLearner, true);
+    assert.equal(parseEtcdJson(status.stdout)[0].Status.isLearner, true);
   });
 
   test('promote once caught up: the learner becomes a voter', async () => {
@@ -102,7 +102,7 @@ describe('learners and promotion', () => {
     });
     assert.match(r.stdout, /promoted/);
     const list = await etcdctl(c.endpoints(), 'member', 'list', '-w', 'json');
-    const m4 = JSON.parse(list.stdout).members.find((m: { name: string }) => m.name === 'm4');
+    const m4 = parseEtcdJson(list.stdout).members.find((m: { name: string }) => m.name === 'm4');
     assert.ok(m4 && !m4.isLearner);
     const put = await waitFor('the promoted member to take writes', async () => (await etcdctl(learner.client, 'put', 'from-m4', '1')).code === 0);
     assert.ok(put);

@@ -39,6 +39,12 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
 }
 
+/** etcdctl's JSON prints uint64 IDs as numbers above 2^53: read them as decimal strings. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function parseEtcdJson<T = any>(text: string): T {
+  return JSON.parse(text.replace(/("(?:ID|cluster_id|member_id|leader|memberID|raft_term)":)(\d{16,})/g, '$1"$2"')) as T;
+}
+
 export interface RunResult {
   code: number | null;
   stdout: string;
@@ -165,7 +171,7 @@ export class LifeboatCluster {
     for (const m of members) {
       const r = await etcdctl(m.client, 'endpoint', 'status', '-w', 'json');
       if (r.code !== 0) continue;
-      const s = JSON.parse(r.stdout)[0]?.Status;
+      const s = parseEtcdJson(r.stdout)[0]?.Status;
       if (s && s.leader !== undefined && String(s.leader) === String(s.header.member_id)) return m;
     }
     return undefined;
