@@ -9,8 +9,6 @@ import { bootstrapState, emptyState, forceNewClusterState } from '../raft/bootst
 import { Raft } from '../raft/raft.js';
 import type { PersistedState } from '../raft/types.js';
 import { kvPath, metaPath } from '../storage/layout.js';
-import { writeMemberMeta } from '../storage/memberMeta.js';
-import { NodeFileSystem } from '../storage/fileSystem.js';
 import { RaftStorage } from '../storage/raftStorage.js';
 import { PeerTransport } from '../transport/peerTransport.js';
 import type { ServerConfig } from './config.js';
@@ -214,7 +212,7 @@ async function forceNewCluster(cfg: ServerConfig, log: Logger): Promise<Member> 
     c.clearMembers();
     c.putMember({ id: member.memberId, name: self?.name ?? '', peerURLs: cfg.initialAdvertisePeerUrls, clientURLs: self?.clientURLs ?? [], isLearner: false });
   });
-  writeMemberMeta(new NodeFileSystem(), cfg.dataDir, { memberId: member.memberId, clusterId });
+  storage.setClusterId(clusterId);
   writeMarker(cfg.dataDir, 'forced', `${new Date().toISOString()} forced new cluster ${hex(clusterId)} from ${hex(oldClusterId)}\n`);
   const l = log.child({ member: hex(member.memberId), cluster: hex(clusterId) });
   l.warn({ parent: hex(oldClusterId), keptEntries: forced.entries.length }, 'forced a new cluster from this data dir');
