@@ -107,6 +107,8 @@ export class Member implements EtcdBackend, TransportHost {
   /** Proposals that found no leader: retried when one is elected, until their deadline. */
   private noLeaderQueue: Array<{ data: Uint8Array; id: bigint; deadline: number }> = [];
   private publishTimer: NodeJS.Timeout | undefined;
+  private checkpointTimer: NodeJS.Timeout | undefined;
+  private checkpointing: Promise<unknown> | undefined;
 
   constructor(p: MemberParts) {
     this.cfg = p.cfg;
@@ -159,6 +161,8 @@ export class Member implements EtcdBackend, TransportHost {
     await this.metrics.listen(this.cfg.listenMetricsUrls);
     this.driver.start();
     this.publishTimer = setInterval(() => this.maybePublish(), 500);
+    // SQLite's WAL is checkpointed in a worker thread, never inside an apply.
+    this.checkpointTimer = setInterval(() => this.checkpoint(), 1000);
     this.log.info({ peerURLs: this.cfg.initialAdvertisePeerUrls, clientURLs: this.cfg.advertiseClientUrls }, 'serving');
   }
 
@@ -178,7 +182,9 @@ export class Member implements EtcdBackend, TransportHost {
     if (this.stopping) return;
     this.stopping = true;
     if (this.publishTimer) clearInterval(this.publishTimer);
+    if (this.checkpointTimer) clearInterval(this.checkpointTimer);
     this.driver.stop();
+    await this.checkpointing;
     this.proposals.rejectAll(ErrStopped);
     this.reads.rejectAll(ErrStopped);
     await new Promise<void>((resolve) => this.clientServer.tryShutdown(() => resolve()));
@@ -244,7 +250,7 @@ export class Member implements EtcdBackend, TransportHost {
     } finally {
       fs.rmSync(tmp, { force: true });
     }
-    this.kv = KvStore.open(dbPath);
+    this.kv = KvStore.open(dbPath, { autoCheckpoint: false });
     this.refreshPeers();
   }
 
@@ -350,6 +356,14 @@ export class Member implements EtcdBackend, TransportHost {
     this.storage.compact(durable);
     this.snapshotIndex = durable;
     this.log.info({ index: durable }, 'compacted raft log');
+  }
+
+  private checkpoint(): void {
+    if (this.checkpointing || this.stopping) return;
+    this.checkpointing = this.kv
+      .checkpointAsync()
+      .catch((e: Error) => this.log.warn({ error: e.message }, 'KV checkpoint failed'))
+      .finally(() => (this.checkpointing = undefined));
   }
 
   private checkQuota(): void {
@@ -645,11 +659,11 @@ export class Member implements EtcdBackend, TransportHost {
   }
 
   async hashKV(revision: number): Promise<{ hash: number; compactRevision: number; revision: number }> {
-    return this.kv.hashKv(revision);
+    return this.kv.hashKvAsync(revision);
   }
 
   async hash(): Promise<number> {
-    return this.kv.hash();
+    return this.kv.hashAsync();
   }
 
   async snapshot(): Promise<Buffer> {

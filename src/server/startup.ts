@@ -21,6 +21,11 @@ import { encodeMemberContext, type MemberRecord } from './membership.js';
 
 const REMOVED = 'the member has been permanently removed from the cluster';
 
+/** The member checkpoints the KV's WAL itself, off the event loop (Member.start). */
+function openKv(cfg: ServerConfig): KvStore {
+  return KvStore.open(kvPath(cfg.dataDir), { autoCheckpoint: false });
+}
+
 export async function startMember(cfg: ServerConfig, log: Logger): Promise<Member> {
   const removed = readMarker(cfg.dataDir, 'removed');
   if (removed !== undefined) throw new MemberExit(78, `${REMOVED} (data dir ${cfg.dataDir}, marked ${removed.trim().split(' ')[0]}); do not restart it`);
@@ -78,7 +83,7 @@ async function bootstrap(cfg: ServerConfig, log: Logger): Promise<Member> {
   const state = bootstrapState(members.map((m) => ({ id: m.id, context: encodeMemberContext(m, 0n) })));
   const { storage } = RaftStorage.open(cfg.dataDir, { identity: { memberId, clusterId } });
   storage.save({ hardState: state.hardState, entries: state.entries }, { sync: true });
-  const kv = KvStore.open(kvPath(cfg.dataDir));
+  const kv = openKv(cfg);
   kv.writeLocal((c) => {
     c.setClusterId(clusterId);
     for (const m of members) c.putMember(m);
@@ -121,7 +126,7 @@ async function join(cfg: ServerConfig, log: Logger): Promise<Member> {
     throw new MemberExit(1, `error validating peerURLs ${described}: PeerURLs: no match found for this member (${cfg.initialAdvertisePeerUrls.join(',')}); add it first with 'lifeboat member add'`);
   }
   const { storage } = RaftStorage.open(cfg.dataDir, { identity: { memberId: self.id, clusterId } });
-  const kv = KvStore.open(kvPath(cfg.dataDir));
+  const kv = openKv(cfg);
   kv.writeLocal((c) => {
     c.setClusterId(clusterId);
     const parent = BigInt(reply!.parent_cluster_id || '0');
@@ -138,7 +143,7 @@ async function restart(cfg: ServerConfig, log: Logger): Promise<Member> {
   const opened = RaftStorage.open(cfg.dataDir);
   const { storage, state, member } = opened;
   for (const w of opened.warnings) log.warn({ ...w }, 'storage warning');
-  let kv = KvStore.open(kvPath(cfg.dataDir));
+  let kv = openKv(cfg);
   try {
     kv = await ensureKvCovers(cfg, storage, kv, state);
     const clusterId = kv.cluster.clusterId() ?? member.clusterId;
@@ -162,7 +167,7 @@ async function ensureKvCovers(cfg: ServerConfig, storage: RaftStorage, kv: KvSto
   }
   kv.close();
   await KvStore.restoreSnapshot(snap.data, kvPath(cfg.dataDir));
-  return KvStore.open(kvPath(cfg.dataDir));
+  return openKv(cfg);
 }
 
 /**
@@ -199,7 +204,7 @@ async function checkNotSuperseded(cfg: ServerConfig, kv: KvStore, memberId: bigi
 async function forceNewCluster(cfg: ServerConfig, log: Logger): Promise<Member> {
   const opened = RaftStorage.open(cfg.dataDir);
   const { storage, state, member } = opened;
-  const kv = await ensureKvCovers(cfg, storage, KvStore.open(kvPath(cfg.dataDir)), state);
+  const kv = await ensureKvCovers(cfg, storage, openKv(cfg), state);
   const oldClusterId = kv.cluster.clusterId() ?? member.clusterId;
   const ancestors = [kv.cluster.parentClusterId()].filter((x): x is bigint => x !== undefined && x !== 0n);
   const clusterId = newClusterId(oldClusterId, member.memberId, ancestors);
