@@ -42,7 +42,7 @@ import {
 } from '../kv/types.js';
 import { decodeConfChange, encodeConfChange } from '../raft/confChange.js';
 import { Raft } from '../raft/raft.js';
-import { EntryType, NONE, RaftError, StateType, type ConfChange, type Entry, type Message, type Ready, type Snapshot, type SoftState } from '../raft/types.js';
+import { EntryType, MessageType, NONE, RaftError, StateType, type ConfChange, type Entry, type Message, type Ready, type Snapshot, type SoftState } from '../raft/types.js';
 import type { RaftStorage } from '../storage/raftStorage.js';
 import { kvPath } from '../storage/layout.js';
 import { PeerTransport, REFUSED_MISMATCH, REFUSED_REMOVED, REFUSED_SUPERSEDED, type ForwardReply, type IdentityReply, type TransportHost } from '../transport/peerTransport.js';
@@ -108,6 +108,7 @@ export class Member implements EtcdBackend, TransportHost {
   private noLeaderQueue: Array<{ data: Uint8Array; id: bigint; deadline: number }> = [];
   private publishTimer: NodeJS.Timeout | undefined;
   private checkpointTimer: NodeJS.Timeout | undefined;
+  private readonly heartbeatSentAt = new Map<bigint, number>();
   private checkpointing: Promise<unknown> | undefined;
 
   constructor(p: MemberParts) {
@@ -203,7 +204,10 @@ export class Member implements EtcdBackend, TransportHost {
   // ---- driver hooks --------------------------------------------------------
 
   private send(messages: Message[]): void {
-    if (messages.length > 0) this.transport.send(messages);
+    if (messages.length === 0) return;
+    const now = performance.now();
+    for (const m of messages) if (m.type === MessageType.Heartbeat) this.heartbeatSentAt.set(m.to, now);
+    this.transport.send(messages);
   }
 
   private onSoftState(s: SoftState): void {
@@ -719,6 +723,12 @@ export class Member implements EtcdBackend, TransportHost {
 
   deliver(m: Message): void {
     if (this.stopping) return;
+    if (m.type === MessageType.HeartbeatResp) {
+      // Heartbeat out, response back: the peer round trip, including its persist cycle.
+      const sent = this.heartbeatSentAt.get(m.from);
+      if (sent !== undefined) this.metrics.peerRtt.observe((performance.now() - sent) / 1000);
+      this.heartbeatSentAt.delete(m.from);
+    }
     try {
       this.driver.with((r) => r.step(m));
     } catch (e) {
