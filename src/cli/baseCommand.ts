@@ -1,12 +1,33 @@
-// Shared base for `lifeboat` commands: the global flags and output formatting,
+// Shared bases for `lifeboat` commands: the global flags and output formatting,
 // so each command only calls into src/ and hands its result to `print`.
-// Global connection flags (--endpoints, timeouts) arrive with the client.
+//
+// - BaseCommand: --write-out, printing, and the mapping of our error classes to
+//   exit codes (InputError → 2, RefusedError → 3, anything else → 1).
+// - EtcdCommand: BaseCommand plus the connection flags (--endpoints, timeouts,
+//   TLS, --debug) and a client built from them, closed when the command ends.
 import { Command, Flags, type Interfaces } from '@oclif/core';
+import { EtcdClient } from '../client/etcdClient.js';
+import { InputError, RefusedError } from '../client/errors.js';
+import { parseDuration } from '../client/duration.js';
+import { EXIT } from './exitCodes.js';
+import { toJson } from './output/json.js';
+import { renderTable } from './output/table.js';
+import { silenceTlsServerNameWarning } from './warnings.js';
 
-export const WRITE_OUT_FORMATS = ['simple', 'json'] as const;
+export const WRITE_OUT_FORMATS = ['simple', 'json', 'table'] as const;
 export type WriteOut = (typeof WRITE_OUT_FORMATS)[number];
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>;
+export type EtcdFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof EtcdCommand)['baseFlags'] & T['flags']>;
+
+/** How one result prints in each --write-out format. */
+export interface Renderer<T> {
+  simple: (r: T) => string;
+  /** absent: a one-row table of the JSON view's fields when flat, else the simple form */
+  table?: (r: T) => string;
+  /** absent: the result itself (bigints as hex IDs) */
+  json?: (r: T) => unknown;
+}
 
 export abstract class BaseCommand extends Command {
   static override baseFlags = {
@@ -19,14 +40,112 @@ export abstract class BaseCommand extends Command {
     })(),
   };
 
-  /** Tag escaping errors with this command's id, so the usage hint can name `lifeboat <command> --help`. */
-  protected override async catch(err: Error & { commandId?: string }): Promise<unknown> {
-    if (typeof err === 'object' && err !== null && err.commandId === undefined) err.commandId = this.id;
+  /** Tag escaping errors with this command's id and the exit code of our error classes. */
+  protected override async catch(err: Error & { commandId?: string; oclif?: { exit?: number } }): Promise<unknown> {
+    if (typeof err === 'object' && err !== null) {
+      if (err.commandId === undefined) err.commandId = this.id;
+      if (err instanceof InputError) err.oclif = { exit: EXIT.USAGE };
+      else if (err instanceof RefusedError) err.oclif = { exit: EXIT.REFUSED };
+    }
     return super.catch(err);
   }
 
   /** Print `result` in the format chosen by --write-out; `simple` renders the human form. */
-  protected print<T>(writeOut: WriteOut, result: T, simple: (r: T) => string): void {
-    this.log(writeOut === 'json' ? JSON.stringify(result) : simple(result));
+  protected print<T>(writeOut: WriteOut, result: T, render: ((r: T) => string) | Renderer<T>): void {
+    const r: Renderer<T> = typeof render === 'function' ? { simple: render } : render;
+    let text: string;
+    if (writeOut === 'json') {
+      text = toJson(r.json ? r.json(result) : result);
+    } else if (writeOut === 'table') {
+      text = r.table ? r.table(result) : genericTable(r.json ? r.json(result) : result) ?? r.simple(result);
+    } else {
+      text = r.simple(result);
+    }
+    if (text !== '') this.log(text.replace(/\n$/, ''));
   }
 }
+
+function genericTable(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const entries = Object.entries(value as Record<string, unknown>);
+  if (entries.some(([, v]) => typeof v === 'object' && v !== null)) return undefined;
+  return renderTable(
+    entries.map(([k]) => k.toUpperCase()),
+    [entries.map(([, v]) => (typeof v === 'bigint' ? v.toString(16) : String(v)))],
+  );
+}
+
+const durationFlag = (name: string, defaultMs: number, defaultText: string, description: string) =>
+  Flags.custom<number>({
+    description,
+    default: defaultMs,
+    defaultHelp: async () => defaultText,
+    env: `LIFEBOAT_${name.toUpperCase().replaceAll('-', '_')}`,
+    helpGroup: 'GLOBAL',
+    parse: async (input) => parseDuration(input, `--${name}`),
+  })();
+
+export abstract class EtcdCommand extends BaseCommand {
+  static override baseFlags = {
+    ...BaseCommand.baseFlags,
+    endpoints: Flags.string({
+      description: 'gRPC endpoints, comma-separated: host:port, http://host:port or https://host:port (TLS)',
+      default: '127.0.0.1:2379',
+      env: 'LIFEBOAT_ENDPOINTS',
+      helpGroup: 'GLOBAL',
+    }),
+    'dial-timeout': durationFlag('dial-timeout', 2000, '2s', 'how long to wait for a connection, e.g. 2s or 500ms'),
+    'command-timeout': durationFlag('command-timeout', 5000, '5s', 'deadline of each request, e.g. 5s'),
+    cacert: Flags.string({ description: 'verify servers with this CA bundle (PEM)', env: 'LIFEBOAT_CACERT', helpGroup: 'GLOBAL' }),
+    cert: Flags.string({ description: 'client certificate (PEM), for servers with client-cert auth', env: 'LIFEBOAT_CERT', helpGroup: 'GLOBAL' }),
+    key: Flags.string({ description: 'client private key (PEM), with --cert', env: 'LIFEBOAT_KEY', helpGroup: 'GLOBAL' }),
+    'insecure-skip-tls-verify': Flags.boolean({
+      description: 'accept any server certificate (no chain or host-name check); test clusters only',
+      env: 'LIFEBOAT_INSECURE_SKIP_TLS_VERIFY',
+      helpGroup: 'GLOBAL',
+    }),
+    debug: Flags.boolean({ description: 'log every dial and request to stderr; print stack traces', helpGroup: 'GLOBAL' }),
+  };
+
+  private clients: EtcdClient[] = [];
+
+  /** A client from the global flags; closed when the command finishes. */
+  protected client(flags: EtcdFlags<typeof EtcdCommand>): EtcdClient {
+    if (flags.debug) process.env.LIFEBOAT_DEBUG = '1';
+    silenceTlsServerNameWarning();
+    const client = new EtcdClient({
+      endpoints: flags.endpoints,
+      dialTimeoutMs: flags['dial-timeout'],
+      commandTimeoutMs: flags['command-timeout'],
+      tls: {
+        caFile: flags.cacert,
+        certFile: flags.cert,
+        keyFile: flags.key,
+        insecureSkipVerify: flags['insecure-skip-tls-verify'],
+      },
+      debug: flags.debug ? (line) => process.stderr.write(`debug: ${line}\n`) : undefined,
+    });
+    this.clients.push(client);
+    return client;
+  }
+
+  /**
+   * After per-endpoint results were printed: one stderr line per endpoint that
+   * failed, then exit 1 if any did.
+   */
+  protected exitIfAnyFailed(failures: Array<{ endpoint: string; message: string }>): void {
+    for (const f of failures) process.stderr.write(`Error: ${f.message}\n`);
+    if (failures.length > 0) this.exit(EXIT.FAILURE);
+  }
+
+  protected override async finally(err: Error | undefined): Promise<unknown> {
+    for (const c of this.clients) c.close();
+    return super.finally(err);
+  }
+}
+
+/** `--yes`, for commands that ask before doing something dangerous. */
+export const yesFlag = Flags.boolean({
+  char: 'y',
+  description: 'confirm without asking (needed when there is no terminal to ask on)',
+});

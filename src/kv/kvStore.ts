@@ -228,6 +228,24 @@ export class KvStore {
     return this.atomically(() => fn(this.meta));
   }
 
+  /**
+   * After a restore (etcd's `--bump-revision N --mark-compacted`): moves the store's
+   * revision forward by n, so no client ever sees a revision go back; with
+   * markCompacted everything before the new revision counts as compacted, so
+   * watchers and readers of old revisions are told to relist.
+   */
+  bumpRevision(n: number, markCompacted: boolean): void {
+    this.assertOpen();
+    if (!Number.isInteger(n) || n < 0) throw new RangeError(`bump revision ${n} must be a whole number >= 0`);
+    this.atomically(() => {
+      this.state.current += n;
+      if (markCompacted && this.state.current > this.state.compacted) {
+        this.tables.compact(this.state.compacted, this.state.current);
+        this.state.compacted = this.state.current;
+      }
+    });
+  }
+
   private applyOne(req: KvRequest): KvApplyResult {
     try {
       return { response: applyKvRequest(this.ctx, req) };

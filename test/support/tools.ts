@@ -1,6 +1,10 @@
 // External tools the tests drive. A missing one fails the test at once with one
-// line naming the Debian package; nothing is ever skipped.
-import { execFileSync } from 'node:child_process';
+// line naming the Debian package; nothing is ever skipped. Also: running the
+// lifeboat CLI and etcdctl as child processes, and bounded waiting.
+import { execFileSync, spawn } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const PACKAGES: Record<string, string> = { etcdctl: 'etcd-client', etcd: 'etcd-server', openssl: 'openssl', tmux: 'tmux' };
 
@@ -11,3 +15,93 @@ export function requireTool(name: keyof typeof PACKAGES): string {
     throw new Error(`${name} is required by this test: apt-get install -y ${PACKAGES[name]}`);
   }
 }
+
+/** The project root: this file runs as dist/test/support/tools.js. */
+export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+
+export const ETCD_TOOLS_MESSAGE = 'etcd-server and etcd-client are required for interop tests: apt-get install -y etcd-server etcd-client';
+
+/** The executable's path on PATH, or undefined. */
+export function onPath(name: string): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    if (!dir) continue;
+    const p = path.join(dir, name);
+    try {
+      accessSync(p, constants.X_OK);
+      return p;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+/** Throws (one line, no stack) unless both `etcd` and `etcdctl` are on PATH. Never skip instead. */
+export function requireEtcdTools(): void {
+  if (onPath('etcd') && onPath('etcdctl')) return;
+  const err = new Error(ETCD_TOOLS_MESSAGE);
+  err.stack = `Error: ${ETCD_TOOLS_MESSAGE}`;
+  throw err;
+}
+
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+/** Run a program to completion (killed after `timeoutMs`), collecting its output. */
+export function run(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number; input?: string; cwd?: string } = {}): Promise<RunResult> {
+  const t0 = Date.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd: opts.cwd ?? ROOT, env: opts.env ?? process.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 30_000);
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr, ms: Date.now() - t0 });
+    });
+    child.stdin.end(opts.input ?? '');
+  });
+}
+
+/** `lifeboat ARGS` as a user runs it: node bin/run.js from the project root, no TTY. */
+export function lifeboat(...args: string[]): Promise<RunResult> {
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', LIFEBOAT_DEBUG: '' };
+  for (const k of Object.keys(env)) if (k.startsWith('LIFEBOAT_') && k !== 'LIFEBOAT_DEBUG') delete env[k];
+  return run(process.execPath, [path.join(ROOT, 'bin', 'run.js'), ...args], { env });
+}
+
+/** Real etcdctl (v3 API). */
+export function etcdctl(...args: string[]): Promise<RunResult> {
+  return run('etcdctl', args, { env: { ...process.env, ETCDCTL_API: '3' } });
+}
+
+/** Retry `fn` until it returns a value other than undefined/false (or stops throwing), within `timeoutMs`. */
+export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, opts: { timeoutMs?: number; intervalMs?: number } = {}): Promise<T> {
+  const deadline = Date.now() + (opts.timeoutMs ?? 30_000);
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v !== undefined && v !== false) return v as T;
+      last = undefined;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() >= deadline) {
+      throw new Error(`timed out after ${opts.timeoutMs ?? 30_000}ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+    }
+    await new Promise((r) => setTimeout(r, opts.intervalMs ?? 250));
+  }
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

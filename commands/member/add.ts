@@ -1,0 +1,32 @@
+import { Args, Flags } from '@oclif/core';
+import { EtcdCommand } from '../../src/cli/baseCommand.js';
+import { parsePeerUrls } from '../../src/cli/args.js';
+import { memberAddOutput } from '../../src/cli/output/members.js';
+import { joinInstructions } from '../../src/client/joinInstructions.js';
+
+export default class MemberAdd extends EtcdCommand {
+  static override description =
+    'Add a member (phase 1 of two): the cluster learns its peer URLs, then prints the settings to start it with (phase 2). Add new members as learners and promote them once caught up.';
+
+  static override examples = [
+    '<%= config.bin %> member add infra4 --peer-urls http://10.0.0.4:2380 --learner',
+    '<%= config.bin %> member add infra4 --peer-urls http://10.0.0.4:2380,http://10.0.1.4:2380',
+  ];
+
+  static override args = {
+    name: Args.string({ description: 'name of the new member (its --name when started)', required: true }),
+  };
+
+  static override flags = {
+    'peer-urls': Flags.string({ description: 'the new member\'s peer URLs, comma-separated', required: true }),
+    learner: Flags.boolean({ description: 'add as a non-voting learner (promote it later with `member promote`)' }),
+  };
+
+  async run(): Promise<void> {
+    const { args, flags } = await this.parse(MemberAdd);
+    const peerURLs = parsePeerUrls(flags['peer-urls']);
+    const result = await this.client(flags).memberAdd(peerURLs, { learner: flags.learner });
+    const join = joinInstructions(args.name, result.member, result.members);
+    this.print(flags['write-out'], { result, join }, memberAddOutput);
+  }
+}

@@ -1,0 +1,32 @@
+import { Args } from '@oclif/core';
+import { EtcdCommand } from '../../src/cli/baseCommand.js';
+import { snapshotSaveOutput } from '../../src/cli/output/maintenance.js';
+import { progressBar } from '../../src/cli/progressBar.js';
+import { saveSnapshot } from '../../src/client/snapshotSave.js';
+
+export default class SnapshotSave extends EtcdCommand {
+  static override description =
+    "Save a member's database to FILE: streamed into FILE.part, its sha256 trailer checked, fsynced, then renamed, so FILE is never half-written. Needs exactly one endpoint.";
+
+  static override examples = [
+    '<%= config.bin %> snapshot save backup.db --endpoints 10.0.0.1:2379',
+    '<%= config.bin %> snapshot save /backups/etcd-$(date +%F).db --endpoints https://10.0.0.1:2379 --cacert ca.pem --cert client.pem --key client-key.pem',
+  ];
+
+  static override args = {
+    file: Args.string({ description: 'where to write the snapshot', required: true }),
+  };
+
+  async run(): Promise<void> {
+    const { args, flags } = await this.parse(SnapshotSave);
+    const client = this.client(flags);
+    const bar = progressBar('snapshot');
+    try {
+      const saved = await saveSnapshot(client, args.file, { onProgress: (done, total) => bar.update(done, total) });
+      bar.finish();
+      this.print(flags['write-out'], saved, snapshotSaveOutput);
+    } finally {
+      bar.finish();
+    }
+  }
+}

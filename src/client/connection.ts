@@ -1,0 +1,92 @@
+// One gRPC channel to one endpoint, with etcd's three services on it, and a dial
+// that either reaches READY within the dial timeout or explains why not.
+import * as grpc from '@grpc/grpc-js';
+import { service } from '../api/protos.js';
+import type { Endpoint } from './endpoints.js';
+import { connectReason, isTlsReason, unreachableError } from './errors.js';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+export type ServiceClient = grpc.Client & Record<string, any>;
+
+export const CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  // Snapshots and large ranges: receive without limit, as etcdctl does.
+  'grpc.max_receive_message_length': -1,
+  // Retry a refused connection quickly within the dial timeout.
+  'grpc.initial_reconnect_backoff_ms': 100,
+  'grpc.max_reconnect_backoff_ms': 1000,
+};
+
+const { READY, TRANSIENT_FAILURE, SHUTDOWN } = grpc.connectivityState;
+
+export class Connection {
+  readonly channel: grpc.Channel;
+  readonly kv: ServiceClient;
+  readonly cluster: ServiceClient;
+  readonly maintenance: ServiceClient;
+  private dialing?: Promise<void>;
+  private closed = false;
+
+  constructor(
+    readonly endpoint: Endpoint,
+    credentials: grpc.ChannelCredentials,
+  ) {
+    this.channel = new grpc.Channel(endpoint.address, credentials, CHANNEL_OPTIONS);
+    const make = (name: string) => {
+      const Ctor = service(name);
+      return new Ctor(endpoint.address, credentials, { channelOverride: this.channel }) as ServiceClient;
+    };
+    this.kv = make('etcdserverpb.KV');
+    this.cluster = make('etcdserverpb.Cluster');
+    this.maintenance = make('etcdserverpb.Maintenance');
+  }
+
+  /** Resolves once the channel is READY; rejects by `deadline` with a one-line reason. Memoized. */
+  dial(deadline: number, dialTimeoutMs: number): Promise<void> {
+    this.dialing ??= this.waitReady(deadline, dialTimeoutMs);
+    return this.dialing;
+  }
+
+  private async waitReady(deadline: number, dialTimeoutMs: number): Promise<void> {
+    let reason: string | undefined;
+    for (;;) {
+      if (this.closed) throw unreachableError(this.endpoint.text, dialTimeoutMs, 'closed');
+      let state = this.channel.getConnectivityState(true);
+      if (state === READY) return;
+      if (state === TRANSIENT_FAILURE) {
+        // The channel keeps its last connection error to itself; a fail-fast call
+        // made now is refused at once and carries it in its details.
+        reason = (await this.lastError(deadline)) ?? reason;
+        // A certificate problem does not go away by retrying: report it at once.
+        if (reason !== undefined && isTlsReason(reason)) throw unreachableError(this.endpoint.text, dialTimeoutMs, reason);
+        state = this.channel.getConnectivityState(false);
+        if (state === READY) return;
+      }
+      if (state === SHUTDOWN) throw unreachableError(this.endpoint.text, dialTimeoutMs, reason ?? 'channel shut down');
+      const changed = await new Promise<boolean>((resolve) => {
+        if (Date.now() >= deadline) return resolve(false);
+        this.channel.watchConnectivityState(state, deadline, (err) => resolve(!err));
+      });
+      if (!changed) throw unreachableError(this.endpoint.text, dialTimeoutMs, reason);
+    }
+  }
+
+  private lastError(deadline: number): Promise<string | undefined> {
+    return new Promise((resolve) => {
+      const probeDeadline = Math.min(deadline, Date.now() + 500);
+      this.maintenance.Status({}, new grpc.Metadata(), { deadline: probeDeadline, waitForReady: false }, (err: grpc.ServiceError | null) => {
+        if (!err || err.code === grpc.status.DEADLINE_EXCEEDED) return resolve(undefined);
+        if (err.code !== grpc.status.UNAVAILABLE) return resolve(undefined);
+        resolve(connectReason(err.details ?? err.message));
+      });
+    });
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.kv.close();
+    this.cluster.close();
+    this.maintenance.close();
+    this.channel.close();
+  }
+}

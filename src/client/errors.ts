@@ -1,0 +1,147 @@
+// The client's errors: every one is a single line that names the endpoint (when
+// there is one), says what went wrong and what to try. Commands let them escape;
+// the CLI turns `InputError` into exit 2 and everything else here into exit 1.
+import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import { formatDuration } from './duration.js';
+
+/** Bad input from the user (malformed ID, endpoint, duration, unreadable TLS file): exit 2. */
+export class InputError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'InputError';
+  }
+}
+
+export type ClientErrorKind =
+  /** the endpoint could not be connected to within the dial timeout */
+  | 'unreachable'
+  /** connected, but the TLS handshake or certificate checks failed */
+  | 'tls'
+  /** connected, but no answer within the command timeout */
+  | 'timeout'
+  /** the server answered with an error status (etcd's own error texts) */
+  | 'server'
+  /** a response failed an integrity check (snapshot digest) */
+  | 'integrity';
+
+export class EtcdClientError extends Error {
+  constructor(
+    message: string,
+    readonly kind: ClientErrorKind,
+    readonly endpoint?: string,
+    /** gRPC status code, when the error came from a call */
+    readonly grpcCode?: number,
+    /** the server's own message (e.g. "etcdserver: member not found"), for `server` errors */
+    readonly serverMessage?: string,
+  ) {
+    super(message);
+    this.name = 'EtcdClientError';
+  }
+}
+
+/** A refusal by one of our safety checks (exit 3). */
+export class RefusedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RefusedError';
+  }
+}
+
+// Hints appended to a few etcd errors whose next step is not obvious from the text.
+const SERVER_HINTS: Array<[string, string]> = [
+  ['etcdserver: rpc not supported for learner', 'use a voting member\'s endpoint'],
+  ['etcdserver: unhealthy cluster', 'every voting member must have been connected for the last 5s; retry shortly'],
+  ['etcdserver: re-configuration failed due to not enough started members', 'start the members added earlier first'],
+  ['etcdserver: can only promote a learner member which is in sync with leader', 'wait until the learner has caught up, then retry'],
+  ['etcdserver: too many learner members in cluster', 'promote or remove the existing learner first'],
+  ['etcdserver: mvcc: required revision has been compacted', 'use a revision above the compaction point'],
+  ['etcdserver: mvcc: required revision is a future revision', 'use a revision at or below the current one'],
+  ['etcdserver: mvcc: database space exceeded', 'compact and defragment, then `lifeboat alarm disarm`'],
+];
+
+/** "Last error: Error: connect ECONNREFUSED 127.0.0.1:1. Resolution note: " → a short reason. */
+export function connectReason(details: string): string {
+  const m = /Last error: (?:Error: )?(.*?)(?:\. Resolution note:.*)?$/s.exec(details);
+  const raw = opensslReason((m ? m[1]! : details).trim().replace(/\s*\(\d{4}-\d\d-\d\dT[\d:.]+Z\)$/, ''));
+  if (/ECONNREFUSED/.test(raw)) return 'connection refused';
+  if (/ENOTFOUND|EAI_AGAIN/.test(raw)) return 'host not found';
+  if (/EHOSTUNREACH|ENETUNREACH/.test(raw)) return 'no route to host';
+  if (/ETIMEDOUT/.test(raw)) return 'connect timed out';
+  if (/ECONNRESET|socket hang up/.test(raw)) return 'connection reset';
+  // grpc-js: the socket closed before HTTP/2 was set up, e.g. plaintext to a TLS port.
+  if (/^Failed to connect$/.test(raw)) return 'the server closed the connection; if it serves TLS, use https://';
+  return raw.replace(/\s+/g, ' ');
+}
+
+/** "80FC…:error:0A000412:SSL routines:ssl3_read_bytes:sslv3 alert bad certificate:../x.c:1601:SSL alert number 42" → "sslv3 alert bad certificate". */
+export function opensslReason(text: string): string {
+  const m = /(?:^|[\s:])(?:[0-9A-F]+:)?error:[0-9A-F]+:[^:]*:[^:]*:([^:]+)/.exec(text);
+  return m ? m[1]!.trim() : text;
+}
+
+const TLS_PATTERN =
+  /certificate|self[- ]signed|SSL|TLS|tlsv1|alert|handshake|CERT_|unable to verify|unable to get local issuer|wrong version number|ERR_TLS|hostname\/IP does not match/i;
+
+/** Whether a connection failure reason is about TLS (so the hint points at the TLS flags). */
+export function isTlsReason(reason: string): boolean {
+  return TLS_PATTERN.test(reason) && !/ECONNREFUSED/.test(reason);
+}
+
+function tlsHint(reason: string): string {
+  if (/certificate required|alert bad certificate|alert unknown ca|alert certificate unknown|peer did not return a certificate/i.test(reason)) {
+    return 'the server wants a client certificate it trusts: check --cert and --key';
+  }
+  if (/wrong version number|packet length too long|http2|unexpected eof|disconnected before secure TLS connection/i.test(reason)) {
+    return 'the endpoint may not speak TLS: use http:// or drop the TLS flags';
+  }
+  if (/does not match|altnames/i.test(reason)) {
+    return 'the server certificate does not name this host: use the host it names, or --insecure-skip-tls-verify';
+  }
+  return 'check --cacert (or --insecure-skip-tls-verify for a test cluster)';
+}
+
+/** The connection to `endpoint` could not be established within `dialTimeoutMs`. */
+export function unreachableError(endpoint: string, dialTimeoutMs: number, reason: string | undefined): EtcdClientError {
+  const why = reason ?? 'timed out';
+  if (isTlsReason(why)) {
+    return new EtcdClientError(
+      `TLS handshake with ${endpoint} failed (${why}); ${tlsHint(why)}`,
+      'tls',
+      endpoint,
+    );
+  }
+  return new EtcdClientError(
+    `cannot reach ${endpoint} within ${formatDuration(dialTimeoutMs)} (${why}); check --endpoints`,
+    'unreachable',
+    endpoint,
+  );
+}
+
+/** Map a failed gRPC call to one line naming the endpoint. */
+export function callError(err: unknown, endpoint: string, commandTimeoutMs: number): EtcdClientError {
+  if (err instanceof EtcdClientError) return err;
+  const e = err as Partial<ServiceError> & { message?: string };
+  const code = typeof e.code === 'number' ? e.code : undefined;
+  const details = (typeof e.details === 'string' && e.details !== '' ? e.details : e.message ?? String(err)).replace(/\s+/g, ' ').trim();
+
+  if (code === GrpcStatus.DEADLINE_EXCEEDED) {
+    return new EtcdClientError(
+      `${endpoint}: no answer within ${formatDuration(commandTimeoutMs)} (deadline exceeded); raise --command-timeout or check the member's health`,
+      'timeout',
+      endpoint,
+      code,
+    );
+  }
+  if (code === GrpcStatus.UNAVAILABLE && !details.startsWith('etcdserver:')) {
+    const reason = connectReason(details);
+    if (isTlsReason(reason)) {
+      return new EtcdClientError(`${endpoint}: TLS: ${reason}; ${tlsHint(reason)}`, 'tls', endpoint, code);
+    }
+    return new EtcdClientError(`${endpoint}: connection lost (${reason}); check --endpoints`, 'unreachable', endpoint, code);
+  }
+  if (code === GrpcStatus.UNIMPLEMENTED) {
+    return new EtcdClientError(`${endpoint}: ${details} (is this an etcd v3 endpoint?)`, 'server', endpoint, code, details);
+  }
+  const hint = SERVER_HINTS.find(([text]) => details === text)?.[1];
+  return new EtcdClientError(`${endpoint}: ${details}${hint ? `; ${hint}` : ''}`, 'server', endpoint, code, details);
+}

@@ -1,0 +1,411 @@
+// A client for etcd's v3 gRPC API (KV, Cluster, Maintenance), for real etcd and
+// for Lifeboat members alike.
+//
+// - All endpoints are dialed at once; the first to connect within the dial
+//   timeout serves every call (the others are closed). If none connects, the
+//   error lists each endpoint's reason.
+// - Every call has a deadline of the command timeout. A snapshot stream uses it
+//   as an inactivity limit instead (no chunk for that long → fail), so large
+//   databases are not cut off.
+// - Errors are EtcdClientError: one line, naming the endpoint.
+// - Per-endpoint commands (endpoint status/health/hashkv, defrag, move-leader)
+//   use `forEndpoint` to dial each endpoint on its own connection, like etcdctl.
+import * as grpc from '@grpc/grpc-js';
+import { Connection, type ServiceClient } from './connection.js';
+import { parseEndpoints, type Endpoint } from './endpoints.js';
+import { EtcdClientError, callError } from './errors.js';
+import { formatDuration } from './duration.js';
+import { toBytes } from './keyRange.js';
+import { tlsCredentials, tlsRequested, type TlsOptions } from './tls.js';
+import {
+  alarmFromWire,
+  deleteFromWire,
+  headerFromWire,
+  memberFromWire,
+  putFromWire,
+  rangeFromWire,
+  statusFromWire,
+  type AlarmAction,
+  type AlarmResult,
+  type AlarmType,
+  type DeleteOptions,
+  type DeleteResult,
+  type HashKVResult,
+  type HashResult,
+  type HeaderOnly,
+  type MemberAddResult,
+  type MemberListResult,
+  type PutOptions,
+  type PutResult,
+  type RangeOptions,
+  type RangeResult,
+  type SnapshotChunk,
+  type StatusResult,
+  type TxnOp,
+  type TxnRequest,
+  type TxnResult,
+  type Wire,
+} from './types.js';
+import { wireNum } from './ids.js';
+
+export interface EtcdClientOptions {
+  /** endpoint strings as the user wrote them (or one comma-separated string) */
+  endpoints: string | readonly string[];
+  /** how long to wait for a connection (default 2000) */
+  dialTimeoutMs?: number;
+  /** deadline of every call (default 5000) */
+  commandTimeoutMs?: number;
+  tls?: TlsOptions;
+  /** receives one line per dial and call when set (--debug) */
+  debug?: (line: string) => void;
+}
+
+type ServiceName = 'kv' | 'cluster' | 'maintenance';
+
+export class EtcdClient {
+  readonly endpoints: readonly Endpoint[];
+  readonly dialTimeoutMs: number;
+  readonly commandTimeoutMs: number;
+  private readonly options: EtcdClientOptions;
+  private connections?: Connection[];
+  private chosen?: Promise<Connection>;
+  private tlsCreds?: grpc.ChannelCredentials;
+
+  constructor(options: EtcdClientOptions) {
+    this.options = options;
+    this.endpoints = parseEndpoints(options.endpoints);
+    this.dialTimeoutMs = options.dialTimeoutMs ?? 2000;
+    this.commandTimeoutMs = options.commandTimeoutMs ?? 5000;
+    // Read and check the TLS files now, so a bad path fails before any dial.
+    if (tlsRequested(options.tls) || this.endpoints.some((e) => e.scheme === 'https')) this.tlsCreds = tlsCredentials(options.tls);
+  }
+
+  /** A client for one endpoint with the same timeouts and TLS settings. */
+  forEndpoint(endpoint: string): EtcdClient {
+    return new EtcdClient({ ...this.options, endpoints: [endpoint] });
+  }
+
+  /** The endpoint serving calls (dials if needed). */
+  async activeEndpoint(): Promise<string> {
+    return (await this.connection()).endpoint.text;
+  }
+
+  close(): void {
+    for (const c of this.connections ?? []) c.close();
+  }
+
+  // ---- Cluster ----
+
+  async memberList(): Promise<MemberListResult> {
+    const { res } = await this.unary('cluster', 'MemberList', {});
+    return { header: headerFromWire(res.header), members: (res.members ?? []).map(memberFromWire) };
+  }
+
+  async memberAdd(peerURLs: string[], opts: { learner?: boolean } = {}): Promise<MemberAddResult> {
+    const { res } = await this.unary('cluster', 'MemberAdd', { peerURLs, isLearner: !!opts.learner });
+    return {
+      header: headerFromWire(res.header),
+      member: memberFromWire(res.member ?? {}),
+      members: (res.members ?? []).map(memberFromWire),
+    };
+  }
+
+  async memberRemove(id: bigint): Promise<MemberListResult> {
+    const { res } = await this.unary('cluster', 'MemberRemove', { ID: id.toString() });
+    return { header: headerFromWire(res.header), members: (res.members ?? []).map(memberFromWire) };
+  }
+
+  async memberUpdate(id: bigint, peerURLs: string[]): Promise<MemberListResult> {
+    const { res } = await this.unary('cluster', 'MemberUpdate', { ID: id.toString(), peerURLs });
+    return { header: headerFromWire(res.header), members: (res.members ?? []).map(memberFromWire) };
+  }
+
+  async memberPromote(id: bigint): Promise<MemberListResult> {
+    const { res } = await this.unary('cluster', 'MemberPromote', { ID: id.toString() });
+    return { header: headerFromWire(res.header), members: (res.members ?? []).map(memberFromWire) };
+  }
+
+  // ---- KV ----
+
+  async range(key: Buffer | string, opts: RangeOptions = {}): Promise<RangeResult> {
+    const { res } = await this.unary('kv', 'Range', rangeToWire(key, opts));
+    return rangeFromWire(res);
+  }
+
+  async put(key: Buffer | string, value: Buffer | string, opts: PutOptions = {}): Promise<PutResult> {
+    const { res } = await this.unary('kv', 'Put', putToWire(key, value, opts));
+    return putFromWire(res);
+  }
+
+  async deleteRange(key: Buffer | string, opts: DeleteOptions = {}): Promise<DeleteResult> {
+    const { res } = await this.unary('kv', 'DeleteRange', deleteToWire(key, opts));
+    return deleteFromWire(res);
+  }
+
+  async txn(req: TxnRequest): Promise<TxnResult> {
+    const { res } = await this.unary('kv', 'Txn', txnToWire(req));
+    return txnFromWire(res);
+  }
+
+  async compact(revision: number, opts: { physical?: boolean } = {}): Promise<HeaderOnly> {
+    const { res } = await this.unary('kv', 'Compact', { revision: String(revision), physical: !!opts.physical });
+    return { header: headerFromWire(res.header) };
+  }
+
+  // ---- Maintenance ----
+
+  async status(): Promise<StatusResult> {
+    const { res } = await this.unary('maintenance', 'Status', {});
+    return statusFromWire(res);
+  }
+
+  async hashKV(revision = 0): Promise<HashKVResult> {
+    const { res } = await this.unary('maintenance', 'HashKV', { revision: String(revision) });
+    return { header: headerFromWire(res.header), hash: wireNum(res.hash), compactRevision: wireNum(res.compact_revision) };
+  }
+
+  async hash(): Promise<HashResult> {
+    const { res } = await this.unary('maintenance', 'Hash', {});
+    return { header: headerFromWire(res.header), hash: wireNum(res.hash) };
+  }
+
+  async alarm(action: AlarmAction, memberId = 0n, alarm: AlarmType = 'NONE'): Promise<AlarmResult> {
+    const { res } = await this.unary('maintenance', 'Alarm', { action, memberID: memberId.toString(), alarm });
+    return alarmFromWire(res);
+  }
+
+  /** Every active alarm. */
+  alarmList(): Promise<AlarmResult> {
+    return this.alarm('GET');
+  }
+
+  /** Deactivate every active alarm (as clientv3's AlarmDisarm with an empty member); returns those disarmed. */
+  async alarmDisarmAll(): Promise<AlarmResult> {
+    const list = await this.alarmList();
+    const disarmed: AlarmResult = { header: list.header, alarms: [] };
+    for (const a of list.alarms) {
+      const r = await this.alarm('DEACTIVATE', a.memberId, a.alarm);
+      disarmed.header = r.header;
+      disarmed.alarms.push(...r.alarms);
+    }
+    return disarmed;
+  }
+
+  async defragment(): Promise<HeaderOnly> {
+    const { res } = await this.unary('maintenance', 'Defragment', {});
+    return { header: headerFromWire(res.header) };
+  }
+
+  /** Must be sent to the leader (a follower answers "etcdserver: not leader"). */
+  async moveLeader(targetId: bigint): Promise<HeaderOnly> {
+    const { res } = await this.unary('maintenance', 'MoveLeader', { targetID: targetId.toString() });
+    return { header: headerFromWire(res.header) };
+  }
+
+  /**
+   * Maintenance.Snapshot: the database as a stream of chunks; the last chunk is the
+   * 32-byte sha256 of everything before it (see snapshotSave.ts). The command
+   * timeout bounds the wait for each chunk.
+   */
+  async *snapshot(): AsyncGenerator<SnapshotChunk, void, undefined> {
+    const conn = await this.connection();
+    const ep = conn.endpoint.text;
+    const started = Date.now();
+    this.options.debug?.(`→ Maintenance.Snapshot ${ep}`);
+    const stream = conn.maintenance.Snapshot({}, new grpc.Metadata()) as grpc.ClientReadableStream<Wire>;
+    let timedOut = false;
+    let timer: NodeJS.Timeout | undefined;
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        timedOut = true;
+        stream.cancel();
+      }, this.commandTimeoutMs);
+    };
+    arm();
+    try {
+      for await (const msg of stream) {
+        arm();
+        yield { remainingBytes: wireNum(msg.remaining_bytes), blob: Buffer.from(msg.blob ?? []) };
+      }
+      this.options.debug?.(`← Maintenance.Snapshot ${ep} OK (${Date.now() - started}ms)`);
+    } catch (err) {
+      if (timedOut) {
+        throw new EtcdClientError(
+          `${ep}: snapshot stream stalled: no data for ${formatDuration(this.commandTimeoutMs)}; raise --command-timeout or check the member`,
+          'timeout',
+          ep,
+        );
+      }
+      throw callError(err, ep, this.commandTimeoutMs);
+    } finally {
+      clearTimeout(timer);
+      stream.cancel();
+    }
+  }
+
+  // ---- plumbing ----
+
+  private connection(): Promise<Connection> {
+    this.chosen ??= this.choose();
+    return this.chosen;
+  }
+
+  private async choose(): Promise<Connection> {
+    const creds = (ep: Endpoint) =>
+      ep.scheme === 'https' || (ep.scheme === 'bare' && tlsRequested(this.options.tls))
+        ? (this.tlsCreds ??= tlsCredentials(this.options.tls))
+        : grpc.credentials.createInsecure();
+    const conns = this.endpoints.map((ep) => new Connection(ep, creds(ep)));
+    this.connections = conns;
+    const deadline = Date.now() + this.dialTimeoutMs;
+    const dials = conns.map((c) => {
+      const t0 = Date.now();
+      const p = c.dial(deadline, this.dialTimeoutMs);
+      p.then(
+        () => this.options.debug?.(`dial ${c.endpoint.text}: connected in ${Date.now() - t0}ms`),
+        (e: Error) => this.options.debug?.(`dial ${c.endpoint.text}: ${e.message}`),
+      );
+      return p;
+    });
+    // The first endpoint to connect serves the calls; the others are closed.
+    const errors: EtcdClientError[] = [];
+    const winner = await new Promise<Connection | undefined>((resolve) => {
+      let pending = conns.length;
+      conns.forEach((c, i) =>
+        dials[i]!.then(
+          () => resolve(c),
+          (e: EtcdClientError) => {
+            errors[i] = e;
+            if (--pending === 0) resolve(undefined);
+          },
+        ),
+      );
+    });
+    if (winner) {
+      for (const other of conns) if (other !== winner) other.close();
+      return winner;
+    }
+    for (const c of conns) c.close();
+    if (errors.length === 1) throw errors[0]!;
+    throw new EtcdClientError(
+      `cannot reach any of ${conns.length} endpoints within ${formatDuration(this.dialTimeoutMs)}: ${errors
+        .map((e) => e.message.replace(/^cannot reach /, '').replace(/ within [^ ]+ /, ' ').replace(/; [^;]*$/, ''))
+        .join(', ')}; check --endpoints`,
+      errors.every((e) => e.kind === 'tls') ? 'tls' : 'unreachable',
+    );
+  }
+
+  private async unary(svc: ServiceName, method: string, req: Wire): Promise<{ res: Wire; endpoint: string }> {
+    const conn = await this.connection();
+    const client: ServiceClient = conn[svc];
+    const ep = conn.endpoint.text;
+    const started = Date.now();
+    const name = `${svc === 'kv' ? 'KV' : svc === 'cluster' ? 'Cluster' : 'Maintenance'}.${method}`;
+    this.options.debug?.(`→ ${name} ${ep}`);
+    return new Promise((resolve, reject) => {
+      client[method](req, new grpc.Metadata(), { deadline: Date.now() + this.commandTimeoutMs }, (err: grpc.ServiceError | null, res: Wire) => {
+        const took = Date.now() - started;
+        if (err) {
+          this.options.debug?.(`← ${name} ${ep} ${grpc.status[err.code] ?? err.code} (${took}ms): ${err.details}`);
+          reject(callError(err, ep, this.commandTimeoutMs));
+        } else {
+          this.options.debug?.(`← ${name} ${ep} OK (${took}ms)`);
+          resolve({ res, endpoint: ep });
+        }
+      });
+    });
+  }
+}
+
+// ---- typed → wire ----
+
+const str = (n: number | bigint | undefined) => (n === undefined ? '0' : String(n));
+
+/**
+ * range_end only when non-empty. protobufjs sends a field that is set even when
+ * it is empty, and etcd 3.4 then sees a non-nil empty range_end, which its index
+ * reads as "every key ≥ key" instead of "the key alone".
+ */
+const rangeEnd = (b: Buffer | string | undefined): Wire => {
+  const bytes = toBytes(b);
+  return bytes.length > 0 ? { range_end: bytes } : {};
+};
+
+/** Exported for tests. */
+export function rangeToWire(key: Buffer | string, o: RangeOptions): Wire {
+  return {
+    key: toBytes(key),
+    ...rangeEnd(o.rangeEnd),
+    limit: str(o.limit),
+    revision: str(o.revision),
+    sort_order: o.sortOrder ?? 'NONE',
+    sort_target: o.sortTarget ?? 'KEY',
+    serializable: !!o.serializable,
+    keys_only: !!o.keysOnly,
+    count_only: !!o.countOnly,
+  };
+}
+
+function putToWire(key: Buffer | string, value: Buffer | string, o: PutOptions): Wire {
+  return { key: toBytes(key), value: toBytes(value), lease: str(o.lease), prev_kv: !!o.prevKv };
+}
+
+/** Exported for tests. */
+export function deleteToWire(key: Buffer | string, o: DeleteOptions): Wire {
+  return { key: toBytes(key), ...rangeEnd(o.rangeEnd), prev_kv: !!o.prevKv };
+}
+
+function opToWire(op: TxnOp): Wire {
+  if ('range' in op) {
+    const { key, ...o } = op.range;
+    return { request_range: rangeToWire(key, o) };
+  }
+  if ('put' in op) {
+    const { key, value, ...o } = op.put;
+    return { request_put: putToWire(key, value, o) };
+  }
+  const { key, ...o } = op.deleteRange;
+  return { request_delete_range: deleteToWire(key, o) };
+}
+
+function txnToWire(req: TxnRequest): Wire {
+  return {
+    compare: (req.compare ?? []).map((c) => {
+      const w: Wire = { result: c.result, target: c.target, key: toBytes(c.key), ...rangeEnd(c.rangeEnd) };
+      switch (c.target) {
+        case 'VERSION':
+          w.version = str(c.value as number);
+          break;
+        case 'CREATE':
+          w.create_revision = str(c.value as number);
+          break;
+        case 'MOD':
+          w.mod_revision = str(c.value as number);
+          break;
+        case 'LEASE':
+          w.lease = str(c.value as bigint);
+          break;
+        case 'VALUE':
+          w.value = toBytes(c.value as Buffer | string);
+          break;
+      }
+      return w;
+    }),
+    success: (req.success ?? []).map(opToWire),
+    failure: (req.failure ?? []).map(opToWire),
+  };
+}
+
+function txnFromWire(w: Wire): TxnResult {
+  return {
+    header: headerFromWire(w.header),
+    succeeded: !!w.succeeded,
+    responses: (w.responses ?? []).map((r: Wire) => {
+      if (r.response_range) return { range: rangeFromWire(r.response_range) };
+      if (r.response_put) return { put: putFromWire(r.response_put) };
+      if (r.response_delete_range) return { deleteRange: deleteFromWire(r.response_delete_range) };
+      return { txn: txnFromWire(r.response_txn ?? {}) } as never;
+    }),
+  };
+}

@@ -1,0 +1,13 @@
+// The client for etcd's v3 API, used by the commands (against real etcd or Lifeboat).
+export { EtcdClient, type EtcdClientOptions } from './etcdClient.js';
+export { EtcdClientError, InputError, RefusedError, type ClientErrorKind } from './errors.js';
+export { parseEndpoint, parseEndpoints, type Endpoint } from './endpoints.js';
+export { parseDuration, formatDuration, formatElapsed } from './duration.js';
+export { parseMemberId, parseLeaseId, hexId, paddedHexId } from './ids.js';
+export { selectKeys, prefixEnd, ALL_KEYS, type KeySelection } from './keyRange.js';
+export { targetEndpoints, forEachEndpoint, checkHealth, findLeaderEndpoint, type EndpointOutcome, type HealthResult } from './perEndpoint.js';
+export { assessRemoval, describeMember, planRemoval, type RemovalRisk } from './removalRisk.js';
+export { joinInstructions, shellQuote, type JoinInstructions } from './joinInstructions.js';
+export { saveSnapshot, verifySnapshotTrailer, TrailerCheck, type SnapshotSaved } from './snapshotSave.js';
+export type { TlsOptions } from './tls.js';
+export type * from './types.js';

@@ -1,0 +1,49 @@
+// Phase 2 of a runtime member add: the settings the new member must start with,
+// built from MemberAdd's response as etcdctl builds its ETCD_* block.
+import type { Member } from './types.js';
+
+export interface JoinInstructions {
+  /** LIFEBOAT_NAME, LIFEBOAT_INITIAL_CLUSTER, LIFEBOAT_INITIAL_ADVERTISE_PEER_URLS, LIFEBOAT_INITIAL_CLUSTER_STATE, in order */
+  env: Array<[string, string]>;
+  /** the matching `lifeboat server …` command line */
+  command: string;
+  initialCluster: string;
+  peerURLs: string[];
+}
+
+/**
+ * `members` is the membership after the add (MemberAdd's `members`); the new
+ * member gets `name`. Members not yet started have no name and are skipped, as
+ * etcdctl skips them: the new member's --initial-cluster cannot name them.
+ */
+export function joinInstructions(name: string, newMember: Member, members: readonly Member[]): JoinInstructions {
+  const entries: string[] = [];
+  const all = members.some((m) => m.id === newMember.id) ? members : [...members, newMember];
+  for (const m of all) {
+    const n = m.id === newMember.id ? name : m.name;
+    if (!n) continue;
+    for (const url of m.peerURLs) entries.push(`${n}=${url}`);
+  }
+  const initialCluster = entries.join(',');
+  const peerURLs = newMember.peerURLs;
+  const env: Array<[string, string]> = [
+    ['LIFEBOAT_NAME', name],
+    ['LIFEBOAT_INITIAL_CLUSTER', initialCluster],
+    ['LIFEBOAT_INITIAL_ADVERTISE_PEER_URLS', peerURLs.join(',')],
+    ['LIFEBOAT_INITIAL_CLUSTER_STATE', 'existing'],
+  ];
+  const command = [
+    'lifeboat server',
+    `--name ${shellQuote(name)}`,
+    `--initial-advertise-peer-urls ${shellQuote(peerURLs.join(','))}`,
+    `--initial-cluster ${shellQuote(initialCluster)}`,
+    '--initial-cluster-state existing',
+  ].join(' ');
+  return { env, command, initialCluster, peerURLs: [...peerURLs] };
+}
+
+/** Quote for a POSIX shell only when needed. */
+export function shellQuote(s: string): string {
+  if (/^[A-Za-z0-9_\-.,:/=@+%]+$/.test(s)) return s;
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}

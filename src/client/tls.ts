@@ -1,0 +1,55 @@
+// Transport security for client connections.
+//
+// - `https://` endpoints always use TLS; `http://` never; a bare `host:port` uses
+//   TLS when any TLS option is given (so `--endpoints 10.0.0.1:2379 --cacert ca.pem`
+//   works as users expect), plaintext otherwise.
+// - `caFile` replaces the system roots; without it Node's bundled roots are used.
+// - `certFile` + `keyFile` present a client certificate (etcd's --client-cert-auth).
+// - `insecureSkipVerify` accepts any server certificate: no chain check
+//   (rejectUnauthorized: false) and no host-name check (checkServerIdentity returns
+//   undefined). Traffic is still encrypted, but the server is not authenticated, so
+//   use it only for test clusters.
+import { readFileSync } from 'node:fs';
+import * as grpc from '@grpc/grpc-js';
+import { InputError, opensslReason } from './errors.js';
+
+export interface TlsOptions {
+  caFile?: string;
+  certFile?: string;
+  keyFile?: string;
+  insecureSkipVerify?: boolean;
+}
+
+export function tlsRequested(tls: TlsOptions | undefined): boolean {
+  return !!tls && !!(tls.caFile || tls.certFile || tls.keyFile || tls.insecureSkipVerify);
+}
+
+function readPem(file: string, flag: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'is a directory' : String(code ?? err);
+    throw new InputError(`cannot read ${flag} ${file}: ${why}`);
+  }
+}
+
+/** Build TLS channel credentials (files are read once, here). */
+export function tlsCredentials(tls: TlsOptions = {}): grpc.ChannelCredentials {
+  if (!!tls.certFile !== !!tls.keyFile) {
+    throw new InputError(`--cert and --key go together: ${tls.certFile ? '--key' : '--cert'} is missing`);
+  }
+  const ca = tls.caFile ? readPem(tls.caFile, '--cacert') : null;
+  const cert = tls.certFile ? readPem(tls.certFile, '--cert') : null;
+  const key = tls.keyFile ? readPem(tls.keyFile, '--key') : null;
+  const verify: grpc.VerifyOptions = tls.insecureSkipVerify
+    ? { rejectUnauthorized: false, checkServerIdentity: () => undefined }
+    : {};
+  try {
+    return grpc.credentials.createSsl(ca, key, cert, verify);
+  } catch (err) {
+    const msg = opensslReason((err as Error).message.replace(/\s+/g, ' '));
+    if (/key values mismatch/.test(msg)) throw new InputError(`--cert ${tls.certFile} and --key ${tls.keyFile} do not belong together (key values mismatch)`);
+    throw new InputError(`invalid TLS files (--cacert/--cert/--key): ${msg}`);
+  }
+}
