@@ -33,6 +33,8 @@ export interface KvOpenOptions {
    * the caller must then call it regularly or the WAL grows without bound.
    */
   autoCheckpoint?: boolean;
+  /** Inspect only: nothing is created or written (datadir inspect, recover plan). */
+  readonly?: boolean;
 }
 
 export interface KvEntry {
@@ -100,7 +102,7 @@ export class KvStore {
 
   /** Opens or creates the KV database file (`:memory:` works, without snapshots). */
   static open(path: string, opts: KvOpenOptions = {}): KvStore {
-    const db = openKvDatabase(path);
+    const db = openKvDatabase(path, { readonly: opts.readonly });
     if (opts.autoCheckpoint === false) db.pragma('wal_autocheckpoint = 0');
     return new KvStore(db, path);
   }

@@ -1,0 +1,38 @@
+import { Args } from '@oclif/core';
+import { BaseCommand } from '../../src/cli/baseCommand.js';
+import { inspectDataDir, type DataDirReport } from '../../src/recovery/inspect.js';
+
+export default class DatadirInspect extends BaseCommand {
+  static override description = `Inspect a stopped member's data dir, read-only: cluster and member IDs, members, last term and index, commit and applied index, the entries past the commit index, the KV revision, key count and hash, the time of the last write, and any damage found. -w json is what 'recover plan --from-inspect' reads.`;
+
+  static override examples = ['<%= config.bin %> datadir inspect /var/lib/lifeboat/m1', '<%= config.bin %> datadir inspect /var/lib/lifeboat/m1 -w json > m1.inspect.json'];
+
+  static override args = {
+    dir: Args.string({ description: 'the data dir', required: true }),
+  };
+
+  async run(): Promise<void> {
+    const { args, flags } = await this.parse(DatadirInspect);
+    const report = await inspectDataDir(args.dir);
+    this.print(flags['write-out'], report, (r: DataDirReport) =>
+      [
+        `data dir        ${r.dataDir}`,
+        `member          ${r.memberId.padStart(16, '0')}`,
+        `cluster         ${r.clusterId.padStart(16, '0')}${r.parentClusterId ? ` (parent ${r.parentClusterId.padStart(16, '0')})` : ''}`,
+        `voters          ${r.voters.map((v) => v.padStart(16, '0')).join(', ') || '-'}`,
+        `learners        ${r.learners.map((v) => v.padStart(16, '0')).join(', ') || '-'}`,
+        ...r.members.map((m) => `  member        ${m.id.padStart(16, '0')} ${m.name || '(unstarted)'} ${m.peerURLs.join(',')}${m.isLearner ? ' learner' : ''}`),
+        `last term/index ${r.lastTerm}/${r.lastIndex} (log from ${r.firstIndex})`,
+        `commit index    ${r.commitIndex}`,
+        `applied index   ${r.appliedIndex}`,
+        `past commit     ${r.uncommitted.count === 0 ? 'none' : `${r.uncommitted.count} entries (${r.uncommitted.from}..${r.uncommitted.to})`}`,
+        `kv revision     ${r.kvRevision} (compacted at ${r.compactRevision})`,
+        `keys            ${r.keyCount}`,
+        `hash            ${r.hash}`,
+        `last write      ${r.lastWrite ?? 'unknown'}`,
+        `markers         ${r.markers.join(', ') || 'none'}`,
+        `damage          ${r.damage.join('; ') || 'none found'}`,
+      ].join('\n'),
+    );
+  }
+}

@@ -1,0 +1,231 @@
+// Build a fresh one-member data dir from a snapshot or from an old member's
+// data dir: the KV state, a new cluster ID recording its parent, this member
+// as the only voter. Built in <dir>.part and renamed, so a failure leaves
+// nothing half-written where the member would start.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { InputError, RefusedError } from '../client/errors.js';
+import { KvStore } from '../kv/index.js';
+import { forceNewClusterState } from '../raft/bootstrap.js';
+import type { PersistedState } from '../raft/types.js';
+import { formatInitialCluster } from '../server/config.js';
+import { hex, memberIdFor, newClusterId } from '../server/identity.js';
+import { kvPath } from '../storage/layout.js';
+import { RaftStorage } from '../storage/raftStorage.js';
+import { isValidMemberUrl } from '../transport/urls.js';
+import { snapshotKind } from './snapshotFormat.js';
+
+export interface RestoreOptions {
+  dataDir: string;
+  name: string;
+  initialAdvertisePeerUrls: string[];
+  initialClusterToken?: string;
+  /** etcd's --bump-revision / --mark-compacted: both or neither. */
+  bumpRevision?: number;
+  markCompacted?: boolean;
+  skipHashCheck?: boolean;
+  /** From a data dir: drop the entries past the survivor's commit index. */
+  discardUncommitted?: boolean;
+}
+
+export interface RestoreResult {
+  dataDir: string;
+  memberId: string;
+  clusterId: string;
+  parentClusterId: string;
+  revision: number;
+  keys: number;
+  appliedIndex: number;
+  /** Entries kept past the old commit index (a data-dir restore), applied when the member starts. */
+  uncommittedKept: number;
+  /** The command line that starts the restored member. */
+  serverCommand: string;
+}
+
+function checkOptions(o: RestoreOptions): void {
+  if (!o.name) throw new InputError('--name is required');
+  if (o.initialAdvertisePeerUrls.length === 0 || !o.initialAdvertisePeerUrls.every(isValidMemberUrl)) {
+    throw new InputError(`--initial-advertise-peer-urls "${o.initialAdvertisePeerUrls.join(',')}" is not a valid URL list; e.g. http://10.0.0.1:2380`);
+  }
+  const bump = (o.bumpRevision ?? 0) > 0;
+  if (bump !== !!o.markCompacted) throw new InputError('--bump-revision and --mark-compacted must be used together');
+  if (o.bumpRevision !== undefined && (!Number.isInteger(o.bumpRevision) || o.bumpRevision < 0)) {
+    throw new InputError(`--bump-revision ${o.bumpRevision} must be a whole number >= 0`);
+  }
+  if (fs.existsSync(o.dataDir) && fs.readdirSync(o.dataDir).length > 0) {
+    throw new RefusedError(`data dir ${o.dataDir} is not empty; restore into a new directory (or move ${o.dataDir} aside first)`);
+  }
+}
+
+function fsyncDir(dir: string): void {
+  const fd = fs.openSync(dir, 'r');
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function serverCommand(o: RestoreOptions): string {
+  const host = new URL(o.initialAdvertisePeerUrls[0]).hostname;
+  const client = `http://${host}:2379`;
+  const ic = formatInitialCluster(new Map([[o.name, o.initialAdvertisePeerUrls]]));
+  return [
+    'lifeboat server',
+    `--name ${o.name}`,
+    `--data-dir ${o.dataDir}`,
+    `--listen-peer-urls ${o.initialAdvertisePeerUrls.join(',')}`,
+    `--initial-advertise-peer-urls ${o.initialAdvertisePeerUrls.join(',')}`,
+    `--listen-client-urls ${client}`,
+    `--advertise-client-urls ${client}`,
+    `--initial-cluster ${ic}`,
+  ].join(' ');
+}
+
+/**
+ * Writes the new data dir's Raft state and cluster identity around a KV store
+ * already installed at <part>/member/kv.db.
+ */
+async function finish(
+  o: RestoreOptions,
+  part: string,
+  storage: RaftStorage,
+  memberId: bigint,
+  state: (kv: KvStore) => PersistedState,
+  uncommittedKept: number,
+): Promise<RestoreResult> {
+  const kv = KvStore.open(kvPath(part));
+  try {
+    const oldCluster = kv.cluster.clusterId() ?? 0n;
+    const ancestors = [kv.cluster.parentClusterId()].filter((x): x is bigint => x !== undefined && x !== 0n);
+    const clusterId = newClusterId(oldCluster, memberId, ancestors);
+    kv.writeLocal((c) => {
+      c.setParentClusterId(oldCluster === 0n ? undefined : oldCluster);
+      c.setClusterId(clusterId);
+      c.clearMembers();
+      c.putMember({ id: memberId, name: o.name, peerURLs: o.initialAdvertisePeerUrls, clientURLs: [], isLearner: false });
+    });
+    if ((o.bumpRevision ?? 0) > 0) kv.bumpRevision(o.bumpRevision!, !!o.markCompacted);
+    storage.rewrite(state(kv));
+    storage.setClusterId(clusterId);
+    kv.makeDurable();
+    const keys = kv.range({ key: Buffer.from([0]), rangeEnd: Buffer.from([0]), countOnly: true, serializable: true }).count;
+    return {
+      dataDir: path.resolve(o.dataDir),
+      memberId: hex(memberId),
+      clusterId: hex(clusterId),
+      parentClusterId: hex(oldCluster),
+      revision: kv.currentRevision(),
+      keys,
+      appliedIndex: kv.appliedIndex(),
+      uncommittedKept,
+      serverCommand: serverCommand(o),
+    };
+  } finally {
+    kv.close();
+  }
+}
+
+/** Builds <dataDir>.part with `build`, then renames it into place. */
+async function buildAtomically(o: RestoreOptions, build: (part: string) => Promise<RestoreResult>): Promise<RestoreResult> {
+  const target = path.resolve(o.dataDir);
+  const part = `${target}.part`;
+  fs.rmSync(part, { recursive: true, force: true });
+  fs.mkdirSync(path.dirname(target), { recursive: true });
+  try {
+    const result = await build(part);
+    if (fs.existsSync(target)) fs.rmdirSync(target); // checked empty above
+    fs.renameSync(part, target);
+    fsyncDir(path.dirname(target));
+    return result;
+  } catch (e) {
+    fs.rmSync(part, { recursive: true, force: true });
+    throw e;
+  }
+}
+
+/** `snapshot restore`: a Lifeboat snapshot file (SQLite database + sha256 trailer). */
+export async function restoreSnapshot(file: string, o: RestoreOptions): Promise<RestoreResult> {
+  checkOptions(o);
+  if (!fs.existsSync(file)) throw new InputError(`snapshot ${file} does not exist; check the path`);
+  const kind = await snapshotKind(file);
+  if (kind.format === 'etcd') {
+    throw new InputError(`${file} is a real etcd (bbolt) snapshot; this version of lifeboat cannot read it yet (it comes with the migration work)`);
+  }
+  if (kind.format !== 'lifeboat') throw new InputError(`${file} is not a snapshot lifeboat can read (${kind.detail})`);
+  if (!kind.hasTrailer && !o.skipHashCheck) throw new InputError(`snapshot ${file} has no sha256 trailer; use --skip-hash-check for a raw kv.db copy`);
+  const memberId = memberIdFor(o.initialAdvertisePeerUrls, o.initialClusterToken ?? 'etcd-cluster');
+  return buildAtomically(o, async (part) => {
+    const { storage } = RaftStorage.open(part, { identity: { memberId, clusterId: 0n } });
+    try {
+      if (kind.hasTrailer) {
+        await KvStore.restoreSnapshot(file, kvPath(part));
+      } else {
+        fs.copyFileSync(file, kvPath(part));
+      }
+      return await finish(o, part, storage, memberId, (kv) => singleVoterState(kv, memberId), 0);
+    } finally {
+      storage.close();
+    }
+  });
+}
+
+/** A snapshot-only Raft state at the KV's applied index, with this member the only voter. */
+function singleVoterState(kv: KvStore, memberId: bigint): PersistedState {
+  const index = kv.appliedIndex();
+  const term = kv.appliedTerm();
+  return { hardState: { term, vote: 0n, commit: index }, snapshot: { index, term, conf: { voters: [memberId], learners: [] } }, entries: [] };
+}
+
+/**
+ * Recovery from an old member's data dir: its KV state and every entry of its log
+ * (past the commit index too, unless discardUncommitted), replayed when the new
+ * member starts. The survivor keeps its member ID when it keeps its peer URLs.
+ */
+export async function restoreDataDir(src: string, o: RestoreOptions): Promise<RestoreResult> {
+  checkOptions(o);
+  if (path.resolve(src) === path.resolve(o.dataDir)) throw new InputError('the new data dir must differ from the source data dir');
+  const opened = RaftStorage.open(src, { readOnly: true });
+  const { storage: source, state, member } = opened;
+  const tmp = path.join(os.tmpdir(), `lifeboat-restore-${process.pid}-${Date.now()}.snap`);
+  try {
+    const srcKv = KvStore.open(kvPath(src), { readonly: true });
+    const survivor = srcKv.cluster.member(member.memberId);
+    srcKv.close();
+    const sameUrls = survivor && [...survivor.peerURLs].sort().join(',') === [...o.initialAdvertisePeerUrls].sort().join(',');
+    const memberId = sameUrls ? member.memberId : memberIdFor(o.initialAdvertisePeerUrls, o.initialClusterToken ?? 'etcd-cluster');
+    // A consistent copy of the survivor's KV, taken without writing to it.
+    const copyFrom = KvStore.open(kvPath(src), { readonly: true });
+    try {
+      await copyFrom.saveSnapshot(tmp);
+    } finally {
+      copyFrom.close();
+    }
+    const forced = forceNewClusterState(state, memberId, { discardUncommitted: !!o.discardUncommitted });
+    const kept = forced.entries.filter((e) => e.index > state.hardState.commit).length;
+    return await buildAtomically(o, async (part) => {
+      const { storage } = RaftStorage.open(part, { identity: { memberId, clusterId: 0n } });
+      try {
+        await KvStore.restoreSnapshot(tmp, kvPath(part));
+        return await finish(o, part, storage, memberId, (kv) => {
+          if (kv.appliedIndex() < forced.snapshot.index) throw new Error(`the survivor's KV (applied ${kv.appliedIndex()}) is behind its log's snapshot (${forced.snapshot.index})`);
+          // Entries the KV already holds are dropped; the rest are replayed at start.
+          const entries = forced.entries.filter((e) => e.index > kv.appliedIndex());
+          const base = entries.length > 0 ? entries[0].index - 1 : Math.max(kv.appliedIndex(), forced.snapshot.index);
+          const baseTerm = kv.appliedIndex() === base ? kv.appliedTerm() : forced.snapshot.term;
+          return {
+            hardState: { term: Math.max(forced.hardState.term, baseTerm), vote: 0n, commit: entries.at(-1)?.index ?? base },
+            snapshot: { index: base, term: baseTerm, conf: { voters: [memberId], learners: [] } },
+            entries,
+          };
+        }, kept);
+      } finally {
+        storage.close();
+      }
+    });
+  } finally {
+    source.close();
+    fs.rmSync(tmp, { force: true });
+  }
+}
