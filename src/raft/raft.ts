@@ -98,6 +98,8 @@ export class Raft {
   /** No membership change may be proposed until `applied` reaches this index. */
   private pendingConfIndex = 0;
   private leadTransferee: NodeId = NONE;
+  /** The leader removed itself: it keeps leading until every remaining voter holds its log. */
+  private leaving = false;
 
   private readOnly = new ReadOnlyQueue();
   /** Read requests that arrived before the leader committed an entry of its term. */
@@ -190,7 +192,12 @@ export class Raft {
    * will be sent.
    */
   compact(index: number, data: Uint8Array): void {
-    if (index <= this.log.snapshot.index) return;
+    if (index === this.log.snapshot.index) {
+      // After a restart the core knows the snapshot's metadata but not its data.
+      this.snapshotData = data;
+      return;
+    }
+    if (index < this.log.snapshot.index) return;
     invariant(index <= this.log.applied, `snapshot at ${index} beyond applied ${this.log.applied}`);
     const term = this.log.term(index);
     invariant(term !== undefined, `no term for snapshot index ${index}`);
@@ -430,6 +437,7 @@ export class Raft {
     const self = this.progress.get(this.id);
     if (self) self.match = this.log.stable;
     this.pendingConfIndex = 0;
+    this.leaving = false;
     this.readOnly.clear();
     this.pendingReadIndex = [];
   }
@@ -466,8 +474,22 @@ export class Raft {
     }
     if (this.heartbeatElapsed >= this.cfg.heartbeatTick) {
       this.heartbeatElapsed = 0;
+      if (this.leaving && this.remainingVotersCaughtUp()) {
+        // They have been told the commit by the last round; nothing keeps us now.
+        this.becomeFollower(this.term, NONE);
+        return;
+      }
       this.bcastHeartbeat(this.readOnly.lastContext());
     }
+  }
+
+  /** Every voter holds our whole log and has been sent a commit covering it. */
+  private remainingVotersCaughtUp(): boolean {
+    for (const id of this.config.voters) {
+      const pr = this.progress.get(id);
+      if (!pr || pr.match < this.log.lastIndex() || this.log.committed < this.log.lastIndex()) return false;
+    }
+    return true;
   }
 
   /** Check-quorum: did a quorum of voters answer during the last election timeout? */
@@ -589,10 +611,10 @@ export class Raft {
   private leaderPropose(m: Message): void {
     invariant(m.entries.length > 0, 'empty proposal');
     let reason: string | undefined;
-    if (!this.progress.has(this.id)) reason = 'this node is no longer a member';
+    if (this.leaving || !this.config.voters.has(this.id)) reason = 'this node is leaving the cluster';
     else if (this.leadTransferee !== NONE) reason = `leadership transfer to ${this.leadTransferee.toString(16)} in progress`;
     if (reason !== undefined) {
-      if (m.from === this.id) throw new RaftError(this.leadTransferee !== NONE ? 'TransferInProgress' : 'ProposalDropped', reason);
+      if (m.to === NONE) throw new RaftError(this.leadTransferee !== NONE ? 'TransferInProgress' : 'ProposalDropped', reason);
       this.send({ ...this.msg(MessageType.PropReject, m.from), entries: m.entries, context: new TextEncoder().encode(reason) });
       return;
     }
@@ -704,13 +726,14 @@ export class Raft {
 
   private leaderReadIndex(m: Message): void {
     const context = m.entries[0]?.data ?? new Uint8Array(0);
-    if (this.config.voters.size === 1 && this.config.voters.has(this.id)) {
-      this.respondRead(m.from, this.log.committed, context);
-      return;
-    }
-    // Until an entry of this term commits, our commit index may be behind the cluster's.
+    // Until an entry of this term commits, our commit index may be behind the
+    // cluster's (even alone: a learner may have applied more before a restart).
     if (this.log.term(this.log.committed) !== this.term) {
       this.pendingReadIndex.push(m);
+      return;
+    }
+    if (this.config.voters.size === 1 && this.config.voters.has(this.id)) {
+      this.respondRead(m.from, this.log.committed, context);
       return;
     }
     if (this.cfg.readOnly === 'lease') {
@@ -779,7 +802,7 @@ export class Raft {
         return;
       }
       case MessageType.ReadIndex:
-        if (m.from === this.id) throw new RaftError('NotLeader', 'no leader (an election is in progress)');
+        if (m.to === NONE) throw new RaftError('NotLeader', 'no leader (an election is in progress)');
         return;
     }
   }
@@ -818,7 +841,7 @@ export class Raft {
         return;
       case MessageType.ReadIndex:
         if (this.lead === NONE) {
-          if (m.from === this.id) throw new RaftError('NotLeader', 'no leader to serve a read index');
+          if (m.to === NONE) throw new RaftError('NotLeader', 'no leader to serve a read index');
           return;
         }
         this.send({ ...m, to: this.lead, term: 0 });
@@ -830,7 +853,12 @@ export class Raft {
   }
 
   private dropProposal(m: Message, reason: string): void {
-    if (m.from === this.id || m.from === NONE) throw new RaftError('ProposalDropped', `proposal dropped: ${reason}`);
+    // A local request (addressed to no one) fails at once; a forwarded one is sent back.
+    if (m.to === NONE) throw new RaftError('ProposalDropped', `proposal dropped: ${reason}`);
+    if (m.from === this.id) {
+      this.dropped.push({ entries: m.entries, reason });
+      return;
+    }
     this.send({ ...this.msg(MessageType.PropReject, m.from), entries: m.entries, context: new TextEncoder().encode(reason) });
   }
 
@@ -900,8 +928,12 @@ export class Raft {
         this.progress.get(cc.nodeId)!.isLearner = this.config.learners.has(cc.nodeId);
       }
       if (!this.config.voters.has(this.id)) {
-        // The leader removed itself: the change is committed, so it can step down.
-        this.becomeFollower(this.term, NONE);
+        // The leader removed itself. Stepping down at once could strand the others:
+        // if none of them knows the removal is committed, they still need this
+        // node's vote. It leads on, without counting itself or taking proposals,
+        // until every remaining voter holds its whole log (tickHeartbeat).
+        this.leaving = true;
+        this.bcastAppend();
         return;
       }
       // A smaller quorum may commit more now.

@@ -83,7 +83,7 @@ const CORE_BUGS: { what: string; o: RunOptions }[] = [
 ];
 
 for (const { what, o } of CORE_BUGS) {
-  test(`core bug (seed ${o.seed}): ${what}`, { todo: 'core fix pending' }, () => {
+  test(`core bug (seed ${o.seed}): ${what}`, () => {
     const r = runSeed(o);
     assert.ok(r.ok, r.ok ? '' : describeFailure(r));
   });
