@@ -56,7 +56,7 @@ export async function snapshotStatus(file: string): Promise<SnapshotStatus> {
     throw new InputError(`${file} is a real etcd (bbolt) snapshot; this version of lifeboat cannot read it yet (it comes with the migration work)`);
   }
   if (kind.format !== 'lifeboat') throw new InputError(`${file} is not a snapshot lifeboat can read (${kind.detail})`);
-  if (!kind.hasTrailer) throw new InputError(`snapshot ${file} is truncated or has no sha256 trailer (${kind.size} bytes is not 32 past a multiple of 512)`);
+  if (!kind.hasTrailer) throw new Error(`snapshot ${file} is truncated or has no sha256 trailer (${kind.size} bytes is not 32 past a multiple of 512)`);
   const { sha256 } = await KvStore.verifySnapshot(file);
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-snapstatus-'));
   try {

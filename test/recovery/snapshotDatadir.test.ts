@@ -1,0 +1,148 @@
+// snapshot save/status/restore and datadir inspect/pack/unpack through the CLI,
+// against a real Lifeboat member, including the bad inputs operators meet.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { LifeboatCluster, etcdctl, lifeboat, parseEtcdJson, waitFor } from '../support/lifeboatCluster.js';
+
+describe('snapshot and data dir commands', () => {
+  let c: LifeboatCluster;
+  let snap = '';
+  before(async () => {
+    c = await LifeboatCluster.start('snapdatadir', 1);
+    for (let i = 0; i < 50; i++) assert.equal((await etcdctl(c.members[0].client, 'put', `key${i}`, `value${i}`)).code, 0);
+    snap = path.join(c.dir, 'backup.db');
+  });
+  after(async () => c?.stopAll());
+
+  test('snapshot save, then status verifies the checksum and reports revision, keys and members', async () => {
+    const save = await lifeboat('snapshot', 'save', snap, '--endpoints', c.members[0].client);
+    assert.equal(save.code, 0, save.stderr);
+    assert.match(save.stdout, /revision 51, 50 keys/);
+    assert.ok(!fs.existsSync(`${snap}.part`));
+    const status = await lifeboat('snapshot', 'status', snap, '-w', 'json');
+    assert.equal(status.code, 0, status.stderr);
+    const s = JSON.parse(status.stdout);
+    assert.equal(s.revision, 51);
+    assert.equal(s.totalKeys, 50);
+    assert.equal(s.totalSize, fs.statSync(snap).size);
+    assert.equal(s.members.length, 1);
+    assert.equal(s.members[0].name, 'm1');
+    const table = await lifeboat('snapshot', 'status', snap, '-w', 'table');
+    assert.match(table.stdout, /\|\s+HASH\s+\|\s+REVISION\s+\|\s+TOTAL KEYS\s+\|\s+TOTAL SIZE\s+\|/);
+  });
+
+  test('restore: a new one-member cluster with a new cluster ID, every key, the revision bumped', async () => {
+    const target = path.join(c.dir, 'restored');
+    const r = await lifeboat('snapshot', 'restore', snap, '--data-dir', target, '--name', 'r1', '--initial-advertise-peer-urls', 'http://127.0.0.1:1', '--bump-revision', '1000', '--mark-compacted', '-w', 'json');
+    assert.equal(r.code, 0, r.stderr);
+    const res = JSON.parse(r.stdout);
+    assert.equal(res.keys, 50);
+    assert.equal(res.revision, 1051);
+    assert.notEqual(res.clusterId, res.parentClusterId);
+    assert.match(res.serverCommand, /^lifeboat server --name r1 --data-dir /);
+    assert.ok(!fs.existsSync(`${target}.part`));
+    // Start it and read back.
+    const m = c.define('r1');
+    m.dataDir = target;
+    c.spawn(m, ['--initial-cluster', `r1=${m.peerUrl}`]);
+    await waitFor('the restored member to lead', () => c.leader([m]));
+    const get = await etcdctl(m.client, 'get', 'key42', '--print-value-only');
+    assert.equal(get.stdout.trim(), 'value42');
+    const header = parseEtcdJson((await etcdctl(m.client, 'put', 'after', 'restore', '-w', 'json')).stdout).header;
+    assert.equal(BigInt(header.cluster_id).toString(16), res.clusterId);
+    assert.equal(Number(header.revision), 1052);
+    const old = await etcdctl(m.client, 'get', 'key1', '--rev', '10');
+    assert.match(old.stderr, /required revision has been compacted/);
+    await c.kill(m, 'SIGTERM');
+  });
+
+  test('restore refuses bad input and leaves nothing half-written', async () => {
+    const occupied = path.join(c.dir, 'occupied');
+    fs.mkdirSync(occupied);
+    fs.writeFileSync(path.join(occupied, 'keep.txt'), 'mine');
+    const common = ['--name', 'x', '--initial-advertise-peer-urls', 'http://127.0.0.1:1'];
+    const nonEmpty = await lifeboat('snapshot', 'restore', snap, '--data-dir', occupied, ...common);
+    assert.equal(nonEmpty.code, 3);
+    assert.match(nonEmpty.stderr, /is not empty/);
+    assert.deepEqual(fs.readdirSync(occupied), ['keep.txt']);
+
+    const fresh = path.join(c.dir, 'fresh');
+    const half = await lifeboat('snapshot', 'restore', snap, '--data-dir', fresh, ...common, '--bump-revision', '5');
+    assert.equal(half.code, 2);
+    assert.match(half.stderr, /--bump-revision and --mark-compacted must be used together/);
+
+    const missing = await lifeboat('snapshot', 'restore', path.join(c.dir, 'nope.db'), '--data-dir', fresh, ...common);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /does not exist/);
+
+    const truncated = path.join(c.dir, 'truncated.db');
+    fs.writeFileSync(truncated, fs.readFileSync(snap).subarray(0, 5000));
+    const t = await lifeboat('snapshot', 'status', truncated);
+    assert.equal(t.code, 1);
+    assert.match(t.stderr, /truncated|no sha256 trailer/);
+
+    const corrupt = path.join(c.dir, 'corrupt.db');
+    const bytes = Buffer.from(fs.readFileSync(snap));
+    bytes[4096 + 100] ^= 0xff;
+    fs.writeFileSync(corrupt, bytes);
+    const bad = await lifeboat('snapshot', 'restore', corrupt, '--data-dir', fresh, ...common);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /sha256/);
+    assert.ok(!fs.existsSync(fresh) && !fs.existsSync(`${fresh}.part`), 'a failed restore left files behind');
+    assert.equal(bad.stderr.trim().split('\n').length, 1);
+  });
+
+  test('datadir inspect: refused while the member runs; complete once it is stopped', async () => {
+    const m1 = c.members[0];
+    const running = await lifeboat('datadir', 'inspect', m1.dataDir);
+    assert.equal(running.code, 1);
+    assert.match(running.stderr, /is locked by pid \d+ \(a member is running\); stop it first/);
+    assert.equal(await c.kill(m1, 'SIGTERM'), 0);
+    const r = await lifeboat('datadir', 'inspect', m1.dataDir, '-w', 'json');
+    assert.equal(r.code, 0, r.stderr);
+    const rep = JSON.parse(r.stdout);
+    assert.equal(rep.keyCount, 50);
+    assert.equal(rep.kvRevision, 51);
+    assert.equal(rep.voters.length, 1);
+    assert.equal(rep.commitIndex, rep.lastIndex);
+    assert.equal(rep.uncommitted.count, 0);
+    assert.deepEqual(rep.damage, []);
+    assert.ok(rep.lastWrite);
+  });
+
+  test('datadir pack refuses a running member; pack, unpack and a tampered archive', async () => {
+    const m1 = c.members[0];
+    c.spawn(m1, []);
+    await waitFor('m1 back', () => c.leader([m1]));
+    const archive = path.join(c.dir, 'm1.tar.gz');
+    const refused = await lifeboat('datadir', 'pack', m1.dataDir, '--out', archive);
+    assert.equal(refused.code, 3);
+    assert.match(refused.stderr, /locked by pid/);
+    assert.ok(!fs.existsSync(archive) && !fs.existsSync(`${archive}.part`));
+    assert.equal(await c.kill(m1, 'SIGTERM'), 0);
+    const before = JSON.parse((await lifeboat('datadir', 'inspect', m1.dataDir, '-w', 'json')).stdout);
+    const packed = await lifeboat('datadir', 'pack', m1.dataDir, '--out', archive);
+    assert.equal(packed.code, 0, packed.stderr);
+    const moved = path.join(c.dir, 'moved');
+    const unpacked = await lifeboat('datadir', 'unpack', archive, '--data-dir', moved);
+    assert.equal(unpacked.code, 0, unpacked.stderr);
+    const afterMove = JSON.parse((await lifeboat('datadir', 'inspect', moved, '-w', 'json')).stdout);
+    assert.equal(afterMove.hash, before.hash);
+    assert.equal(afterMove.lastIndex, before.lastIndex);
+    assert.equal(afterMove.memberId, before.memberId);
+
+    // Flip one byte inside the compressed stream: unpack must refuse and leave nothing.
+    const tampered = path.join(c.dir, 'tampered.tar.gz');
+    const buf = Buffer.from(fs.readFileSync(archive));
+    buf[Math.floor(buf.length / 2)] ^= 0x01;
+    fs.writeFileSync(tampered, buf);
+    const target = path.join(c.dir, 'from-tampered');
+    const bad = await lifeboat('datadir', 'unpack', tampered, '--data-dir', target);
+    assert.equal(bad.code, 1, bad.stderr);
+    assert.ok(!fs.existsSync(target) && !fs.existsSync(`${target}.part`));
+    const occupied = await lifeboat('datadir', 'unpack', archive, '--data-dir', moved);
+    assert.equal(occupied.code, 3);
+  });
+});
