@@ -1,0 +1,39 @@
+// The typed step library playbooks are written in.
+import type { StepDefinition } from '../stepTypes.js';
+import { checkWrites, compact, defrag, disarmAlarm, packDataDirStep, unpackDataDirStep } from './maintenanceSteps.js';
+import {
+  addLearner,
+  checkClusterStep,
+  promote,
+  removeMember,
+  startMember,
+  stopMember,
+  updatePeerUrls,
+  waitCaughtUpStep,
+  waitHealthyStep,
+} from './memberSteps.js';
+import { fenceOldMembers, inspectSources, restore, verifySnapshot } from './sourceSteps.js';
+
+export const STEP_LIBRARY: Record<string, StepDefinition> = Object.fromEntries(
+  [
+    inspectSources,
+    fenceOldMembers,
+    verifySnapshot,
+    restore,
+    startMember,
+    stopMember,
+    waitHealthyStep,
+    addLearner,
+    waitCaughtUpStep,
+    promote,
+    removeMember,
+    updatePeerUrls,
+    checkClusterStep,
+    compact,
+    defrag,
+    disarmAlarm,
+    checkWrites,
+    packDataDirStep,
+    unpackDataDirStep,
+  ].map((s) => [s.type, s]),
+);

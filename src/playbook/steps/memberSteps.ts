@@ -1,0 +1,278 @@
+// Steps that change a live cluster's membership, one member at a time:
+// start-member, stop-member, wait-healthy, add-learner, wait-caught-up, promote,
+// remove-member, update-peer-urls, check-cluster. Each checks first whether its
+// work is already done, so a resumed run never adds a member twice.
+import path from 'node:path';
+import { parseMemberId } from '../../client/ids.js';
+import type { Member } from '../../client/types.js';
+import {
+  checkCluster,
+  clientFor,
+  memberList,
+  promoteWhenReady,
+  serverArgs,
+  spawnMember,
+  statusOf,
+  waitCaughtUp,
+  waitHealthy,
+  waitUntil,
+} from '../../recovery/memberOps.js';
+import type { StepContext, StepDefinition } from '../stepTypes.js';
+
+const endpointsParam = { type: 'list' as const, required: true, description: 'client URLs of the cluster' };
+const timeoutParam = (ms: number) => ({ type: 'duration' as const, default: ms, description: 'give up after this long' });
+
+function findMember(members: Member[], ref: string): Member | undefined {
+  const byName = members.find((m) => m.name === ref || m.peerURLs.includes(ref) || m.clientURLs.includes(ref));
+  if (byName) return byName;
+  try {
+    const id = parseMemberId(ref);
+    return members.find((m) => m.id === id);
+  } catch {
+    return undefined;
+  }
+}
+
+async function alreadyServing(clientUrl: string, ctx: StepContext): Promise<boolean> {
+  try {
+    await statusOf(clientUrl, { ...ctx.connection, dialTimeoutMs: 1000 });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export const startMember: StepDefinition = {
+  type: 'start-member',
+  description: "Start a member: on this host (its log in the run's directory), or on another host by printing the exact command and waiting until it answers.",
+  params: {
+    name: { type: 'string', required: true, description: 'member name' },
+    'data-dir': { type: 'path', required: true, description: 'its data dir' },
+    'peer-url': { type: 'url', required: true, description: 'its peer URL' },
+    'client-url': { type: 'url', required: true, description: 'its client URL' },
+    'initial-cluster': { type: 'string', required: true, description: 'name=peerURL,... (for a joining member: as printed by add-learner)' },
+    state: { type: 'string', default: 'new', description: 'new (a restored member) or existing (joining)' },
+    remote: { type: 'bool', default: false, description: 'another host starts it: print the command and wait' },
+    timeout: timeoutParam(60_000),
+  },
+  describe: (p) => [p.remote ? `ask the operator to start ${p.name} on its host and wait for ${p['client-url']}` : `start ${p.name} on this host (${p['data-dir']}), serving ${p['client-url']}`],
+  async run(p, ctx) {
+    const clientUrl = String(p['client-url']);
+    if (await alreadyServing(clientUrl, ctx)) {
+      ctx.progress(`${p.name} already answers at ${clientUrl}`);
+      return { started: false, clientUrl };
+    }
+    const o = {
+      name: String(p.name),
+      dataDir: String(p['data-dir']),
+      peerUrl: String(p['peer-url']),
+      clientUrl,
+      initialCluster: String(p['initial-cluster']),
+      state: (String(p.state) === 'existing' ? 'existing' : 'new') as 'new' | 'existing',
+      logFile: path.join(ctx.runDir, `${p.name}.log`),
+    };
+    let pid: number | undefined;
+    if (p.remote) {
+      const cmd = ['lifeboat', ...serverArgs(o)].join(' ');
+      ctx.progress(`on ${p.name}'s host, run: ${cmd}`);
+      ctx.event('note', `start ${p.name} on its host with: ${cmd}`);
+    } else {
+      pid = spawnMember(o);
+      ctx.progress(`started ${p.name} (pid ${pid}), log ${o.logFile}`);
+    }
+    await waitUntil(`${p.name} to answer at ${clientUrl}`, Number(p.timeout), async () => ((await alreadyServing(clientUrl, ctx)) ? true : undefined), 250, ctx.signal);
+    return { started: true, pid: pid ?? 0, clientUrl, log: p.remote ? '' : o.logFile };
+  },
+};
+
+export const stopMember: StepDefinition = {
+  type: 'stop-member',
+  description: 'Stop a member started on this host (SIGTERM), waiting until it no longer answers.',
+  params: {
+    pid: { type: 'int', required: true, description: 'its process ID' },
+    'client-url': { type: 'url', required: true, description: 'its client URL' },
+    timeout: timeoutParam(30_000),
+  },
+  describe: (p) => [`stop pid ${p.pid} (${p['client-url']})`],
+  async run(p, ctx) {
+    try {
+      process.kill(Number(p.pid), 'SIGTERM');
+    } catch {
+      // already gone
+    }
+    await waitUntil(`${p['client-url']} to stop answering`, Number(p.timeout), async () => ((await alreadyServing(String(p['client-url']), ctx)) ? undefined : true), 250, ctx.signal);
+    return { stopped: true };
+  },
+};
+
+export const waitHealthyStep: StepDefinition = {
+  type: 'wait-healthy',
+  description: 'Wait until the cluster has a leader and serves a linearizable read.',
+  params: { endpoints: endpointsParam, timeout: timeoutParam(60_000) },
+  describe: (p) => [`wait for a leader at ${(p.endpoints as string[]).join(', ')}`],
+  async run(p, ctx) {
+    const r = await waitHealthy(p.endpoints as string[], ctx.connection, Number(p.timeout), ctx.signal);
+    ctx.progress(`leader ${r.leader}`);
+    return r;
+  },
+};
+
+export const addLearner: StepDefinition = {
+  type: 'add-learner',
+  description: 'Add a member as a learner (non-voting) — or find it already added — and give the settings it must start with.',
+  params: {
+    endpoints: endpointsParam,
+    name: { type: 'string', required: true, description: 'the new member name' },
+    'peer-url': { type: 'url', required: true, description: 'its peer URL' },
+    timeout: timeoutParam(60_000),
+  },
+  describe: (p) => [`add ${p.name} (${p['peer-url']}) as a learner`],
+  async run(p, ctx) {
+    const endpoints = p.endpoints as string[];
+    const peerUrl = String(p['peer-url']);
+    const members = await memberList(endpoints, ctx.connection);
+    let me = members.find((m) => m.peerURLs.includes(peerUrl));
+    if (me) {
+      ctx.progress(`${p.name} is already a member (${me.id.toString(16)}); not adding it twice`);
+    } else {
+      // The strict check refuses for a few seconds after the cluster (re)started.
+      const added = await waitUntil(`${p.name} to be added`, Number(p.timeout), async () => {
+        const c = clientFor(endpoints, ctx.connection);
+        try {
+          return await c.memberAdd([peerUrl], { learner: true });
+        } catch (e) {
+          if (/unhealthy cluster|not enough started/.test((e as Error).message)) return undefined;
+          throw e;
+        } finally {
+          c.close();
+        }
+      }, 500, ctx.signal);
+      me = added.member;
+      ctx.progress(`added ${p.name} as learner ${me.id.toString(16)}`);
+    }
+    const now = await memberList(endpoints, ctx.connection);
+    const initial = now
+      .filter((m) => m.id === me!.id || m.name !== '')
+      .flatMap((m) => (m.id === me!.id ? [`${p.name}=${peerUrl}`] : m.peerURLs.map((u) => `${m.name}=${u}`)))
+      .join(',');
+    return { id: me.id.toString(16), 'initial-cluster': initial };
+  },
+};
+
+export const waitCaughtUpStep: StepDefinition = {
+  type: 'wait-caught-up',
+  description: "Wait until a learner's applied index reaches the leader's raft index and stays there for the stabilization time; a learner that stops making progress is removed and reported.",
+  params: {
+    endpoints: endpointsParam,
+    'learner-url': { type: 'url', required: true, description: "the learner's client URL" },
+    'learner-id': { type: 'string', required: true, description: "the learner's member ID (hex)" },
+    stabilization: { type: 'duration', default: 5000, description: 'how long it must stay caught up' },
+    'stall-timeout': { type: 'duration', default: 30_000, description: 'remove it if it makes no progress for this long' },
+    lag: { type: 'int', default: 2, description: 'entries it may be behind and still count as caught up' },
+  },
+  describe: (p) => [`wait until ${p['learner-url']} has caught up and stayed so for ${Number(p.stabilization) / 1000}s`],
+  async run(p, ctx) {
+    const endpoints = p.endpoints as string[];
+    try {
+      const r = await waitCaughtUp(String(p['learner-url']), endpoints, ctx.connection, {
+        lag: Number(p.lag),
+        stabilizationMs: Number(p.stabilization),
+        stallMs: Number(p['stall-timeout']),
+        onProgress: (t) => ctx.progress(t),
+        signal: ctx.signal,
+      });
+      return { ...r };
+    } catch (e) {
+      if (ctx.signal.aborted) throw e;
+      const id = parseMemberId(String(p['learner-id']));
+      const c = clientFor(endpoints, ctx.connection);
+      try {
+        await c.memberRemove(id);
+        ctx.event('warning', `removed learner ${String(p['learner-id'])}: ${(e as Error).message}`);
+      } finally {
+        c.close();
+      }
+      throw new Error(`${(e as Error).message}; learner ${String(p['learner-id'])} was removed from the cluster`);
+    }
+  },
+};
+
+export const promote: StepDefinition = {
+  type: 'promote',
+  description: 'Promote a caught-up learner to a voter (retried while the leader says it is not yet in sync).',
+  params: { endpoints: endpointsParam, member: { type: 'string', required: true, description: 'member ID (hex), name or URL' }, timeout: timeoutParam(60_000) },
+  describe: (p) => [`promote ${p.member} to a voter`],
+  async run(p, ctx) {
+    const endpoints = p.endpoints as string[];
+    const m = findMember(await memberList(endpoints, ctx.connection), String(p.member));
+    if (!m) throw new Error(`no member ${p.member} in the cluster`);
+    if (!m.isLearner) {
+      ctx.progress(`${p.member} is already a voter`);
+      return { id: m.id.toString(16), promoted: false };
+    }
+    await promoteWhenReady(endpoints, m.id, ctx.connection, Number(p.timeout), ctx.signal);
+    ctx.progress(`promoted ${m.id.toString(16)}`);
+    return { id: m.id.toString(16), promoted: true };
+  },
+};
+
+export const removeMember: StepDefinition = {
+  type: 'remove-member',
+  description: 'Remove a member from the cluster (nothing to do if it is already gone).',
+  params: { endpoints: endpointsParam, member: { type: 'string', required: true, description: 'member ID (hex), name or URL' } },
+  describe: (p) => [`remove ${p.member} from the cluster`],
+  async run(p, ctx) {
+    const endpoints = p.endpoints as string[];
+    const m = findMember(await memberList(endpoints, ctx.connection), String(p.member));
+    if (!m) {
+      ctx.progress(`${p.member} is not a member; nothing to remove`);
+      return { removed: false };
+    }
+    const c = clientFor(endpoints, ctx.connection);
+    try {
+      await c.memberRemove(m.id);
+    } finally {
+      c.close();
+    }
+    ctx.progress(`removed ${m.id.toString(16)}`);
+    return { removed: true, id: m.id.toString(16) };
+  },
+};
+
+export const updatePeerUrls: StepDefinition = {
+  type: 'update-peer-urls',
+  description: "Change a member's peer URLs (then restart it with them).",
+  params: { endpoints: endpointsParam, member: { type: 'string', required: true, description: 'member ID (hex) or name' }, 'peer-urls': { type: 'list', required: true, description: 'the new peer URLs' } },
+  describe: (p) => [`set ${p.member}'s peer URLs to ${(p['peer-urls'] as string[]).join(',')}`],
+  async run(p, ctx) {
+    const endpoints = p.endpoints as string[];
+    const urls = p['peer-urls'] as string[];
+    const m = findMember(await memberList(endpoints, ctx.connection), String(p.member));
+    if (!m) throw new Error(`no member ${p.member} in the cluster`);
+    if ([...m.peerURLs].sort().join(',') === [...urls].sort().join(',')) return { id: m.id.toString(16), updated: false };
+    const c = clientFor(endpoints, ctx.connection);
+    try {
+      await c.memberUpdate(m.id, urls);
+    } finally {
+      c.close();
+    }
+    return { id: m.id.toString(16), updated: true };
+  },
+};
+
+export const checkClusterStep: StepDefinition = {
+  type: 'check-cluster',
+  description: 'Every member answers, exactly one leader, HashKV equal on all members at one revision.',
+  params: {
+    endpoints: endpointsParam,
+    'expect-voters': { type: 'int', default: 0, description: 'fail unless there are this many voters (0: any)' },
+    timeout: timeoutParam(30_000),
+  },
+  describe: (p) => [`check ${(p.endpoints as string[]).join(', ')}: one leader, equal HashKV${Number(p['expect-voters']) ? `, ${p['expect-voters']} voters` : ''}`],
+  async run(p, ctx) {
+    const r = await checkCluster(p.endpoints as string[], ctx.connection, Number(p.timeout), ctx.signal);
+    if (Number(p['expect-voters']) && r.voters !== Number(p['expect-voters'])) throw new Error(`${r.voters} voters, expected ${p['expect-voters']}`);
+    ctx.progress(`${r.voters} voters, ${r.learners} learners, leader ${r.leader}, HashKV equal at revision ${r.revision}`);
+    return { ...r };
+  },
+};

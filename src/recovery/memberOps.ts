@@ -1,0 +1,263 @@
+// Operations on a live cluster that recovery and playbooks are made of: start a
+// member, wait for health, re-add a member as a learner, wait until it has
+// caught up (read through Maintenance.Status, so it works against real etcd
+// too), promote it, check that the cluster agrees. Every wait is bounded.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { EtcdClient } from '../client/etcdClient.js';
+import { EtcdClientError } from '../client/errors.js';
+import type { Member, StatusResult } from '../client/types.js';
+
+export interface Connection {
+  dialTimeoutMs: number;
+  commandTimeoutMs: number;
+  tls?: { caFile?: string; certFile?: string; keyFile?: string; insecureSkipVerify?: boolean };
+}
+
+export function clientFor(endpoints: string[], conn: Connection): EtcdClient {
+  return new EtcdClient({ endpoints, dialTimeoutMs: conn.dialTimeoutMs, commandTimeoutMs: conn.commandTimeoutMs, tls: conn.tls });
+}
+
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new Error('interrupted'));
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(t);
+      reject(new Error('interrupted'));
+    }, { once: true });
+  });
+}
+
+/** Retries fn until it returns a value (not undefined) or the deadline passes. */
+export async function waitUntil<T>(what: string, timeoutMs: number, fn: () => Promise<T | undefined>, everyMs = 250, signal?: AbortSignal): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v !== undefined) return v;
+    } catch (e) {
+      last = (e as Error).message;
+    }
+    if (Date.now() >= deadline) throw new Error(`timed out after ${Math.round(timeoutMs / 1000)}s waiting for ${what}${last ? ` (last error: ${last})` : ''}`);
+    await sleep(everyMs, signal);
+  }
+}
+
+/** The package root, from src/ or dist/src/. */
+function packageRoot(): string {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  return here.includes(`${path.sep}dist${path.sep}`) ? path.resolve(here, '../../..') : path.resolve(here, '../..');
+}
+
+export interface StartMemberOptions {
+  name: string;
+  dataDir: string;
+  peerUrl: string;
+  clientUrl: string;
+  initialCluster: string;
+  state: 'new' | 'existing';
+  logFile: string;
+  extraArgs?: string[];
+}
+
+/** The `lifeboat server` command line for a member (what a remote host should run). */
+export function serverArgs(o: StartMemberOptions): string[] {
+  return [
+    'server',
+    '--name', o.name,
+    '--data-dir', o.dataDir,
+    '--listen-peer-urls', o.peerUrl,
+    '--initial-advertise-peer-urls', o.peerUrl,
+    '--listen-client-urls', o.clientUrl,
+    '--advertise-client-urls', o.clientUrl,
+    '--initial-cluster', o.initialCluster,
+    '--initial-cluster-state', o.state,
+    ...(o.extraArgs ?? []),
+  ];
+}
+
+/** Starts a member on this host, detached, its log appended to logFile; returns its pid. */
+export function spawnMember(o: StartMemberOptions): number {
+  fs.mkdirSync(path.dirname(o.logFile), { recursive: true });
+  const log = fs.openSync(o.logFile, 'a');
+  const child = spawn(process.execPath, [path.join(packageRoot(), 'bin', 'run.js'), ...serverArgs(o)], {
+    detached: true,
+    stdio: ['ignore', log, log],
+  });
+  child.unref();
+  fs.closeSync(log);
+  if (child.pid === undefined) throw new Error(`could not start member ${o.name}`);
+  return child.pid;
+}
+
+export async function statusOf(endpoint: string, conn: Connection): Promise<StatusResult> {
+  const c = clientFor([endpoint], conn);
+  try {
+    return await c.status();
+  } finally {
+    c.close();
+  }
+}
+
+export async function memberList(endpoints: string[], conn: Connection): Promise<Member[]> {
+  const c = clientFor(endpoints, conn);
+  try {
+    return (await c.memberList()).members;
+  } finally {
+    c.close();
+  }
+}
+
+/** The leader's client endpoint and status, found by asking each endpoint. */
+export async function findLeader(endpoints: string[], conn: Connection): Promise<{ endpoint: string; status: StatusResult }> {
+  for (const ep of endpoints) {
+    try {
+      const s = await statusOf(ep, conn);
+      if (s.leader !== 0n && s.leader === s.header.memberId) return { endpoint: ep, status: s };
+      if (s.leader !== 0n) {
+        const members = await memberList([ep], conn);
+        const lead = members.find((m) => m.id === s.leader);
+        if (lead?.clientURLs[0]) return { endpoint: lead.clientURLs[0], status: await statusOf(lead.clientURLs[0], conn) };
+      }
+    } catch {
+      // try the next one
+    }
+  }
+  throw new Error(`no leader found at ${endpoints.join(', ')}`);
+}
+
+export async function waitHealthy(endpoints: string[], conn: Connection, timeoutMs: number, signal?: AbortSignal): Promise<{ leader: string; endpoint: string }> {
+  return waitUntil(
+    `a leader at ${endpoints.join(', ')}`,
+    timeoutMs,
+    async () => {
+      const { endpoint, status } = await findLeader(endpoints, conn);
+      const c = clientFor([endpoint], conn);
+      try {
+        await c.range('health');
+      } finally {
+        c.close();
+      }
+      return { leader: status.leader.toString(16), endpoint };
+    },
+    250,
+    signal,
+  );
+}
+
+export interface CaughtUp {
+  learnerApplied: number;
+  leaderIndex: number;
+  waitedMs: number;
+}
+
+/**
+ * Waits until the learner's applied index has reached the leader's raft index
+ * (less `lag`) and stayed there for `stabilizationMs`. If the learner makes no
+ * progress for `stallMs`, throws (the caller removes it and reports).
+ */
+export async function waitCaughtUp(
+  learnerEndpoint: string,
+  clusterEndpoints: string[],
+  conn: Connection,
+  o: { lag: number; stabilizationMs: number; stallMs: number; onProgress?: (text: string) => void; signal?: AbortSignal },
+): Promise<CaughtUp> {
+  const start = Date.now();
+  let lastApplied = -1;
+  let lastProgressAt = Date.now();
+  let caughtSince: number | undefined;
+  for (;;) {
+    let learner: StatusResult | undefined;
+    try {
+      learner = await statusOf(learnerEndpoint, conn);
+    } catch {
+      // not serving (yet, or any more): counts as no progress
+    }
+    const { status: leader } = await findLeader(clusterEndpoints, conn);
+    const applied = learner?.raftAppliedIndex ?? -1;
+    if (applied > lastApplied) {
+      lastApplied = applied;
+      lastProgressAt = Date.now();
+    }
+    const behind = leader.raftIndex - Math.max(applied, 0);
+    if (learner && behind <= o.lag) {
+      caughtSince ??= Date.now();
+      const stable = Date.now() - caughtSince;
+      o.onProgress?.(`caught up (applied ${applied} of ${leader.raftIndex}); stable for ${(stable / 1000).toFixed(1)}s of ${(o.stabilizationMs / 1000).toFixed(1)}s`);
+      if (stable >= o.stabilizationMs) return { learnerApplied: applied, leaderIndex: leader.raftIndex, waitedMs: Date.now() - start };
+    } else {
+      caughtSince = undefined;
+      o.onProgress?.(`applied ${Math.max(applied, 0)} of ${leader.raftIndex} (${behind} behind)`);
+      if (Date.now() - lastProgressAt > o.stallMs) {
+        throw new Error(`the learner at ${learnerEndpoint} made no progress for ${Math.round(o.stallMs / 1000)}s (applied ${Math.max(applied, 0)}, leader at ${leader.raftIndex})`);
+      }
+    }
+    await sleep(200, o.signal);
+  }
+}
+
+/** Promotes a learner, retrying while the leader says it is not yet in sync (bounded). */
+export async function promoteWhenReady(endpoints: string[], id: bigint, conn: Connection, timeoutMs: number, signal?: AbortSignal): Promise<Member[]> {
+  return waitUntil(
+    `member ${id.toString(16)} to be promoted`,
+    timeoutMs,
+    async () => {
+      const c = clientFor(endpoints, conn);
+      try {
+        return (await c.memberPromote(id)).members;
+      } catch (e) {
+        if (e instanceof EtcdClientError && /in sync with leader|unhealthy cluster/.test(e.message)) return undefined;
+        throw e;
+      } finally {
+        c.close();
+      }
+    },
+    500,
+    signal,
+  );
+}
+
+export interface ClusterCheck {
+  voters: number;
+  learners: number;
+  leader: string;
+  revision: number;
+  hashes: Record<string, number>;
+}
+
+/**
+ * Every voter answers, exactly one leader, and HashKV is equal on all members at
+ * one revision (the leader's current one).
+ */
+export async function checkCluster(endpoints: string[], conn: Connection, timeoutMs: number, signal?: AbortSignal): Promise<ClusterCheck> {
+  return waitUntil(
+    'every member to answer with one leader and equal hashes',
+    timeoutMs,
+    async () => {
+      const members = await memberList(endpoints, conn);
+      const voters = members.filter((m) => !m.isLearner);
+      const statuses = await Promise.all(members.map((m) => statusOf(m.clientURLs[0] ?? '', conn)));
+      const leaders = new Set(statuses.map((s) => s.leader.toString(16)));
+      if (leaders.size !== 1 || leaders.has('0')) throw new Error(`members disagree on the leader (${[...leaders].join(', ')})`);
+      const { status: leader } = await findLeader(endpoints, conn);
+      const revision = leader.header.revision;
+      const hashes: Record<string, number> = {};
+      for (const m of members) {
+        const c = clientFor([m.clientURLs[0]], conn);
+        try {
+          hashes[m.id.toString(16)] = (await c.hashKV(revision)).hash;
+        } finally {
+          c.close();
+        }
+      }
+      if (new Set(Object.values(hashes)).size !== 1) throw new Error(`HashKV differs at revision ${revision}: ${JSON.stringify(hashes)}`);
+      return { voters: voters.length, learners: members.length - voters.length, leader: [...leaders][0], revision, hashes };
+    },
+    500,
+    signal,
+  );
+}

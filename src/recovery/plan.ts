@@ -1,0 +1,178 @@
+// `recover plan`: read-only comparison of every survivor the operator has (data
+// dirs, `datadir inspect -w json` files from other hosts, snapshots), the
+// source that loses the least, exactly what is kept and what may be lost, and
+// the command that applies the plan.
+import fs from 'node:fs';
+import path from 'node:path';
+import { InputError } from '../client/errors.js';
+import { inspectDataDir, type DataDirReport } from './inspect.js';
+import { snapshotStatus, type SnapshotStatus } from './snapshotFormat.js';
+
+export type SourceKind = 'data-dir' | 'inspect' | 'snapshot';
+
+export interface PlanSource {
+  kind: SourceKind;
+  path: string;
+  /** Data dir or inspect file. */
+  report?: DataDirReport;
+  snapshot?: SnapshotStatus;
+  /** Why this source cannot be used (damaged, locked, unreadable). */
+  error?: string;
+}
+
+export interface RecoveryPlan {
+  sources: PlanSource[];
+  /** Index into sources. */
+  recommended: number;
+  why: string;
+  keeps: string[];
+  loses: string[];
+  warnings: string[];
+  discardUncommitted: boolean;
+  /** Runs the plan (placeholders in <angle brackets> for what the operator must choose). */
+  command: string;
+}
+
+export interface PlanInput {
+  dataDirs: string[];
+  inspectFiles: string[];
+  snapshots: string[];
+  discardUncommitted: boolean;
+}
+
+async function load(input: PlanInput): Promise<PlanSource[]> {
+  const out: PlanSource[] = [];
+  for (const dir of input.dataDirs) {
+    try {
+      out.push({ kind: 'data-dir', path: path.resolve(dir), report: await inspectDataDir(dir) });
+    } catch (e) {
+      out.push({ kind: 'data-dir', path: path.resolve(dir), error: (e as Error).message });
+    }
+  }
+  for (const file of input.inspectFiles) {
+    try {
+      const report = JSON.parse(fs.readFileSync(file, 'utf8')) as DataDirReport;
+      if (typeof report.lastIndex !== 'number' || typeof report.clusterId !== 'string') throw new Error('not the output of `lifeboat datadir inspect -w json`');
+      out.push({ kind: 'inspect', path: path.resolve(file), report });
+    } catch (e) {
+      out.push({ kind: 'inspect', path: path.resolve(file), error: `${file}: ${(e as Error).message.split('\n')[0]}` });
+    }
+  }
+  for (const file of input.snapshots) {
+    try {
+      out.push({ kind: 'snapshot', path: path.resolve(file), snapshot: await snapshotStatus(file) });
+    } catch (e) {
+      out.push({ kind: 'snapshot', path: path.resolve(file), error: (e as Error).message });
+    }
+  }
+  return out;
+}
+
+/** Raft's "at least as up to date": higher last term, then higher last index. */
+function newer(a: DataDirReport, b: DataDirReport): boolean {
+  return a.lastTerm > b.lastTerm || (a.lastTerm === b.lastTerm && a.lastIndex > b.lastIndex);
+}
+
+export async function planRecovery(input: PlanInput): Promise<RecoveryPlan> {
+  if (input.dataDirs.length + input.inspectFiles.length + input.snapshots.length === 0) {
+    throw new InputError('give at least one source: --from-data-dir DIR, --from-inspect FILE.json or --from-snapshot FILE');
+  }
+  const sources = await load(input);
+  const usable = sources.map((s, i) => ({ s, i })).filter(({ s }) => !s.error);
+  if (usable.length === 0) {
+    throw new Error(`no usable source: ${sources.map((s) => s.error).join('; ')}`);
+  }
+  const warnings: string[] = [];
+  for (const s of sources) if (s.error) warnings.push(`${s.path} cannot be used: ${s.error}`);
+  const logs = usable.filter(({ s }) => s.report);
+  const snaps = usable.filter(({ s }) => s.snapshot);
+
+  let best: { s: PlanSource; i: number };
+  let why: string;
+  if (logs.length > 0) {
+    best = logs.reduce((a, b) => (newer(b.s.report!, a.s.report!) ? b : a));
+    const r = best.s.report!;
+    why = logs.length > 1 ? `its log is the most recent (last term ${r.lastTerm}, last index ${r.lastIndex}) of ${logs.length} survivors` : `the only survivor's log (last term ${r.lastTerm}, last index ${r.lastIndex})`;
+    const newerSnap = snaps.find(({ s }) => s.snapshot!.revision > r.kvRevision + 0 && s.snapshot!.clusterId === r.clusterId && s.snapshot!.appliedIndex > r.lastIndex);
+    if (newerSnap) warnings.push(`snapshot ${newerSnap.s.path} is ahead of every survivor's log (applied index ${newerSnap.s.snapshot!.appliedIndex}); consider recovering from it`);
+  } else {
+    best = snaps.reduce((a, b) => (b.s.snapshot!.revision > a.s.snapshot!.revision ? b : a));
+    why = `the snapshot with the highest revision (${best.s.snapshot!.revision})`;
+  }
+
+  const keeps: string[] = [];
+  const loses: string[] = [];
+  if (best.s.report) {
+    const r = best.s.report;
+    keeps.push(`every key in the survivor's store: ${r.keyCount} keys at revision ${r.kvRevision} (applied index ${r.appliedIndex})`);
+    const committedPending = r.commitIndex - r.appliedIndex;
+    if (committedPending > 0) keeps.push(`${committedPending} committed entries not yet applied (${r.appliedIndex + 1}..${r.commitIndex}), applied when the member starts`);
+    if (r.uncommitted.count > 0) {
+      const range = `${r.uncommitted.from}..${r.uncommitted.to}`;
+      if (input.discardUncommitted) loses.push(`${r.uncommitted.count} entries past the commit index (${range}), dropped by --discard-uncommitted: the old leader may have acknowledged them`);
+      else keeps.push(`${r.uncommitted.count} entries past the commit index (${range}): the old leader may have acknowledged them, so they are applied (--discard-uncommitted drops them)`);
+    }
+    if (r.uncommitted.confChanges > 0) keeps.push(`(${r.uncommitted.confChanges} of them membership changes, which become no-ops: the new cluster starts with this member alone)`);
+    for (const other of logs) {
+      if (other.i === best.i) continue;
+      const o = other.s.report!;
+      if (o.clusterId !== r.clusterId) warnings.push(`${other.s.path} belongs to another cluster (${o.clusterId}, not ${r.clusterId})`);
+      else if (newer(r, o)) loses.push(`nothing from ${other.s.path}: its log (term ${o.lastTerm}, index ${o.lastIndex}) is behind the recommended one`);
+    }
+    // An acknowledged write is on a quorum of the old voters: unless enough of them
+    // were examined, it may be on survivors the plan has not seen.
+    const voters = Math.max(r.voters.length, 1);
+    const quorum = Math.floor(voters / 2) + 1;
+    const examined = new Set(logs.filter(({ s }) => s.report!.clusterId === r.clusterId).map(({ s }) => s.report!.memberId));
+    if (examined.size <= voters - quorum) {
+      warnings.push(
+        `only ${examined.size} of the old cluster's ${voters} voters examined: writes acknowledged after this survivor's last log write (index ${r.lastIndex}${r.lastWrite ? ` at ${r.lastWrite}` : ''}) may be missing; look for a more recent survivor first (every data dir you have: --from-data-dir, or --from-inspect from other hosts)`,
+      );
+    }
+    for (const d of r.damage) warnings.push(`${best.s.path}: ${d}`);
+    for (const m of r.markers) warnings.push(`${best.s.path} is marked ${m}`);
+    if (best.s.kind === 'inspect') warnings.push(`the recommended survivor is on another host: copy its data dir here (lifeboat datadir pack / unpack) and plan again with --from-data-dir`);
+  } else {
+    const s = best.s.snapshot!;
+    keeps.push(`the snapshot's ${s.totalKeys} keys at revision ${s.revision} (applied index ${s.appliedIndex})`);
+    loses.push('every write after the snapshot was taken');
+  }
+
+  const sourceArg = best.s.kind === 'inspect' ? '<the copied data dir>' : best.s.path;
+  const command = [
+    'lifeboat playbook run recover-from-quorum-loss',
+    `--set source=${sourceArg}`,
+    '--set data-dir=<new data dir>',
+    input.discardUncommitted ? '--set discard-uncommitted=true' : '',
+    '--set members=<name=peerURL,clientURL,...>',
+  ]
+    .filter(Boolean)
+    .join(' ');
+  return { sources, recommended: best.i, why, keeps, loses, warnings, discardUncommitted: input.discardUncommitted, command };
+}
+
+export function formatPlan(p: RecoveryPlan): string {
+  const lines: string[] = ['Sources:'];
+  p.sources.forEach((s, i) => {
+    const mark = i === p.recommended ? '*' : ' ';
+    if (s.error) lines.push(`${mark} ${s.kind} ${s.path}: unusable (${s.error})`);
+    else if (s.report) {
+      const r = s.report;
+      lines.push(
+        `${mark} ${s.kind} ${s.path}`,
+        `    cluster ${r.clusterId} member ${r.memberId}; voters ${r.voters.length}, learners ${r.learners.length}`,
+        `    last term ${r.lastTerm}, last index ${r.lastIndex}, commit ${r.commitIndex}, applied ${r.appliedIndex}`,
+        `    kv revision ${r.kvRevision}, ${r.keyCount} keys, hash ${r.hash}; last write ${r.lastWrite ?? 'unknown'}`,
+        `    past commit: ${r.uncommitted.count === 0 ? 'none' : `${r.uncommitted.count} entries (${r.uncommitted.from}..${r.uncommitted.to})`}`,
+      );
+    } else if (s.snapshot) {
+      const t = s.snapshot;
+      lines.push(`${mark} snapshot ${s.path}`, `    cluster ${t.clusterId}; revision ${t.revision}, ${t.totalKeys} keys, applied index ${t.appliedIndex}`);
+    }
+  });
+  lines.push('', `Recommended: ${p.sources[p.recommended].path}`, `  because ${p.why}`, 'Kept:', ...p.keeps.map((k) => `  - ${k}`));
+  lines.push('Lost:', ...(p.loses.length ? p.loses.map((l) => `  - ${l}`) : ['  - nothing the sources hold']));
+  if (p.warnings.length) lines.push('Warnings:', ...p.warnings.map((w) => `  ! ${w}`));
+  lines.push('', 'Apply it with:', `  ${p.command}`);
+  return lines.join('\n');
+}
