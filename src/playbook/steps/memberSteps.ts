@@ -2,7 +2,9 @@
 // start-member, stop-member, wait-healthy, add-learner, wait-caught-up, promote,
 // remove-member, update-peer-urls, check-cluster. Each checks first whether its
 // work is already done, so a resumed run never adds a member twice.
+import fs from 'node:fs';
 import path from 'node:path';
+import { lockPath } from '../../storage/layout.js';
 import { parseMemberId } from '../../client/ids.js';
 import type { Member } from '../../client/types.js';
 import {
@@ -87,21 +89,29 @@ export const startMember: StepDefinition = {
 
 export const stopMember: StepDefinition = {
   type: 'stop-member',
-  description: 'Stop a member started on this host (SIGTERM), waiting until it no longer answers.',
+  description: 'Stop a member running on this host (SIGTERM to the pid in its data dir lock) and wait until it no longer answers.',
   params: {
-    pid: { type: 'int', required: true, description: 'its process ID' },
+    'data-dir': { type: 'path', required: true, description: 'its data dir (the lock names the running process)' },
     'client-url': { type: 'url', required: true, description: 'its client URL' },
     timeout: timeoutParam(30_000),
   },
-  describe: (p) => [`stop pid ${p.pid} (${p['client-url']})`],
+  describe: (p) => [`stop the member running on ${p['data-dir']} (${p['client-url']})`],
   async run(p, ctx) {
+    let pid = 0;
     try {
-      process.kill(Number(p.pid), 'SIGTERM');
+      pid = Number(fs.readFileSync(lockPath(String(p['data-dir'])), 'utf8').trim().split(/\s+/)[0]);
     } catch {
-      // already gone
+      // no lock: not running
+    }
+    if (pid > 0) {
+      try {
+        process.kill(pid, 'SIGTERM');
+      } catch {
+        // already gone
+      }
     }
     await waitUntil(`${p['client-url']} to stop answering`, Number(p.timeout), async () => ((await alreadyServing(String(p['client-url']), ctx)) ? undefined : true), 250, ctx.signal);
-    return { stopped: true };
+    return { stopped: pid > 0, pid };
   },
 };
 
