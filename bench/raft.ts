@@ -4,6 +4,12 @@
 // Ready cycle (what the server's group commit does with concurrent clients).
 import Table from 'cli-table3';
 import { EntryType, Raft, StateType, bootstrapState, type Message, type NodeId, type RaftConfig } from '../src/raft/index.js';
+import { Rng } from '../test/sim/rng.js';
+
+const seededRandom = (seed: number): (() => number) => {
+  const r = new Rng(seed);
+  return () => r.next();
+};
 
 interface Result {
   batch: number;
@@ -12,16 +18,6 @@ interface Result {
   seconds: number;
 }
 
-function mulberry32(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function measure(batch: number, seconds: number): Result {
   const ids: NodeId[] = [1n, 2n, 3n];
@@ -32,7 +28,7 @@ function measure(batch: number, seconds: number): Result {
       id,
       electionTick: 10,
       heartbeatTick: 1,
-      random: mulberry32(Number(id)),
+      random: seededRandom(Number(id)),
       maxSizePerMsg: 1 << 20,
       maxInflightMsgs: 256,
       preVote: true,

@@ -14,6 +14,7 @@ import {
   type DroppedProposal,
   type Snapshot,
 } from '../../src/raft/index.js';
+import { Rng } from '../sim/rng.js';
 
 export interface TestNode {
   raft: Raft;
@@ -26,15 +27,10 @@ export interface TestNode {
   sent: Message[];
 }
 
+/** A seeded source of randomness for a node's election timer. */
 export function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const r = new Rng(seed);
+  return () => r.next();
 }
 
 export function options(id: NodeId, extra: Partial<RaftOptions> = {}): RaftOptions {

@@ -1,0 +1,183 @@
+// The main job end to end with real processes: a cluster loses quorum for good,
+// `recover plan` picks the survivor that loses the least, the scripted
+// recover-from-quorum-loss playbook rebuilds 3 healthy voters from it, the old
+// members that come back stop as superseded, and the audit log is complete.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import * as grpc from '@grpc/grpc-js';
+import { service } from '../../src/api/protos.js';
+import { LifeboatCluster, etcdctl, lifeboat, parseEtcdJson, run, BIN, type MemberProc } from '../support/lifeboatCluster.js';
+
+type KvClient = { Put(req: unknown, opts: unknown, cb: (e: grpc.ServiceError | null) => void): void; close(): void };
+
+/** Writes keys as fast as acknowledgements come back, until stopped; returns the acknowledged keys. */
+function writer(endpoint: string): { stop(): Promise<string[]> } {
+  const KV = service('etcdserverpb.KV');
+  const kv = new KV(endpoint, grpc.credentials.createInsecure()) as unknown as KvClient;
+  const acked: string[] = [];
+  let running = true;
+  let i = 0;
+  const loops = Array.from({ length: 8 }, async () => {
+    while (running) {
+      const key = `acked/${String(i++).padStart(6, '0')}`;
+      const ok = await new Promise<boolean>((resolve) => kv.Put({ key: Buffer.from(key), value: Buffer.from('v') }, { deadline: Date.now() + 2000 }, (e) => resolve(!e)));
+      if (ok) acked.push(key);
+      else await new Promise((r) => setTimeout(r, 20));
+    }
+  });
+  return {
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+      kv.close();
+      return acked;
+    },
+  };
+}
+
+function memberArg(members: MemberProc[]): string {
+  return members.map((m) => `${m.name}=${m.peerUrl},${m.clientUrl},${m.dataDir}`).join(';');
+}
+
+/** Stop every member the playbook started (detached) through its data dir lock. */
+function killByLock(dataDir: string): void {
+  try {
+    const pid = Number(fs.readFileSync(path.join(dataDir, 'member', 'lock'), 'utf8').trim().split(/\s+/)[0]);
+    if (pid > 0) process.kill(pid, 'SIGKILL');
+  } catch {
+    // not running
+  }
+}
+
+describe('recovery from permanent quorum loss', () => {
+  let c: LifeboatCluster;
+  const started: string[] = [];
+  before(async () => {
+    c = await LifeboatCluster.start('recover', 3);
+  });
+  after(async () => {
+    for (const d of started) killByLock(d);
+    await c?.stopAll();
+  });
+
+  test('plan over every survivor, scripted recovery: every acknowledged key, new cluster ID, 3 voters, superseded old members, audit intact', async () => {
+    const [m1, m2, m3] = c.members;
+    const oldCluster = BigInt(parseEtcdJson((await etcdctl(c.endpoints(), 'get', 'x', '-w', 'json')).stdout).header.cluster_id).toString(16);
+    // Writes acknowledged right up to the kill.
+    const w = writer(m1.client);
+    await new Promise((r) => setTimeout(r, 1500));
+    await Promise.all([c.kill(m2), c.kill(m3)]);
+    await c.kill(m1);
+    const acked = await w.stop();
+    assert.ok(acked.length > 50, `only ${acked.length} writes acknowledged`);
+
+    // The plan, read-only, over every data dir: it names the one to use.
+    const plan = await lifeboat('recover', 'plan', '--from-data-dir', m1.dataDir, '--from-data-dir', m2.dataDir, '--from-data-dir', m3.dataDir, '-w', 'json');
+    assert.equal(plan.code, 0, plan.stderr);
+    const p = JSON.parse(plan.stdout);
+    const best = p.sources[p.recommended];
+    assert.ok(best.report, 'the recommended source is a data dir');
+    for (const s of p.sources) {
+      assert.ok(best.report.lastTerm > s.report.lastTerm || (best.report.lastTerm === s.report.lastTerm && best.report.lastIndex >= s.report.lastIndex));
+    }
+    assert.ok(!p.warnings.some((x: string) => /may be missing/.test(x)), 'no missing-writes warning when every voter was examined');
+    assert.match(p.command, /playbook run recover-from-quorum-loss/);
+    const source = c.members.find((m) => path.resolve(m.dataDir) === best.path)!;
+
+    const fresh = [c.define('n2'), c.define('n3')];
+    const recovered = c.define('r1');
+    recovered.dataDir = path.join(c.dir, 'r1-data');
+    started.push(recovered.dataDir, ...fresh.map((m) => m.dataDir));
+    const auditDb = path.join(c.dir, 'audit.db');
+    const r = await run(process.execPath, [
+      BIN, 'playbook', 'run', 'recover-from-quorum-loss', '--yes', '--reason', 'test: quorum lost', '--audit-db', auditDb,
+      '--set', `source=${source.dataDir}`,
+      '--set', `data-dir=${recovered.dataDir}`,
+      '--set', 'name=r1',
+      '--set', `peer-url=${source.peerUrl}`,
+      '--set', `client-url=${recovered.clientUrl}`,
+      '--set', `members=${memberArg(fresh)}`,
+      '--set', 'stabilization=1s',
+    ], { timeoutMs: 240_000 });
+    assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    const runId = /r-[0-9a-z-]+/.exec(r.stdout + r.stderr)?.[0];
+    assert.ok(runId, `no run ID printed:\n${r.stdout}`);
+    const head = /[0-9a-f]{64}/.exec(r.stdout + r.stderr)?.[0];
+    assert.ok(head, 'the audit head hash was not printed');
+
+    // Every acknowledged key, on every member.
+    const endpoints = [recovered.client, ...fresh.map((m) => m.client)];
+    for (const ep of endpoints) {
+      const got = await etcdctl(ep, 'get', 'acked/', '--prefix', '--keys-only', '--consistency=s');
+      const keys = new Set(got.stdout.split('\n').filter(Boolean));
+      const missing = acked.filter((k) => !keys.has(k));
+      assert.deepEqual(missing, [], `${ep} misses acknowledged keys`);
+    }
+    // A new cluster, recording its parent; 3 voters; equal hashes.
+    const header = parseEtcdJson((await etcdctl(recovered.client, 'get', 'x', '-w', 'json')).stdout).header;
+    const newCluster = BigInt(header.cluster_id).toString(16);
+    assert.notEqual(newCluster, oldCluster);
+    const list = parseEtcdJson((await etcdctl(recovered.client, 'member', 'list', '-w', 'json')).stdout);
+    assert.equal(list.members.filter((m: { isLearner?: boolean }) => !m.isLearner).length, 3);
+    const hashes = parseEtcdJson((await etcdctl(endpoints, 'endpoint', 'hashkv', '-w', 'json')).stdout).map((h: { HashKV: { hash: number } }) => h.HashKV.hash);
+    assert.equal(new Set(hashes).size, 1);
+
+    // The two old members come back on their old data dirs: superseded, exit 78.
+    const others = c.members.filter((m) => m !== source && (m === m1 || m === m2 || m === m3));
+    for (const m of others) c.spawn(m, []);
+    for (const m of others) {
+      assert.equal(await c.exitOf(m), 78, m.log.join('\n'));
+      assert.ok(c.logHas(m, `cluster superseded by ${newCluster}`), m.log.join('\n'));
+    }
+
+    // The audit log holds the run, and its chain ends at the printed head.
+    const verify = await lifeboat('audit', 'verify', '--audit-db', auditDb, '--head', head!);
+    assert.equal(verify.code, 0, verify.stderr);
+    const show = await lifeboat('audit', 'show', runId!, '--audit-db', auditDb, '-w', 'json');
+    assert.equal(show.code, 0, show.stderr);
+    const timeline = JSON.parse(show.stdout);
+    assert.equal(timeline.run?.outcome ?? timeline.outcome, 'succeeded');
+    assert.ok(JSON.stringify(timeline).includes('add-learner'));
+    assert.ok(JSON.stringify(timeline).includes(newCluster));
+  });
+});
+
+describe('recover plan with a lagging survivor, and fencing', () => {
+  let c: LifeboatCluster;
+  before(async () => {
+    c = await LifeboatCluster.start('lagging', 3);
+  });
+  after(async () => c?.stopAll());
+
+  test('given only a lagging survivor, the plan warns that later acknowledged writes may be missing', async () => {
+    const [m1, m2, m3] = c.members;
+    await c.kill(m3);
+    for (let i = 0; i < 20; i++) assert.equal((await etcdctl([m1.client, m2.client], 'put', `late${i}`, 'x')).code, 0);
+    await c.kill(m1);
+    await c.kill(m2);
+    const plan = await lifeboat('recover', 'plan', '--from-data-dir', m3.dataDir);
+    assert.equal(plan.code, 0, plan.stderr);
+    assert.match(plan.stdout, /writes acknowledged after this survivor's last log write \(index \d+ at \d{4}-\d\d-\d\dT/);
+    assert.match(plan.stdout, /look for a more recent survivor first/);
+    const all = await lifeboat('recover', 'plan', '--from-data-dir', m3.dataDir, '--from-data-dir', m1.dataDir, '-w', 'json');
+    const p = JSON.parse(all.stdout);
+    assert.equal(p.sources[p.recommended].path, path.resolve(m1.dataDir));
+  });
+
+  test('fencing refuses to recover while an old member answers (exit 3, named); nothing is built', async () => {
+    const [m1, m2] = c.members;
+    c.spawn(m2, []); // an old member is alive again
+    await new Promise((r) => setTimeout(r, 1500));
+    const target = path.join(c.dir, 'never');
+    const r = await run(process.execPath, [
+      BIN, 'playbook', 'run', 'recover-from-quorum-loss', '--yes', '--reason', 'test: fencing', '--audit-db', path.join(c.dir, 'audit.db'),
+      '--set', `source=${m1.dataDir}`, '--set', `data-dir=${target}`, '--set', 'name=r1',
+      '--set', `peer-url=${m1.peerUrl}`, '--set', 'client-url=http://127.0.0.1:1',
+    ], { timeoutMs: 120_000 });
+    assert.equal(r.code, 3, `${r.stdout}\n${r.stderr}`);
+    assert.match(r.stdout + r.stderr, new RegExp(`old members are alive: m2`));
+    assert.ok(!fs.existsSync(target), 'recovery went ahead despite a live old member');
+  });
+});
