@@ -132,6 +132,22 @@ describe('removal', () => {
     assert.doesNotMatch(list.stdout, new RegExp(`, ${victim.name}, `));
   });
 
+  test('a member removed while it was down is refused by its peers when it comes back, and stops with 78', async () => {
+    const extra = c.define('m4');
+    const add = await reconfigure(c.endpoints(), 'member', 'add', 'm4', `--peer-urls=${extra.peerUrl}`);
+    assert.equal(add.code, 0, add.stderr);
+    const initial = /ETCD_INITIAL_CLUSTER="([^"]+)"/.exec(add.stdout)![1];
+    c.spawn(extra, ['--initial-cluster', initial, '--initial-cluster-state', 'existing']);
+    await waitFor('m4 to serve', async () => (await etcdctl(extra.client, 'endpoint', 'status')).code === 0);
+    await c.kill(extra);
+    const id = await memberIdByPeer(c, extra.peerUrl);
+    const r = await reconfigure(c.endpoints(c.running()), 'member', 'remove', id);
+    assert.equal(r.code, 0, r.stderr);
+    c.spawn(extra, []);
+    assert.equal(await c.exitOf(extra), 78);
+    assert.ok(c.logHas(extra, 'the member has been permanently removed from the cluster'), extra.log.join('\n'));
+  });
+
   test('removing the leader works: a new leader follows and writes continue', async () => {
     const leader = await c.waitForLeader();
     const id = await memberId(c, leader.name);

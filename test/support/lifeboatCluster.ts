@@ -97,6 +97,11 @@ export class LifeboatCluster {
     const initial = c.initialCluster();
     for (const m of c.members) c.spawn(m, ['--initial-cluster', initial, '--initial-cluster-state', 'new', ...extra]);
     await c.waitForLeader();
+    // Every member has published its name (is "started"), as after a real start.
+    await waitFor('every member to publish its name', async () => {
+      const r = await etcdctl(c.endpoints(), 'member', 'list');
+      return r.code === 0 && r.stdout.split('\n').filter((l) => l.includes(', started, ')).length === n;
+    });
     return c;
   }
 
