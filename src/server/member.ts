@@ -22,6 +22,7 @@ import {
   EtcdError,
   GrpcCode,
 } from '../errors.js';
+import { listenWithAuthorityRewrite, type AuthorityRewriteListener } from '../api/authorityRewrite.js';
 import { registerEtcdServices, type EtcdBackend, type Header, type StatusInfo } from '../api/services.js';
 import { decodeKvRequest, encodeKvRequest, KvStore } from '../kv/index.js';
 import {
@@ -96,6 +97,8 @@ export class Member implements EtcdBackend, TransportHost {
   private readonly driver: RaftDriver;
   private readonly transport: PeerTransport;
   private readonly clientServer = new grpc.Server({ 'grpc.max_receive_message_length': 2 * 1024 * 1024 + 512 * 1024 });
+  /** Client URL listeners: TCP accepted here, handed to clientServer with etcdctl's ":authority: http://..." made valid. */
+  private readonly clientListeners: AuthorityRewriteListener[] = [];
   private readonly proposals: PendingProposals<ApplyOutcome>;
   private readonly reads: ReadIndexBatcher;
   private readonly requestTimeoutMs: number;
@@ -153,11 +156,11 @@ export class Member implements EtcdBackend, TransportHost {
     this.refreshPeers();
     registerEtcdServices(this.clientServer, this);
     for (const url of this.cfg.listenClientUrls) {
-      await new Promise<void>((resolve, reject) =>
-        this.clientServer.bindAsync(hostPort(url), grpc.ServerCredentials.createInsecure(), (err) =>
-          err ? reject(new Error(`cannot listen on client URL ${url}: ${err.message}`)) : resolve(),
-        ),
-      );
+      try {
+        this.clientListeners.push(await listenWithAuthorityRewrite(this.clientServer, hostPort(url)));
+      } catch (err) {
+        throw new Error(`cannot listen on client URL ${url}: ${(err as Error).message}`);
+      }
     }
     await this.metrics.listen(this.cfg.listenMetricsUrls);
     this.driver.start();
@@ -188,8 +191,10 @@ export class Member implements EtcdBackend, TransportHost {
     await this.checkpointing;
     this.proposals.rejectAll(ErrStopped);
     this.reads.rejectAll(ErrStopped);
+    for (const l of this.clientListeners) l.stopAccepting();
     await new Promise<void>((resolve) => this.clientServer.tryShutdown(() => resolve()));
     this.clientServer.forceShutdown();
+    await Promise.all(this.clientListeners.map((l) => l.close()));
     await this.transport.close();
     await this.metrics.close();
     this.storage.close();
