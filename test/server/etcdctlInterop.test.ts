@@ -64,6 +64,16 @@ describe('etcdctl 3.4 against Lifeboat', () => {
     assert.ok(hashes[0] > 0);
   });
 
+  test('endpoint status, hashkv and health --cluster (client URLs with http://)', async () => {
+    for (const cmd of ['status', 'hashkv', 'health']) {
+      const r = await etcdctl(c.members[0].client, 'endpoint', cmd, '--cluster', '-w', 'json');
+      assert.equal(r.code, 0, `${cmd}: ${r.stderr}`);
+      const rows = parseEtcdJson(r.stdout) as Array<{ Endpoint?: string; endpoint?: string }>;
+      assert.equal(rows.length, 3, `${cmd}: ${r.stdout}`);
+      for (const m of c.members) assert.ok(rows.some((x) => (x.Endpoint ?? x.endpoint) === m.clientUrl), `${cmd} misses ${m.clientUrl}`);
+    }
+  });
+
   test('member update changes peer URLs only (learner flag kept)', async () => {
     // An unstarted learner, so that moving it disturbs nobody.
     const spare = c.define('m4');
