@@ -145,7 +145,7 @@ async function main(): Promise<void> {
   }
 
   say('the audit timeline:');
-  const runId = /r-[0-9a-z-]+/.exec(run.out)?.[0];
+  const runId = /\br-\d{8}-\d{6}-[0-9a-f]+\b/.exec(run.out)?.[0];
   await lifeboat(['audit', 'show', runId ?? '', '--audit-db', auditDb]);
   await lifeboat(['audit', 'verify', '--audit-db', auditDb]);
   say('done');

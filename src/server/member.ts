@@ -260,6 +260,8 @@ export class Member implements EtcdBackend, TransportHost {
       fs.rmSync(tmp, { force: true });
     }
     this.kv = KvStore.open(dbPath, { autoCheckpoint: false });
+    // The leader's snapshot is now also ours: the next compaction counts from it.
+    this.snapshotIndex = s.meta.index;
     this.refreshPeers();
   }
 
@@ -359,7 +361,7 @@ export class Member implements EtcdBackend, TransportHost {
     // Compact only past what the KV has made durable: the log replays the rest.
     const durable = this.kv.makeDurable();
     const meta = this.driver.raft.snapshotMetaAt(durable);
-    if (!meta || durable <= this.snapshotIndex) return;
+    if (!meta || durable <= Math.max(this.snapshotIndex, this.storage.snapshotMeta().index)) return;
     this.driver.raft.compact(durable, new Uint8Array(0));
     this.storage.saveSnapshot({ meta, data: new Uint8Array(0) });
     this.storage.compact(durable);

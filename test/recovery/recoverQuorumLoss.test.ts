@@ -102,7 +102,7 @@ describe('recovery from permanent quorum loss', () => {
       '--set', 'stabilization=1s',
     ], { timeoutMs: 240_000 });
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
-    const runId = /r-[0-9a-z-]+/.exec(r.stdout + r.stderr)?.[0];
+    const runId = /\br-\d{8}-\d{6}-[0-9a-f]+\b/.exec(r.stdout + r.stderr)?.[0];
     assert.ok(runId, `no run ID printed:\n${r.stdout}`);
     const head = /[0-9a-f]{64}/.exec(r.stdout + r.stderr)?.[0];
     assert.ok(head, 'the audit head hash was not printed');
