@@ -37,15 +37,15 @@ interface Proc {
 const procs: Proc[] = [];
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-demo-'));
 
-function server(name: string, dataDir: string, peer: string, client: string, initialCluster: string): Proc {
-  const log = fs.openSync(path.join(dir, `${name}.log`), 'a');
+function server(name: string, dataDir: string, peer: string, client: string, initialCluster: string, logName = name): Proc {
+  const log = fs.openSync(path.join(dir, `${logName}.log`), 'a');
   const child = spawn(
     process.execPath,
     [BIN, 'server', '--name', name, '--data-dir', dataDir, '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer, '--listen-client-urls', client, '--advertise-client-urls', client, '--initial-cluster', initialCluster, '--heartbeat-interval', '50', '--election-timeout', '500'],
     { stdio: ['ignore', log, log] },
   );
   fs.closeSync(log);
-  const p: Proc = { name, child, exit: new Promise((r) => child.on('exit', (code) => r(code))) };
+  const p: Proc = { name: logName, child, exit: new Promise((r) => child.on('exit', (code) => r(code))) };
   procs.push(p);
   return p;
 }
@@ -129,6 +129,7 @@ async function main(): Promise<void> {
   if (run.code !== 0) throw new Error(`the playbook failed (exit ${run.code})`);
 
   const after = new EtcdClient({ endpoints: [recovered.client], dialTimeoutMs: 5000, commandTimeoutMs: 10_000 });
+  console.log('');
   const count = await after.range('demo/', { rangeEnd: prefixEnd(Buffer.from('demo/')), countOnly: true });
   const members = await after.memberList();
   say(`every key is there: ${count.count} of ${KEYS}; new cluster ${count.header.clusterId.toString(16)} (was ${oldCluster})`);
@@ -136,7 +137,7 @@ async function main(): Promise<void> {
   after.close();
 
   say('the old m2 and m3 come back on their old data dirs:');
-  const back = [1, 2].map((i) => server(`${old[i].name}-old`, old[i].dataDir, old[i].peer, old[i].client, ic));
+  const back = [1, 2].map((i) => server(old[i].name, old[i].dataDir, old[i].peer, old[i].client, ic, `${old[i].name}-back`));
   const codes = await Promise.all(back.map((p) => Promise.race([p.exit, new Promise<string>((r) => setTimeout(() => r('still running'), 20_000))])));
   for (const [i, code] of codes.entries()) {
     const log = fs.readFileSync(path.join(dir, `${back[i].name}.log`), 'utf8');
