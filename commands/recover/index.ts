@@ -1,0 +1,73 @@
+import { Flags } from '@oclif/core';
+import { confirm, input } from '@inquirer/prompts';
+import { auditDbFlag } from '../../src/audit/index.js';
+import { EtcdCommand } from '../../src/cli/baseCommand.js';
+import { RefusedError } from '../../src/client/errors.js';
+import { connectionFromFlags, exitIfInvalid, flagGiven, playbookYesFlag, reasonFlag } from '../../src/playbook/commandSupport.js';
+import { runPlaybookSession, type SessionResult } from '../../src/playbook/session.js';
+import { formatPlan, planRecovery } from '../../src/recovery/plan.js';
+
+export default class Recover extends EtcdCommand {
+  static override description = `The recovery session for a cluster that has lost quorum for good: name the survivors you have, see the plan (which one loses the least, what is kept and lost), confirm, and the recover-from-quorum-loss playbook runs — restore into a new one-member cluster with a new cluster ID, fence the old members, re-add the others one at a time as learners and promote them — every step recorded in the audit log. On a terminal it asks for what it needs; scripted, pass --from-data-dir, --set and --yes.`;
+
+  static override examples = [
+    '<%= config.bin %> recover',
+    '<%= config.bin %> recover --from-data-dir /var/lib/lifeboat/m1 --from-data-dir /var/lib/lifeboat/m2',
+    '<%= config.bin %> recover --from-data-dir /var/lib/lifeboat/m1 --yes --reason "INC-4711" --set data-dir=/var/lib/lifeboat/m1-new --set client-url=http://10.0.0.1:2379',
+  ];
+
+  static override flags = {
+    'from-data-dir': Flags.string({ description: "a stopped survivor's data dir (repeatable)", multiple: true, default: [] }),
+    'from-snapshot': Flags.string({ description: 'a snapshot file (repeatable)', multiple: true, default: [] }),
+    'discard-uncommitted': Flags.boolean({ description: "drop the entries past the survivor's commit index (by default they are applied)", default: false }),
+    set: Flags.string({ description: 'a playbook variable, NAME=VALUE (repeatable)', multiple: true, multipleNonGreedy: true, default: [] }),
+    yes: playbookYesFlag,
+    reason: reasonFlag,
+    'audit-db': auditDbFlag,
+  };
+
+  async run(): Promise<void> {
+    const { flags, metadata } = await this.parse(Recover);
+    const tty = process.stdin.isTTY === true && process.stdout.isTTY === true;
+    let dataDirs = flags['from-data-dir'];
+    if (dataDirs.length === 0 && flags['from-snapshot'].length === 0) {
+      if (!tty) throw new RefusedError('no sources: pass --from-data-dir (or --from-snapshot); there is no terminal to ask on');
+      const answer = await input({ message: "Data dirs of the stopped survivors (comma-separated, every one you have):", validate: (v) => v.trim() !== '' || 'name at least one' });
+      dataDirs = answer.split(',').map((s) => s.trim()).filter(Boolean);
+    }
+    const plan = await planRecovery({ dataDirs, inspectFiles: [], snapshots: flags['from-snapshot'], discardUncommitted: flags['discard-uncommitted'] });
+    this.log(formatPlan(plan));
+    const best = plan.sources[plan.recommended];
+    const go = tty && !flags.yes ? await confirm({ message: `Recover from ${best.path}?`, default: false }) : flags.yes;
+    if (!go) throw new RefusedError(tty ? 'recovery not confirmed; nothing was changed' : 'recovery needs --yes without a terminal; nothing was changed');
+
+    // What the plan knows fills the playbook's variables; the operator's --set wins.
+    const me = best.report?.members.find((m) => m.id === best.report?.memberId);
+    const preset = [`source=${best.path}`];
+    if (me?.name) preset.push(`name=${me.name}`);
+    if (me?.peerURLs[0]) preset.push(`peer-url=${me.peerURLs[0]}`);
+    if (flags['discard-uncommitted']) preset.push('discard-uncommitted=true');
+    const given = new Set(flags.set.map((s) => s.split('=')[0]));
+    const sets = [...preset.filter((s) => !given.has(s.split('=')[0])), ...flags.set];
+
+    const result = await runPlaybookSession({
+      target: 'recover-from-quorum-loss',
+      sets,
+      yes: flags.yes,
+      dryRun: false,
+      ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
+      ...(flags['audit-db'] !== undefined ? { auditDb: flags['audit-db'] } : {}),
+      connection: connectionFromFlags(flags),
+      endpoints: flags.endpoints,
+      endpointsGiven: flagGiven(metadata, 'endpoints'),
+      json: flags['write-out'] === 'json',
+    });
+    this.print(flags['write-out'], result, { simple: (r: SessionResult) => r.text, json: (r: SessionResult) => r.json });
+    if (result.error) throw result.error;
+  }
+
+  protected override async catch(err: Error & { commandId?: string; oclif?: { exit?: number } }): Promise<unknown> {
+    exitIfInvalid(this, err);
+    return super.catch(err);
+  }
+}
