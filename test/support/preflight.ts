@@ -1,0 +1,24 @@
+// Run by `npm test` before any test: every external tool the tests drive must be
+// installed. A missing one fails the run at once with one line naming the Debian
+// package; nothing is ever skipped.
+import { execFileSync } from 'node:child_process';
+
+const TOOLS: Array<[string, string]> = [
+  ['etcd', 'etcd-server'],
+  ['etcdctl', 'etcd-client'],
+  ['tmux', 'tmux'],
+  ['openssl', 'openssl'],
+];
+
+const missing = TOOLS.filter(([tool]) => {
+  try {
+    execFileSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' });
+    return false;
+  } catch {
+    return true;
+  }
+});
+if (missing.length > 0) {
+  console.error(`npm test needs ${missing.map(([t]) => t).join(', ')}: apt-get install -y ${[...new Set(missing.map(([, p]) => p))].join(' ')}`);
+  process.exit(1);
+}
