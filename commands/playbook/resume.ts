@@ -1,0 +1,43 @@
+import { Args, Flags } from '@oclif/core';
+import { auditDbFlag } from '../../src/audit/index.js';
+import { EtcdCommand } from '../../src/cli/baseCommand.js';
+import { connectionFromFlags, exitIfInvalid, flagGiven, playbookYesFlag } from '../../src/playbook/commandSupport.js';
+import { resumePlaybookSession, type SessionResult } from '../../src/playbook/session.js';
+
+export default class PlaybookResume extends EtcdCommand {
+  static override description = `Continue an interrupted, failed or refused run at its first step not completed, with the variables it recorded. Completed steps are not run again; the interrupted one is (steps are idempotent). Refused if the playbook file changed since the run started (both sha256 hashes are named) or another process is still running it. The connection flags default to the ones the run recorded.`;
+
+  static override examples = ['<%= config.bin %> playbook resume r-20260312-031502-9c1e', '<%= config.bin %> playbook resume r-20260312-031502-9c1e --yes --audit-db /srv/lifeboat/audit.db'];
+
+  static override args = {
+    'run-id': Args.string({ description: "the run's ID (see 'lifeboat audit list')", required: true }),
+  };
+
+  static override flags = {
+    yes: playbookYesFlag,
+    reason: Flags.string({ description: 'why you are resuming, recorded in the audit log', helpValue: 'TEXT' }),
+    'audit-db': auditDbFlag,
+  };
+
+  async run(): Promise<void> {
+    const { args, flags, metadata } = await this.parse(PlaybookResume);
+    const connectionGiven = ['dial-timeout', 'command-timeout', 'cacert', 'cert', 'key', 'insecure-skip-tls-verify'].some((f) => flagGiven(metadata, f));
+    const result = await resumePlaybookSession({
+      runId: args['run-id'],
+      yes: flags.yes,
+      ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
+      ...(flags['audit-db'] !== undefined ? { auditDb: flags['audit-db'] } : {}),
+      connection: connectionFromFlags(flags),
+      endpoints: flags.endpoints,
+      explicit: { endpoints: flagGiven(metadata, 'endpoints'), connection: connectionGiven },
+      json: flags['write-out'] === 'json',
+    });
+    this.print(flags['write-out'], result, { simple: (r: SessionResult) => r.text, json: (r: SessionResult) => r.json });
+    if (result.error) throw result.error;
+  }
+
+  protected override async catch(err: Error & { commandId?: string; oclif?: { exit?: number } }): Promise<unknown> {
+    exitIfInvalid(this, err);
+    return super.catch(err);
+  }
+}

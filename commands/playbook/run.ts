@@ -1,0 +1,52 @@
+import { Args, Flags } from '@oclif/core';
+import { auditDbFlag } from '../../src/audit/index.js';
+import { EtcdCommand } from '../../src/cli/baseCommand.js';
+import { connectionFromFlags, exitIfInvalid, flagGiven, playbookYesFlag, reasonFlag } from '../../src/playbook/commandSupport.js';
+import { runPlaybookSession, type SessionResult } from '../../src/playbook/session.js';
+
+export default class PlaybookRun extends EtcdCommand {
+  static override description = `Run a playbook: a shipped one by NAME (see 'playbook list') or a FILE. The whole file is validated first; anything wrong is refused with file:line and nothing runs. On a terminal, missing variables and the reason are asked for and progress is shown live; without one, variables come from --vars and --set, --reason is required, and anything missing fails at once (exit 2). A confirmation without a terminal needs --yes (else exit 3, naming the step); a failed safety check always stops the run (exit 3). Every run, step, prompt and answer is recorded in the audit log; the run ends by printing its ID and the audit chain's head hash.`;
+
+  static override examples = [
+    '<%= config.bin %> playbook run replace-failed-member --dry-run --set dead=m2 --set replacement=m4=http://10.0.0.4:2380,http://10.0.0.4:2379',
+    '<%= config.bin %> playbook run recover-from-quorum-loss --vars recovery.yaml --reason "INC-4711: two members lost" --yes',
+    '<%= config.bin %> playbook run ./my-playbook.yaml --endpoints http://10.0.0.1:2379',
+  ];
+
+  static override args = {
+    playbook: Args.string({ description: 'a shipped playbook NAME or a playbook FILE', required: true }),
+  };
+
+  static override flags = {
+    vars: Flags.string({ description: 'a YAML file of variable values (NAME: VALUE)', helpValue: 'FILE' }),
+    set: Flags.string({ description: 'a variable value, NAME=VALUE (repeatable; wins over --vars)', multiple: true, multipleNonGreedy: true, default: [] }),
+    yes: playbookYesFlag,
+    'dry-run': Flags.boolean({ description: 'print every step with its values resolved and what it would change; change nothing, record nothing', default: false }),
+    reason: reasonFlag,
+    'audit-db': auditDbFlag,
+  };
+
+  async run(): Promise<void> {
+    const { args, flags, metadata } = await this.parse(PlaybookRun);
+    const result = await runPlaybookSession({
+      target: args.playbook,
+      ...(flags.vars !== undefined ? { varsFile: flags.vars } : {}),
+      sets: flags.set,
+      yes: flags.yes,
+      dryRun: flags['dry-run'],
+      ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
+      ...(flags['audit-db'] !== undefined ? { auditDb: flags['audit-db'] } : {}),
+      connection: connectionFromFlags(flags),
+      endpoints: flags.endpoints,
+      endpointsGiven: flagGiven(metadata, 'endpoints'),
+      json: flags['write-out'] === 'json',
+    });
+    this.print(flags['write-out'], result, { simple: (r: SessionResult) => r.text, json: (r: SessionResult) => r.json });
+    if (result.error) throw result.error;
+  }
+
+  protected override async catch(err: Error & { commandId?: string; oclif?: { exit?: number } }): Promise<unknown> {
+    exitIfInvalid(this, err);
+    return super.catch(err);
+  }
+}

@@ -1,0 +1,53 @@
+// What the `playbook` commands share: the flags of a run, the connection they
+// hand to steps, and printing a refused playbook one problem per line.
+import { Flags, type Command } from '@oclif/core';
+import { EXIT } from '../cli/exitCodes.js';
+import { PlaybookInvalidError } from './errors.js';
+import type { Connection } from './session.js';
+
+export const playbookYesFlag = Flags.boolean({
+  char: 'y',
+  description: 'answer every confirmation yes (needed when there is no terminal); never overrides a failed safety check',
+  default: false,
+});
+
+export const reasonFlag = Flags.string({ description: 'why you are running this, recorded in the audit log (asked for on a terminal when missing)', helpValue: 'TEXT' });
+
+interface ConnectionFlags {
+  'dial-timeout': number;
+  'command-timeout': number;
+  cacert?: string;
+  cert?: string;
+  key?: string;
+  'insecure-skip-tls-verify'?: boolean;
+  debug?: boolean;
+}
+
+/** StepContext.connection from the EtcdCommand flags. */
+export function connectionFromFlags(flags: ConnectionFlags): Connection {
+  if (flags.debug) process.env.LIFEBOAT_DEBUG = '1';
+  const tls = {
+    ...(flags.cacert ? { caFile: flags.cacert } : {}),
+    ...(flags.cert ? { certFile: flags.cert } : {}),
+    ...(flags.key ? { keyFile: flags.key } : {}),
+    ...(flags['insecure-skip-tls-verify'] ? { insecureSkipVerify: true } : {}),
+  };
+  return { dialTimeoutMs: flags['dial-timeout'], commandTimeoutMs: flags['command-timeout'], ...(Object.keys(tls).length ? { tls } : {}) };
+}
+
+/** Whether the operator gave a flag (on the command line or through its environment variable) rather than taking its default. */
+export function flagGiven(metadata: { flags: Record<string, { setFromDefault?: boolean } | undefined> }, name: string): boolean {
+  const m = metadata.flags[name];
+  return m !== undefined && !m.setFromDefault;
+}
+
+/**
+ * A refused playbook: one line per problem (file:line:col: field: message) on
+ * stderr, then exit 2. Returns (doing nothing) for any other error.
+ */
+export function exitIfInvalid(cmd: Command, err: unknown): void {
+  if (!(err instanceof PlaybookInvalidError)) return;
+  for (const line of err.lines()) process.stderr.write(`${line}\n`);
+  process.stderr.write(`Error: refused: ${err.problems.length} problem${err.problems.length === 1 ? '' : 's'} (above); nothing was run\n`);
+  cmd.exit(EXIT.USAGE);
+}

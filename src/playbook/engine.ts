@@ -1,0 +1,342 @@
+// Running a validated playbook: steps in order, for-each expanded when the run
+// reaches it, each step's parameters resolved, its start recorded before it
+// runs and its end (outputs or error) after, every prompt and answer recorded,
+// and the run's outcome closing the record with the chain's head hash.
+//
+// The run stops at the first step that fails. How it ends decides the exit code:
+// succeeded 0; refused 3 (a SafetyCheckError, a refusal, an unconfirmed step);
+// failed 1; interrupted 1. A stopped run can be resumed (resume.ts): completed
+// steps are skipped with their recorded outputs, the rest run again.
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import type { AuditLog, FinalOutcome, RunIdsPatch, StepRecord, StepRef } from '../audit/index.js';
+import { canonicalJson } from '../audit/index.js';
+import { RefusedError } from '../client/errors.js';
+import { EXIT } from '../cli/exitCodes.js';
+import { NotConfirmedError, RunInterruptedError } from './errors.js';
+import { interpolate, UnresolvedReferenceError } from './interpolate.js';
+import { resolveParams, RunScope, stepTitle } from './params.js';
+import type { ExecNode, RunView, StepUi } from './runView.js';
+import type { ForEachNode, PlanNode, Playbook, StepNode } from './schema.js';
+import { SafetyCheckError, type StepContext } from './stepTypes.js';
+import type { StepLibrary } from './validate.js';
+import type { BoundVariables } from './variables.js';
+
+/** The environment variable of the fault hook: `after-step:<stable step id>` exits with 137 after that step ran, before its end is recorded. */
+export const FAULT_ENV = 'LIFEBOAT_FAULT';
+
+const ID_FIELDS = ['clusterIdBefore', 'memberIdsBefore', 'clusterIdAfter', 'memberIdsAfter'] as const;
+
+/** Where a resumed run picks up: the latest attempt of each ordinal. */
+export interface ResumeState {
+  runId: string;
+  /** latest attempt of each ordinal */
+  latest: Map<number, StepRecord>;
+  /** why the operator resumes, if given */
+  reason?: string;
+}
+
+export interface RunPlaybookOptions {
+  playbook: Playbook;
+  library: StepLibrary;
+  variables: BoundVariables;
+  audit: AuditLog;
+  view: RunView;
+  /** why the run is made (required for a new run; resume records its own) */
+  reason: string;
+  /** the reason was asked for on the terminal: record the question */
+  reasonPrompt?: string;
+  /** continue this recorded run instead of starting one */
+  resume?: ResumeState;
+  /** answer every confirmation yes (never overrides a SafetyCheckError) */
+  yes: boolean;
+  connection: StepContext['connection'];
+  /** the run's --endpoints: a step parameter named endpoints that the playbook leaves out gets it */
+  endpoints?: string;
+  /** where the run keeps files; default: runs/<run id> next to the audit database */
+  runDir?: string;
+  /** the value of LIFEBOAT_FAULT */
+  fault?: string;
+  /** how the fault hook ends the process (tests of the engine replace it) */
+  exitProcess?: (code: number) => never;
+  signal?: AbortSignal;
+  /** events to record at the start (e.g. test step types in use) */
+  startEvents?: Array<{ kind: string; message: string; data?: Record<string, unknown> }>;
+}
+
+export interface RunResult {
+  runId: string;
+  outcome: FinalOutcome;
+  /** the audit chain's head hash after the run's end was recorded */
+  head: string;
+  /** 0, 1 or 3 */
+  exitCode: number;
+  /** why it did not succeed: one line naming the step */
+  error?: Error;
+  /** the stable id of the step that failed or was refused */
+  failedStep?: string;
+  /** stable ids of the steps run (in order), and of those skipped as done earlier */
+  ran: string[];
+  skipped: string[];
+  runDir: string;
+}
+
+/** A step's failure, named: `step readd[2].add-learner (Add m2 as a learner): …`. */
+export class StepFailedError extends Error {
+  constructor(
+    readonly stepId: string,
+    /** what the step threw */
+    readonly error: Error,
+    title: string,
+  ) {
+    super(`step ${stepId}${title && title !== stepId ? ` (${title})` : ''}: ${error.message}`);
+    this.name = 'StepFailedError';
+  }
+}
+
+/** Runs (or resumes) a playbook to its end; never throws for a step's failure: see the result. */
+export async function runPlaybook(opts: RunPlaybookOptions): Promise<RunResult> {
+  return new PlaybookRun(opts).run();
+}
+
+function isRefusal(err: unknown): boolean {
+  return err instanceof SafetyCheckError || err instanceof RefusedError || (err as Error)?.name === 'SafetyCheckError';
+}
+
+function isPromptAbort(err: unknown): boolean {
+  const name = (err as Error)?.name;
+  return name === 'ExitPromptError' || name === 'AbortPromptError';
+}
+
+/** Outputs as the audit log stores them (bigints → hex, no undefined), so a resumed run sees exactly what the first one did. */
+function normalizeOutputs(outputs: unknown): Record<string, unknown> {
+  if (outputs === null || outputs === undefined) return {};
+  const v = JSON.parse(canonicalJson(outputs)) as unknown;
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : { value: v };
+}
+
+class PlaybookRun {
+  private ordinal = 0;
+  private runId = '';
+  private runDir = '';
+  private readonly ran: string[] = [];
+  private readonly skipped: string[] = [];
+  private readonly signal: AbortSignal;
+
+  constructor(private readonly o: RunPlaybookOptions) {
+    this.signal = o.signal ?? new AbortController().signal;
+  }
+
+  async run(): Promise<RunResult> {
+    const { audit, playbook: pb } = this.o;
+    if (this.o.resume) {
+      this.runId = this.o.resume.runId;
+      audit.resumeRun(this.runId, this.o.resume.reason !== undefined ? { reason: this.o.resume.reason } : {});
+    } else {
+      this.runId = audit.startRun({ playbook: pb.name, playbookSha256: pb.sha256, reason: this.o.reason, variables: this.o.variables.values }).id;
+    }
+    this.runDir = this.o.runDir ?? path.join(path.dirname(audit.path), 'runs', this.runId);
+    mkdirSync(this.runDir, { recursive: true });
+    if (!this.o.resume) {
+      audit.event(this.runId, {
+        kind: 'playbook',
+        message: `playbook ${pb.name} from ${pb.absPath}`,
+        data: {
+          file: pb.absPath,
+          sha256: pb.sha256,
+          variableSources: this.o.variables.sources,
+          endpoints: this.o.endpoints ?? null,
+          connection: this.o.connection,
+          runDir: this.runDir,
+          interactive: this.o.view.interactive,
+          yes: this.o.yes,
+        },
+      });
+      for (const p of this.o.variables.prompts) audit.recordPrompt(this.runId, p.question, p.answer, { data: { variable: p.variable } });
+      if (this.o.reasonPrompt) audit.recordPrompt(this.runId, this.o.reasonPrompt, this.o.reason, { data: { field: 'reason' } });
+    } else {
+      audit.event(this.runId, {
+        kind: 'resume',
+        message: `resumed by pid ${process.pid}`,
+        data: { interactive: this.o.view.interactive, yes: this.o.yes, endpoints: this.o.endpoints ?? null, connection: this.o.connection },
+      });
+    }
+    for (const e of this.o.startEvents ?? []) audit.event(this.runId, e);
+
+    this.o.view.log(`${this.o.resume ? 'Resuming' : 'Running'} playbook ${pb.name} as run ${this.runId}`);
+    let outcome: FinalOutcome = 'succeeded';
+    let error: Error | undefined;
+    let failedStep: string | undefined;
+    try {
+      await this.o.view.run(this.nodes(pb.steps, new RunScope(this.o.variables.values), ''));
+    } catch (err) {
+      const e = err instanceof Error ? err : new Error(String(err));
+      failedStep = e instanceof StepFailedError ? e.stepId : undefined;
+      const cause = e instanceof StepFailedError ? e.error : e;
+      if (this.signal.aborted || isPromptAbort(cause) || cause instanceof RunInterruptedError) {
+        outcome = 'interrupted';
+        error = new RunInterruptedError(`interrupted${failedStep ? ` at step ${failedStep}` : ''}`);
+      } else {
+        outcome = isRefusal(cause) ? 'refused' : 'failed';
+        error = e;
+      }
+    }
+    const head = audit.finishRun(this.runId, { outcome, ...(error ? { error } : {}) });
+    const exitCode = outcome === 'succeeded' ? EXIT.OK : outcome === 'refused' ? EXIT.REFUSED : EXIT.FAILURE;
+    return {
+      runId: this.runId,
+      outcome,
+      head,
+      exitCode,
+      ...(error ? { error } : {}),
+      ...(failedStep ? { failedStep } : {}),
+      ran: this.ran,
+      skipped: this.skipped,
+      runDir: this.runDir,
+    };
+  }
+
+  private nodes(nodes: PlanNode[], scope: RunScope, prefix: string): ExecNode[] {
+    return nodes.map((n) => (n.kind === 'step' ? this.stepNode(n, scope, `${prefix}${n.id}`) : this.forEachNode(n, scope, `${prefix}${n.id}`)));
+  }
+
+  private forEachNode(n: ForEachNode, scope: RunScope, stableId: string): ExecNode {
+    return {
+      kind: 'for-each',
+      id: stableId,
+      title: stepTitle(n, scope) === n.id ? `for each ${n.as}` : stepTitle(n, scope),
+      expand: async () => {
+        let items: unknown;
+        try {
+          items = interpolate(n.forEach.value, scope.resolve);
+        } catch (err) {
+          if (!(err instanceof UnresolvedReferenceError)) throw err;
+          throw new StepFailedError(stableId, new Error(`${n.forEach.origin.field}: ${err.message}`), '');
+        }
+        if (!Array.isArray(items)) throw new StepFailedError(stableId, new Error(`${n.forEach.origin.field}: for-each needs a list, got ${JSON.stringify(items)}`), '');
+        const title = `${stepTitle(n, scope) === n.id ? `for each ${n.as}` : stepTitle(n, scope)} (${items.length} item${items.length === 1 ? '' : 's'})`;
+        return { title, nodes: items.flatMap((item, i) => this.nodes(n.steps, scope.child(n.as, item), `${stableId}[${i + 1}].`)) };
+      },
+    };
+  }
+
+  private stepNode(n: StepNode, scope: RunScope, stableId: string): ExecNode {
+    return {
+      kind: 'step',
+      id: stableId,
+      title: n.name ?? n.type,
+      // Synchronous up to the step's own run(): the title and a skip are known before the first await.
+      run: (ui) => this.runStep(n, scope, stableId, ui),
+    };
+  }
+
+  private async runStep(n: StepNode, scope: RunScope, stableId: string, ui: StepUi): Promise<void> {
+    const { audit } = this.o;
+    const ordinal = ++this.ordinal;
+    const title = stepTitle(n, scope);
+    ui.setTitle(title);
+    if (this.signal.aborted) throw new StepFailedError(stableId, new RunInterruptedError(), title);
+
+    const prior = this.o.resume?.latest.get(ordinal);
+    if (prior && prior.stepId !== stableId) {
+      throw new StepFailedError(
+        stableId,
+        new RefusedError(`run ${this.runId} recorded step ${prior.stepId} at position ${ordinal}, the playbook now has ${stableId} there; the run cannot be resumed, start a new one`),
+        title,
+      );
+    }
+    if (prior && (prior.status === 'succeeded' || prior.status === 'skipped')) {
+      scope.setOutputs(n.id, normalizeOutputs(prior.outputs));
+      this.skipped.push(stableId);
+      ui.skip(`done in attempt ${prior.attempt}`);
+      return;
+    }
+
+    const def = this.o.library[n.type];
+    const resolved = def ? resolveParams(n, def, scope, this.o.endpoints) : ({ ok: false, origin: n.typeOrigin, error: `unknown step type ${n.type}` } as const);
+    const ref = audit.startStep(this.runId, {
+      ordinal,
+      stepId: stableId,
+      name: title,
+      type: n.type,
+      inputs: resolved.ok ? resolved.params : Object.fromEntries(Object.entries(n.with).map(([k, p]) => [k, p.value])),
+    });
+    this.ran.push(stableId);
+    if (!resolved.ok) {
+      const e = new Error(`${this.o.playbook.file}:${resolved.origin.line}:${resolved.origin.col}: ${resolved.origin.field}: ${resolved.error}`);
+      audit.finishStep(ref, { status: 'failed', error: e });
+      throw new StepFailedError(stableId, e, title);
+    }
+
+    let outputs: Record<string, unknown>;
+    try {
+      const raw = await def!.run(resolved.params, this.context(stableId, ref, ui));
+      outputs = normalizeOutputs(raw);
+    } catch (err) {
+      const e = err instanceof Error ? err : new Error(String(err));
+      audit.finishStep(ref, { status: 'failed', error: e });
+      throw new StepFailedError(stableId, e, title);
+    }
+    if (this.o.fault === `after-step:${stableId}`) {
+      // The fault hook: die as if killed between the step's effect and its record.
+      (this.o.exitProcess ?? ((code: number) => process.exit(code)))(137);
+    }
+    audit.finishStep(ref, { status: 'succeeded', outputs });
+    scope.setOutputs(n.id, outputs);
+  }
+
+  /**
+   * An event whose data carries clusterIdBefore, memberIdsBefore, clusterIdAfter or
+   * memberIdsAfter (hex IDs) also sets them on the run's record.
+   */
+  private recordIds(data: Record<string, unknown> | undefined, ui: StepUi): void {
+    if (!data) return;
+    const patch = Object.fromEntries(ID_FIELDS.filter((k) => data[k] !== undefined).map((k) => [k, data[k]]));
+    if (Object.keys(patch).length === 0) return;
+    try {
+      this.o.audit.updateRun(this.runId, patch as RunIdsPatch);
+    } catch (err) {
+      ui.event('warning', `cluster/member IDs not recorded on the run: ${(err as Error).message}`);
+    }
+  }
+
+  private context(stableId: string, ref: StepRef, ui: StepUi): StepContext {
+    const { audit } = this.o;
+    return {
+      progress: (text) => ui.progress(text),
+      event: (kind, message, data) => {
+        audit.event(this.runId, { kind, message, ...(data !== undefined ? { data } : {}), step: ref });
+        ui.event(kind, message);
+        this.recordIds(data, ui);
+      },
+      confirm: async (question) => {
+        if (this.o.yes) {
+          audit.recordPrompt(this.runId, question, true, { step: ref, data: { answeredBy: '--yes' } });
+          ui.event('confirmed', `${question} (--yes)`);
+          return true;
+        }
+        if (!this.o.view.interactive) {
+          audit.recordPrompt(this.runId, question, null, { step: ref, data: { answeredBy: 'nobody: no terminal and no --yes' } });
+          throw new NotConfirmedError(
+            `needs confirmation ("${question}") and there is no terminal to ask on; resume with 'lifeboat playbook resume ${this.runId} --yes' to confirm`,
+            stableId,
+          );
+        }
+        let answer: boolean;
+        try {
+          answer = await ui.ask(question, this.signal);
+        } catch (err) {
+          audit.recordPrompt(this.runId, question, null, { step: ref, data: { answeredBy: 'nobody: the prompt was interrupted' } });
+          throw err;
+        }
+        audit.recordPrompt(this.runId, question, answer, { step: ref });
+        ui.event('answered', `${question} ${answer ? 'yes' : 'no'}`);
+        return answer;
+      },
+      runDir: this.runDir,
+      signal: this.signal,
+      connection: this.o.connection,
+    };
+  }
+
+}

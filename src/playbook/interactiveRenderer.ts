@@ -1,0 +1,78 @@
+// The interactive view of a run: a listr2 task list that shows every step, its
+// live progress and notes, for-each groups as subtasks, and asks confirmations
+// inside the list (through a small inquirer adapter, so the prompt is drawn by
+// listr2 and does not fight its redraws).
+import { confirm } from '@inquirer/prompts';
+import { Listr, ListrPromptAdapter, ListrTaskEventType, type ListrTask } from 'listr2';
+import { stepLabel, type ExecNode, type RunView, type StepUi } from './runView.js';
+
+/** Draws an @inquirer/prompts confirm inside a listr2 task. */
+class ConfirmAdapter extends ListrPromptAdapter {
+  async run<T = boolean>(question: string, signal: AbortSignal): Promise<T> {
+    this.reportStarted();
+    try {
+      const answer = await confirm({ message: question, default: false }, { output: this.wrapper.stdout(ListrTaskEventType.PROMPT), signal });
+      this.reportCompleted();
+      return answer as T;
+    } catch (err) {
+      this.reportFailed();
+      throw err;
+    }
+  }
+}
+
+export class InteractiveRenderer implements RunView {
+  readonly interactive = true;
+
+  constructor(private readonly write: (line: string) => void = (l) => process.stdout.write(`${l}\n`)) {}
+
+  log(line: string): void {
+    this.write(line);
+  }
+
+  async run(nodes: ExecNode[]): Promise<void> {
+    await new Listr(nodes.map((n) => this.task(n)), {
+      concurrent: false,
+      exitOnError: true,
+      registerSignalListeners: false,
+      renderer: 'default',
+      fallbackRenderer: 'simple',
+      rendererOptions: { collapseSubtasks: false, collapseSkips: false, showSkipMessage: true, showErrorMessage: true },
+    }).run();
+  }
+
+  private task(node: ExecNode): ListrTask {
+    if (node.kind === 'for-each') {
+      return {
+        title: `${node.id}: ${node.title}`,
+        task: async (_ctx, task) => {
+          const { title, nodes } = await node.expand();
+          task.title = `${node.id}: ${title}`;
+          return task.newListr(nodes.map((n) => this.task(n)), { concurrent: false, exitOnError: true });
+        },
+      };
+    }
+    return {
+      title: stepLabel(node.id, node.title),
+      rendererOptions: { persistentOutput: true, outputBar: 5 },
+      task: async (_ctx, task) => {
+        const ui: StepUi = {
+          setTitle: (t) => {
+            task.title = stepLabel(node.id, t);
+          },
+          // listr2 keeps the last lines written (outputBar) and shows them after the step ends.
+          progress: (text) => {
+            task.output = text;
+          },
+          event: (kind, message) => {
+            task.output = `${kind}: ${message}`;
+          },
+          ask: (question, signal) => task.prompt(ConfirmAdapter).run<boolean>(question, signal),
+          skip: (reason) => task.skip(`${node.id}: ${reason}`),
+        };
+        await node.run(ui);
+      },
+    };
+  }
+}
+

@@ -1,0 +1,74 @@
+// The scripted view of a run: one plain, timestamped log line per thing that
+// happens, for runbooks, CI logs and `tee`. It never asks anything.
+import { stepLabel, type ExecNode, type RunView, type StepUi } from './runView.js';
+
+export class ScriptedRenderer implements RunView {
+  readonly interactive = false;
+
+  constructor(
+    private readonly write: (line: string) => void = (l) => process.stdout.write(`${l}\n`),
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  log(line: string): void {
+    this.write(line);
+  }
+
+  private line(text: string): void {
+    this.write(`${this.now().toISOString().slice(11, 19)} ${text}`);
+  }
+
+  async run(nodes: ExecNode[]): Promise<void> {
+    for (const node of nodes) {
+      if (node.kind === 'for-each') {
+        const { title, nodes: children } = await node.expand();
+        this.line(`for-each ${node.id}: ${title}`);
+        await this.run(children);
+        continue;
+      }
+      let title = node.title;
+      let skipped = false;
+      let started = false;
+      const start = Date.now();
+      const begin = () => {
+        if (!started) this.line(`step ${stepLabel(node.id, title)}`);
+        started = true;
+      };
+      const ui: StepUi = {
+        setTitle: (t) => {
+          title = t;
+        },
+        progress: (text) => {
+          begin();
+          this.line(`  ${node.id}: ${text}`);
+        },
+        event: (kind, message) => {
+          begin();
+          this.line(`  ${node.id}: ${kind}: ${message}`);
+        },
+        ask: async () => {
+          throw new Error('a scripted run cannot ask questions');
+        },
+        skip: (reason) => {
+          skipped = true;
+          this.line(`skip ${node.id}: ${reason}`);
+        },
+      };
+      try {
+        const run = node.run(ui);
+        // The title is resolved synchronously at the start of run(); print it then.
+        if (!skipped) begin();
+        await run;
+      } catch (err) {
+        begin();
+        this.line(`FAILED ${node.id} after ${took(Date.now() - start)}: ${(err as Error).message}`);
+        throw err;
+      }
+      if (!skipped) this.line(`done ${node.id} (${took(Date.now() - start)})`);
+    }
+  }
+}
+
+function took(ms: number): string {
+  return ms < 1000 ? `${ms}ms` : `${(ms / 1000).toFixed(1)}s`;
+}

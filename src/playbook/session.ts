@@ -1,0 +1,268 @@
+// What `playbook run`, `playbook resume` (and `lifeboat recover`) do between
+// parsing their flags and printing: find and validate the playbook, bind its
+// variables (prompting on a terminal, failing fast without one), dry-run or run
+// it with the right view, and say how it ended — the run ID and the audit
+// chain's head hash — with the error that sets the exit code.
+import { existsSync } from 'node:fs';
+import { AuditDbMissingError, openAuditLogForWriting, resolveAuditDbPath, UnknownRunError, type AuditLog } from '../audit/index.js';
+import { InputError, RefusedError } from '../client/errors.js';
+import { dryRunJson, formatDryRun } from './dryRun.js';
+import { FAULT_ENV, runPlaybook, type RunResult } from './engine.js';
+import { NotConfirmedError, RunInterruptedError } from './errors.js';
+import { InteractiveRenderer } from './interactiveRenderer.js';
+import { loadStepLibrary, TEST_STEPS_ENV, type LoadedLibrary } from './library.js';
+import { locatePlaybook } from './locate.js';
+import { readPlaybookWithProblems } from './parse.js';
+import { planRun } from './plan.js';
+import { askReason, askVariable, REASON_QUESTION } from './prompts.js';
+import { checkResumable, recordedRun, resumeState } from './resume.js';
+import type { RunView } from './runView.js';
+import type { Playbook } from './schema.js';
+import { ScriptedRenderer } from './scriptedRenderer.js';
+import type { StepContext } from './stepTypes.js';
+import { validatePlaybook } from './validate.js';
+import { bindVariables, formatBound, type BoundVariables } from './variables.js';
+
+export type Connection = StepContext['connection'];
+
+interface CommonRequest {
+  yes?: boolean;
+  /** --audit-db (else $LIFEBOAT_AUDIT_DB, else the XDG state dir) */
+  auditDb?: string;
+  connection: Connection;
+  /** --endpoints: the default of step parameters named endpoints */
+  endpoints?: string;
+  /** stdin and stdout are terminals (default: detected) */
+  interactive?: boolean;
+  /** -w json: log lines go to stderr, the result is JSON */
+  json?: boolean;
+  /** the step library (default: built-in + steps/ + LIFEBOAT_TEST_STEPS) */
+  library?: LoadedLibrary;
+  env?: NodeJS.ProcessEnv;
+  /** where log lines go (default: stdout, or stderr with json) */
+  write?: (line: string) => void;
+}
+
+export interface PlaybookRunRequest extends CommonRequest {
+  /** a shipped playbook's NAME, or a FILE */
+  target: string;
+  varsFile?: string;
+  /** NAME=VALUE, repeatable */
+  sets?: string[];
+  /** values from code (e.g. what `lifeboat recover` found), below --vars and --set */
+  given?: Record<string, unknown>;
+  dryRun?: boolean;
+  reason?: string;
+  /** the operator typed --endpoints: it also fills a variable named endpoints */
+  endpointsGiven?: boolean;
+  /** timeline events to record when the run starts (e.g. the plan `lifeboat recover` showed) */
+  events?: Array<{ kind: string; message: string; data?: Record<string, unknown> }>;
+}
+
+export interface PlaybookResumeRequest extends CommonRequest {
+  runId: string;
+  /** why it is resumed (optional) */
+  reason?: string;
+  /** which of connection/endpoints the operator gave explicitly (else the recorded ones are used) */
+  explicit?: { endpoints?: boolean; connection?: boolean };
+}
+
+export interface SessionResult {
+  /** the human summary, for stdout */
+  text: string;
+  /** the -w json result */
+  json: unknown;
+  /** the run did not succeed: throw this (its class sets the exit code: RefusedError 3, others 1) */
+  error?: Error;
+  run?: RunResult;
+}
+
+function isTerminal(): boolean {
+  return !!process.stdin.isTTY && !!process.stdout.isTTY;
+}
+
+/** Loads, validates and lays out a playbook: everything `run --dry-run` and `show` check. */
+export async function loadValidPlaybook(target: string, library: LoadedLibrary): Promise<Playbook> {
+  const { playbook, problems } = readPlaybookWithProblems(locatePlaybook(target));
+  validatePlaybook(playbook, library.library, problems);
+  return playbook;
+}
+
+/** `lifeboat playbook run`: validate, bind, then dry-run or run. */
+export async function runPlaybookSession(req: PlaybookRunRequest): Promise<SessionResult> {
+  const env = req.env ?? process.env;
+  const library = req.library ?? (await loadStepLibrary(env));
+  const pb = await loadValidPlaybook(req.target, library);
+  const interactive = req.interactive ?? isTerminal();
+  if (!req.dryRun && !interactive && (req.reason === undefined || req.reason.trim() === '')) {
+    throw new InputError('--reason is required when there is no terminal to ask on: it is recorded in the audit log with the run');
+  }
+  const bound = await cancellable(() =>
+    bindVariables(pb, {
+      ...(req.varsFile !== undefined ? { varsFile: req.varsFile } : {}),
+      ...(req.sets ? { sets: req.sets } : {}),
+      ...(req.given ? { given: req.given } : {}),
+      ...(req.endpointsGiven && req.endpoints !== undefined ? { endpoints: req.endpoints } : {}),
+      ...(interactive ? { ask: askVariable } : {}),
+    }),
+  );
+  const plan = planRun(pb, library.library, bound.values, req.endpoints);
+  plan.problems.throwIfAny();
+  if (req.dryRun) return { text: formatDryRun(pb, bound, plan), json: dryRunJson(pb, bound, plan) };
+
+  let reason = req.reason?.trim() ?? '';
+  let reasonPrompt: string | undefined;
+  if (reason === '') {
+    reason = await cancellable(askReason);
+    reasonPrompt = REASON_QUESTION;
+  }
+  const audit = openAuditLogForWriting(req.auditDb);
+  try {
+    const view = makeView(req, interactive);
+    view.log(`Variables:`);
+    for (const l of pb.variables.length ? formatBound(pb, bound) : ['(none)']) view.log(`  ${l}`);
+    const result = await withInterrupt((signal) =>
+      runPlaybook({
+        playbook: pb,
+        library: library.library,
+        variables: bound,
+        audit,
+        view,
+        reason,
+        ...(reasonPrompt ? { reasonPrompt } : {}),
+        yes: req.yes ?? false,
+        connection: req.connection,
+        ...(req.endpoints !== undefined ? { endpoints: req.endpoints } : {}),
+        ...(env[FAULT_ENV] ? { fault: env[FAULT_ENV] } : {}),
+        signal,
+        startEvents: [...testStepEvents(library), ...(req.events ?? [])],
+      }),
+    );
+    return summarize(result, audit);
+  } finally {
+    audit.close();
+  }
+}
+
+/** `lifeboat playbook resume RUN_ID`: the recorded run, checked, continued. */
+export async function resumePlaybookSession(req: PlaybookResumeRequest): Promise<SessionResult> {
+  const env = req.env ?? process.env;
+  const library = req.library ?? (await loadStepLibrary(env));
+  const dbPath = resolveAuditDbPath(req.auditDb, env);
+  if (!existsSync(dbPath)) throw new InputError(new AuditDbMissingError(dbPath).message);
+  const audit = openAuditLogForWriting(req.auditDb);
+  try {
+    let rec;
+    try {
+      rec = recordedRun(audit, req.runId);
+    } catch (err) {
+      if (err instanceof UnknownRunError) throw new InputError(err.message);
+      throw err;
+    }
+    const { playbook: pb, problems } = readPlaybookWithProblems(rec.file);
+    checkResumable(audit, rec, pb);
+    validatePlaybook(pb, library.library, problems);
+    const bound: BoundVariables = await bindVariables(pb, { given: rec.run.variables });
+    const endpoints = req.explicit?.endpoints || !rec.endpoints ? req.endpoints : rec.endpoints;
+    const connection = req.explicit?.connection || !rec.connection ? req.connection : rec.connection;
+    const plan = planRun(pb, library.library, bound.values, endpoints);
+    plan.problems.throwIfAny();
+    const interactive = req.interactive ?? isTerminal();
+    const view = makeView(req, interactive);
+    const result = await withInterrupt((signal) =>
+      runPlaybook({
+        playbook: pb,
+        library: library.library,
+        variables: bound,
+        audit,
+        view,
+        reason: rec.run.reason,
+        resume: resumeState(audit, req.runId, req.reason),
+        yes: req.yes ?? false,
+        connection,
+        ...(endpoints !== undefined ? { endpoints } : {}),
+        ...(rec.runDir ? { runDir: rec.runDir } : {}),
+        ...(env[FAULT_ENV] ? { fault: env[FAULT_ENV] } : {}),
+        signal,
+        startEvents: testStepEvents(library),
+      }),
+    );
+    return summarize(result, audit);
+  } finally {
+    audit.close();
+  }
+}
+
+function makeView(req: CommonRequest, interactive: boolean): RunView {
+  const write = req.write ?? (req.json ? (l: string) => process.stderr.write(`${l}\n`) : (l: string) => process.stdout.write(`${l}\n`));
+  return interactive && !req.json ? new InteractiveRenderer(write) : new ScriptedRenderer(write);
+}
+
+function testStepEvents(library: LoadedLibrary): Array<{ kind: string; message: string; data?: Record<string, unknown> }> {
+  if (!library.testSteps) return [];
+  return [
+    {
+      kind: 'warning',
+      message: `test step types loaded from ${TEST_STEPS_ENV}=${library.testSteps.module}: ${library.testSteps.types.join(', ')}`,
+      data: library.testSteps,
+    },
+  ];
+}
+
+function summarize(r: RunResult, audit: AuditLog): SessionResult {
+  const lines = [
+    `Run ${r.runId} ${r.outcome}: ${r.ran.length} step${r.ran.length === 1 ? '' : 's'} run${r.skipped.length ? `, ${r.skipped.length} already done` : ''}.`,
+  ];
+  lines.push(`Run ID: ${r.runId}`, `Audit chain head: ${r.head}`, `  (keep it outside the audit log; check it later with: lifeboat audit verify --head ${r.head} --audit-db ${audit.path})`);
+  if (r.outcome !== 'succeeded') {
+    const cause = r.error && 'error' in r.error ? (r.error as { error: Error }).error : r.error;
+    const yes = cause instanceof NotConfirmedError ? ' --yes' : '';
+    lines.push(`Resume with: lifeboat playbook resume ${r.runId}${yes} --audit-db ${audit.path}`);
+  }
+  const json = {
+    runId: r.runId,
+    outcome: r.outcome,
+    head: r.head,
+    auditDb: audit.path,
+    runDir: r.runDir,
+    ran: r.ran,
+    skipped: r.skipped,
+    ...(r.failedStep ? { failedStep: r.failedStep } : {}),
+    ...(r.error ? { error: r.error.message } : {}),
+  };
+  let error: Error | undefined;
+  if (r.outcome === 'refused') error = new RefusedError(`run ${r.runId} refused: ${r.error?.message ?? ''}`);
+  else if (r.outcome === 'failed') error = new Error(`run ${r.runId} failed: ${r.error?.message ?? ''}`);
+  else if (r.outcome === 'interrupted') error = new RunInterruptedError(`run ${r.runId} ${r.error?.message ?? 'interrupted'}; resume with 'lifeboat playbook resume ${r.runId}'`);
+  return { text: lines.join('\n'), json, run: r, ...(error ? { error } : {}) };
+}
+
+/** Ctrl-C during a run: abort its signal (the current step sees it); a second one exits at once. */
+async function withInterrupt<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  const onInt = () => {
+    if (controller.signal.aborted) {
+      process.stderr.write('Interrupted again: exiting now; the run stays resumable.\n');
+      process.exit(1);
+    }
+    process.stderr.write('Interrupting: the run stops after the current step (Ctrl-C again to exit now).\n');
+    controller.abort();
+  };
+  process.on('SIGINT', onInt);
+  try {
+    return await fn(controller.signal);
+  } finally {
+    process.off('SIGINT', onInt);
+  }
+}
+
+/** A prompt cancelled with Ctrl-C before the run started: nothing was run or recorded. */
+async function cancellable<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    const name = (err as Error).name;
+    if (name === 'ExitPromptError' || name === 'AbortPromptError') throw new Error('cancelled at a prompt; nothing was run or recorded');
+    throw err;
+  }
+}

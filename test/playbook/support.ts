@@ -1,0 +1,54 @@
+// Helpers for the playbook tests: temp dirs, playbook files, the CLI as a child process.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// This file runs as dist/test/playbook/support.js: the project root is three levels up.
+export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+export const FAKE_STEPS = fileURLToPath(new URL('./fakeSteps.js', import.meta.url));
+
+export class TempDir {
+  readonly dir = mkdtempSync(path.join(os.tmpdir(), 'lifeboat-playbook-'));
+  path(...p: string[]): string {
+    return path.join(this.dir, ...p);
+  }
+  write(name: string, text: string): string {
+    const file = this.path(name);
+    writeFileSync(file, text);
+    return file;
+  }
+  remove(): void {
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** `lifeboat ARGS` without a terminal, with the fake steps, never touching ~/.local (XDG_STATE_HOME and HOME in `home`). */
+export function lifeboat(home: string, args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): CliResult {
+  const r = spawnSync(process.execPath, ['bin/run.js', ...args], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    env: {
+      ...process.env,
+      NO_COLOR: '1',
+      LIFEBOAT_DEBUG: '',
+      LIFEBOAT_FAULT: '',
+      LIFEBOAT_AUDIT_DB: '',
+      HOME: home,
+      XDG_STATE_HOME: path.join(home, 'state'),
+      LIFEBOAT_TEST_STEPS: FAKE_STEPS,
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: timeoutMs,
+  });
+  if (r.error) throw r.error;
+  return { code: r.status ?? (r.signal ? 128 : null), stdout: r.stdout, stderr: r.stderr };
+}
