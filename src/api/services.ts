@@ -1,5 +1,6 @@
 // etcd's v3 gRPC services (KV, Cluster, Maintenance) and grpc.health.v1 on top
 // of an EtcdBackend that the member implements. Errors are etcd's gRPC statuses.
+// Watch and Lease are registered next to them (watchService.ts, leaseService.ts).
 import * as grpc from '@grpc/grpc-js';
 import { createHash } from 'node:crypto';
 import { ErrLearnerNotSupported, EtcdError, GrpcCode } from '../errors.js';
@@ -66,7 +67,8 @@ export interface EtcdBackend {
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Handler = (call: any, cb: grpc.sendUnaryData<any>) => void;
 
-function toStatus(e: unknown): Partial<grpc.StatusObject> {
+/** An error as the gRPC status clients expect: etcd's code and text, or Unknown. */
+export function toStatus(e: unknown): Partial<grpc.StatusObject> {
   if (e instanceof EtcdError) return { code: e.code as number, details: e.message };
   const msg = e instanceof Error ? e.message : String(e);
   return { code: GrpcCode.Unknown as number, details: msg };

@@ -4,6 +4,8 @@ export { KvStore, type KvEntry, type KvOpenOptions, type KvWriter } from './kvSt
 export type { ClusterMetaReader, ClusterMetaWriter } from './clusterMeta.js';
 export type { KvSnapshotInfo } from './snapshotFile.js';
 export { decodeKvRequest, encodeKvRequest, type DecodedRequest } from './requestCodec.js';
+export { keyRange } from './mvccTxn.js';
+export type { KeyRange } from './revisionTables.js';
 export {
   checkDeleteRequest,
   checkPutRequest,
@@ -11,5 +13,5 @@ export {
   checkTxnRequest,
   DEFAULT_MAX_TXN_OPS,
 } from './requestCheck.js';
-export { encodeKeyValue, revisionKey } from './keyValueCodec.js';
+export { encodeKeyValue, revisionKey, type StoredRevision } from './keyValueCodec.js';
 export * from './types.js';

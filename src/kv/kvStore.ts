@@ -12,9 +12,12 @@ import { hashKv, hashStore } from './kvHash.js';
 import { openKvDatabase } from './kvSchema.js';
 import { keyRange, ReadTxn, WriteTxn, type Revisions } from './mvccTxn.js';
 import { runReadJob, type ReadJob } from './readJob.js';
-import { RevisionTables } from './revisionTables.js';
+import { RevisionTables, type KeyRange } from './revisionTables.js';
+import type { StoredRevision } from './keyValueCodec.js';
 import { restoreSnapshot, saveSnapshot, verifySnapshot, type KvSnapshotInfo } from './snapshotFile.js';
-import type { HashKvResult, KvApplyResult, KvRequest, RangeRequest, RangeResponse } from './types.js';
+import { EventType, type HashKvResult, type HistoryBatch, type KeyValue, type KvApplyResult, type KvEvent, type KvRequest, type RangeRequest, type RangeResponse } from './types.js';
+
+const EMPTY = Buffer.alloc(0);
 
 /** What an apply callback may change, all inside the entry's transaction. */
 export interface KvWriter {
@@ -66,6 +69,8 @@ export class KvStore {
   private readonly writer: KvWriter;
   /** Mutated in place (never replaced): transactions hold references to it. */
   private readonly state: StoreState;
+  /** The last revision importRevisions wrote (main, sub). */
+  private imported: [number, number] = [-1, -1];
   private closed = false;
 
   private constructor(
@@ -146,6 +151,32 @@ export class KvStore {
   /** Keys attached to a lease, in key order (for lease revocation and TimeToLive). */
   leaseKeys(id: bigint): Buffer[] {
     return this.tables.keysWithLease(id);
+  }
+
+  /**
+   * Watch history: puts and deletes in revisions [from, to] of the keys in `range`
+   * (every key when null), in revision order. At most about `limits.rows` events or
+   * `limits.bytes` of keys and values, but a revision is never split; the batch is
+   * complete through `through`. Revisions below the compacted one may be missing:
+   * check compactRevision() first.
+   */
+  history(range: KeyRange | null, from: number, to: number, limits: { rows: number; bytes: number }): HistoryBatch {
+    const { rows, through } = this.tables.history(range, from, Math.min(to, this.state.current), limits.rows, limits.bytes);
+    const events = rows.map((r): KvEvent => {
+      const key = Buffer.from(r[0], 'hex');
+      if (r[6] === 1) {
+        return { type: EventType.Delete, kv: { key, createRevision: 0, modRevision: r[1], version: 0, value: EMPTY, lease: 0n } };
+      }
+      const kv = { key, modRevision: r[1], createRevision: r[3], version: r[4], lease: r[5] === 0 ? 0n : BigInt(r[5]), value: r[7] ? Buffer.from(r[7], 'hex') : EMPTY };
+      return { type: EventType.Put, kv };
+    });
+    return { events, through: Math.min(through, this.state.current) };
+  }
+
+  /** The key as of revision `rev` (a watch event's prev_kv): undefined if absent or compacted away. */
+  keyAt(key: Buffer, rev: number): KeyValue | undefined {
+    if (rev <= 0 || rev < this.state.compacted || rev > this.state.current) return undefined;
+    return this.tables.rangeAt(keyRange(key), rev, rev === this.state.current, 1, false)[0];
   }
 
   /** etcd's HashKV at `revision` (0: current). Throws EtcdError (compacted, future revision). */
@@ -246,6 +277,60 @@ export class KvStore {
         this.state.compacted = this.state.current;
       }
     });
+  }
+
+  // --- Import (migration from etcd's `key` bucket)
+
+  /**
+   * Writes stored revisions as they are, each with its own create revision,
+   * version and lease; a tombstone takes its key out of the live set. Only into a
+   * store nothing has been applied to, in increasing (main, sub) order across
+   * calls. The store's revision follows the highest imported; see setRevision.
+   */
+  importRevisions(batch: readonly StoredRevision[]): void {
+    this.assertNotApplied('import revisions');
+    const blob = (b: Uint8Array) => (Buffer.isBuffer(b) ? b : Buffer.from(b));
+    this.atomically(() => {
+      for (const r of batch) {
+        const [m, s] = this.imported;
+        if (r.main < m || (r.main === m && r.sub <= s)) {
+          throw new Error(`kv: imported revision ${r.main}_${r.sub} does not come after ${m}_${s}; revisions must be imported in order`);
+        }
+        if (r.tombstone) this.tables.writeTombstone(blob(r.key), r.main, r.sub);
+        else this.tables.writePut(blob(r.key), r.main, r.sub, r.createRevision, r.version, r.lease, blob(r.value));
+        this.imported = [r.main, r.sub];
+        if (r.main > this.state.current) this.state.current = r.main;
+      }
+    });
+  }
+
+  /**
+   * After importRevisions: sets the store's revision (not below the last imported)
+   * and its compaction point (-1: none), removing what that compaction makes
+   * unreachable, as etcd finishes a scheduled compaction when it opens its backend.
+   */
+  setRevision(current: number, compacted: number): void {
+    this.assertNotApplied('set the revision');
+    if (!Number.isSafeInteger(current) || current < this.state.current) {
+      throw new RangeError(`kv: revision ${current} is below the store's ${this.state.current}`);
+    }
+    if (!Number.isSafeInteger(compacted) || compacted < -1 || compacted > current) {
+      throw new RangeError(`kv: compaction revision ${compacted} must be between -1 and ${current}`);
+    }
+    this.atomically(() => {
+      this.state.current = current;
+      if (compacted > this.state.compacted) {
+        this.tables.compact(this.state.compacted, compacted);
+        this.state.compacted = compacted;
+      }
+    });
+  }
+
+  private assertNotApplied(what: string): void {
+    this.assertOpen();
+    if (this.state.appliedIndex !== 0) {
+      throw new Error(`kv: cannot ${what} in ${this.path}: entries up to ${this.state.appliedIndex} are applied; import only into a new store`);
+    }
   }
 
   private applyOne(req: KvRequest): KvApplyResult {

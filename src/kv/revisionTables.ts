@@ -30,6 +30,9 @@ const LEASE = (t: string) => `iif(${t}.lease = 0, 0, CAST(${t}.lease AS TEXT))`;
 // ranges measured 1.5x faster).
 type Row = [string, number, number, number, number | string, string | null];
 
+/** A history row: hex(key), main, sub, create, version, lease, tombstone, hex(value). */
+export type HistoryRow = [string, number, number, number, number, number | string, number, string];
+
 function toKeyValue(r: Row): KeyValue {
   return {
     key: Buffer.from(r[0], 'hex'),
@@ -135,6 +138,34 @@ export class RevisionTables {
         : `SELECT count(*) FROM kv k WHERE ${HISTORICAL(bounded)}`,
     );
     return s.pluck().get({ ...binds(r), ...(latest ? {} : { rev }) }) as number;
+  }
+
+  /**
+   * Stored revisions with from <= main <= to, in revision order, of the keys in `r`
+   * (every key when null): watch history. Stops once `maxRows` rows or `maxBytes` of
+   * keys and values are read, but never inside a revision; `through` is the last
+   * revision the rows are complete for (`to` when nothing was left out). Rows at or
+   * below a compaction may be gone; the caller checks the compacted revision first.
+   */
+  history(r: KeyRange | null, from: number, to: number, maxRows: number, maxBytes: number): { rows: HistoryRow[]; through: number } {
+    const name = `history:${r === null ? 'a' : r.end ? 'b' : 'u'}`;
+    const s = this.stmt(name, () =>
+      `SELECT hex(k.key), k.main, k.sub, k.create_rev, k.version, ${LEASE('k')}, k.tombstone, hex(k.value) FROM kv k
+       WHERE k.main >= @from AND k.main <= @to ${r === null ? '' : `AND k.key >= @key ${r.end ? 'AND k.key < @end' : ''}`}
+       ORDER BY k.main, k.sub`,
+    ).raw(true);
+    const rows: HistoryRow[] = [];
+    let bytes = 0;
+    let stopAt = -1;
+    for (const row of s.iterate({ from, to, ...(r === null ? {} : binds(r)) }) as IterableIterator<HistoryRow>) {
+      if (stopAt >= 0 && row[1] !== stopAt) {
+        return { rows, through: stopAt };
+      }
+      rows.push(row);
+      bytes += (row[0].length + row[7].length) / 2;
+      if (stopAt < 0 && (rows.length >= maxRows || bytes >= maxBytes)) stopAt = row[1];
+    }
+    return { rows, through: to };
   }
 
   /** Existing keys attached to a lease, in key order. */

@@ -194,6 +194,27 @@ export interface Alarm {
   alarm: AlarmType;
 }
 
+/** etcd's mvccpb.Event.EventType. */
+export enum EventType {
+  Put = 0,
+  Delete = 1,
+}
+
+/**
+ * One change in the store's history (a watch event). A delete carries only the key
+ * and its tombstone's revision in mod_revision, as etcd's do.
+ */
+export interface KvEvent {
+  type: EventType;
+  kv: KeyValue;
+}
+
+/** A page of history: complete for every revision up to and including `through`. */
+export interface HistoryBatch {
+  events: KvEvent[];
+  through: number;
+}
+
 export interface LeaseRecord {
   id: bigint;
   ttl: number;

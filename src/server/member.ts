@@ -24,6 +24,8 @@ import {
 } from '../errors.js';
 import { listenWithAuthorityRewrite, type AuthorityRewriteListener } from '../api/authorityRewrite.js';
 import { registerEtcdServices, type EtcdBackend, type Header, type StatusInfo } from '../api/services.js';
+import { registerLeaseService, type LeaseBackend, type LeaseTimeToLive } from '../api/leaseService.js';
+import { OpenStreams, registerWatchService, type WatchBackend, type WatchSession, type WatchSink } from '../api/watchService.js';
 import { decodeKvRequest, encodeKvRequest, KvStore } from '../kv/index.js';
 import {
   AlarmType,
@@ -55,9 +57,11 @@ import { hex, runtimeMemberId } from './identity.js';
 import type { Logger } from './logger.js';
 import { writeMarker } from './markers.js';
 import { checkAdd, checkPromote, checkUpdate, decodeMemberContext, encodeMemberContext, strictAddCheck, strictRemoveCheck } from './membership.js';
-import { Metrics } from './metrics.js';
+import { Leases } from './leases.js';
 import { PendingProposals, ReadIndexBatcher } from './proposals.js';
 import { decodeServerRequest, encodeServerRequest, type ServerRequest } from './serverRequests.js';
+import { DEFAULT_PROGRESS_INTERVAL_MS, WatchHub } from './watchHub.js';
+import { MemberMetrics } from './watchMetrics.js';
 
 export const SERVER_VERSION = '3.4.23-lifeboat';
 /** Peers count as connected for the strict reconfiguration check after this long. */
@@ -85,13 +89,13 @@ export interface MemberParts {
   memberId: bigint;
 }
 
-type ApplyOutcome = { kv?: KvApplyResult; members?: MemberInfo[]; member?: MemberInfo };
+type ApplyOutcome = { kv?: KvApplyResult; members?: MemberInfo[]; member?: MemberInfo; error?: EtcdError };
 
-export class Member implements EtcdBackend, TransportHost {
+export class Member implements EtcdBackend, WatchBackend, LeaseBackend, TransportHost {
   readonly memberId: bigint;
   readonly cfg: ServerConfig;
   readonly log: Logger;
-  readonly metrics = new Metrics();
+  readonly metrics = new MemberMetrics();
   private readonly storage: RaftStorage;
   private kv: KvStore;
   private readonly driver: RaftDriver;
@@ -113,6 +117,12 @@ export class Member implements EtcdBackend, TransportHost {
   private checkpointTimer: NodeJS.Timeout | undefined;
   private readonly heartbeatSentAt = new Map<bigint, number>();
   private checkpointing: Promise<unknown> | undefined;
+  /** Watches on this member, fed from its own applies (watchHub.ts). */
+  private readonly watchHub: WatchHub;
+  private readonly leases: Leases;
+  private readonly streams: OpenStreams;
+  /** When this member last lost its leader (Date.now()); 0 while it has one. */
+  private leaderlessAt = Date.now();
 
   constructor(p: MemberParts) {
     this.cfg = p.cfg;
@@ -147,6 +157,24 @@ export class Member implements EtcdBackend, TransportHost {
       this.requestTimeoutMs,
     );
     this.metrics.dbSize = () => this.kv.dbSize();
+    const progressMs = Number(process.env.LIFEBOAT_WATCH_PROGRESS_NOTIFY_INTERVAL_MS) || DEFAULT_PROGRESS_INTERVAL_MS;
+    this.watchHub = new WatchHub(() => this.kv, this.log, progressMs);
+    this.leases = new Leases(
+      {
+        log: this.log,
+        kv: () => this.kv,
+        isLeader: () => this.state === StateType.Leader,
+        hasLeader: () => this.lead !== NONE,
+        leaderCaughtUp: () => this.kv.appliedTerm() === this.driver.raft.status().term,
+        proposeLease: (req) => this.proposeServer(req),
+        forwardToLeader: (method, json, timeoutMs) => this.transport.forward(this.lead, method, json, timeoutMs),
+        stopping: () => this.stopping,
+      },
+      { electionMs: p.cfg.electionMs, requestTimeoutMs: this.requestTimeoutMs },
+    );
+    this.streams = new OpenStreams({ leaderlessMs: () => (this.leaderlessAt > 0 ? Date.now() - this.leaderlessAt : 0), noLeaderCancelMs: 3 * p.cfg.electionMs });
+    this.metrics.watchStats = () => this.watchHub.stats();
+    this.metrics.leaseStats = () => ({ leases: this.kv.cluster.leases().length, granted: this.leases.granted, revoked: this.leases.revoked, expired: this.leases.expired });
   }
 
   // ---- lifecycle -----------------------------------------------------------
@@ -155,6 +183,8 @@ export class Member implements EtcdBackend, TransportHost {
     await this.transport.listen(this.cfg.listenPeerUrls);
     this.refreshPeers();
     registerEtcdServices(this.clientServer, this);
+    registerWatchService(this.clientServer, this, this.streams);
+    registerLeaseService(this.clientServer, this, this.streams);
     for (const url of this.cfg.listenClientUrls) {
       try {
         this.clientListeners.push(await listenWithAuthorityRewrite(this.clientServer, hostPort(url)));
@@ -164,6 +194,7 @@ export class Member implements EtcdBackend, TransportHost {
     }
     await this.metrics.listen(this.cfg.listenMetricsUrls);
     this.driver.start();
+    this.leases.start();
     this.publishTimer = setInterval(() => this.maybePublish(), 500);
     // SQLite's WAL is checkpointed in a worker thread, never inside an apply.
     this.checkpointTimer = setInterval(() => this.checkpoint(), 1000);
@@ -189,10 +220,21 @@ export class Member implements EtcdBackend, TransportHost {
     if (this.checkpointTimer) clearInterval(this.checkpointTimer);
     this.driver.stop();
     await this.checkpointing;
+    this.leases.stop();
     this.proposals.rejectAll(ErrStopped);
     this.reads.rejectAll(ErrStopped);
+    // Watch and keep-alive streams never end by themselves: end them, or shutdown waits forever.
+    this.streams.closeAll();
+    this.watchHub.stop();
     for (const l of this.clientListeners) l.stopAccepting();
-    await new Promise<void>((resolve) => this.clientServer.tryShutdown(() => resolve()));
+    // Bounded: a stream whose client stopped reading never finishes flushing.
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 2000);
+      this.clientServer.tryShutdown(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
     this.clientServer.forceShutdown();
     await Promise.all(this.clientListeners.map((l) => l.close()));
     await this.transport.close();
@@ -222,8 +264,13 @@ export class Member implements EtcdBackend, TransportHost {
       else if (s.lead !== NONE) this.log.info({ leader: hex(s.lead), term: this.driver.raft.status().term }, 'leader changed');
       else this.log.warn({}, 'no leader');
     }
+    const wasLeader = this.state === StateType.Leader;
     this.lead = s.lead;
     this.state = s.state;
+    if (s.lead === NONE) this.leaderlessAt ||= Date.now();
+    else this.leaderlessAt = 0;
+    if (s.state === StateType.Leader && !wasLeader) this.leases.promote();
+    else if (s.state !== StateType.Leader && wasLeader) this.leases.demote();
     this.metrics.hasLeader = s.lead !== NONE ? 1 : 0;
     this.metrics.isLeader = s.state === StateType.Leader ? 1 : 0;
     if (s.lead !== NONE && this.noLeaderQueue.length > 0) {
@@ -263,6 +310,8 @@ export class Member implements EtcdBackend, TransportHost {
     // The leader's snapshot is now also ours: the next compaction counts from it.
     this.snapshotIndex = s.meta.index;
     this.refreshPeers();
+    this.leases.storeReplaced();
+    this.watchHub.storeReplaced();
   }
 
   private applyEntries(entries: Entry[]): void {
@@ -278,6 +327,7 @@ export class Member implements EtcdBackend, TransportHost {
     for (const [id, o] of outcomes) this.proposals.resolve(id, o);
     for (const ev of events) ev();
     this.reads.appliedTo(this.kv.appliedIndex());
+    this.watchHub.notify();
   }
 
   private applyNormal(e: Entry, outcomes: Array<[bigint, ApplyOutcome]>, events: Array<() => void>): void {
@@ -288,10 +338,20 @@ export class Member implements EtcdBackend, TransportHost {
     const server = decodeServerRequest(e.data);
     if (server) {
       const { id } = decodeKvRequest(e.data);
+      const outcome: ApplyOutcome = {};
       this.kv.apply(e.index, e.term, (w) => {
         if ('publish' in server) {
           const m = w.cluster.member(server.publish.memberId);
           if (m) w.cluster.putMember({ ...m, name: server.publish.name, clientURLs: server.publish.clientURLs });
+        } else if ('leaseGrant' in server) {
+          const { id: lease, ttl } = server.leaseGrant;
+          outcome.error = this.leases.applyGrant(w, lease, ttl);
+          if (!outcome.error) events.push(() => this.leases.afterGrant(lease, ttl));
+        } else if ('leaseRevoke' in server) {
+          const lease = server.leaseRevoke.id;
+          outcome.error = this.leases.applyRevoke(w, lease);
+          const found = !outcome.error;
+          events.push(() => this.leases.afterRevoke(lease, found));
         } else if (server.alarm.action === 'ACTIVATE') {
           if (w.cluster.activateAlarm({ memberId: server.alarm.memberId, alarm: server.alarm.alarm })) {
             events.push(() => this.log.warn({ alarm: AlarmType[server.alarm.alarm], member: hex(server.alarm.memberId) }, 'alarm raised'));
@@ -300,7 +360,7 @@ export class Member implements EtcdBackend, TransportHost {
           w.cluster.deactivateAlarm({ memberId: server.alarm.memberId, alarm: server.alarm.alarm });
         }
       });
-      outcomes.push([id, {}]);
+      outcomes.push([id, outcome]);
       return;
     }
     const { id, request } = decodeKvRequest(e.data);
@@ -548,6 +608,9 @@ export class Member implements EtcdBackend, TransportHost {
           return ok(await this.memberPromote(args.id));
         case 'Alarm':
           return ok(await this.alarm(args.action, args.memberId, args.alarm));
+        case 'LeaseRenew':
+        case 'LeaseTimeToLive':
+          return ok(await this.leases.forwarded(method, args));
         default:
           throw new Error(`unknown forwarded method ${method}`);
       }
@@ -711,6 +774,32 @@ export class Member implements EtcdBackend, TransportHost {
 
   async defragment(): Promise<void> {
     this.kv.defragment();
+  }
+
+  // ---- WatchBackend, LeaseBackend ----------------------------------------------
+
+  openWatchSession(sink: WatchSink): WatchSession {
+    return this.watchHub.open(sink);
+  }
+
+  leaseGrant(ttl: number, id: bigint): Promise<{ id: bigint; ttl: number }> {
+    return this.leases.grant(ttl, id);
+  }
+
+  leaseRevoke(id: bigint): Promise<void> {
+    return this.leases.revoke(id);
+  }
+
+  leaseRenew(id: bigint): Promise<number> {
+    return this.leases.renew(id);
+  }
+
+  leaseTimeToLive(id: bigint, keys: boolean): Promise<LeaseTimeToLive> {
+    return this.leases.timeToLive(id, keys);
+  }
+
+  async leaseLeases(): Promise<bigint[]> {
+    return this.leases.list();
   }
 
   // ---- TransportHost ----------------------------------------------------------

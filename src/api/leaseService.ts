@@ -1,0 +1,100 @@
+// etcd's Lease service (etcdserverpb.Lease) on top of a LeaseBackend the member
+// implements (src/server/leases.ts). Answers follow etcd v3.4's v3rpc/lease.go: a
+// keep-alive or time-to-live of an unknown lease is an answer (TTL 0, TTL -1), not
+// an error; LeaseKeepAlive answers each request in order on its stream.
+import * as grpc from '@grpc/grpc-js';
+import { ErrLearnerNotSupported } from '../errors.js';
+import { service } from './protos.js';
+import { toStatus, type Header } from './services.js';
+import { endWith, type OpenStreams } from './watchService.js';
+
+export interface LeaseTimeToLive {
+  /** Remaining seconds; -1 when the lease does not exist. */
+  ttl: number;
+  grantedTtl: number;
+  keys: Buffer[];
+}
+
+export interface LeaseBackend {
+  header(revision: number): Header;
+  currentRevision(): number;
+  isLearner(): boolean;
+  /** id 0n: the member picks one. Resolves to the lease as granted (TTL raised to the minimum). */
+  leaseGrant(ttl: number, id: bigint): Promise<{ id: bigint; ttl: number }>;
+  leaseRevoke(id: bigint): Promise<void>;
+  /** The lease's TTL after the renewal, 0 when it does not exist (expired or revoked). */
+  leaseRenew(id: bigint): Promise<number>;
+  leaseTimeToLive(id: bigint, keys: boolean): Promise<LeaseTimeToLive>;
+  leaseLeases(): Promise<bigint[]>;
+}
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+type Handler = (call: any, cb: grpc.sendUnaryData<any>) => void;
+
+function unary(b: LeaseBackend, fn: (req: any) => Promise<unknown>): Handler {
+  return (call, cb) => {
+    const run = b.isLearner() ? Promise.reject(ErrLearnerNotSupported) : fn(call.request);
+    run.then(
+      (r) => cb(null, r),
+      (e) => cb(toStatus(e) as grpc.ServiceError),
+    );
+  };
+}
+
+const big = (v: unknown): bigint => (v === undefined || v === null || v === '' ? 0n : BigInt(v as string));
+
+export function registerLeaseService(server: grpc.Server, b: LeaseBackend, streams: OpenStreams): void {
+  const h = () => b.header(b.currentRevision());
+  server.addService(service('etcdserverpb.Lease').service, {
+    LeaseGrant: unary(b, async (w) => {
+      const l = await b.leaseGrant(Number(w.TTL ?? 0), big(w.ID));
+      return { header: h(), ID: l.id.toString(), TTL: String(l.ttl), error: '' };
+    }),
+    LeaseRevoke: unary(b, async (w) => {
+      await b.leaseRevoke(big(w.ID));
+      return { header: h() };
+    }),
+    LeaseTimeToLive: unary(b, async (w) => {
+      const id = big(w.ID);
+      const r = await b.leaseTimeToLive(id, !!w.keys);
+      return { header: h(), ID: id.toString(), TTL: String(r.ttl), grantedTTL: String(r.grantedTtl), keys: r.keys };
+    }),
+    LeaseLeases: unary(b, async () => ({ header: h(), leases: (await b.leaseLeases()).map((id) => ({ ID: id.toString() })) })),
+    LeaseKeepAlive: (call: grpc.ServerDuplexStream<{ ID?: string }, unknown>) => {
+      if (b.isLearner()) {
+        endWith(call, ErrLearnerNotSupported);
+        return;
+      }
+      if (!streams.add(call)) return;
+      let done = false;
+      // One renewal at a time, answered in the order asked.
+      let chain: Promise<void> = Promise.resolve();
+      call.on('data', (req: { ID?: string }) => {
+        const id = big(req.ID);
+        chain = chain.then(async () => {
+          if (done) return;
+          try {
+            const ttl = await b.leaseRenew(id);
+            if (!done) call.write({ header: h(), ID: id.toString(), TTL: String(ttl) });
+          } catch (e) {
+            if (done) return;
+            done = true;
+            endWith(call, e);
+          }
+        });
+      });
+      const stop = () => {
+        done = true;
+      };
+      call.on('end', () => {
+        chain.then(() => {
+          if (!done) call.end();
+          done = true;
+        });
+      });
+      call.on('error', stop);
+      call.on('cancelled', stop);
+      call.on('close', stop);
+    },
+  });
+}

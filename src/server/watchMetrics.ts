@@ -1,0 +1,44 @@
+// The member's metrics plus its watchers and leases, under etcd's names where etcd
+// has one (etcd_debugging_mvcc_*, etcd_debugging_lease_*) and lifeboat_watch_* for
+// the bytes waiting on slow watch streams, the number that shows memory is bounded.
+import { Metrics } from './metrics.js';
+import type { WatchStats } from './watchHub.js';
+
+export interface LeaseStats {
+  leases: number;
+  granted: number;
+  revoked: number;
+  expired: number;
+}
+
+export class MemberMetrics extends Metrics {
+  watchStats: () => WatchStats | undefined = () => undefined;
+  leaseStats: () => LeaseStats | undefined = () => undefined;
+
+  override render(): string {
+    const g = (name: string, help: string, type: 'counter' | 'gauge', v: number) => `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name} ${v}`;
+    const lines: string[] = [];
+    const w = this.watchStats();
+    if (w) {
+      lines.push(
+        g('etcd_debugging_mvcc_watch_stream_total', 'Total number of watch streams.', 'gauge', w.streams),
+        g('etcd_debugging_mvcc_watcher_total', 'Total number of watchers.', 'gauge', w.watchers),
+        g('etcd_debugging_mvcc_slow_watcher_total', 'Total number of unsynced slow watchers.', 'gauge', w.slowWatchers),
+        g('etcd_debugging_mvcc_events_total', 'Total number of events sent by this member.', 'counter', w.eventsSent),
+        g('lifeboat_watch_pending_bytes', 'Bytes written to watch streams and not yet sent to their clients, all streams.', 'gauge', w.pendingBytes),
+        g('lifeboat_watch_stream_pending_bytes_max', 'Bytes waiting to be sent on the most backed-up watch stream.', 'gauge', w.maxStreamPendingBytes),
+        g('lifeboat_watch_compacted_cancels_total', 'Watches cancelled because their next revision was compacted.', 'counter', w.compactedCancels),
+      );
+    }
+    const l = this.leaseStats();
+    if (l) {
+      lines.push(
+        g('etcd_debugging_lease_total', 'The number of leases.', 'gauge', l.leases),
+        g('etcd_debugging_lease_granted_total', 'The total number of granted leases.', 'counter', l.granted),
+        g('etcd_debugging_lease_revoked_total', 'The total number of revoked leases.', 'counter', l.revoked),
+        g('lifeboat_lease_expired_total', 'Leases this member found expired (as leader) and proposed to revoke.', 'counter', l.expired),
+      );
+    }
+    return super.render() + (lines.length > 0 ? lines.join('\n') + '\n' : '');
+  }
+}
