@@ -3,11 +3,12 @@ import { BaseCommand } from '../../src/cli/baseCommand.js';
 import { restoreSnapshot, type RestoreResult } from '../../src/recovery/restore.js';
 
 export default class SnapshotRestore extends BaseCommand {
-  static override description = `Restore a snapshot into a new data dir for a one-member cluster with a new cluster ID (recording the old one as its parent). The data dir must not exist or be empty; it is built in DIR.part and renamed. Prints the command that starts the member.`;
+  static override description = `Restore a snapshot into a new data dir for a one-member cluster with a new cluster ID (recording the old one as its parent). The data dir must not exist or be empty; it is built in DIR.part and renamed. Prints the command that starts the member. Also restores a real etcd snapshot (or, with --skip-hash-check, a raw member/snap/db): every key with its revisions, versions and lease, and the leases.`;
 
   static override examples = [
     '<%= config.bin %> snapshot restore backup.db --data-dir /var/lib/lifeboat/m1 --name m1 --initial-advertise-peer-urls http://10.0.0.1:2380',
     '<%= config.bin %> snapshot restore backup.db --data-dir /var/lib/lifeboat/m1 --name m1 --initial-advertise-peer-urls http://10.0.0.1:2380 --bump-revision 1000000 --mark-compacted',
+    '<%= config.bin %> snapshot restore /backup/etcd/member/snap/db --skip-hash-check --data-dir /var/lib/lifeboat/m1 --name m1 --initial-advertise-peer-urls http://10.0.0.1:2380',
   ];
 
   static override args = {
@@ -21,7 +22,7 @@ export default class SnapshotRestore extends BaseCommand {
     'initial-cluster-token': Flags.string({ description: 'token the member ID derives from', default: 'etcd-cluster' }),
     'bump-revision': Flags.integer({ description: 'raise the store revision by N so no client sees it go back (needs --mark-compacted)', default: 0 }),
     'mark-compacted': Flags.boolean({ description: 'mark every revision before the new one compacted, so watchers relist (needs --bump-revision)', default: false }),
-    'skip-hash-check': Flags.boolean({ description: 'accept a file without a sha256 trailer (a raw kv.db copy)', default: false }),
+    'skip-hash-check': Flags.boolean({ description: 'accept a file without a sha256 trailer (a raw kv.db or etcd member/snap/db copy)', default: false }),
   };
 
   async run(): Promise<void> {
@@ -39,6 +40,7 @@ export default class SnapshotRestore extends BaseCommand {
       [
         `Restored ${r.keys} keys at revision ${r.revision} into ${r.dataDir}`,
         `member ${r.memberId} in new cluster ${r.clusterId} (parent ${r.parentClusterId})`,
+        ...(r.notCarriedOver ?? []).map((n) => `not carried over: ${n}`),
         'Start it with:',
         `  ${r.serverCommand}`,
       ].join('\n'),

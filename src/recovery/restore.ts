@@ -14,7 +14,8 @@ import { hex, memberIdFor, newClusterId } from '../server/identity.js';
 import { kvPath } from '../storage/layout.js';
 import { RaftStorage } from '../storage/raftStorage.js';
 import { isValidMemberUrl } from '../transport/urls.js';
-import { snapshotKind } from './snapshotFormat.js';
+import { importEtcdDb, requireTrailer, TrailerError } from '../etcdfile/index.js';
+import { derivedEtcdClusterId, snapshotKind } from './snapshotFormat.js';
 
 export interface RestoreOptions {
   dataDir: string;
@@ -41,6 +42,8 @@ export interface RestoreResult {
   uncommittedKept: number;
   /** The command line that starts the restored member. */
   serverCommand: string;
+  /** From an etcd file: what it holds that the new cluster does not take over. */
+  notCarriedOver?: string[];
 }
 
 function checkOptions(o: RestoreOptions): void {
@@ -145,14 +148,12 @@ async function buildAtomically(o: RestoreOptions, build: (part: string) => Promi
   }
 }
 
-/** `snapshot restore`: a Lifeboat snapshot file (SQLite database + sha256 trailer). */
+/** `snapshot restore`: a Lifeboat snapshot file (SQLite database + sha256 trailer), or an etcd one. */
 export async function restoreSnapshot(file: string, o: RestoreOptions): Promise<RestoreResult> {
   checkOptions(o);
   if (!fs.existsSync(file)) throw new InputError(`snapshot ${file} does not exist; check the path`);
   const kind = await snapshotKind(file);
-  if (kind.format === 'etcd') {
-    throw new InputError(`${file} is a real etcd (bbolt) snapshot; this version of lifeboat cannot read it yet (it comes with the migration work)`);
-  }
+  if (kind.format === 'etcd') return restoreEtcdFile(file, o);
   if (kind.format !== 'lifeboat') throw new InputError(`${file} is not a snapshot lifeboat can read (${kind.detail})`);
   if (!kind.hasTrailer && !o.skipHashCheck) throw new InputError(`snapshot ${file} has no sha256 trailer; use --skip-hash-check for a raw kv.db copy`);
   const memberId = memberIdFor(o.initialAdvertisePeerUrls, o.initialClusterToken ?? 'etcd-cluster');
@@ -165,6 +166,42 @@ export async function restoreSnapshot(file: string, o: RestoreOptions): Promise<
         fs.copyFileSync(file, kvPath(part));
       }
       return await finish(o, part, storage, memberId, (kv) => singleVoterState(kv, memberId), 0);
+    } finally {
+      storage.close();
+    }
+  });
+}
+
+/**
+ * An etcd snapshot or raw member/snap/db (bbolt), checked as etcdctl checks it
+ * (sha256 trailer unless --skip-hash-check). Every stored revision, the revision and
+ * compaction point, and the leases carry over. The parent cluster ID recorded is
+ * the one etcd derived from its founding members, when the file shows membership
+ * never changed; otherwise 0 (etcd does not store its cluster ID in the backend).
+ */
+async function restoreEtcdFile(file: string, o: RestoreOptions): Promise<RestoreResult> {
+  try {
+    requireTrailer(file, !!o.skipHashCheck);
+  } catch (err) {
+    if (err instanceof TrailerError && err.kind === 'missing') throw new InputError(err.message);
+    throw err;
+  }
+  const memberId = memberIdFor(o.initialAdvertisePeerUrls, o.initialClusterToken ?? 'etcd-cluster');
+  return buildAtomically(o, async (part) => {
+    const { storage } = RaftStorage.open(part, { identity: { memberId, clusterId: 0n } });
+    try {
+      const { summary, notCarriedOver } = importEtcdDb(file, kvPath(part));
+      const parent = derivedEtcdClusterId(summary);
+      if (parent !== 0n) {
+        const kv = KvStore.open(kvPath(part));
+        try {
+          kv.writeLocal((c) => c.setClusterId(parent));
+        } finally {
+          kv.close();
+        }
+      }
+      const result = await finish(o, part, storage, memberId, (kv) => singleVoterState(kv, memberId), 0);
+      return { ...result, notCarriedOver };
     } finally {
       storage.close();
     }

@@ -1,11 +1,14 @@
 // What a snapshot file is, and its status: a Lifeboat snapshot (the KV's SQLite
 // database followed by its sha256, 512-byte aligned as etcdctl expects) or a
-// real etcd one (bbolt), which only the migration work will read.
+// real etcd one (bbolt: a snapshot with its sha256 trailer, or a raw member/snap/db),
+// read by src/etcdfile.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { KvStore } from '../kv/index.js';
 import { InputError } from '../client/errors.js';
+import { checkTrailer, looksLikeBolt, scanEtcdDb, type EtcdDbSummary } from '../etcdfile/index.js';
+import { clusterIdFor } from '../server/identity.js';
 
 const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
 const BBOLT_MAGIC = 0xed0cdaed;
@@ -22,39 +25,121 @@ export async function snapshotKind(file: string): Promise<SnapshotKind> {
   const size = fs.statSync(file).size;
   const fd = fs.openSync(file, 'r');
   const head = Buffer.alloc(32);
+  let bolt = false;
   try {
     fs.readSync(fd, head, 0, 32, 0);
+    // meta page 0 damaged: meta page 1 may still say bbolt
+    bolt = head.readUInt32LE(16) === BBOLT_MAGIC || (!head.subarray(0, 16).equals(SQLITE_MAGIC) && looksLikeBolt(fd, size));
   } finally {
     fs.closeSync(fd);
   }
   const hasTrailer = size % 512 === 32;
   if (head.subarray(0, 16).equals(SQLITE_MAGIC)) return { format: 'lifeboat', size, hasTrailer, detail: 'Lifeboat snapshot' };
-  if (head.readUInt32LE(16) === BBOLT_MAGIC) return { format: 'etcd', size, hasTrailer, detail: 'etcd (bbolt) snapshot' };
+  if (bolt) return { format: 'etcd', size, hasTrailer, detail: hasTrailer ? 'etcd (bbolt) snapshot' : 'etcd (bbolt) database without a sha256 trailer (a raw member/snap/db?)' };
   return { format: 'unknown', size, hasTrailer, detail: size < 32 ? `only ${size} bytes` : 'neither a Lifeboat nor an etcd snapshot' };
 }
 
 export interface SnapshotStatus {
   file: string;
-  format: 'lifeboat';
-  /** Whole-store hash (Maintenance.Hash's), in hex. */
+  format: 'lifeboat' | 'etcd';
+  /** Whole-store hash (Maintenance.Hash's), in hex. etcd: `etcdctl snapshot status`'s CRC-32C. */
   hash: string;
   revision: number;
+  /** etcd: etcdctl's totalKey (every element of every bucket); see etcd.liveKeys. */
   totalKeys: number;
+  /** etcd: etcdctl's totalSize (meta.pgid × page size). */
   totalSize: number;
+  /** etcd: sha256 of the bbolt bytes, what the trailer must hold (see etcd.trailer). */
   sha256: string;
+  /** etcd: consistent_index. */
   appliedIndex: number;
+  /** etcd: not stored in the file; derived from the members (see etcd.clusterIdDerived). */
   clusterId: string;
   parentClusterId?: string;
   members: Array<{ id: string; name: string; peerURLs: string[]; clientURLs: string[]; isLearner: boolean }>;
+  /** Only for an etcd file. */
+  etcd?: EtcdFileStatus;
 }
 
-/** Verifies the checksum first, then reads the snapshot's contents. */
+export interface EtcdFileStatus {
+  /** The sha256 trailer: verified, absent (a raw member/snap/db), or present and wrong. */
+  trailer: 'verified' | 'absent' | 'mismatch';
+  storedSha256?: string;
+  /** Keys that exist at the last revision. */
+  liveKeys: number;
+  storedRevisions: number;
+  /** finishedCompactRev; -1 when never compacted. */
+  compactRevision: number;
+  clusterVersion?: string;
+  /** How clusterId was found: etcd keeps no cluster ID in its backend. */
+  clusterIdDerived: string;
+  leases: number;
+  removedMembers: string[];
+  alarms: Array<{ memberId: string; alarm: string }>;
+  authEnabled: boolean;
+  pageSize: number;
+  /** Which meta page was read, and why the other was not, if damaged. */
+  metaPage: number;
+  otherMetaInvalid?: string;
+}
+
+/**
+ * etcd keeps no cluster ID in its backend. At bootstrap etcd derives it from the
+ * founding members' IDs (sha1 over them, sorted), so while membership never
+ * changed the members bucket gives it back. Returns 0 when the file shows a
+ * change (a removed member, a learner) or has no members.
+ */
+export function derivedEtcdClusterId(s: Pick<EtcdDbSummary, 'members' | 'removedMembers'>): bigint {
+  if (s.members.length === 0 || s.removedMembers.length > 0 || s.members.some((m) => m.isLearner)) return 0n;
+  return clusterIdFor(s.members.map((m) => m.id));
+}
+
+const ALARM_NAMES: Record<number, string> = { 1: 'NOSPACE', 2: 'CORRUPT' };
+
+function etcdStatus(file: string, kind: SnapshotKind): SnapshotStatus {
+  const s = scanEtcdDb(file);
+  const t = checkTrailer(file);
+  const cid = derivedEtcdClusterId(s);
+  return {
+    file: path.resolve(file),
+    format: 'etcd',
+    hash: s.hash.toString(16),
+    revision: s.revision,
+    totalKeys: s.totalKey,
+    totalSize: s.totalSize,
+    sha256: t.computed,
+    appliedIndex: s.consistentIndex ?? 0,
+    clusterId: cid.toString(16),
+    members: s.members.map((m) => ({ id: m.id.toString(16), name: m.name, peerURLs: m.peerURLs, clientURLs: m.clientURLs, isLearner: m.isLearner })),
+    etcd: {
+      trailer: !kind.hasTrailer ? 'absent' : t.matches ? 'verified' : 'mismatch',
+      ...(t.stored ? { storedSha256: t.stored } : {}),
+      liveKeys: s.liveKeys ?? 0,
+      storedRevisions: s.revisions,
+      compactRevision: s.compactRevision,
+      ...(s.clusterVersion !== undefined ? { clusterVersion: s.clusterVersion } : {}),
+      clusterIdDerived:
+        cid === 0n ? 'unknown: membership changed since bootstrap, or no members recorded' : 'derived from the founding members; etcd keeps no cluster ID in its backend',
+      leases: s.leases.length,
+      removedMembers: s.removedMembers.map((id) => id.toString(16)),
+      alarms: s.alarms.map((a) => ({ memberId: a.memberId.toString(16), alarm: ALARM_NAMES[a.alarm] ?? String(a.alarm) })),
+      authEnabled: s.authEnabled,
+      pageSize: s.pageSize,
+      metaPage: s.metaPage,
+      ...(s.otherMetaInvalid ? { otherMetaInvalid: s.otherMetaInvalid } : {}),
+    },
+  };
+}
+
+/**
+ * Verifies the checksum first, then reads the snapshot's contents. An etcd file is
+ * read as `etcdctl snapshot status` reads it (no sha256 check; its trailer is
+ * reported, not required).
+ */
 export async function snapshotStatus(file: string): Promise<SnapshotStatus> {
   if (!fs.existsSync(file)) throw new InputError(`snapshot ${file} does not exist; check the path`);
   const kind = await snapshotKind(file);
-  if (kind.format === 'etcd') {
-    throw new InputError(`${file} is a real etcd (bbolt) snapshot; this version of lifeboat cannot read it yet (it comes with the migration work)`);
-  }
+  if (kind.format === 'etcd') return etcdStatus(file, kind);
   if (kind.format !== 'lifeboat') throw new InputError(`${file} is not a snapshot lifeboat can read (${kind.detail})`);
   if (!kind.hasTrailer) throw new Error(`snapshot ${file} is truncated or has no sha256 trailer (${kind.size} bytes is not 32 past a multiple of 512)`);
   const { sha256 } = await KvStore.verifySnapshot(file);

@@ -1,0 +1,12 @@
+// Reading etcd's own files: a read-only bbolt reader, etcd's bucket encodings, the
+// figures `etcdctl snapshot status` prints, the sha256 trailer, and the import of
+// an etcd backend into a Lifeboat KV.
+
+export { BoltDb, type BoltOpenOptions } from './boltDb.js';
+export { BoltFormatError, EtcdDataError, isEtcdFileError } from './boltErrors.js';
+export type { BoltEntry, BucketRef } from './bucketCursor.js';
+export { scanEtcdDb, type EtcdDbSummary, type EtcdRevision, type ScanOptions } from './etcdDbScan.js';
+export { importEtcdDb, type EtcdImportResult } from './etcdImport.js';
+export { looksLikeBolt } from './metaPage.js';
+export { checkTrailer, hasTrailer, requireTrailer, TrailerError, type TrailerCheck } from './shaTrailer.js';
+export type { EtcdAlarm, EtcdLease, EtcdMember } from './etcdBuckets.js';
