@@ -75,7 +75,8 @@ function genericTable(value: unknown): string | undefined {
   );
 }
 
-const durationFlag = (name: string, defaultMs: number, defaultText: string, description: string) =>
+/** A duration flag ("5s", "500ms") read as milliseconds, also from LIFEBOAT_<NAME>. */
+export const durationFlag = (name: string, defaultMs: number, defaultText: string, description: string) =>
   Flags.custom<number>({
     description,
     default: defaultMs,

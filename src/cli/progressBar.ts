@@ -8,7 +8,8 @@ export interface ProgressBar {
 
 const NONE: ProgressBar = { update() {}, finish() {} };
 
-export function progressBar(label: string, stream: NodeJS.WriteStream = process.stderr): ProgressBar {
+/** `format` prints the counts (bytes by default; e.g. String for keys). */
+export function progressBar(label: string, stream: NodeJS.WriteStream = process.stderr, format: (n: number) => string = humanBytes): ProgressBar {
   if (!stream.isTTY) return NONE;
   let last = 0;
   let drawn = false;
@@ -17,7 +18,7 @@ export function progressBar(label: string, stream: NodeJS.WriteStream = process.
     const frac = total > 0 ? Math.min(1, done / total) : 0;
     const filled = Math.round(frac * width);
     const bar = `${'#'.repeat(filled)}${'.'.repeat(width - filled)}`;
-    stream.write(`\r${label} [${bar}] ${(frac * 100).toFixed(0).padStart(3)}% ${humanBytes(done)} / ${humanBytes(total)}\x1b[K`);
+    stream.write(`\r${label} [${bar}] ${(frac * 100).toFixed(0).padStart(3)}% ${format(done)} / ${format(total)}\x1b[K`);
     drawn = true;
   };
   return {

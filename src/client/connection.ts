@@ -1,4 +1,4 @@
-// One gRPC channel to one endpoint, with etcd's three services on it, and a dial
+// One gRPC channel to one endpoint, with etcd's KV, Cluster, Maintenance and Watch services on it, and a dial
 // that either reaches READY within the dial timeout or explains why not.
 import * as grpc from '@grpc/grpc-js';
 import { service } from '../api/protos.js';
@@ -23,6 +23,7 @@ export class Connection {
   readonly kv: ServiceClient;
   readonly cluster: ServiceClient;
   readonly maintenance: ServiceClient;
+  readonly watch: ServiceClient;
   private dialing?: Promise<void>;
   private closed = false;
 
@@ -38,6 +39,7 @@ export class Connection {
     this.kv = make('etcdserverpb.KV');
     this.cluster = make('etcdserverpb.Cluster');
     this.maintenance = make('etcdserverpb.Maintenance');
+    this.watch = make('etcdserverpb.Watch');
   }
 
   /** Resolves once the channel is READY; rejects by `deadline` with a one-line reason. Memoized. */
@@ -87,6 +89,7 @@ export class Connection {
     this.kv.close();
     this.cluster.close();
     this.maintenance.close();
+    this.watch.close();
     this.channel.close();
   }
 }

@@ -47,6 +47,7 @@ import {
   type Wire,
 } from './types.js';
 import { wireNum } from './ids.js';
+import { WatchStream, type WatchOptions } from './watchStream.js';
 
 export interface EtcdClientOptions {
   /** endpoint strings as the user wrote them (or one comma-separated string) */
@@ -242,6 +243,15 @@ export class EtcdClient {
       clearTimeout(timer);
       stream.cancel();
     }
+  }
+
+  // ---- Watch ----
+
+  /** A watch on [key, rangeEnd) from `startRevision`, on its own stream (see watchStream.ts). */
+  async watch(key: Buffer, opts: WatchOptions): Promise<WatchStream> {
+    const conn = await this.connection();
+    this.options.debug?.(`→ Watch ${conn.endpoint.text} from revision ${opts.startRevision}`);
+    return WatchStream.open(conn.watch, conn.endpoint.text, key, opts, this.commandTimeoutMs);
   }
 
   // ---- plumbing ----

@@ -11,3 +11,4 @@ export { joinInstructions, shellQuote, type JoinInstructions } from './joinInstr
 export { saveSnapshot, verifySnapshotTrailer, TrailerCheck, type SnapshotSaved } from './snapshotSave.js';
 export type { TlsOptions } from './tls.js';
 export type * from './types.js';
+export { WatchStream, type WatchBatch, type WatchEvent, type WatchOptions } from './watchStream.js';

@@ -43,7 +43,11 @@ export class DirLock {
 
   /** Takes the lock of the data dir (whose member/ directory must exist) or throws DataDirLockedError. */
   static acquire(fs: FileSystem, dataDir: string, warnings: StorageWarning[]): DirLock {
-    const file = lockPath(dataDir);
+    return DirLock.acquireFile(fs, lockPath(dataDir), (pid) => new DataDirLockedError(dataDir, pid), warnings);
+  }
+
+  /** Takes the lock file `file` (the same protocol, for other state) or throws what `locked` makes of the holder. */
+  static acquireFile(fs: FileSystem, file: string, locked: (pid: number) => Error, warnings: StorageWarning[]): DirLock {
     const self = fs.self();
     const content = encode(self);
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
@@ -51,7 +55,7 @@ export class DirLock {
       const seen = readIfExists(fs, file);
       if (seen === undefined) continue; // released meanwhile
       const holder = decode(seen);
-      if (holder && fs.isRunning(holder)) throw new DataDirLockedError(dataDir, holder.pid);
+      if (holder && fs.isRunning(holder)) throw locked(holder.pid);
       // Stale. (Unreadable too: the lock is written whole, so only a power cut before
       // its content reached the disk leaves it empty.)
       const aside = `${file}.stale-${self.pid}`;
@@ -68,7 +72,7 @@ export class DirLock {
         warnings.push(holder ? { msg: 'removed stale data dir lock', file, pid: holder.pid } : { msg: 'removed unreadable data dir lock', file });
       }
     }
-    throw new StorageError(`could not lock data dir ${dataDir}: ${file} kept changing; is another member starting?`);
+    throw new StorageError(`could not take the lock ${file}: it kept changing; is another process starting?`);
   }
 
   /** Removes the lock file if it is still ours. */

@@ -28,6 +28,11 @@ export class Background {
     return this.proc.exitCode === null && this.proc.signalCode === null;
   }
 
+  /** Sends `sig` (e.g. SIGINT: ask it to finish) without waiting. */
+  signal(sig: NodeJS.Signals): void {
+    if (this.running) this.proc.kill(sig);
+  }
+
   /** SIGKILL and wait for the exit (bounded). */
   async stop(): Promise<void> {
     if (this.running) this.proc.kill('SIGKILL');

@@ -1,0 +1,154 @@
+// `lifeboat migrate` between real etcd 3.4 and Lifeboat, both ways, while a
+// writer keeps changing the source: killed in the copy (fault hook) and while
+// following (SIGKILL), started again, finished, and found equal by the command's
+// own verification and by an independent dump of both sides.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { EtcdCluster } from '../support/etcdCluster.js';
+import { BIN, LifeboatCluster, lifeboat, run, waitFor } from '../support/lifeboatCluster.js';
+import { Background, RawKv } from '../watch/watchClients.js';
+
+const key = (prefix: string, i: number) => `${prefix}${String(i).padStart(5, '0')}`;
+
+/** Keys under `prefix` with a few revisions each, some deleted, and a key outside it. */
+async function fill(kv: RawKv, prefix: string, n: number): Promise<void> {
+  for (let i = 0; i < n; i += 100) await Promise.all(Array.from({ length: Math.min(100, n - i) }, (_, j) => kv.put(key(prefix, i + j), `v1-${i + j}`)));
+  for (let i = 0; i < n; i += 7) await kv.put(key(prefix, i), `v2-${i}`);
+  await kv.del(key(prefix, 10), key(prefix, 20));
+  await kv.put('outside/1', 'not migrated');
+}
+
+/** `ops` changes in sequence: new keys, overwrites, single and range deletes. */
+async function writeLoad(kv: RawKv, prefix: string, ops: number, tag: string): Promise<void> {
+  for (let i = 0; i < ops; i++) {
+    if (i % 40 === 39) await kv.del(key(prefix, 100 + i), key(prefix, 105 + i));
+    else if (i % 5 === 0) await kv.del(key(prefix, 200 + i));
+    else if (i % 2 === 0) await kv.put(key(prefix, i), `${tag}-${i}`);
+    else await kv.put(`${prefix}new-${tag}-${i}`, `${tag}-${i}`);
+  }
+}
+
+/** The keys under `prefix`, less the prefix, with their values, in order. */
+async function dumpUnder(kv: RawKv, prefix: string): Promise<string[]> {
+  return (await kv.dump()).filter((l) => l.startsWith(prefix)).map((l) => l.slice(prefix.length));
+}
+
+function record(file: string): { phase: string; copiedKeys: number; copyRevision: number; appliedRevision: number; verifiedRevision: number } {
+  return JSON.parse(fs.readFileSync(file, 'utf8')).progress;
+}
+
+describe('lifeboat migrate', { timeout: 240_000 }, () => {
+  let etcd: EtcdCluster;
+  let lb: LifeboatCluster;
+  let tmp: string;
+  const kvs: RawKv[] = [];
+  const open = (ep: string) => {
+    const kv = new RawKv(ep);
+    kvs.push(kv);
+    return kv;
+  };
+
+  before(async () => {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-migrate-'));
+    [etcd, lb] = await Promise.all([EtcdCluster.start({ size: 1, portSeed: 'migrate-etcd' }), LifeboatCluster.start('migrate-lb', 1)]);
+  });
+  after(async () => {
+    for (const kv of kvs) kv.close();
+    await Promise.all([etcd?.stop(), lb?.stopAll()]);
+    fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  test('from real etcd to Lifeboat while writes go on: killed in the copy and while following, resumed, finished by SIGINT, verified equal', async () => {
+    const src = open(etcd.endpoints);
+    const dst = open(lb.endpoints()[0]!);
+    await fill(src, 'app/', 2500);
+    const file = path.join(tmp, 'to-lifeboat.json');
+    const args = [BIN, 'migrate', '--from', etcd.endpoints, '--to', lb.endpoints()[0]!, '--prefix', 'app/', '--dest-prefix', 'moved/', '--progress-file', file];
+
+    // Killed by the fault hook once two 1000-key pages of the copy are recorded.
+    const killed = await run(process.execPath, args, { env: { LIFEBOAT_FAULT: 'migrate-copy:2' }, timeoutMs: 60_000 });
+    assert.notEqual(killed.code, 0, `the fault hook did not stop the run: ${killed.stderr}`);
+    assert.equal(record(file).phase, 'copy');
+    assert.equal(record(file).copiedKeys, 2000);
+    const copyRevision = record(file).copyRevision;
+
+    // Started again while a writer changes the source: the copy goes on at the same revision.
+    let mig = new Background(process.execPath, args);
+    const writes = writeLoad(src, 'app/', 300, 'a');
+    await waitFor('the copy to finish and changes to be applied', () => record(file).phase === 'follow' && record(file).appliedRevision > copyRevision, 60_000, 100);
+    assert.equal(record(file).copyRevision, copyRevision);
+    // Killed while following, with writes still going on; then started again.
+    await mig.stop();
+    await writes;
+    await writeLoad(src, 'app/', 100, 'b');
+    mig = new Background(process.execPath, args);
+    await waitFor('the resumed run to follow', () => /following changes/.test(mig.stderr), 30_000, 100);
+    assert.match(mig.stderr, /resuming the migration recorded in/);
+    await writeLoad(src, 'app/', 100, 'c');
+    mig.signal('SIGINT');
+    const code = await Promise.race([mig.exited, new Promise((r) => setTimeout(() => r('timeout'), 60_000))]);
+    assert.equal(code, 0, `migrate did not finish: ${mig.stderr}`);
+    const v = /verified: (\d+) keys equal at source revision (\d+)/.exec(mig.stdout);
+    assert.ok(v, mig.stdout);
+
+    const want = await dumpUnder(src, 'app/');
+    assert.equal(Number(v[1]), want.length);
+    assert.deepEqual(await dumpUnder(dst, 'moved/'), want);
+    assert.deepEqual(await dumpUnder(dst, 'app/'), [], 'keys went under the source prefix');
+    assert.deepEqual(await dumpUnder(dst, 'outside/'), [], 'a key outside --prefix was copied');
+    assert.equal(record(file).verifiedRevision, Number(v[2]));
+  });
+
+  test('from Lifeboat to real etcd with --once while writes go on; the next --once catches up; both verified equal', async () => {
+    const src = open(lb.endpoints()[0]!);
+    const dst = open(etcd.endpoints);
+    await fill(src, 'svc/', 1500);
+    const args = ['migrate', '--from', lb.endpoints()[0]!, '--to', etcd.endpoints, '--prefix', 'svc/', '--once', '--progress-file', path.join(tmp, 'to-etcd.json')];
+    const [first] = await Promise.all([lifeboat(...args), writeLoad(src, 'svc/', 200, 'd')]);
+    assert.equal(first.code, 0, first.stderr);
+    assert.match(first.stdout, /copied \d+ keys at revision \d+/);
+    assert.match(first.stdout, /verified: \d+ keys equal at source revision \d+/);
+
+    await writeLoad(src, 'svc/', 150, 'e');
+    const second = await lifeboat(...args);
+    assert.equal(second.code, 0, second.stderr);
+    assert.match(second.stderr, /resuming the migration/);
+    assert.match(second.stdout, /applied \d+ changes in \d+ revisions/);
+    const want = await dumpUnder(src, 'svc/');
+    assert.match(second.stdout, new RegExp(`verified: ${want.length} keys equal`));
+    assert.deepEqual(await dumpUnder(dst, 'svc/'), want);
+
+    // -w json carries the verification for scripts.
+    const json = await lifeboat(...args, '-w', 'json');
+    assert.equal(json.code, 0, json.stderr);
+    const out = JSON.parse(json.stdout) as { verified: { equal: boolean; sourceKeys: number; sourceSha256: string; destSha256: string } };
+    assert.equal(out.verified.equal, true);
+    assert.equal(out.verified.sourceKeys, want.length);
+    assert.equal(out.verified.sourceSha256, out.verified.destSha256);
+  });
+
+  test('refused: a non-empty destination, a prefix that feeds itself, a progress record of another migration, a damaged record', async () => {
+    const ep = lb.endpoints()[0]!;
+    const full = await lifeboat('migrate', '--from', etcd.endpoints, '--to', ep, '--prefix', 'app/', '--dest-prefix', 'moved/', '--once', '--progress-file', path.join(tmp, 'fresh.json'));
+    assert.equal(full.code, 3, full.stderr);
+    assert.match(full.stderr, /already holds \d+ keys under "moved\/"/);
+
+    const self = await lifeboat('migrate', '--from', ep, '--to', ep, '--prefix', 'a/', '--dest-prefix', 'a/b/', '--once', '--progress-file', path.join(tmp, 'self.json'));
+    assert.equal(self.code, 2, self.stderr);
+    assert.match(self.stderr, /would copy its own writes/);
+
+    const other = await lifeboat('migrate', '--from', etcd.endpoints, '--to', ep, '--prefix', 'svc/', '--dest-prefix', 'moved/', '--once', '--progress-file', path.join(tmp, 'to-lifeboat.json'));
+    assert.equal(other.code, 3, other.stderr);
+    assert.match(other.stderr, /records prefixes app\/ → moved\/, but this run has svc\/ → moved\//);
+
+    const damaged = path.join(tmp, 'to-etcd.json');
+    fs.writeFileSync(damaged, fs.readFileSync(damaged, 'utf8').replace(/"copiedKeys": \d+/, '"copiedKeys": 7'));
+    const bad = await lifeboat('migrate', '--from', ep, '--to', etcd.endpoints, '--prefix', 'svc/', '--once', '--progress-file', damaged);
+    assert.equal(bad.code, 1, bad.stderr);
+    assert.match(bad.stderr, /is damaged \(checksum mismatch\); delete it or pass --restart/);
+    assert.equal(bad.stderr.trim().split('\n').length, 1, bad.stderr);
+  });
+});
