@@ -130,6 +130,25 @@ describe('lifeboat migrate', { timeout: 240_000 }, () => {
     assert.equal(out.verified.sourceSha256, out.verified.destSha256);
   });
 
+  test('the migrate-from-etcd playbook, scripted: without --yes it stops at the cut-over (exit 3); with it, copies, catches up and verifies', async () => {
+    const src = open(etcd.endpoints);
+    const dst = open(lb.endpoints()[0]!);
+    await fill(src, 'pb/', 400);
+    const auditDb = path.join(tmp, 'audit.db');
+    const args = ['playbook', 'run', 'migrate-from-etcd', '--reason', 'test: migrate', '--audit-db', auditDb, '--set', `source=${etcd.endpoints}`, '--set', `destination=${lb.endpoints()[0]!}`, '--set', 'prefix=pb/'];
+    const stopped = await lifeboat(...args);
+    assert.equal(stopped.code, 3, stopped.stdout + stopped.stderr);
+    assert.match(stopped.stdout + stopped.stderr, /cut-over/);
+    await writeLoad(src, 'pb/', 60, 'f');
+    const done = await lifeboat(...args, '--yes');
+    assert.equal(done.code, 0, done.stdout + done.stderr);
+    const want = await dumpUnder(src, 'pb/');
+    assert.match(done.stdout + done.stderr, new RegExp(`The destination holds ${want.length} keys equal to the source at revision \\d+`));
+    assert.deepEqual(await dumpUnder(dst, 'pb/'), want);
+    const verify = await lifeboat('audit', 'verify', '--audit-db', auditDb);
+    assert.equal(verify.code, 0, verify.stdout + verify.stderr);
+  });
+
   test('refused: a non-empty destination, a prefix that feeds itself, a progress record of another migration, a damaged record', async () => {
     const ep = lb.endpoints()[0]!;
     const full = await lifeboat('migrate', '--from', etcd.endpoints, '--to', ep, '--prefix', 'app/', '--dest-prefix', 'moved/', '--once', '--progress-file', path.join(tmp, 'fresh.json'));

@@ -12,6 +12,7 @@ import {
   waitCaughtUpStep,
   waitHealthyStep,
 } from './memberSteps.js';
+import { migrateStep } from './migrateSteps.js';
 import { fenceOldMembers, inspectSources, restore, verifySnapshot } from './sourceSteps.js';
 
 export const STEP_LIBRARY: Record<string, StepDefinition> = Object.fromEntries(
@@ -35,5 +36,6 @@ export const STEP_LIBRARY: Record<string, StepDefinition> = Object.fromEntries(
     checkWrites,
     packDataDirStep,
     unpackDataDirStep,
+    migrateStep,
   ].map((s) => [s.type, s]),
 );
