@@ -128,7 +128,16 @@ class PeerSender {
       this.reportedDown = false;
     });
     s.on('data', (ack: Ack) => {
-      if (ack.refused) this.host.refused(this.id, ack.refused, BigInt(ack.superseded_by || '0'));
+      if (!ack.refused) {
+        // The peer accepted a batch: the connection works, retry quickly next time.
+        this.backoff = BACKOFF_MIN_MS;
+        return;
+      }
+      this.host.refused(this.id, ack.refused, BigInt(ack.superseded_by || '0'));
+      // A refusing peer (another cluster at this URL, perhaps re-added later) is
+      // retried with backoff like an unreachable one; what was queued is dropped.
+      this.queue = [];
+      this.scheduleRetry();
     });
     const lost = (err?: Error) => {
       if (this.stream !== s) return;
@@ -165,9 +174,9 @@ class PeerSender {
     const batch = this.queue;
     this.queue = [];
     const env: Envelope = { cluster_id: this.host.clusterId().toString(), from: this.host.memberId.toString(), to: this.id.toString(), messages: batch };
+    // The backoff is reset only by the peer's ack, not by a write: a write to a
+    // dead or refusing peer is buffered and would otherwise retry it every tick.
     s.write(env);
-    // A write that got through means the connection works: reset the backoff.
-    this.backoff = BACKOFF_MIN_MS;
   }
 
   sendSnapshot(m: Message): void {
@@ -308,6 +317,7 @@ export class PeerTransport {
   private onStream(call: grpc.ServerDuplexStream<Envelope, Ack>): void {
     call.sendMetadata(new grpc.Metadata());
     let warned = false;
+    let acked = false;
     let sender: NodeId | undefined;
     call.on('data', (env: Envelope) => {
       const from = BigInt(env.from);
@@ -327,6 +337,11 @@ export class PeerTransport {
       }
       this.heard(from);
       sender = from;
+      // One ack per stream tells the sender its messages are delivered (it resets its backoff).
+      if (!acked) {
+        acked = true;
+        call.write({ refused: '', superseded_by: '0' });
+      }
       for (const b of env.messages) {
         let m: Message;
         try {

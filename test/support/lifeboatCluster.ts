@@ -19,6 +19,8 @@ export interface MemberProc {
   clientUrl: string;
   client: string;
   dataDir: string;
+  /** Advertised peer URL when it differs from the one listened on (e.g. the identity test vector's). */
+  advertisePeerUrl?: string;
   proc?: ChildProcess;
   exit?: Promise<number | null>;
   log: string[];
@@ -89,20 +91,30 @@ export class LifeboatCluster {
   }
 
   /** Starts `n` founding members m1..mn and waits for a leader. */
-  static async start(seed: string, n: number, extra: string[] = []): Promise<LifeboatCluster> {
+  static async start(seed: string, n: number, extra: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<LifeboatCluster> {
+    const c = await LifeboatCluster.create(seed, n);
+    for (let i = 0; i < n; i++) c.members.push(c.define(`m${i + 1}`));
+    const initial = c.initialCluster();
+    for (const m of c.members) c.spawn(m, ['--initial-cluster', initial, '--initial-cluster-state', 'new', ...extra], env);
+    await c.waitStarted(n);
+    return c;
+  }
+
+  /** An empty cluster with ports for `n` members and a few spares, for tests that spawn members themselves. */
+  static async create(seed: string, n: number): Promise<LifeboatCluster> {
     requireTool('etcdctl');
     const c = new LifeboatCluster(seed);
     c.ports = await freePorts(2 * (n + 4), seed);
-    for (let i = 0; i < n; i++) c.members.push(c.define(`m${i + 1}`));
-    const initial = c.initialCluster();
-    for (const m of c.members) c.spawn(m, ['--initial-cluster', initial, '--initial-cluster-state', 'new', ...extra]);
-    await c.waitForLeader();
-    // Every member has published its name (is "started"), as after a real start.
+    return c;
+  }
+
+  /** Waits for a leader and for `n` members to have published their names ("started"), as after a real start. */
+  async waitStarted(n: number): Promise<void> {
+    await this.waitForLeader();
     await waitFor('every member to publish its name', async () => {
-      const r = await etcdctl(c.endpoints(), 'member', 'list');
+      const r = await etcdctl(this.endpoints(), 'member', 'list');
       return r.code === 0 && r.stdout.split('\n').filter((l) => l.includes(', started, ')).length === n;
     });
-    return c;
   }
 
   /** A new member's name and URLs (not started). */
@@ -121,11 +133,11 @@ export class LifeboatCluster {
   }
 
   initialCluster(members = this.members): string {
-    return members.map((m) => `${m.name}=${m.peerUrl}`).join(',');
+    return members.map((m) => `${m.name}=${m.advertisePeerUrl ?? m.peerUrl}`).join(',');
   }
 
-  /** Starts (or restarts) a member process with its flags plus `args`. */
-  spawn(m: MemberProc, args: string[]): MemberProc {
+  /** Starts (or restarts) a member process with its flags plus `args`, and `env` added to the environment. */
+  spawn(m: MemberProc, args: string[], env: NodeJS.ProcessEnv = {}): MemberProc {
     const p = spawn(
       process.execPath,
       [
@@ -134,14 +146,14 @@ export class LifeboatCluster {
         '--name', m.name,
         '--data-dir', m.dataDir,
         '--listen-peer-urls', m.peerUrl,
-        '--initial-advertise-peer-urls', m.peerUrl,
+        '--initial-advertise-peer-urls', m.advertisePeerUrl ?? m.peerUrl,
         '--listen-client-urls', m.clientUrl,
         '--advertise-client-urls', m.clientUrl,
         '--heartbeat-interval', '50',
         '--election-timeout', '500',
         ...args,
       ],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
+      { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } },
     );
     m.proc = p;
     m.log = [];
