@@ -1,26 +1,18 @@
 // A real etcd 3.4 filled the way the migration tests need: several revisions per
 // key, deletes and re-creates, a multi-op transaction (sub revisions), large values
 // (overflow pages), a physical compaction, and leases with keys. Plus the helpers
-// the tests share: a seeded PRNG, etcdctl's JSON with uint64s kept exact, and a
+// the tests share: the seeded PRNG, etcdctl's JSON with uint64s kept exact, and a
 // restored Lifeboat member started as a child process.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { Etcd3 } from 'etcd3';
 import { EtcdCluster } from '../support/etcdCluster.js';
+import { seeded } from '../storage/fixtures.js';
 import { freePorts } from '../support/ports.js';
 import { etcdctl, requireTool, ROOT, waitFor } from '../support/tools.js';
 
-/** mulberry32: a small seeded PRNG, so a failing run replays. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The tests' one seeded PRNG (a failing run replays from its seed). */
+export { seeded as rng };
 
 /** etcdctl -w json prints uint64/int64 IDs as bare numbers above 2^53: keep them as strings. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -53,7 +45,7 @@ const keyName = (i: number) => `k/${String(i).padStart(5, '0')}`;
 
 /** Fills the etcd at `endpoint` (host:port). */
 export async function fillEtcd(endpoint: string, o: FillOptions): Promise<FillResult> {
-  const rand = rng(o.seed);
+  const rand = seeded(o.seed);
   const client = new Etcd3({ hosts: `http://${endpoint}`, dialTimeout: 5000 });
   const value = (round: number, i: number) => `v${round}-${i}-${'x'.repeat(Math.floor(rand() * 180))}`;
   const ids = Array.from({ length: o.keys }, (_, i) => i);
