@@ -62,8 +62,8 @@ export function progressPath(from: readonly string[], to: readonly string[], sou
 export async function migrate(o: MigrateOptions): Promise<MigrateResult> {
   const mapping = new KeyMapping(o.sourcePrefix, o.destPrefix);
   const [srcHead, dstHead] = await Promise.all([
-    o.src.range(mapping.source.key, { rangeEnd: mapping.source.rangeEnd, countOnly: true }),
-    o.dst.range(mapping.dest.key, { rangeEnd: mapping.dest.rangeEnd, countOnly: true }),
+    naming('source', '--from', o.src.range(mapping.source.key, { rangeEnd: mapping.source.rangeEnd, countOnly: true })),
+    naming('destination', '--to', o.dst.range(mapping.dest.key, { rangeEnd: mapping.dest.rangeEnd, countOnly: true })),
   ]);
   const source = { endpoint: await o.src.activeEndpoint(), cluster: srcHead.header.clusterId };
   const dest = { endpoint: await o.dst.activeEndpoint(), cluster: dstHead.header.clusterId };
@@ -209,3 +209,13 @@ function checkSame(p: MigrationProgress, file: string, src: bigint, dst: bigint,
 }
 
 const hex = (id: bigint) => id.toString(16);
+
+/** A first request's failure, saying which side and which flag to check. */
+async function naming<T>(side: string, flag: string, p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (err) {
+    if (err instanceof Error) err.message = `${side}: ${err.message.replace(/check --endpoints$/, `check ${flag}`)}`;
+    throw err;
+  }
+}
