@@ -349,7 +349,7 @@ test('member add --learner, start it for real from the printed settings, promote
   assert.ok(out.includes(`LIFEBOAT_NAME="infra4"\n`), out);
   assert.ok(out.includes(`LIFEBOAT_INITIAL_ADVERTISE_PEER_URLS="${peerUrl}"\n`), out);
   assert.ok(out.includes(`LIFEBOAT_INITIAL_CLUSTER_STATE="existing"\n`), out);
-  assert.ok(out.includes(`lifeboat server --name infra4 --initial-advertise-peer-urls ${peerUrl} --initial-cluster ${initialCluster} --initial-cluster-state existing`), out);
+  assert.ok(out.includes(`lifeboat server --name infra4 --data-dir infra4.etcd --listen-peer-urls ${peerUrl} --initial-advertise-peer-urls ${peerUrl} --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 --initial-cluster ${initialCluster} --initial-cluster-state existing`), out);
 
   let rows = await etcdctlMembers();
   assert.deepEqual(rows.find((r) => r.id === id), { id, status: 'unstarted', name: '', peer: peerUrl, client: '', learner: true });
