@@ -10,7 +10,7 @@ import { EtcdClient } from '../../src/client/etcdClient.js';
 import { EXIT } from '../../src/cli/exitCodes.js';
 import { EtcdCluster } from '../support/etcdCluster.js';
 import { freePorts } from '../support/ports.js';
-import { ROOT, etcdctl, lifeboat, onPath, requireEtcdTools, waitFor, type RunResult } from '../support/tools.js';
+import { ROOT, etcdctl, expectOk as ok, failsWithOneLine, lifeboat, onPath, requireEtcdTools, waitFor } from '../support/tools.js';
 
 let cluster: EtcdCluster;
 /** --endpoints with all three members */
@@ -28,20 +28,6 @@ before(async () => {
 after(async () => {
   await cluster?.stop();
 }, { timeout: 60_000 });
-
-function ok(r: RunResult): string {
-  assert.equal(r.code, EXIT.OK, `exit ${r.code}; stderr: ${r.stderr}`);
-  return r.stdout;
-}
-
-/** Failed with `code`, nothing on stdout, exactly one line on stderr, mentioning every `mentions`. */
-function failsWithOneLine(r: RunResult, code: number, ...mentions: string[]): string {
-  assert.equal(r.code, code, `exit code; stdout: ${r.stdout} stderr: ${r.stderr}`);
-  assert.match(r.stderr, /^[^\n]+\n$/, `stderr should be one line: ${JSON.stringify(r.stderr)}`);
-  for (const m of mentions) assert.ok(r.stderr.includes(m), `stderr should mention ${JSON.stringify(m)}: ${r.stderr}`);
-  assert.doesNotMatch(r.stderr, /\bat .+:\d+:\d+/, 'no stack trace');
-  return r.stderr;
-}
 
 const lines = (s: string) => s.trim().split('\n').filter((l) => l !== '');
 

@@ -126,23 +126,28 @@ export class LifeboatCluster {
 
   /** Starts (or restarts) a member process with its flags plus `args`. */
   spawn(m: MemberProc, args: string[]): MemberProc {
-    const p = spawn(
-      process.execPath,
-      [
-        BIN,
-        'server',
-        '--name', m.name,
-        '--data-dir', m.dataDir,
-        '--listen-peer-urls', m.peerUrl,
-        '--initial-advertise-peer-urls', m.peerUrl,
-        '--listen-client-urls', m.clientUrl,
-        '--advertise-client-urls', m.clientUrl,
-        '--heartbeat-interval', '50',
-        '--election-timeout', '500',
-        ...args,
-      ],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    );
+    return this.spawnServer(m, [
+      '--name', m.name,
+      '--data-dir', m.dataDir,
+      '--listen-peer-urls', m.peerUrl,
+      '--initial-advertise-peer-urls', m.peerUrl,
+      '--listen-client-urls', m.clientUrl,
+      '--advertise-client-urls', m.clientUrl,
+      '--heartbeat-interval', '50',
+      '--election-timeout', '500',
+      ...args,
+    ]);
+  }
+
+  /**
+   * `lifeboat server ARGS` exactly as given (no flags added), e.g. a line printed
+   * by `member add`, or settings taken from LIFEBOAT_* variables in `env`.
+   */
+  spawnServer(m: MemberProc, args: string[], opts: { env?: Record<string, string>; cwd?: string } = {}): MemberProc {
+    // Settings given as variables: none may leak in from the test's own environment.
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    if (opts.env) for (const k of Object.keys(env)) if (k.startsWith('LIFEBOAT_')) delete env[k];
+    const p = spawn(process.execPath, [BIN, 'server', ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...env, ...opts.env }, cwd: opts.cwd });
     m.proc = p;
     m.log = [];
     let partial = '';
