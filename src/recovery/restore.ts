@@ -52,7 +52,9 @@ function checkOptions(o: RestoreOptions): void {
     throw new InputError(`--initial-advertise-peer-urls "${o.initialAdvertisePeerUrls.join(',')}" is not a valid URL list; e.g. http://10.0.0.1:2380`);
   }
   const bump = (o.bumpRevision ?? 0) > 0;
-  if (bump !== !!o.markCompacted) throw new InputError('--bump-revision and --mark-compacted must be used together');
+  // etcdutl's text, with our flag name (its --revision-bump is our --bump-revision).
+  if (bump && !o.markCompacted) throw new InputError('--mark-compacted required if --bump-revision > 0');
+  if (!bump && o.markCompacted) throw new InputError('--bump-revision > 0 required with --mark-compacted (it compacts at the bumped revision)');
   if (o.bumpRevision !== undefined && (!Number.isInteger(o.bumpRevision) || o.bumpRevision < 0)) {
     throw new InputError(`--bump-revision ${o.bumpRevision} must be a whole number >= 0`);
   }

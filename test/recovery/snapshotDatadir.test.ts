@@ -73,7 +73,10 @@ describe('snapshot and data dir commands', () => {
     const fresh = path.join(c.dir, 'fresh');
     const half = await lifeboat('snapshot', 'restore', snap, '--data-dir', fresh, ...common, '--bump-revision', '5');
     assert.equal(half.code, 2);
-    assert.match(half.stderr, /--bump-revision and --mark-compacted must be used together/);
+    assert.equal(half.stderr, 'Error: --mark-compacted required if --bump-revision > 0\n', 'etcdutl\'s text, our flag name');
+    const otherHalf = await lifeboat('snapshot', 'restore', snap, '--data-dir', fresh, ...common, '--mark-compacted');
+    assert.equal(otherHalf.code, 2);
+    assert.match(otherHalf.stderr, /--bump-revision > 0 required with --mark-compacted/);
 
     const missing = await lifeboat('snapshot', 'restore', path.join(c.dir, 'nope.db'), '--data-dir', fresh, ...common);
     assert.equal(missing.code, 2);
