@@ -156,7 +156,7 @@ export async function restoreSnapshot(file: string, o: RestoreOptions): Promise<
   if (!fs.existsSync(file)) throw new InputError(`snapshot ${file} does not exist; check the path`);
   const kind = await snapshotKind(file);
   if (kind.format === 'etcd') return restoreEtcdFile(file, o);
-  if (kind.format !== 'lifeboat') throw new InputError(`${file} is not a snapshot lifeboat can read (${kind.detail})`);
+  if (kind.format !== 'lifeboat') throw new InputError(`${file} is not a snapshot lifeboat can read (${kind.detail}); give a file saved by 'lifeboat snapshot save' or 'etcdctl snapshot save'`);
   if (!kind.hasTrailer && !o.skipHashCheck) throw new InputError(`snapshot ${file} has no sha256 trailer; use --skip-hash-check for a raw kv.db copy`);
   const memberId = memberIdFor(o.initialAdvertisePeerUrls, o.initialClusterToken ?? 'etcd-cluster');
   return buildAtomically(o, async (part) => {

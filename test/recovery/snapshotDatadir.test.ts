@@ -87,6 +87,7 @@ describe('snapshot and data dir commands', () => {
     const t = await lifeboat('snapshot', 'status', truncated);
     assert.equal(t.code, 1);
     assert.match(t.stderr, /truncated|no sha256 trailer/);
+    assert.match(t.stderr, /copy it again or save a new one/);
 
     const corrupt = path.join(c.dir, 'corrupt.db');
     const bytes = Buffer.from(fs.readFileSync(snap));
@@ -146,6 +147,7 @@ describe('snapshot and data dir commands', () => {
     const target = path.join(c.dir, 'from-tampered');
     const bad = await lifeboat('datadir', 'unpack', tampered, '--data-dir', target);
     assert.equal(bad.code, 1, bad.stderr);
+    assert.match(bad.stderr, /; (copy it again .*, or )?pack (it|the data dir) again\n$/, 'says what to try');
     assert.ok(!fs.existsSync(target) && !fs.existsSync(`${target}.part`));
     const occupied = await lifeboat('datadir', 'unpack', archive, '--data-dir', moved);
     assert.equal(occupied.code, 3);
