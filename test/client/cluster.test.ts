@@ -233,7 +233,9 @@ test('member add --learner, start it from the printed environment, promote, upda
   };
   for (const format of ['simple', 'json']) {
     const rows = await truth();
-    const target = rows.find((r) => r.id !== leader)!;
+    // The leader now, not before: a slow machine may have held an election since.
+    const lead = await leaderId();
+    const target = rows.find((r) => r.id !== lead)!;
     const member = await byId(target.id);
     const r = await retried(`removing ${target.name}`, ['member', 'remove', target.id, ...all, '-w', format], /unhealthy cluster/);
     if (format === 'json') assert.ok(!JSON.parse(r.stdout).members.some((m: any) => m.ID === target.id), r.stdout);
@@ -244,7 +246,8 @@ test('member add --learner, start it from the printed environment, promote, upda
   assert.equal((await truth(c.endpoints()[0])).length, 2);
 
   // A 2-voter cluster: removing the follower needs --yes; --yes does it.
-  const follower = (await truth(c.endpoints()[0])).find((r) => r.id !== leader)!;
+  const lead = await leaderId();
+  const follower = (await truth(c.endpoints()[0])).find((r) => r.id !== lead)!;
   const followerProc = await byId(follower.id);
   failsWithOneLine(await lifeboat('member', 'remove', follower.id, ...all), EXIT.REFUSED, 'the cluster has 2 voting members', '--yes');
   assert.equal((await truth(c.endpoints()[0])).length, 2, 'nothing changed');
@@ -252,7 +255,7 @@ test('member add --learner, start it from the printed environment, promote, upda
   assert.equal(yes.stdout, `Member ${follower.id} removed from cluster ${cid}\n`);
   assert.equal(await c.exitOf(followerProc), 78);
   all = ['--endpoints', c.endpoints().join(',')];
-  assert.deepEqual((await truth(c.endpoints()[0])).map((r) => r.id), [leader]);
+  assert.deepEqual((await truth(c.endpoints()[0])).map((r) => r.id), [lead]);
 });
 
 test('member add prints a lifeboat server line that, run as printed, starts a member that joins', { timeout: 120_000 }, async () => {
