@@ -1,9 +1,12 @@
+import fs from 'node:fs';
 import { Args } from '@oclif/core';
 import { BaseCommand } from '../../src/cli/baseCommand.js';
+import { InputError, RefusedError } from '../../src/client/errors.js';
 import { inspectDataDir, type DataDirReport } from '../../src/recovery/inspect.js';
+import { DataDirLockedError } from '../../src/storage/errors.js';
 
 export default class DatadirInspect extends BaseCommand {
-  static override description = `Inspect a stopped member's data dir, read-only: cluster and member IDs, members, last term and index, commit and applied index, the entries past the commit index, the KV revision, key count and hash, the time of the last write, and any damage found. -w json is what 'recover plan --from-inspect' reads.`;
+  static override description = `Inspect a stopped member's data dir, read-only: cluster and member IDs, members, last term and index, commit and applied index, the entries past the commit index, the KV revision, key count and hash, the time of the last write, and any damage found. -w json is what 'recover plan --from-inspect' reads. A running member's data dir (its lock held) is refused with exit 3, as 'datadir pack' refuses it.`;
 
   static override examples = ['<%= config.bin %> datadir inspect /var/lib/lifeboat/m1', '<%= config.bin %> datadir inspect /var/lib/lifeboat/m1 -w json > m1.inspect.json'];
 
@@ -13,7 +16,11 @@ export default class DatadirInspect extends BaseCommand {
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(DatadirInspect);
-    const report = await inspectDataDir(args.dir);
+    if (!fs.existsSync(args.dir)) throw new InputError(`data dir ${args.dir} does not exist; check the path`);
+    // The lock is a safety check (a live member's files are changing): exit 3, like pack.
+    const report = await inspectDataDir(args.dir).catch((e: unknown) => {
+      throw e instanceof DataDirLockedError ? new RefusedError(e.message) : e;
+    });
     this.print(flags['write-out'], report, (r: DataDirReport) =>
       [
         `data dir        ${r.dataDir}`,

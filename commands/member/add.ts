@@ -11,6 +11,7 @@ export default class MemberAdd extends EtcdCommand {
   static override examples = [
     '<%= config.bin %> member add infra4 --peer-urls http://10.0.0.4:2380 --learner',
     '<%= config.bin %> member add infra4 --peer-urls http://10.0.0.4:2380,http://10.0.1.4:2380',
+    '<%= config.bin %> member add infra4 --peer-urls http://10.0.0.4:2380 --client-urls http://10.0.0.4:2379 --new-data-dir /var/lib/lifeboat/infra4',
   ];
 
   static override args = {
@@ -20,13 +21,17 @@ export default class MemberAdd extends EtcdCommand {
   static override flags = {
     'peer-urls': Flags.string({ description: 'the new member\'s peer URLs, comma-separated', required: true }),
     learner: Flags.boolean({ description: 'add as a non-voting learner (promote it later with `member promote`)' }),
+    'client-urls': Flags.string({ description: 'the new member\'s client URLs, for the printed `lifeboat server` line only (default: its peer hosts on port 2379)' }),
+    'new-data-dir': Flags.string({ description: 'the new member\'s data dir, for the printed `lifeboat server` line only (default: <name>.etcd)' }),
   };
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(MemberAdd);
     const peerURLs = parsePeerUrls(flags['peer-urls']);
+    // Checked before the request so a typo does not leave a half-announced member.
+    const clientURLs = flags['client-urls'] === undefined ? undefined : parsePeerUrls(flags['client-urls'], '--client-urls');
     const result = await this.client(flags).memberAdd(peerURLs, { learner: flags.learner });
-    const join = joinInstructions(args.name, result.member, result.members);
+    const join = joinInstructions(args.name, result.member, result.members, { clientURLs, dataDir: flags['new-data-dir'] });
     this.print(flags['write-out'], { result, join }, memberAddOutput);
   }
 }

@@ -6,7 +6,7 @@ import { saveSnapshot } from '../../src/client/snapshotSave.js';
 
 export default class SnapshotSave extends EtcdCommand {
   static override description =
-    "Save a member's database to FILE: streamed into FILE.part, its sha256 trailer checked, fsynced, then renamed, so FILE is never half-written. Needs exactly one endpoint.";
+    "Save a member's database to FILE: streamed into FILE.part, its sha256 trailer checked, fsynced, then renamed, so FILE is never half-written. Needs exactly one endpoint. The revision and key count printed are read just before the stream starts (writes during the save are in FILE, not in those numbers); 'snapshot status FILE' reads the file's own.";
 
   static override examples = [
     '<%= config.bin %> snapshot save backup.db --endpoints 10.0.0.1:2379',

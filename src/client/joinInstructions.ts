@@ -5,10 +5,29 @@ import type { Member } from './types.js';
 export interface JoinInstructions {
   /** LIFEBOAT_NAME, LIFEBOAT_INITIAL_CLUSTER, LIFEBOAT_INITIAL_ADVERTISE_PEER_URLS, LIFEBOAT_INITIAL_CLUSTER_STATE, in order */
   env: Array<[string, string]>;
-  /** the matching `lifeboat server …` command line */
+  /** the matching `lifeboat server …` command line, complete enough to run as printed */
   command: string;
   initialCluster: string;
   peerURLs: string[];
+  clientURLs: string[];
+  dataDir: string;
+}
+
+export interface JoinOptions {
+  /** the new member's client URLs; default: each peer URL's scheme and host on port 2379 */
+  clientURLs?: readonly string[];
+  /** default: `<name>.etcd`, the server's own default, spelled out */
+  dataDir?: string;
+}
+
+/** etcd's convention: clients on 2379 of the host that serves peers on 2380. */
+export function defaultClientUrls(peerURLs: readonly string[]): string[] {
+  const out = peerURLs.map((u) => {
+    const p = new URL(u);
+    p.port = '2379';
+    return `${p.protocol}//${p.host}`;
+  });
+  return [...new Set(out)];
 }
 
 /**
@@ -16,7 +35,7 @@ export interface JoinInstructions {
  * member gets `name`. Members not yet started have no name and are skipped, as
  * etcdctl skips them: the new member's --initial-cluster cannot name them.
  */
-export function joinInstructions(name: string, newMember: Member, members: readonly Member[]): JoinInstructions {
+export function joinInstructions(name: string, newMember: Member, members: readonly Member[], opts: JoinOptions = {}): JoinInstructions {
   const entries: string[] = [];
   const all = members.some((m) => m.id === newMember.id) ? members : [...members, newMember];
   for (const m of all) {
@@ -32,14 +51,22 @@ export function joinInstructions(name: string, newMember: Member, members: reado
     ['LIFEBOAT_INITIAL_ADVERTISE_PEER_URLS', peerURLs.join(',')],
     ['LIFEBOAT_INITIAL_CLUSTER_STATE', 'existing'],
   ];
+  const clientURLs = opts.clientURLs?.length ? [...opts.clientURLs] : defaultClientUrls(peerURLs);
+  const dataDir = opts.dataDir ?? `${name}.etcd`;
+  // Every flag whose server default (localhost:2379/2380, <name>.etcd) would be
+  // wrong or implicit for a joining member, so the line runs as printed.
   const command = [
     'lifeboat server',
     `--name ${shellQuote(name)}`,
+    `--data-dir ${shellQuote(dataDir)}`,
+    `--listen-peer-urls ${shellQuote(peerURLs.join(','))}`,
     `--initial-advertise-peer-urls ${shellQuote(peerURLs.join(','))}`,
+    `--listen-client-urls ${shellQuote(clientURLs.join(','))}`,
+    `--advertise-client-urls ${shellQuote(clientURLs.join(','))}`,
     `--initial-cluster ${shellQuote(initialCluster)}`,
     '--initial-cluster-state existing',
   ].join(' ');
-  return { env, command, initialCluster, peerURLs: [...peerURLs] };
+  return { env, command, initialCluster, peerURLs: [...peerURLs], clientURLs, dataDir };
 }
 
 /** Quote for a POSIX shell only when needed. */

@@ -86,7 +86,9 @@ export async function saveSnapshot(client: EtcdClient, file: string, opts: SaveO
   const part = `${target}.part`;
   const t0 = performance.now();
 
-  // The revision and key count of what is being saved: one count-only Range just before.
+  // The revision and key count: one count-only Range just before the stream, the
+  // cheapest way that works against etcd too. Writes during the stream make the
+  // file newer than these numbers; the README and --help say so.
   const counted = await client.range(ALL_KEYS.key, { rangeEnd: ALL_KEYS.rangeEnd, countOnly: true });
   const endpoint = await client.activeEndpoint();
 
@@ -110,7 +112,7 @@ export async function saveSnapshot(client: EtcdClient, file: string, opts: SaveO
     }
     const verdict = check.finish();
     if (!verdict.ok) {
-      throw new EtcdClientError(`snapshot from ${endpoint} is not valid: ${verdict.reason}; nothing was saved`, 'integrity', endpoint);
+      throw new EtcdClientError(`snapshot from ${endpoint} is not valid: ${verdict.reason}; nothing was saved: retry, or save from another member's endpoint`, 'integrity', endpoint);
     }
     await fh.sync();
     await fh.close();

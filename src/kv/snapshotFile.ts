@@ -149,7 +149,7 @@ export async function restoreSnapshot(src: string | Uint8Array, dbPath: string):
 function checkShape(name: string, size: number): void {
   if (size < SNAPSHOT_TRAILER + 512 || size % 512 !== SNAPSHOT_TRAILER) {
     throw new Error(
-      `${name} is not a Lifeboat KV snapshot: its size ${size} is not whole 512-byte blocks plus a 32-byte sha256 (truncated?)`,
+      `${name} is not a Lifeboat KV snapshot: its size ${size} is not whole 512-byte blocks plus a 32-byte sha256 (truncated?); copy it again or save a new one`,
     );
   }
 }

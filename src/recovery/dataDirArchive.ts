@@ -118,10 +118,10 @@ export async function unpackDataDir(archive: string, dataDir: string): Promise<U
         },
       });
     } catch (e) {
-      throw new Error(`archive ${archive} is not a readable .tar.gz (${(e as Error).message.split('\n')[0]})`);
+      throw new Error(`archive ${archive} is not a readable .tar.gz (${(e as Error).message.split('\n')[0]}); copy it again and compare its sha256 with the one 'datadir pack' printed, or pack the data dir again`);
     }
     const manifestPath = path.join(part, MANIFEST);
-    if (!fs.existsSync(manifestPath)) throw new Error(`archive ${archive} has no ${MANIFEST}; it was not made by 'lifeboat datadir pack'`);
+    if (!fs.existsSync(manifestPath)) throw new Error(`archive ${archive} has no ${MANIFEST}; it was not made by 'lifeboat datadir pack': make one with 'lifeboat datadir pack DIR --out F.tar.gz'`);
     const manifest = JSON.parse(fs.readFileSync(manifestPath, 'utf8')) as Manifest;
     let bytes = 0;
     for (const f of manifest.files) {
@@ -134,7 +134,7 @@ export async function unpackDataDir(archive: string, dataDir: string): Promise<U
     }
     const listed = new Set(manifest.files.map((f) => f.path));
     for (const f of listFiles(part)) {
-      if (!listed.has(f)) throw new Error(`archive ${archive} holds ${f}, which its manifest does not list; refusing it`);
+      if (!listed.has(f)) throw new Error(`archive ${archive} holds ${f}, which its manifest does not list; it was altered, pack the data dir again`);
     }
     fs.rmSync(manifestPath);
     if (fs.existsSync(target)) fs.rmdirSync(target);

@@ -52,7 +52,9 @@ function checkOptions(o: RestoreOptions): void {
     throw new InputError(`--initial-advertise-peer-urls "${o.initialAdvertisePeerUrls.join(',')}" is not a valid URL list; e.g. http://10.0.0.1:2380`);
   }
   const bump = (o.bumpRevision ?? 0) > 0;
-  if (bump !== !!o.markCompacted) throw new InputError('--bump-revision and --mark-compacted must be used together');
+  // etcdutl's text, with our flag name (its --revision-bump is our --bump-revision).
+  if (bump && !o.markCompacted) throw new InputError('--mark-compacted required if --bump-revision > 0');
+  if (!bump && o.markCompacted) throw new InputError('--bump-revision > 0 required with --mark-compacted (it compacts at the bumped revision)');
   if (o.bumpRevision !== undefined && (!Number.isInteger(o.bumpRevision) || o.bumpRevision < 0)) {
     throw new InputError(`--bump-revision ${o.bumpRevision} must be a whole number >= 0`);
   }
@@ -154,7 +156,7 @@ export async function restoreSnapshot(file: string, o: RestoreOptions): Promise<
   if (!fs.existsSync(file)) throw new InputError(`snapshot ${file} does not exist; check the path`);
   const kind = await snapshotKind(file);
   if (kind.format === 'etcd') return restoreEtcdFile(file, o);
-  if (kind.format !== 'lifeboat') throw new InputError(`${file} is not a snapshot lifeboat can read (${kind.detail})`);
+  if (kind.format !== 'lifeboat') throw new InputError(`${file} is not a snapshot lifeboat can read (${kind.detail}); give a file saved by 'lifeboat snapshot save' or 'etcdctl snapshot save'`);
   if (!kind.hasTrailer && !o.skipHashCheck) throw new InputError(`snapshot ${file} has no sha256 trailer; use --skip-hash-check for a raw kv.db copy`);
   const memberId = memberIdFor(o.initialAdvertisePeerUrls, o.initialClusterToken ?? 'etcd-cluster');
   return buildAtomically(o, async (part) => {

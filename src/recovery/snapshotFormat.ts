@@ -140,8 +140,8 @@ export async function snapshotStatus(file: string): Promise<SnapshotStatus> {
   if (!fs.existsSync(file)) throw new InputError(`snapshot ${file} does not exist; check the path`);
   const kind = await snapshotKind(file);
   if (kind.format === 'etcd') return etcdStatus(file, kind);
-  if (kind.format !== 'lifeboat') throw new InputError(`${file} is not a snapshot lifeboat can read (${kind.detail})`);
-  if (!kind.hasTrailer) throw new Error(`snapshot ${file} is truncated or has no sha256 trailer (${kind.size} bytes is not 32 past a multiple of 512)`);
+  if (kind.format !== 'lifeboat') throw new InputError(`${file} is not a snapshot lifeboat can read (${kind.detail}); give a file saved by 'lifeboat snapshot save' or 'etcdctl snapshot save'`);
+  if (!kind.hasTrailer) throw new Error(`snapshot ${file} is truncated or has no sha256 trailer (${kind.size} bytes is not 32 past a multiple of 512); copy it again or save a new one`);
   const { sha256 } = await KvStore.verifySnapshot(file);
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-snapstatus-'));
   try {

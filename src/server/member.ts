@@ -768,8 +768,12 @@ export class Member implements EtcdBackend, WatchBackend, LeaseBackend, Transpor
 
   async alarm(action: 'GET' | 'ACTIVATE' | 'DEACTIVATE', memberId: bigint, alarm: AlarmType): Promise<Alarm[]> {
     if (action === 'GET') return this.kv.cluster.alarms();
-    await this.proposeServer({ alarm: { action, memberId: memberId === 0n ? this.memberId : memberId, alarm } });
-    return this.kv.cluster.alarms();
+    const target = memberId === 0n ? this.memberId : memberId;
+    const had = this.kv.cluster.alarms().filter((a) => a.memberId === target && a.alarm === alarm);
+    await this.proposeServer({ alarm: { action, memberId: target, alarm } });
+    // As etcd answers: the alarm raised, or the one cleared (none if it was not active),
+    // not every alarm left; `alarm disarm` prints what it disarmed from this.
+    return action === 'ACTIVATE' ? [{ memberId: target, alarm }] : had;
   }
 
   async defragment(): Promise<void> {

@@ -71,9 +71,13 @@ test('an unknown command exits 2 with a one-line error', () => {
   assertOneLineUsageError(lifeboat('frobnicate'), 'frobnicate');
 });
 
-// No command takes a required argument yet, so the missing-argument case goes
-// through oclif's parser directly and then through the same mapping bin/run.js uses.
+// Through a real command, and through oclif's parser directly into the mapping
+// bin/run.js uses (which pins the exact text).
 test('a missing required argument maps to exit 2 and one line naming the argument', async () => {
+  const r = lifeboat('member', 'remove');
+  assertOneLineUsageError(r, 'Missing 1 required arg: id');
+  assert.ok(r.stderr.includes('lifeboat member remove --help'), r.stderr);
+
   const err = await Parser.parse([], {
     args: { member: Args.string({ required: true, description: 'member ID or name' }) },
     flags: {},

@@ -84,8 +84,12 @@ test('member add: phase-2 settings list named members plus the new one; unstarte
   ]);
   assert.equal(
     j.command,
-    'lifeboat server --name infra4 --initial-advertise-peer-urls http://10.0.0.4:2380 --initial-cluster infra1=http://10.0.0.1:2380,infra3=http://10.0.0.3:2380,infra4=http://10.0.0.4:2380 --initial-cluster-state existing',
+    'lifeboat server --name infra4 --data-dir infra4.etcd --listen-peer-urls http://10.0.0.4:2380 --initial-advertise-peer-urls http://10.0.0.4:2380'
+      + ' --listen-client-urls http://10.0.0.4:2379 --advertise-client-urls http://10.0.0.4:2379'
+      + ' --initial-cluster infra1=http://10.0.0.1:2380,infra3=http://10.0.0.3:2380,infra4=http://10.0.0.4:2380 --initial-cluster-state existing',
   );
+  const given = joinInstructions('infra4', added, members, { clientURLs: ['https://10.0.0.4:12379'], dataDir: '/var/lib/my dir' });
+  assert.match(given.command, / --data-dir '\/var\/lib\/my dir' .* --listen-client-urls https:\/\/10\.0\.0\.4:12379 --advertise-client-urls https:\/\/10\.0\.0\.4:12379 /);
   assert.equal(shellQuote("it's here"), `'it'\\''s here'`);
 });
 

@@ -10,7 +10,7 @@ import { EtcdClient } from '../../src/client/etcdClient.js';
 import { EXIT } from '../../src/cli/exitCodes.js';
 import { EtcdCluster } from '../support/etcdCluster.js';
 import { freePorts } from '../support/ports.js';
-import { ROOT, etcdctl, lifeboat, onPath, requireEtcdTools, waitFor, type RunResult } from '../support/tools.js';
+import { ROOT, etcdctl, expectOk as ok, failsWithOneLine, lifeboat, onPath, requireEtcdTools, waitFor } from '../support/tools.js';
 
 let cluster: EtcdCluster;
 /** --endpoints with all three members */
@@ -28,20 +28,6 @@ before(async () => {
 after(async () => {
   await cluster?.stop();
 }, { timeout: 60_000 });
-
-function ok(r: RunResult): string {
-  assert.equal(r.code, EXIT.OK, `exit ${r.code}; stderr: ${r.stderr}`);
-  return r.stdout;
-}
-
-/** Failed with `code`, nothing on stdout, exactly one line on stderr, mentioning every `mentions`. */
-function failsWithOneLine(r: RunResult, code: number, ...mentions: string[]): string {
-  assert.equal(r.code, code, `exit code; stdout: ${r.stdout} stderr: ${r.stderr}`);
-  assert.match(r.stderr, /^[^\n]+\n$/, `stderr should be one line: ${JSON.stringify(r.stderr)}`);
-  for (const m of mentions) assert.ok(r.stderr.includes(m), `stderr should mention ${JSON.stringify(m)}: ${r.stderr}`);
-  assert.doesNotMatch(r.stderr, /\bat .+:\d+:\d+/, 'no stack trace');
-  return r.stderr;
-}
 
 const lines = (s: string) => s.trim().split('\n').filter((l) => l !== '');
 
@@ -188,6 +174,9 @@ test('endpoint status, health and hashkv: each endpoint on its own, and --cluste
   assert.equal(new Set(hashes.map((l) => l.split(', ')[1])).size, 1, `same hash everywhere: ${hashes.join(' / ')}`);
   const etcdctlHash = lines((await etcdctl('--endpoints', all[1]!, 'endpoint', 'hashkv', '--rev', String(rev))).stdout);
   assert.deepEqual(hashes.map((l) => l.split(', ')[1]), etcdctlHash.map((l) => l.split(', ')[1]));
+  const hashJson = JSON.parse(ok(await lifeboat('endpoint', 'hashkv', '--rev', String(rev), ...first, '-w', 'json'))) as Array<{ HashKV: { header: { member_id: string }; hash: number } }>;
+  assert.equal(String(hashJson[0]!.HashKV.hash), hashes[0]!.split(', ')[1]);
+  assert.ok(truth.some((t) => t.id === hashJson[0]!.HashKV.header.member_id), 'member_id as a hex string');
 
   // One endpoint down: the others still report, the dead one is one error line, exit 1.
   const [deadPort] = await freePorts(1, 'interop/cluster.test/dead');
@@ -219,13 +208,15 @@ test('alarm list is empty; a raised NOSPACE alarm is listed and disarmed', async
 test('compaction discards older revisions; defrag runs per endpoint and with --cluster', async () => {
   for (let i = 0; i < 3; i++) ok(await lifeboat('put', '/lb/compact', String(i), ...all));
   const rev = (JSON.parse(ok(await lifeboat('get', '/lb/compact', ...all, '-w', 'json'))) as { header: { revision: number } }).header.revision;
-  assert.equal(ok(await lifeboat('compaction', String(rev - 1), '--physical', ...all)), `compacted revision ${rev - 1}\n`);
+  const compacted = JSON.parse(ok(await lifeboat('compaction', String(rev - 1), '--physical', ...all, '-w', 'json'))) as { revision: number; header: { cluster_id: string } };
+  assert.equal(compacted.revision, rev - 1);
+  assert.equal(compacted.header.cluster_id, await clusterIdHex());
   failsWithOneLine(await lifeboat('get', '/lb/compact', '--rev', String(rev - 2), ...all), EXIT.FAILURE, 'etcdserver: mvcc: required revision has been compacted');
   failsWithOneLine(await lifeboat('compaction', 'abc', ...all), EXIT.USAGE, 'invalid revision "abc"');
 
   assert.equal(ok(await lifeboat('defrag', ...first)), `Finished defragmenting etcd member[${first[1]}]\n`);
-  const defragAll = lines(ok(await lifeboat('defrag', '--cluster', ...first, '--command-timeout', '20s')));
-  assert.deepEqual(defragAll.sort(), cluster.members.map((m) => `Finished defragmenting etcd member[${m.clientUrl}]`).sort());
+  const defragAll = JSON.parse(ok(await lifeboat('defrag', '--cluster', ...first, '--command-timeout', '20s', '-w', 'json'))) as Array<{ endpoint: string; defragmented: boolean }>;
+  assert.deepEqual(defragAll.map((d) => `${d.endpoint} ${d.defragmented}`).sort(), cluster.members.map((m) => `${m.clientUrl} true`).sort());
 });
 
 test('snapshot save: one endpoint only; the file has the sha256 trailer and matches etcdctl snapshot status', async () => {
@@ -271,7 +262,8 @@ test('move-leader: to a follower via all endpoints, and back via a follower\'s e
   // Only a follower's endpoint given: the leader is found through its client URLs.
   const truth = await etcdctlMembers();
   const follower = truth.find((t) => t.id !== target)!;
-  assert.equal(ok(await lifeboat('move-leader', leader, '--endpoints', follower.client)), `Leadership transferred from ${target} to ${leader}\n`);
+  const back = JSON.parse(ok(await lifeboat('move-leader', leader, '--endpoints', follower.client, '-w', 'json'))) as { from: string; to: string };
+  assert.deepEqual([back.from, back.to], [target, leader], 'hex strings');
   await waitFor('the old leader back', async () => (await leaderAndFollowers()).leader === leader, { timeoutMs: 30_000 });
 
   failsWithOneLine(await lifeboat('move-leader', 'abcdef', ...all), EXIT.FAILURE, 'etcdserver: bad leader transferee');
@@ -349,7 +341,7 @@ test('member add --learner, start it for real from the printed settings, promote
   assert.ok(out.includes(`LIFEBOAT_NAME="infra4"\n`), out);
   assert.ok(out.includes(`LIFEBOAT_INITIAL_ADVERTISE_PEER_URLS="${peerUrl}"\n`), out);
   assert.ok(out.includes(`LIFEBOAT_INITIAL_CLUSTER_STATE="existing"\n`), out);
-  assert.ok(out.includes(`lifeboat server --name infra4 --initial-advertise-peer-urls ${peerUrl} --initial-cluster ${initialCluster} --initial-cluster-state existing`), out);
+  assert.ok(out.includes(`lifeboat server --name infra4 --data-dir infra4.etcd --listen-peer-urls ${peerUrl} --initial-advertise-peer-urls ${peerUrl} --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 --initial-cluster ${initialCluster} --initial-cluster-state existing`), out);
 
   let rows = await etcdctlMembers();
   assert.deepEqual(rows.find((r) => r.id === id), { id, status: 'unstarted', name: '', peer: peerUrl, client: '', learner: true });
@@ -375,6 +367,9 @@ test('member add --learner, start it for real from the printed settings, promote
 
   // Update with the same peer URL (a real change would need a restart with new flags).
   assert.equal(ok(await lifeboat('member', 'update', id, '--peer-urls', peerUrl, ...all)), `Member ${id} updated in cluster ${cid}\n`);
+  const updated = JSON.parse(ok(await lifeboat('member', 'update', id, '--peer-urls', peerUrl, ...all, '-w', 'json'))) as { header: { cluster_id: string }; members: Array<{ ID: string; peerURLs: string[] }> };
+  assert.equal(updated.header.cluster_id, cid);
+  assert.deepEqual(updated.members.find((m) => m.ID === id)?.peerURLs, [peerUrl]);
 
   // A follower of 4 voters: routine, no --yes needed.
   const { leader } = await leaderAndFollowers();

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { EXIT } from '../../src/cli/exitCodes.js';
 import { makeCerts, type TestCerts } from '../support/certs.js';
 import { EtcdCluster } from '../support/etcdCluster.js';
-import { etcdctl, lifeboat, requireEtcdTools, requireTool, run, type RunResult } from '../support/tools.js';
+import { etcdctl, lifeboat, requireEtcdTools, requireTool, run, waitFor, type RunResult } from '../support/tools.js';
 
 let cluster: EtcdCluster;
 let certs: TestCerts;
@@ -34,6 +34,8 @@ function ok(r: RunResult): string {
   assert.equal(r.code, EXIT.OK, `exit ${r.code}; stderr: ${r.stderr}`);
   return r.stdout;
 }
+
+const lines = (s: string) => s.trim().split('\n').filter((l) => l !== '');
 
 function failsWithOneLine(r: RunResult, code: number, ...mentions: string[]): string {
   assert.equal(r.code, code, `exit code; stdout: ${r.stdout} stderr: ${r.stderr}`);
@@ -62,6 +64,43 @@ test('with --cacert --cert --key: member list, put, get, endpoint status/health 
   const bytes = readFileSync(file);
   assert.equal(bytes.length % 512, 32);
   assert.deepEqual(createHash('sha256').update(bytes.subarray(0, -32)).digest(), bytes.subarray(-32));
+});
+
+test('with client mutual TLS: del, alarm list, member add --learner, start it, promote and remove (--yes: 2 voters)', { timeout: 120_000 }, async () => {
+  assert.equal(ok(await lifeboat('put', '/tls/gone', 'x', ...tls)), 'OK\n');
+  assert.equal(ok(await lifeboat('del', '/tls/gone', '--prev-kv', ...tls)), '1\n/tls/gone\nx\n');
+  assert.equal(ok(await lifeboat('alarm', 'list', ...tls)), '');
+  assert.deepEqual(JSON.parse(ok(await lifeboat('alarm', 'list', ...tls, '-w', 'json'))).alarms, []);
+
+  const [clientPort, peerPort] = await cluster.freePorts();
+  const peerUrl = `http://127.0.0.1:${peerPort}`;
+  const added = ok(await lifeboat('member', 'add', 'infra2', '--peer-urls', peerUrl, '--learner', ...tls));
+  const id = /^Member ([0-9a-f]+) added as learner to cluster [0-9a-f]+\n/.exec(added)?.[1];
+  assert.ok(id, added);
+  const env = Object.fromEntries([...added.matchAll(/^LIFEBOAT_([A-Z_]+)="(.*)"$/gm)].map((mm) => [`ETCD_${mm[1]}`, mm[2]!]));
+  const learner = await cluster.startJoining('infra2', clientPort, peerPort, env, { learner: true });
+  await waitFor('the learner to publish its name', async () => ok(await lifeboat('member', 'list', ...tls)).includes(`${id}, started, infra2, ${peerUrl}, ${learner.clientUrl}, true`));
+
+  const promoted = await waitFor('the learner to be promotable', async () => {
+    const r = await lifeboat('member', 'promote', id, ...tls);
+    if (r.code === 0) return r;
+    if (/in sync with leader|unhealthy cluster/.test(r.stderr)) return false;
+    throw new Error(`member promote failed: ${r.stderr}`);
+  }, { timeoutMs: 30_000, intervalMs: 500 });
+  assert.match(promoted.stdout, new RegExp(`^Member ${id} promoted in cluster [0-9a-f]+\n$`));
+
+  // Two voters: removing one is dangerous, so it needs --yes without a terminal.
+  const refused = await lifeboat('member', 'remove', id, ...tls);
+  failsWithOneLine(refused, EXIT.REFUSED, '2 voting members', '--yes');
+  const removed = await waitFor('member remove to pass the strict reconfiguration check', async () => {
+    const r = await lifeboat('member', 'remove', id, '--yes', ...tls);
+    if (r.code === 0) return r;
+    if (r.stderr.includes('unhealthy cluster')) return false;
+    throw new Error(`member remove failed: ${r.stderr}`);
+  }, { timeoutMs: 30_000, intervalMs: 500 });
+  assert.match(removed.stdout, new RegExp(`^Member ${id} removed from cluster [0-9a-f]+\n$`));
+  await cluster.stopMember(learner);
+  assert.equal(lines(ok(await lifeboat('member', 'list', ...tls))).length, 1);
 });
 
 test('a bare host:port uses TLS when TLS flags are given; LIFEBOAT_* variables stand in for flags', async () => {

@@ -3,7 +3,9 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import * as tar from 'tar';
 import { LifeboatCluster, etcdctl, lifeboat, parseEtcdJson, waitFor } from '../support/lifeboatCluster.js';
 
 describe('snapshot and data dir commands', () => {
@@ -71,7 +73,10 @@ describe('snapshot and data dir commands', () => {
     const fresh = path.join(c.dir, 'fresh');
     const half = await lifeboat('snapshot', 'restore', snap, '--data-dir', fresh, ...common, '--bump-revision', '5');
     assert.equal(half.code, 2);
-    assert.match(half.stderr, /--bump-revision and --mark-compacted must be used together/);
+    assert.equal(half.stderr, 'Error: --mark-compacted required if --bump-revision > 0\n', 'etcdutl\'s text, our flag name');
+    const otherHalf = await lifeboat('snapshot', 'restore', snap, '--data-dir', fresh, ...common, '--mark-compacted');
+    assert.equal(otherHalf.code, 2);
+    assert.match(otherHalf.stderr, /--bump-revision > 0 required with --mark-compacted/);
 
     const missing = await lifeboat('snapshot', 'restore', path.join(c.dir, 'nope.db'), '--data-dir', fresh, ...common);
     assert.equal(missing.code, 2);
@@ -82,6 +87,7 @@ describe('snapshot and data dir commands', () => {
     const t = await lifeboat('snapshot', 'status', truncated);
     assert.equal(t.code, 1);
     assert.match(t.stderr, /truncated|no sha256 trailer/);
+    assert.match(t.stderr, /copy it again or save a new one/);
 
     const corrupt = path.join(c.dir, 'corrupt.db');
     const bytes = Buffer.from(fs.readFileSync(snap));
@@ -97,7 +103,7 @@ describe('snapshot and data dir commands', () => {
   test('datadir inspect: refused while the member runs; complete once it is stopped', async () => {
     const m1 = c.members[0];
     const running = await lifeboat('datadir', 'inspect', m1.dataDir);
-    assert.equal(running.code, 1);
+    assert.equal(running.code, 3, 'refused by a safety check, as pack is');
     assert.match(running.stderr, /is locked by pid \d+ \(a member is running\); stop it first/);
     assert.equal(await c.kill(m1, 'SIGTERM'), 0);
     const r = await lifeboat('datadir', 'inspect', m1.dataDir, '-w', 'json');
@@ -141,8 +147,45 @@ describe('snapshot and data dir commands', () => {
     const target = path.join(c.dir, 'from-tampered');
     const bad = await lifeboat('datadir', 'unpack', tampered, '--data-dir', target);
     assert.equal(bad.code, 1, bad.stderr);
+    assert.match(bad.stderr, /; (copy it again .*, or )?pack (it|the data dir) again\n$/, 'says what to try');
     assert.ok(!fs.existsSync(target) && !fs.existsSync(`${target}.part`));
     const occupied = await lifeboat('datadir', 'unpack', archive, '--data-dir', moved);
     assert.equal(occupied.code, 3);
+  });
+  test('unpack checks the manifest of a well-formed archive: a changed byte, a missing file, an unlisted file; nothing is written', async () => {
+    // Valid gzip and tar every time: only the manifest disagrees with the files.
+    const files: Record<string, Buffer> = { 'member/snap/db': Buffer.alloc(8192, 7), 'member/wal/0.wal': Buffer.from('entries') };
+    const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+    const build = async (name: string, listed: Record<string, Buffer>, present: Record<string, Buffer>) => {
+      const src = path.join(c.dir, `${name}-src`);
+      for (const [f, b] of Object.entries(present)) {
+        fs.mkdirSync(path.dirname(path.join(src, f)), { recursive: true });
+        fs.writeFileSync(path.join(src, f), b);
+      }
+      const manifest = { format: 'lifeboat-datadir/1', createdAt: new Date().toISOString(), files: Object.entries(listed).map(([f, b]) => ({ path: f, size: b.length, sha256: sha(b) })) };
+      fs.writeFileSync(path.join(src, 'lifeboat-manifest.json'), JSON.stringify(manifest));
+      const file = path.join(c.dir, `${name}.tar.gz`);
+      await tar.create({ gzip: true, file, cwd: src, portable: true }, ['lifeboat-manifest.json', ...Object.keys(present)]);
+      return file;
+    };
+    const flipped = Buffer.from(files['member/snap/db']!);
+    flipped[4000] ^= 0x01;
+    const cases: Array<[string, string, RegExp]> = [
+      ['changed', await build('changed', files, { ...files, 'member/snap/db': flipped }), /member\/snap\/db has sha256 [0-9a-f]{16}…, the manifest says [0-9a-f]{16}…; it is damaged or was altered/],
+      ['missing', await build('missing', files, { 'member/snap/db': files['member/snap/db']! }), /is missing member\/wal\/0\.wal listed in its manifest/],
+      ['extra', await build('extra', files, { ...files, 'member/snap/extra': Buffer.from('x') }), /holds member\/snap\/extra, which its manifest does not list/],
+    ];
+    const good = await build('good', files, files);
+    const results = await Promise.all([...cases.map(([name, file]) => lifeboat('datadir', 'unpack', file, '--data-dir', path.join(c.dir, `into-${name}`))), lifeboat('datadir', 'unpack', good, '--data-dir', path.join(c.dir, 'into-good'))]);
+    for (const [i, [name, , message]] of cases.entries()) {
+      const r = results[i]!;
+      assert.equal(r.code, 1, `${name}: ${r.stderr}`);
+      assert.match(r.stderr, message, name);
+      assert.equal(r.stderr.trim().split('\n').length, 1);
+      const target = path.join(c.dir, `into-${name}`);
+      assert.ok(!fs.existsSync(target) && !fs.existsSync(`${target}.part`), `${name}: nothing written`);
+    }
+    assert.equal(results[3]!.code, 0, `the same archive with a true manifest unpacks: ${results[3]!.stderr}`);
+    assert.deepEqual(fs.readFileSync(path.join(c.dir, 'into-good', 'member/snap/db')), files['member/snap/db']);
   });
 });

@@ -91,7 +91,7 @@ export class LifeboatCluster {
   }
 
   /** Starts `n` founding members m1..mn and waits for a leader. */
-  static async start(seed: string, n: number, extra: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<LifeboatCluster> {
+  static async start(seed: string, n: number, extra: string[] = [], env: Record<string, string> = {}): Promise<LifeboatCluster> {
     const c = await LifeboatCluster.create(seed, n);
     for (let i = 0; i < n; i++) c.members.push(c.define(`m${i + 1}`));
     const initial = c.initialCluster();
@@ -137,24 +137,29 @@ export class LifeboatCluster {
   }
 
   /** Starts (or restarts) a member process with its flags plus `args`, and `env` added to the environment. */
-  spawn(m: MemberProc, args: string[], env: NodeJS.ProcessEnv = {}): MemberProc {
-    const p = spawn(
-      process.execPath,
-      [
-        BIN,
-        'server',
-        '--name', m.name,
-        '--data-dir', m.dataDir,
-        '--listen-peer-urls', m.peerUrl,
-        '--initial-advertise-peer-urls', m.advertisePeerUrl ?? m.peerUrl,
-        '--listen-client-urls', m.clientUrl,
-        '--advertise-client-urls', m.clientUrl,
-        '--heartbeat-interval', '50',
-        '--election-timeout', '500',
-        ...args,
-      ],
-      { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } },
-    );
+  spawn(m: MemberProc, args: string[], env: Record<string, string> = {}): MemberProc {
+    return this.spawnServer(m, [
+      '--name', m.name,
+      '--data-dir', m.dataDir,
+      '--listen-peer-urls', m.peerUrl,
+      '--initial-advertise-peer-urls', m.advertisePeerUrl ?? m.peerUrl,
+      '--listen-client-urls', m.clientUrl,
+      '--advertise-client-urls', m.clientUrl,
+      '--heartbeat-interval', '50',
+      '--election-timeout', '500',
+      ...args,
+    ], Object.keys(env).length > 0 ? { env } : {});
+  }
+
+  /**
+   * `lifeboat server ARGS` exactly as given (no flags added), e.g. a line printed
+   * by `member add`, or settings taken from LIFEBOAT_* variables in `env`.
+   */
+  spawnServer(m: MemberProc, args: string[], opts: { env?: Record<string, string>; cwd?: string } = {}): MemberProc {
+    // Settings given as variables: none may leak in from the test's own environment.
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    if (opts.env) for (const k of Object.keys(env)) if (k.startsWith('LIFEBOAT_')) delete env[k];
+    const p = spawn(process.execPath, [BIN, 'server', ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...env, ...opts.env }, cwd: opts.cwd });
     m.proc = p;
     m.log = [];
     let partial = '';

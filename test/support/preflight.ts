@@ -8,6 +8,8 @@ const TOOLS: Array<[string, string]> = [
   ['etcdctl', 'etcd-client'],
   ['tmux', 'tmux'],
   ['openssl', 'openssl'],
+  // util-linux's `script`: a pseudo-terminal for the confirmation-prompt tests
+  ['script', 'bsdutils'],
 ];
 
 const missing = TOOLS.filter(([tool]) => {

@@ -1,12 +1,13 @@
 // External tools the tests drive. A missing one fails the test at once with one
 // line naming the Debian package; nothing is ever skipped. Also: running the
 // lifeboat CLI and etcdctl as child processes, and bounded waiting.
+import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const PACKAGES: Record<string, string> = { etcdctl: 'etcd-client', etcd: 'etcd-server', openssl: 'openssl', tmux: 'tmux' };
+const PACKAGES: Record<string, string> = { etcdctl: 'etcd-client', etcd: 'etcd-server', openssl: 'openssl', tmux: 'tmux', script: 'bsdutils' };
 
 export function requireTool(name: keyof typeof PACKAGES): string {
   try {
@@ -105,3 +106,18 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Exit 0; returns stdout. */
+export function expectOk(r: RunResult): string {
+  assert.equal(r.code, 0, `exit ${r.code}; stderr: ${r.stderr}`);
+  return r.stdout;
+}
+
+/** Failed with `code`, exactly one line on stderr mentioning every `mentions`, no stack trace. */
+export function failsWithOneLine(r: RunResult, code: number, ...mentions: string[]): string {
+  assert.equal(r.code, code, `exit code; stdout: ${r.stdout} stderr: ${r.stderr}`);
+  assert.match(r.stderr, /^[^\n]+\n$/, `stderr should be one line: ${JSON.stringify(r.stderr)}`);
+  for (const m of mentions) assert.ok(r.stderr.includes(m), `stderr should mention ${JSON.stringify(m)}: ${r.stderr}`);
+  assert.doesNotMatch(r.stderr, /\bat .+:\d+:\d+/, 'no stack trace');
+  return r.stderr;
+}
