@@ -9,6 +9,12 @@ import { AlarmType, type Alarm, type LeaseRecord, type Member } from './types.js
 export interface ClusterMetaReader {
   getMeta(name: string): Buffer | undefined;
   clusterId(): bigint | undefined;
+  /**
+   * The member whose data dir holds this file, so that a kv.db copied from another
+   * member is refused. Undefined in stores written before it was recorded; whoever
+   * installs a snapshot (which carries the sender's) records its own.
+   */
+  memberId(): bigint | undefined;
   /** The cluster this one was recovered from (recovery gives a new cluster ID). */
   parentClusterId(): bigint | undefined;
   members(): Member[];
@@ -25,6 +31,7 @@ export interface ClusterMetaWriter extends ClusterMetaReader {
   setMeta(name: string, value: Uint8Array): void;
   deleteMeta(name: string): void;
   setClusterId(id: bigint): void;
+  setMemberId(id: bigint): void;
   setParentClusterId(id: bigint | undefined): void;
   /** Adds or replaces the member with this ID. */
   putMember(m: Member): void;
@@ -42,6 +49,7 @@ export interface ClusterMetaWriter extends ClusterMetaReader {
 }
 
 const CLUSTER_ID = 'cluster_id';
+const MEMBER_ID = 'member_id';
 const PARENT_CLUSTER_ID = 'parent_cluster_id';
 
 /** uint64 member IDs as 16 hex digits, so text order is numeric order. */
@@ -124,6 +132,14 @@ export class ClusterMeta implements ClusterMetaWriter {
 
   setClusterId(id: bigint): void {
     this.setMeta(CLUSTER_ID, idBytes(id));
+  }
+
+  memberId(): bigint | undefined {
+    return this.getMeta(MEMBER_ID)?.readBigUInt64BE();
+  }
+
+  setMemberId(id: bigint): void {
+    this.setMeta(MEMBER_ID, idBytes(id));
   }
 
   parentClusterId(): bigint | undefined {

@@ -3,6 +3,7 @@
 export { KvStore, type KvEntry, type KvOpenOptions, type KvWriter } from './kvStore.js';
 export type { ClusterMetaReader, ClusterMetaWriter } from './clusterMeta.js';
 export type { KvSnapshotInfo } from './snapshotFile.js';
+export { KvDamagedError } from './kvSchema.js';
 export { decodeKvRequest, encodeKvRequest, type DecodedRequest } from './requestCodec.js';
 export { keyRange } from './mvccTxn.js';
 export type { KeyRange } from './revisionTables.js';

@@ -70,6 +70,23 @@ export interface OpenOptions {
 }
 
 /**
+ * The file is not a sound SQLite database: SQLite refused it, or its quick_check
+ * found damage. Callers that know the data dir add the recovery command.
+ */
+export class KvDamagedError extends Error {
+  constructor(
+    readonly path: string,
+    readonly detail: string,
+  ) {
+    super(`${path} is damaged: ${detail}`);
+    this.name = 'KvDamagedError';
+  }
+}
+
+/** SQLite's own words for a file that is not (or no longer) a database. */
+const DAMAGE_CODES = new Set(['SQLITE_CORRUPT', 'SQLITE_NOTADB', 'SQLITE_IOERR_SHORT_READ']);
+
+/**
  * Opens (creating if needed) a KV database with our pragmas. WAL lets snapshots
  * read while applies write; synchronous=NORMAL skips the fsync per commit because
  * the Raft log is the source of durability and is replayed from the applied index.
@@ -84,6 +101,10 @@ export function openKvDatabase(path: string, opts: OpenOptions = {}): Database.D
     db.pragma('cache_size = -65536'); // 64 MiB
     db.pragma('temp_store = MEMORY');
     const appId = db.pragma('application_id', { simple: true }) as number;
+    // A page-level check of every b-tree (not the index-vs-table cross check of
+    // integrity_check): 0.2-0.3 s per 100k keys (20 MB), measured; so a damaged
+    // file stops the opener instead of being served from.
+    if (path !== ':memory:') quickCheck(db, path);
     const version = db.pragma('user_version', { simple: true }) as number;
     if (appId === 0 && version === 0 && isEmpty(db)) {
       if (opts.readonly) throw new Error(`${path} is an empty database, not a Lifeboat KV`);
@@ -102,8 +123,16 @@ export function openKvDatabase(path: string, opts: OpenOptions = {}): Database.D
     return db;
   } catch (err) {
     db.close();
+    const code = (err as { code?: unknown }).code;
+    if (typeof code === 'string' && DAMAGE_CODES.has(code)) throw new KvDamagedError(path, `${(err as Error).message} (${code})`);
     throw err;
   }
+}
+
+function quickCheck(db: Database.Database, path: string): void {
+  const problems = (db.pragma('quick_check(3)') as { quick_check: string }[]).map((r) => r.quick_check);
+  if (problems.length === 1 && problems[0] === 'ok') return;
+  throw new KvDamagedError(path, `SQLite quick_check: ${problems.join('; ').replace(/\s+/g, ' ')}`);
 }
 
 function isEmpty(db: Database.Database): boolean {

@@ -108,6 +108,7 @@ async function finish(
     kv.writeLocal((c) => {
       c.setParentClusterId(oldCluster === 0n ? undefined : oldCluster);
       c.setClusterId(clusterId);
+      c.setMemberId(memberId);
       c.clearMembers();
       c.putMember({ id: memberId, name: o.name, peerURLs: o.initialAdvertisePeerUrls, clientURLs: [], isLearner: false });
     });

@@ -307,6 +307,8 @@ export class Member implements EtcdBackend, WatchBackend, LeaseBackend, Transpor
       fs.rmSync(tmp, { force: true });
     }
     this.kv = KvStore.open(dbPath, { autoCheckpoint: false });
+    // It carries the leader's member ID: the file is ours now.
+    this.kv.writeLocal((c) => c.setMemberId(this.memberId));
     // The leader's snapshot is now also ours: the next compaction counts from it.
     this.snapshotIndex = s.meta.index;
     this.refreshPeers();

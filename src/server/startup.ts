@@ -4,11 +4,13 @@
 // single-member cluster from it. Nothing is written before every check passed.
 import fs from 'node:fs';
 import { randomInt } from 'node:crypto';
-import { KvStore } from '../kv/index.js';
+import { KvDamagedError, KvStore } from '../kv/index.js';
 import { bootstrapState, emptyState, forceNewClusterState } from '../raft/bootstrap.js';
 import { Raft } from '../raft/raft.js';
 import type { PersistedState } from '../raft/types.js';
+import { recoveryHint } from '../storage/errors.js';
 import { kvPath, metaPath } from '../storage/layout.js';
+import type { MemberMeta } from '../storage/memberMeta.js';
 import { RaftStorage } from '../storage/raftStorage.js';
 import { PeerTransport } from '../transport/peerTransport.js';
 import type { ServerConfig } from './config.js';
@@ -23,7 +25,28 @@ const REMOVED = 'the member has been permanently removed from the cluster';
 
 /** The member checkpoints the KV's WAL itself, off the event loop (Member.start). */
 function openKv(cfg: ServerConfig): KvStore {
-  return KvStore.open(kvPath(cfg.dataDir), { autoCheckpoint: false });
+  try {
+    return KvStore.open(kvPath(cfg.dataDir), { autoCheckpoint: false });
+  } catch (e) {
+    if (e instanceof KvDamagedError) throw new MemberExit(1, `data dir ${cfg.dataDir} is damaged: ${e.path}: ${e.detail}; ${recoveryHint(cfg.dataDir)}`);
+    throw e;
+  }
+}
+
+/**
+ * A kv.db copied in from another member's (or another cluster's) data dir would
+ * serve that member's state as ours: refuse it. A store that has no member ID yet
+ * (written before it was recorded) gets ours.
+ */
+function checkKvIdentity(cfg: ServerConfig, kv: KvStore, meta: MemberMeta): void {
+  const file = kvPath(cfg.dataDir);
+  const kvMember = kv.cluster.memberId();
+  const kvCluster = kv.cluster.clusterId();
+  const foreign = (what: string) =>
+    new MemberExit(1, `data dir ${cfg.dataDir}: ${file} belongs to ${what}, but this data dir is member ${hex(meta.memberId)} of cluster ${hex(meta.clusterId)}; put back this member's own kv.db, or ${recoveryHint(cfg.dataDir)}`);
+  if (kvMember !== undefined && kvMember !== meta.memberId) throw foreign(`member ${hex(kvMember)}`);
+  if (kvCluster !== undefined && kvCluster !== meta.clusterId) throw foreign(`cluster ${hex(kvCluster)}`);
+  if (kvMember === undefined) kv.writeLocal((c) => c.setMemberId(meta.memberId));
 }
 
 export async function startMember(cfg: ServerConfig, log: Logger): Promise<Member> {
@@ -86,6 +109,7 @@ async function bootstrap(cfg: ServerConfig, log: Logger): Promise<Member> {
   const kv = openKv(cfg);
   kv.writeLocal((c) => {
     c.setClusterId(clusterId);
+    c.setMemberId(memberId);
     for (const m of members) c.putMember(m);
   });
   const l = log.child({ member: hex(memberId), cluster: hex(clusterId) });
@@ -129,6 +153,7 @@ async function join(cfg: ServerConfig, log: Logger): Promise<Member> {
   const kv = openKv(cfg);
   kv.writeLocal((c) => {
     c.setClusterId(clusterId);
+    c.setMemberId(self.id);
     const parent = BigInt(reply!.parent_cluster_id || '0');
     if (parent !== 0n) c.setParentClusterId(parent);
     for (const m of members) c.putMember(m);
@@ -143,23 +168,25 @@ async function restart(cfg: ServerConfig, log: Logger): Promise<Member> {
   const opened = RaftStorage.open(cfg.dataDir);
   const { storage, state, member } = opened;
   for (const w of opened.warnings) log.warn({ ...w }, 'storage warning');
-  let kv = openKv(cfg);
+  let kv: KvStore | undefined;
   try {
-    kv = await ensureKvCovers(cfg, storage, kv, state);
+    kv = openKv(cfg);
+    checkKvIdentity(cfg, kv, member);
+    kv = await ensureKvCovers(cfg, storage, kv, state, member.memberId);
     const clusterId = kv.cluster.clusterId() ?? member.clusterId;
     const l = log.child({ member: hex(member.memberId), cluster: hex(clusterId) });
     await checkNotSuperseded(cfg, kv, member.memberId, clusterId, l);
     l.info({ applied: kv.appliedIndex(), lastIndex: state.entries.at(-1)?.index ?? state.snapshot.index }, 'restarting member');
     return new Member({ cfg, log: l, storage, kv, raft: raftFor(cfg, member.memberId, state, kv.appliedIndex()), memberId: member.memberId });
   } catch (e) {
-    kv.close();
+    kv?.close();
     storage.close();
     throw e;
   }
 }
 
 /** The KV may lag the log (replayed at start) but never the snapshot the log starts from. */
-async function ensureKvCovers(cfg: ServerConfig, storage: RaftStorage, kv: KvStore, state: PersistedState): Promise<KvStore> {
+async function ensureKvCovers(cfg: ServerConfig, storage: RaftStorage, kv: KvStore, state: PersistedState, memberId: bigint): Promise<KvStore> {
   if (kv.appliedIndex() >= state.snapshot.index) return kv;
   const snap = storage.latestSnapshot();
   if (!snap || snap.data.length === 0) {
@@ -167,7 +194,9 @@ async function ensureKvCovers(cfg: ServerConfig, storage: RaftStorage, kv: KvSto
   }
   kv.close();
   await KvStore.restoreSnapshot(snap.data, kvPath(cfg.dataDir));
-  return openKv(cfg);
+  const restored = openKv(cfg);
+  restored.writeLocal((c) => c.setMemberId(memberId));
+  return restored;
 }
 
 /**
@@ -204,7 +233,16 @@ async function checkNotSuperseded(cfg: ServerConfig, kv: KvStore, memberId: bigi
 async function forceNewCluster(cfg: ServerConfig, log: Logger): Promise<Member> {
   const opened = RaftStorage.open(cfg.dataDir);
   const { storage, state, member } = opened;
-  const kv = await ensureKvCovers(cfg, storage, openKv(cfg), state);
+  let kv: KvStore | undefined;
+  try {
+    kv = openKv(cfg);
+    checkKvIdentity(cfg, kv, member);
+    kv = await ensureKvCovers(cfg, storage, kv, state, member.memberId);
+  } catch (e) {
+    kv?.close();
+    storage.close();
+    throw e;
+  }
   const oldClusterId = kv.cluster.clusterId() ?? member.clusterId;
   const ancestors = [kv.cluster.parentClusterId()].filter((x): x is bigint => x !== undefined && x !== 0n);
   const clusterId = newClusterId(oldClusterId, member.memberId, ancestors);

@@ -120,15 +120,31 @@ describe('elections', () => {
 
 describe('replication', () => {
   test('consistency check with fast backtracking: a diverged follower is repaired in few round trips', () => {
-    const net = clusterWithLeader(3);
-    // Node 3 misses 50 entries; meanwhile it accumulates an uncommitted divergent tail as a stale leader would.
+    // Node 3 leads first and appends a tail nobody else receives (a stale leader's
+    // uncommitted entries); then it misses 50 entries of the next leader.
+    const net = new TestNetwork(3);
+    net.stabilize();
+    net.node(3).raft.campaign();
+    net.stabilize();
+    assert.equal(net.leader(), 3n);
     net.isolate(3);
-    for (let i = 0; i < 50; i++) put(net, 1, `v${i}`);
+    for (let i = 0; i < 20; i++) net.node(3).raft.propose(bytes(`stale${i}`));
+    net.stabilize();
+    const isLeader = (id: number) => net.node(id).raft.status().state === StateType.Leader;
+    for (let i = 0; i < 60 && !isLeader(1) && !isLeader(2); i++) net.tickAll();
+    const lead = isLeader(1) ? 1 : 2;
+    assert.ok(isLeader(lead), 'no new leader while 3 was away');
+    for (let i = 0; i < 50; i++) put(net, lead, `v${i}`);
+    const tail = net.node(3).persisted.entries.filter((e) => e.data.length > 0 && text(e.data).startsWith('stale'));
+    assert.equal(tail.length, 20, 'node 3 holds the divergent tail');
+    const leaderLog = new Map(net.node(lead).persisted.entries.map((e) => [e.index, e.term]));
+    assert.ok(tail.every((e) => leaderLog.has(e.index) && leaderLog.get(e.index) !== e.term), 'the tail conflicts with the leader log');
     net.heal();
-    const before = net.node(1).sent.filter((m) => m.to === 3n && m.type === MessageType.App).length;
+    const before = net.node(lead).sent.filter((m) => m.to === 3n && m.type === MessageType.App).length;
     net.tickAll(3);
-    const apps = net.node(1).sent.filter((m) => m.to === 3n && m.type === MessageType.App).length - before;
-    assert.deepEqual(appliedData(net, 3), appliedData(net, 1));
+    const apps = net.node(lead).sent.filter((m) => m.to === 3n && m.type === MessageType.App).length - before;
+    assert.deepEqual(appliedData(net, 3), appliedData(net, lead));
+    assert.ok(!appliedData(net, 3).some((v) => v.startsWith('stale')));
     assert.ok(apps <= 10, `took ${apps} appends to repair`);
   });
 
@@ -153,27 +169,51 @@ describe('replication', () => {
 
   test('flow control: in-flight appends per follower are capped, and so are bytes per message', () => {
     const net = clusterWithLeader(3, { maxInflightMsgs: 3, maxSizePerMsg: 64 });
-    // Acks from node 2 are lost: the leader must stop at the window.
+    // Acks from node 2 are lost: the leader must stop at the window, and not before it.
     net.filter = (m) => !(m.from === 2n && m.type === MessageType.AppResp);
     const before = net.node(1).sent.length;
     for (let i = 0; i < 50; i++) net.node(1).raft.propose(new Uint8Array(40));
     net.stabilize();
-    const apps = net.node(1).sent.slice(before).filter((m) => m.to === 2n && m.type === MessageType.App && m.entries.length > 0);
-    assert.ok(apps.length <= 3, `${apps.length} appends in flight`);
-    for (const m of apps) assert.ok(m.entries.reduce((s, e) => s + e.data.length, 0) <= 64 || m.entries.length === 1);
+    const sent = net.node(1).sent.slice(before).filter((m) => m.type === MessageType.App && m.entries.length > 0);
+    const to2 = sent.filter((m) => m.to === 2n);
+    assert.equal(to2.length, 3, `${to2.length} appends in flight to node 2, window 3`);
+    // 40-byte entries under a 64-byte cap: one entry per message.
+    for (const m of sent) assert.equal(m.entries.length, 1, `${m.entries.length} entries in one message`);
+    // Node 3 acks: the cap is per follower, so it gets everything.
+    const to3 = sent.filter((m) => m.to === 3n).reduce((n, m) => n + m.entries.length, 0);
+    assert.equal(to3, 50);
+    net.heal();
+    net.tickAll(3);
+    assert.equal(appliedData(net, 2).length, appliedData(net, 1).length);
   });
 
   test('per-follower progress: probe, then replicate, then snapshot when behind compaction', () => {
-    const net = clusterWithLeader(3);
-    put(net, 1, 'a');
-    assert.equal(net.node(1).raft.status().progress.get(2n)?.state, 'Replicate');
+    const net = new TestNetwork(3);
+    net.stabilize();
+    // Node 3 never answers the new leader: it stays in Probe, one append at a time.
+    net.isolate(3);
+    net.node(1).raft.campaign();
+    net.stabilize();
+    assert.equal(net.leader(), 1n);
+    const progress = (id: bigint) => net.node(1).raft.status().progress.get(id)?.state;
+    const before = net.node(1).sent.length;
+    for (let i = 0; i < 5; i++) put(net, 1, `p${i}`);
+    assert.equal(progress(2n), 'Replicate');
+    assert.equal(progress(3n), 'Probe');
+    const probes = net.node(1).sent.slice(before).filter((m) => m.to === 3n && m.type === MessageType.App);
+    assert.ok(probes.length <= 1, `${probes.length} appends to a probed follower without a heartbeat in between`);
+    // Once it answers, the leader finds the match and streams.
+    net.heal();
+    net.tickAll(2);
+    assert.equal(progress(3n), 'Replicate');
+    assert.deepEqual(appliedData(net, 3), appliedData(net, 1));
+    // Behind the leader's compaction: a snapshot (held back here, so the state stays).
     net.isolate(3);
     for (let i = 0; i < 20; i++) put(net, 1, `x${i}`);
-    const applied = net.node(1).raft.status().applied;
-    net.compact(1, applied);
+    net.compact(1, net.node(1).raft.status().applied);
     net.filter = (m) => !(m.to === 3n && m.type === MessageType.Snap);
     net.tickAll(3);
-    assert.equal(net.node(1).raft.status().progress.get(3n)?.state, 'Snapshot');
+    assert.equal(progress(3n), 'Snapshot');
   });
 });
 

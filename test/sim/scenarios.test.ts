@@ -101,7 +101,7 @@ test('a new leader accepts no membership change until it has applied every entry
   for (const id of [1n, 2n, 3n, 4n, 5n]) assert.equal(c.node(id).app.applied, target, `n${id} caught up`);
 });
 
-// ---- defects found in the core: 'todo' until it is fixed (they run, but do not fail the suite) ----
+// ---- defects the simulator found in the core, now fixed: regression tests that must pass ----
 
 test('a restarted single voter serves no read index below an entry a learner has already applied', () => {
   const c = quietCluster(1);

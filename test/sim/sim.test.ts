@@ -72,9 +72,8 @@ test('a seed replays exactly: same events, same trace, same outcome', () => {
 });
 
 /**
- * Seeds that found defects in the core (reported to its owner; scenarios.test.ts
- * has hand-built versions of some). They are 'todo' until the core is fixed: they
- * run and report, but do not fail `npm test`. When one passes, drop it from here.
+ * Seeds that found defects in the core, since fixed (scenarios.test.ts has
+ * hand-built versions of some): regression tests, failing `npm test` if one breaks again.
  */
 const CORE_BUGS: { what: string; o: RunOptions }[] = [
   { what: 'a leader that removes itself steps down before the others learn the commit: quorum lost for good', o: { seed: 337, steps: STEPS, nodes: NODES } },
