@@ -8,12 +8,12 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { service } from '../../src/api/protos.js';
-import { LifeboatCluster, etcdctl, lifeboat, parseEtcdJson, run, BIN, type MemberProc } from '../support/lifeboatCluster.js';
+import { LifeboatCluster, etcdctl, lifeboat, parseEtcdJson, run, waitFor, BIN, type MemberProc } from '../support/lifeboatCluster.js';
 
 type KvClient = { Put(req: unknown, opts: unknown, cb: (e: grpc.ServiceError | null) => void): void; close(): void };
 
 /** Writes keys as fast as acknowledgements come back, until stopped; returns the acknowledged keys. */
-function writer(endpoint: string): { stop(): Promise<string[]> } {
+function writer(endpoint: string): { acked(): number; stop(): Promise<string[]> } {
   const KV = service('etcdserverpb.KV');
   const kv = new KV(endpoint, grpc.credentials.createInsecure()) as unknown as KvClient;
   const acked: string[] = [];
@@ -28,6 +28,7 @@ function writer(endpoint: string): { stop(): Promise<string[]> } {
     }
   });
   return {
+    acked: () => acked.length,
     async stop() {
       running = false;
       await Promise.all(loops);
@@ -67,7 +68,7 @@ describe('recovery from permanent quorum loss', () => {
     const oldCluster = BigInt(parseEtcdJson((await etcdctl(c.endpoints(), 'get', 'x', '-w', 'json')).stdout).header.cluster_id).toString(16);
     // Writes acknowledged right up to the kill.
     const w = writer(m1.client);
-    await new Promise((r) => setTimeout(r, 1500));
+    await waitFor('50 acknowledged writes', () => w.acked() >= 50, 30_000, 50);
     await Promise.all([c.kill(m2), c.kill(m3)]);
     await c.kill(m1);
     const acked = await w.stop();
