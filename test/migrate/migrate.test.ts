@@ -53,6 +53,8 @@ describe('lifeboat migrate', { timeout: 240_000 }, () => {
 
   before(async () => {
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-migrate-'));
+    // Default progress files (the playbook's) go here, not into the user's state dir.
+    process.env.XDG_STATE_HOME = tmp;
     [etcd, lb] = await Promise.all([EtcdCluster.start({ size: 1, portSeed: 'migrate-etcd' }), LifeboatCluster.start('migrate-lb', 1)]);
   });
   after(async () => {
