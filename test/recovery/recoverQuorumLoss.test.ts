@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { service } from '../../src/api/protos.js';
-import { LifeboatCluster, etcdctl, lifeboat, parseEtcdJson, run, BIN, type MemberProc } from '../support/lifeboatCluster.js';
+import { LifeboatCluster, etcdctl, killByLock, lifeboat, parseEtcdJson, run, BIN, type MemberProc } from '../support/lifeboatCluster.js';
 
 type KvClient = { Put(req: unknown, opts: unknown, cb: (e: grpc.ServiceError | null) => void): void; close(): void };
 
@@ -42,15 +42,6 @@ function memberArg(members: MemberProc[]): string {
 }
 
 /** Stop every member the playbook started (detached) through its data dir lock. */
-function killByLock(dataDir: string): void {
-  try {
-    const pid = Number(fs.readFileSync(path.join(dataDir, 'member', 'lock'), 'utf8').trim().split(/\s+/)[0]);
-    if (pid > 0) process.kill(pid, 'SIGKILL');
-  } catch {
-    // not running
-  }
-}
-
 describe('recovery from permanent quorum loss', () => {
   let c: LifeboatCluster;
   const started: string[] = [];

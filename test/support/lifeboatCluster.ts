@@ -45,6 +45,27 @@ export function parseEtcdJson<T = any>(text: string): T {
   return JSON.parse(text.replace(/("(?:ID|cluster_id|member_id|leader|memberID|raft_term)":)(\d{16,})/g, '$1"$2"')) as T;
 }
 
+/** SIGKILLs a member a playbook started (detached), found through its data dir lock. */
+export function killByLock(dataDir: string): void {
+  const pid = pidByLock(dataDir);
+  if (pid > 0) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** The pid holding a data dir's lock (0 if none). */
+export function pidByLock(dataDir: string): number {
+  try {
+    return Number(fs.readFileSync(path.join(dataDir, 'member', 'lock'), 'utf8').trim().split(/\s+/)[0]) || 0;
+  } catch {
+    return 0;
+  }
+}
+
 export interface RunResult {
   code: number | null;
   stdout: string;

@@ -15,6 +15,7 @@ import {
   serverArgs,
   spawnMember,
   statusOf,
+  LearnerStalledError,
   waitCaughtUp,
   waitHealthy,
   waitUntil,
@@ -183,26 +184,31 @@ export const waitCaughtUpStep: StepDefinition = {
   describe: (p) => [`wait until ${p['learner-url']} has caught up and stayed so for ${Number(p.stabilization) / 1000}s`],
   async run(p, ctx) {
     const endpoints = p.endpoints as string[];
+    const stabilization = Number(p.stabilization);
     try {
       const r = await waitCaughtUp(String(p['learner-url']), endpoints, ctx.connection, {
         lag: Number(p.lag),
-        stabilizationMs: Number(p.stabilization),
+        stabilizationMs: stabilization,
         stallMs: Number(p['stall-timeout']),
         onProgress: (t) => ctx.progress(t),
+        // Recorded so the audit shows the stabilization gate: promotion comes at least this long after.
+        onCaughtUp: (applied, leaderIndex) =>
+          ctx.event('caught-up', `learner ${String(p['learner-id'])} caught up (applied ${applied} of ${leaderIndex}); promoting once it stays so for ${stabilization / 1000}s`, { applied, leaderIndex, at: Date.now() }),
         signal: ctx.signal,
       });
       return { ...r };
     } catch (e) {
-      if (ctx.signal.aborted) throw e;
+      // Only a learner that itself stopped making progress is removed; no leader is the cluster's problem.
+      if (ctx.signal.aborted || !(e instanceof LearnerStalledError)) throw e;
       const id = parseMemberId(String(p['learner-id']));
       const c = clientFor(endpoints, ctx.connection);
       try {
         await c.memberRemove(id);
-        ctx.event('warning', `removed learner ${String(p['learner-id'])}: ${(e as Error).message}`);
+        ctx.event('warning', `removed learner ${String(p['learner-id'])}: ${e.message}`);
       } finally {
         c.close();
       }
-      throw new Error(`${(e as Error).message}; learner ${String(p['learner-id'])} was removed from the cluster`);
+      throw new Error(`${e.message}; learner ${String(p['learner-id'])} was removed from the cluster`);
     }
   },
 };
