@@ -287,11 +287,15 @@ class PlaybookRun {
 
   /**
    * An event whose data carries clusterIdBefore, memberIdsBefore, clusterIdAfter or
-   * memberIdsAfter (hex IDs) also sets them on the run's record.
+   * memberIdsAfter (hex IDs) also sets them on the run's record. Every membership
+   * step reports both sides of its change: the run keeps the first "before" (the
+   * cluster as the run found it, kept across a resume) and the latest "after".
    */
   private recordIds(data: Record<string, unknown> | undefined, ui: StepUi): void {
     if (!data) return;
-    const patch = Object.fromEntries(ID_FIELDS.filter((k) => data[k] !== undefined).map((k) => [k, data[k]]));
+    const run = this.o.audit.run(this.runId);
+    const known = (k: (typeof ID_FIELDS)[number]) => k.endsWith('Before') && run?.[k] !== null && run?.[k] !== undefined;
+    const patch = Object.fromEntries(ID_FIELDS.filter((k) => data[k] !== undefined && !known(k)).map((k) => [k, data[k]]));
     if (Object.keys(patch).length === 0) return;
     try {
       this.o.audit.updateRun(this.runId, patch as RunIdsPatch);

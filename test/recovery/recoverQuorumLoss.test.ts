@@ -8,12 +8,12 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { service } from '../../src/api/protos.js';
-import { LifeboatCluster, etcdctl, killByLock, lifeboat, parseEtcdJson, run, BIN, type MemberProc } from '../support/lifeboatCluster.js';
+import { LifeboatCluster, etcdctl, killByLock, lifeboat, parseEtcdJson, run, waitFor, BIN, type MemberProc } from '../support/lifeboatCluster.js';
 
 type KvClient = { Put(req: unknown, opts: unknown, cb: (e: grpc.ServiceError | null) => void): void; close(): void };
 
 /** Writes keys as fast as acknowledgements come back, until stopped; returns the acknowledged keys. */
-function writer(endpoint: string): { stop(): Promise<string[]> } {
+function writer(endpoint: string): { acked: string[]; stop(): Promise<string[]> } {
   const KV = service('etcdserverpb.KV');
   const kv = new KV(endpoint, grpc.credentials.createInsecure()) as unknown as KvClient;
   const acked: string[] = [];
@@ -28,6 +28,7 @@ function writer(endpoint: string): { stop(): Promise<string[]> } {
     }
   });
   return {
+    acked,
     async stop() {
       running = false;
       await Promise.all(loops);
@@ -58,7 +59,8 @@ describe('recovery from permanent quorum loss', () => {
     const oldCluster = BigInt(parseEtcdJson((await etcdctl(c.endpoints(), 'get', 'x', '-w', 'json')).stdout).header.cluster_id).toString(16);
     // Writes acknowledged right up to the kill.
     const w = writer(m1.client);
-    await new Promise((r) => setTimeout(r, 1500));
+    // Enough acknowledged writes to matter, however loaded the machine (bounded wait), then the kill mid-stream.
+    await waitFor('50 acknowledged writes', () => w.acked.length >= 50);
     await Promise.all([c.kill(m2), c.kill(m3)]);
     await c.kill(m1);
     const acked = await w.stop();
@@ -128,9 +130,26 @@ describe('recovery from permanent quorum loss', () => {
     assert.equal(verify.code, 0, verify.stderr);
     const show = await lifeboat('audit', 'show', runId!, '--audit-db', auditDb, '-w', 'json');
     assert.equal(show.code, 0, show.stderr);
-    const timeline = JSON.parse(show.stdout);
-    assert.equal(timeline.run?.outcome ?? timeline.outcome, 'succeeded');
-    assert.ok(JSON.stringify(timeline).includes('add-learner'));
+    const { run: rec, timeline } = JSON.parse(show.stdout) as {
+      run: { outcome: string; clusterIdBefore: string; memberIdsBefore: string[]; clusterIdAfter: string; memberIdsAfter: string[] };
+      timeline: Array<{ entry: string; stepId?: string; type?: string; status?: string; kind?: string; message?: string; data?: Record<string, unknown> }>;
+    };
+    assert.equal(rec.outcome, 'succeeded');
+    // Cluster and member IDs before (the old cluster) and after (the new one, its 3 voters).
+    const oldIds = parseEtcdJson(plan.stdout).sources[p.recommended].report.members.map((m: { id: string }) => BigInt(`0x${m.id}`).toString(16)).sort();
+    assert.equal(rec.clusterIdBefore, BigInt(`0x${oldCluster}`).toString(16));
+    assert.deepEqual([...rec.memberIdsBefore].sort(), oldIds);
+    assert.equal(rec.clusterIdAfter, newCluster);
+    const newIds = list.members.map((m: { ID: string }) => BigInt(m.ID).toString(16)).sort();
+    assert.deepEqual([...rec.memberIdsAfter].sort(), newIds);
+    // Every step of the playbook completed, once each member: nothing failed, nothing left running.
+    const steps = timeline.filter((e) => e.entry === 'step');
+    assert.ok(steps.every((s) => s.status === 'succeeded'), JSON.stringify(steps.filter((s) => s.status !== 'succeeded')));
+    const expected = ['inspect', 'fence', 'go', 'restore', 'start', 'healthy', ...[1, 2].flatMap((i) => ['add', 'start-learner', 'caught-up', 'promote', 'check-member'].map((s) => `readd[${i}].${s}`)), 'final-check', 'done'];
+    assert.deepEqual(steps.map((s) => s.stepId), expected);
+    // The confirmation, answered by --yes, is on record; so is the new cluster.
+    const prompts = timeline.filter((e) => e.entry === 'event' && e.kind === 'prompt');
+    assert.ok(prompts.some((e) => /Build a NEW one-member cluster/.test(e.message ?? '') && e.data?.answer === true && e.data?.answeredBy === '--yes'), JSON.stringify(prompts));
     assert.ok(JSON.stringify(timeline).includes(newCluster));
   });
 });
