@@ -117,12 +117,18 @@ export class LifeboatCluster {
     for (let i = 0; i < n; i++) c.members.push(c.define(`m${i + 1}`));
     const initial = c.initialCluster();
     for (const m of c.members) c.spawn(m, ['--initial-cluster', initial, '--initial-cluster-state', 'new', ...extra]);
-    await c.waitForLeader();
-    // Every member has published its name (is "started"), as after a real start.
-    await waitFor('every member to publish its name', async () => {
-      const r = await etcdctl(c.endpoints(), 'member', 'list');
-      return r.code === 0 && r.stdout.split('\n').filter((l) => l.includes(', started, ')).length === n;
-    });
+    try {
+      await c.waitForLeader();
+      // Every member has published its name (is "started"), as after a real start.
+      await waitFor('every member to publish its name', async () => {
+        const r = await etcdctl(c.endpoints(), 'member', 'list');
+        return r.code === 0 && r.stdout.split('\n').filter((l) => l.includes(', started, ')).length === n;
+      });
+    } catch (e) {
+      // The caller never gets the cluster to stop: stop it here, or its members keep the test process alive.
+      await c.stopAll();
+      throw e;
+    }
     return c;
   }
 
