@@ -142,7 +142,22 @@ describe('snapshot and data dir commands', () => {
     const bad = await lifeboat('datadir', 'unpack', tampered, '--data-dir', target);
     assert.equal(bad.code, 1, bad.stderr);
     assert.ok(!fs.existsSync(target) && !fs.existsSync(`${target}.part`));
-    const occupied = await lifeboat('datadir', 'unpack', archive, '--data-dir', moved);
-    assert.equal(occupied.code, 3);
+    // Unpacking again into its own completed unpack (a resumed run) succeeds and changes nothing.
+    const again = await lifeboat('datadir', 'unpack', archive, '--data-dir', moved);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /already holds exactly this archive's/);
+    assert.equal(JSON.parse((await lifeboat('datadir', 'inspect', moved, '-w', 'json')).stdout).hash, before.hash);
+    // Any other non-empty dir is refused: one with a stray file, one whose file differs.
+    const stray = path.join(c.dir, 'stray');
+    fs.mkdirSync(stray);
+    fs.writeFileSync(path.join(stray, 'notes.txt'), 'keep me');
+    const occupied = await lifeboat('datadir', 'unpack', archive, '--data-dir', stray);
+    assert.equal(occupied.code, 3, occupied.stderr);
+    assert.equal(fs.readFileSync(path.join(stray, 'notes.txt'), 'utf8'), 'keep me');
+    const wal = path.join(moved, 'member', 'wal');
+    fs.appendFileSync(path.join(wal, fs.readdirSync(wal).sort()[0]), Buffer.from([0]));
+    const changed = await lifeboat('datadir', 'unpack', archive, '--data-dir', moved);
+    assert.equal(changed.code, 3, changed.stderr);
+    assert.match(changed.stderr, /does not hold exactly what/);
   });
 });
