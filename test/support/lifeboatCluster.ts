@@ -86,6 +86,8 @@ export function run(cmd: string, args: string[], opts: { timeoutMs?: number; env
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     });
+    // A child that exits without reading its stdin must not fail the test with EPIPE.
+    p.stdin.on('error', () => undefined);
     p.stdin.end(opts.input ?? '');
   });
 }
