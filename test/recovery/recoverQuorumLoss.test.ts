@@ -190,4 +190,34 @@ describe('recover plan with a lagging survivor, and fencing', () => {
     assert.match(r.stdout + r.stderr, new RegExp(`old members are alive: m2`));
     assert.ok(!fs.existsSync(target), 'recovery went ahead despite a live old member');
   });
+
+  test('--assume-dead lets recovery past a live old member it names, and the override is recorded', async () => {
+    const [m1] = c.members; // m2 is still alive from the fencing test
+    const plan = JSON.parse((await lifeboat('recover', 'plan', '--from-data-dir', m1.dataDir, '-w', 'json')).stdout);
+    const m2id: string = plan.sources[0].report.members.find((m: { name: string }) => m.name === 'm2').id;
+    const auditDb = path.join(c.dir, 'audit-assume.db');
+    const target = path.join(c.dir, 'assume');
+    // No --yes and no terminal: past the fence, the run stops at its confirmation (exit 3) before building anything.
+    const r = await run(process.execPath, [
+      BIN, 'playbook', 'run', 'recover-from-quorum-loss', '--reason', 'test: assume-dead', '--audit-db', auditDb,
+      '--set', `source=${m1.dataDir}`, '--set', `data-dir=${target}`, '--set', 'name=r1',
+      '--set', `peer-url=${m1.peerUrl}`, '--set', 'client-url=http://127.0.0.1:1', '--set', `assume-dead=${m2id}`,
+    ], { timeoutMs: 120_000 });
+    const out = r.stdout + r.stderr;
+    assert.equal(r.code, 3, out);
+    assert.match(out, /needs confirmation/);
+    assert.ok(!fs.existsSync(target));
+    const runId = /\br-\d{8}-\d{6}-[0-9a-f]+\b/.exec(out)?.[0];
+    assert.ok(runId, out);
+    const show = JSON.parse((await lifeboat('audit', 'show', runId!, '--audit-db', auditDb, '-w', 'json')).stdout) as {
+      timeline: Array<{ entry: string; stepId?: string; status?: string; outputs?: Record<string, unknown>; kind?: string; message?: string; data?: Record<string, unknown> }>;
+    };
+    const override = show.timeline.find((e) => e.entry === 'event' && e.kind === 'override');
+    assert.ok(override, 'the --assume-dead override is not in the audit');
+    assert.equal(override.data?.member, m2id);
+    assert.match(override.message ?? '', /answered at .* but the operator declared it dead/);
+    const fence = show.timeline.find((e) => e.entry === 'step' && e.stepId === 'fence');
+    assert.equal(fence?.status, 'succeeded');
+    assert.deepEqual(fence?.outputs?.assumedDead, [m2id]);
+  });
 });
