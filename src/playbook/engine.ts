@@ -108,6 +108,12 @@ function isPromptAbort(err: unknown): boolean {
   return name === 'ExitPromptError' || name === 'AbortPromptError';
 }
 
+/** Hex IDs (or lists of them) equal, however zero-padded or cased. */
+function sameIds(a: unknown, b: unknown): boolean {
+  const norm = (v: unknown): unknown => (Array.isArray(v) ? v.map(norm) : typeof v === 'string' && /^[0-9a-fA-F]{1,16}$/.test(v) ? BigInt(`0x${v}`).toString(16) : v);
+  return JSON.stringify(norm(a)) === JSON.stringify(norm(b));
+}
+
 /** Outputs as the audit log stores them (bigints → hex, no undefined), so a resumed run sees exactly what the first one did. */
 function normalizeOutputs(outputs: unknown): Record<string, unknown> {
   if (outputs === null || outputs === undefined) return {};
@@ -294,8 +300,10 @@ class PlaybookRun {
   private recordIds(data: Record<string, unknown> | undefined, ui: StepUi): void {
     if (!data) return;
     const run = this.o.audit.run(this.runId);
-    const known = (k: (typeof ID_FIELDS)[number]) => k.endsWith('Before') && run?.[k] !== null && run?.[k] !== undefined;
-    const patch = Object.fromEntries(ID_FIELDS.filter((k) => data[k] !== undefined && !known(k)).map((k) => [k, data[k]]));
+    // A "before" already recorded stays; an "after" equal to the recorded one is not written again.
+    const skip = (k: (typeof ID_FIELDS)[number]) =>
+      run?.[k] !== null && run?.[k] !== undefined && (k.endsWith('Before') || sameIds(run[k], data[k]));
+    const patch = Object.fromEntries(ID_FIELDS.filter((k) => data[k] !== undefined && !skip(k)).map((k) => [k, data[k]]));
     if (Object.keys(patch).length === 0) return;
     try {
       this.o.audit.updateRun(this.runId, patch as RunIdsPatch);
