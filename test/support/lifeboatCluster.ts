@@ -155,6 +155,8 @@ export class LifeboatCluster {
 
   /** Starts (or restarts) a member process with its flags plus `args`. */
   spawn(m: MemberProc, args: string[]): MemberProc {
+    // A second process would lose track of the first, which then outlives stopAll and hangs the test file.
+    if (m.proc && m.proc.exitCode === null && m.proc.signalCode === null) throw new Error(`${m.name} is still running (pid ${m.proc.pid}); stop it before starting it again`);
     const p = spawn(
       process.execPath,
       [
