@@ -164,7 +164,12 @@ describe('recover plan with a lagging survivor, and fencing', () => {
   test('given only a lagging survivor, the plan warns that later acknowledged writes may be missing', async () => {
     const [m1, m2, m3] = c.members;
     await c.kill(m3);
-    for (let i = 0; i < 20; i++) assert.equal((await etcdctl([m1.client, m2.client], 'put', `late${i}`, 'x')).code, 0);
+    // m3 may have led: the puts wait for m1 and m2 to have a leader again (bounded).
+    await c.waitForLeader([m1, m2]);
+    for (let i = 0; i < 20; i++) {
+      const put = await etcdctl([m1.client, m2.client], 'put', `late${i}`, 'x');
+      assert.equal(put.code, 0, put.stderr);
+    }
     await c.kill(m1);
     await c.kill(m2);
     const plan = await lifeboat('recover', 'plan', '--from-data-dir', m3.dataDir);
