@@ -18,6 +18,9 @@ export default class DatadirUnpack extends BaseCommand {
   async run(): Promise<void> {
     const { args, flags } = await this.parse(DatadirUnpack);
     const r = await unpackDataDir(args.archive, flags['data-dir']);
-    this.print(flags['write-out'], r, (x: UnpackResult) => `Unpacked ${x.files} files (${x.bytes} bytes) into ${x.dataDir}; every checksum matched`);
+    this.print(flags['write-out'], r, (x: UnpackResult) =>
+      x.alreadyUnpacked
+        ? `${x.dataDir} already holds exactly this archive's ${x.files} files (${x.bytes} bytes); nothing to do`
+        : `Unpacked ${x.files} files (${x.bytes} bytes) into ${x.dataDir}; every checksum matched`);
   }
 }

@@ -29,16 +29,24 @@ export default class Recover extends EtcdCommand {
   async run(): Promise<void> {
     const { flags, metadata } = await this.parse(Recover);
     const tty = process.stdin.isTTY === true && process.stdout.isTTY === true;
+    // The session's own questions, the plan it showed and the go-ahead belong in the run's audit record too.
+    const events: Array<{ kind: string; message: string; data?: Record<string, unknown> }> = [];
     let dataDirs = flags['from-data-dir'];
     if (dataDirs.length === 0 && flags['from-snapshot'].length === 0) {
       if (!tty) throw new RefusedError('no sources: pass --from-data-dir (or --from-snapshot); there is no terminal to ask on');
-      const answer = await input({ message: "Data dirs of the stopped survivors (comma-separated, every one you have):", validate: (v) => v.trim() !== '' || 'name at least one' });
+      const message = 'Data dirs of the stopped survivors (comma-separated, every one you have):';
+      const answer = await input({ message, validate: (v) => v.trim() !== '' || 'name at least one' });
       dataDirs = answer.split(',').map((s) => s.trim()).filter(Boolean);
+      events.push({ kind: 'prompt', message, data: { answer, session: 'recover' } });
     }
     const plan = await planRecovery({ dataDirs, inspectFiles: [], snapshots: flags['from-snapshot'], discardUncommitted: flags['discard-uncommitted'] });
-    this.log(formatPlan(plan));
+    const planText = formatPlan(plan);
+    this.log(planText);
     const best = plan.sources[plan.recommended];
-    const go = tty && !flags.yes ? await confirm({ message: `Recover from ${best.path}?`, default: false }) : flags.yes;
+    events.push({ kind: 'plan', message: `recover plan: recommended ${best.path} (${plan.why})`, data: { text: planText, plan: JSON.parse(JSON.stringify(plan, (_k, v) => (typeof v === 'bigint' ? v.toString(16) : v))) as Record<string, unknown> } });
+    const question = `Recover from ${best.path}?`;
+    const go = tty && !flags.yes ? await confirm({ message: question, default: false }) : flags.yes;
+    events.push({ kind: 'prompt', message: question, data: { answer: go, session: 'recover', ...(tty && !flags.yes ? {} : { answeredBy: flags.yes ? '--yes' : 'nobody: no terminal' }) } });
     if (!go) throw new RefusedError(tty ? 'recovery not confirmed; nothing was changed' : 'recovery needs --yes without a terminal; nothing was changed');
 
     // What the plan knows fills the playbook's variables; the operator's --set wins.
@@ -61,6 +69,7 @@ export default class Recover extends EtcdCommand {
       endpoints: flags.endpoints,
       endpointsGiven: flagGiven(metadata, 'endpoints'),
       json: flags['write-out'] === 'json',
+      events,
     });
     this.print(flags['write-out'], result, { simple: (r: SessionResult) => r.text, json: (r: SessionResult) => r.json });
     if (result.error) throw result.error;

@@ -89,8 +89,17 @@ async function main(): Promise<void> {
 
   say('starting a 3-member Lifeboat cluster on 127.0.0.1');
   const running = old.map((m) => server(m.name, m.dataDir, m.peer, m.client, ic));
-  const client = new EtcdClient({ endpoints: old.map((m) => m.client), dialTimeoutMs: 5000, commandTimeoutMs: 10_000 });
-  await until('a leader', async () => ((await client.status()).leader !== 0n ? true : undefined));
+  const connect = () => new EtcdClient({ endpoints: old.map((m) => m.client), dialTimeoutMs: 5000, commandTimeoutMs: 10_000 });
+  // A fresh client each try: one whose first dial came before the members listened does not dial again.
+  await until('a leader', async () => {
+    const c = connect();
+    try {
+      return (await c.status()).leader !== 0n ? true : undefined;
+    } finally {
+      c.close();
+    }
+  });
+  const client = connect();
   say(`writing ${KEYS} keys`);
   for (let i = 0; i < KEYS; i += 200) {
     await Promise.all(Array.from({ length: Math.min(200, KEYS - i) }, (_, j) => client.put(`demo/key-${String(i + j).padStart(5, '0')}`, `value-${i + j}`)));
@@ -128,13 +137,36 @@ async function main(): Promise<void> {
   ]);
   if (run.code !== 0) throw new Error(`the playbook failed (exit ${run.code})`);
 
+  // The demo's claims are checked, not only printed: any failed check fails the demo (exit 1).
+  const failures: string[] = [];
   const after = new EtcdClient({ endpoints: [recovered.client], dialTimeoutMs: 5000, commandTimeoutMs: 10_000 });
   console.log('');
-  const count = await after.range('demo/', { rangeEnd: prefixEnd(Buffer.from('demo/')), countOnly: true });
+  const got = await after.range('demo/', { rangeEnd: prefixEnd(Buffer.from('demo/')), keysOnly: true });
+  const have = new Set(got.kvs.map((kv) => kv.key.toString()));
+  const missing = Array.from({ length: KEYS }, (_, i) => `demo/key-${String(i).padStart(5, '0')}`).filter((k) => !have.has(k));
+  const newCluster = got.header.clusterId.toString(16);
+  say(`every key is there: ${KEYS - missing.length} of ${KEYS}; new cluster ${newCluster} (was ${oldCluster})`);
+  if (missing.length > 0) failures.push(`${missing.length} keys missing (first: ${missing[0]})`);
+  if (newCluster === oldCluster) failures.push('the cluster ID did not change');
   const members = await after.memberList();
-  say(`every key is there: ${count.count} of ${KEYS}; new cluster ${count.header.clusterId.toString(16)} (was ${oldCluster})`);
-  say(`voters: ${members.members.filter((m) => !m.isLearner).map((m) => m.name).join(', ')}`);
   after.close();
+  const voters = members.members.filter((m) => !m.isLearner);
+  say(`voters: ${voters.map((m) => m.name).join(', ')}`);
+  // Healthy: every voter answers its own status and names the same leader.
+  const leaders = await Promise.all(
+    voters.map(async (m) => {
+      const c = new EtcdClient({ endpoints: m.clientURLs, dialTimeoutMs: 5000, commandTimeoutMs: 10_000 });
+      try {
+        return (await c.status()).leader.toString(16);
+      } catch (e) {
+        return `unreachable (${(e as Error).message})`;
+      } finally {
+        c.close();
+      }
+    }),
+  );
+  if (voters.length !== 3 || members.members.length !== 3) failures.push(`${voters.length} voters of ${members.members.length} members, expected 3 voters`);
+  if (new Set(leaders).size !== 1 || leaders[0] === '0' || leaders[0].startsWith('unreachable')) failures.push(`the voters do not agree on a leader: ${leaders.join(', ')}`);
 
   say('the old m2 and m3 come back on their old data dirs:');
   const back = [1, 2].map((i) => server(old[i].name, old[i].dataDir, old[i].peer, old[i].client, ic, `${old[i].name}-back`));
@@ -143,16 +175,19 @@ async function main(): Promise<void> {
     const log = fs.readFileSync(path.join(dir, `${back[i].name}.log`), 'utf8');
     const why = /cluster superseded by [0-9a-f]+/.exec(log)?.[0] ?? 'no message';
     say(`  ${old[i + 1].name}: exit ${code} (${why})`);
+    if (code !== 78) failures.push(`old ${old[i + 1].name} ended with ${code}, expected exit 78 (superseded)`);
   }
 
   say('the audit timeline:');
   const runId = /\br-\d{8}-\d{6}-[0-9a-f]+\b/.exec(run.out)?.[0];
   await lifeboat(['audit', 'show', runId ?? '', '--audit-db', auditDb]);
-  await lifeboat(['audit', 'verify', '--audit-db', auditDb]);
+  const verify = await lifeboat(['audit', 'verify', '--audit-db', auditDb]);
+  if (verify.code !== 0) failures.push(`audit verify exited ${verify.code}`);
+  if (failures.length > 0) throw new Error(`checks failed:\n  - ${failures.join('\n  - ')}`);
   say('done');
 }
 
-async function cleanup(): Promise<void> {
+async function cleanup(keepDir = false): Promise<void> {
   for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
   // Members the playbook started run detached: stop them through their data dir locks.
   for (const d of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
@@ -166,13 +201,14 @@ async function cleanup(): Promise<void> {
     }
   }
   await new Promise((r) => setTimeout(r, 300));
-  fs.rmSync(dir, { recursive: true, force: true });
+  if (!keepDir) fs.rmSync(dir, { recursive: true, force: true });
 }
 
 main()
-  .then(cleanup)
+  .then(() => cleanup())
   .catch(async (e) => {
     console.error(`demo failed: ${(e as Error).message} (logs in ${dir})`);
-    for (const p of procs) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+    // Every member stopped, the playbook's detached ones too; the directory kept for its logs.
+    await cleanup(true);
     process.exitCode = 1;
   });

@@ -108,6 +108,12 @@ function isPromptAbort(err: unknown): boolean {
   return name === 'ExitPromptError' || name === 'AbortPromptError';
 }
 
+/** Hex IDs (or lists of them) equal, however zero-padded or cased. */
+function sameIds(a: unknown, b: unknown): boolean {
+  const norm = (v: unknown): unknown => (Array.isArray(v) ? v.map(norm) : typeof v === 'string' && /^[0-9a-fA-F]{1,16}$/.test(v) ? BigInt(`0x${v}`).toString(16) : v);
+  return JSON.stringify(norm(a)) === JSON.stringify(norm(b));
+}
+
 /** Outputs as the audit log stores them (bigints → hex, no undefined), so a resumed run sees exactly what the first one did. */
 function normalizeOutputs(outputs: unknown): Record<string, unknown> {
   if (outputs === null || outputs === undefined) return {};
@@ -287,11 +293,17 @@ class PlaybookRun {
 
   /**
    * An event whose data carries clusterIdBefore, memberIdsBefore, clusterIdAfter or
-   * memberIdsAfter (hex IDs) also sets them on the run's record.
+   * memberIdsAfter (hex IDs) also sets them on the run's record. Every membership
+   * step reports both sides of its change: the run keeps the first "before" (the
+   * cluster as the run found it, kept across a resume) and the latest "after".
    */
   private recordIds(data: Record<string, unknown> | undefined, ui: StepUi): void {
     if (!data) return;
-    const patch = Object.fromEntries(ID_FIELDS.filter((k) => data[k] !== undefined).map((k) => [k, data[k]]));
+    const run = this.o.audit.run(this.runId);
+    // A "before" already recorded stays; an "after" equal to the recorded one is not written again.
+    const skip = (k: (typeof ID_FIELDS)[number]) =>
+      run?.[k] !== null && run?.[k] !== undefined && (k.endsWith('Before') || sameIds(run[k], data[k]));
+    const patch = Object.fromEntries(ID_FIELDS.filter((k) => data[k] !== undefined && !skip(k)).map((k) => [k, data[k]]));
     if (Object.keys(patch).length === 0) return;
     try {
       this.o.audit.updateRun(this.runId, patch as RunIdsPatch);

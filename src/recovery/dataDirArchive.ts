@@ -93,13 +93,51 @@ export interface UnpackResult {
   dataDir: string;
   files: number;
   bytes: number;
+  /** the data dir already held exactly this archive's files (an unpack done before) */
+  alreadyUnpacked: boolean;
+}
+
+/** The archive's manifest, read without extracting the rest. */
+async function readManifest(archive: string): Promise<Manifest | undefined> {
+  let text = '';
+  try {
+    await tar.list({
+      file: archive,
+      filter: (p) => p === MANIFEST,
+      onReadEntry: (entry) => entry.on('data', (d: Buffer) => (text += d.toString('utf8'))),
+    });
+    return text ? (JSON.parse(text) as Manifest) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * True when dataDir holds exactly the files the archive's manifest lists, each
+ * with its size and sha256: an unpack of this archive that completed before
+ * (a resumed run). Anything else in a non-empty dir is not ours to replace.
+ */
+async function holdsUnpacked(archive: string, dataDir: string): Promise<Manifest | undefined> {
+  if (!fs.existsSync(path.join(dataDir, 'member'))) return undefined;
+  const manifest = await readManifest(archive);
+  if (!manifest) return undefined;
+  const extra = fs.readdirSync(dataDir).filter((e) => e !== 'member');
+  const files = listFiles(dataDir);
+  if (extra.length > 0 || files.length !== manifest.files.length) return undefined;
+  const same = manifest.files.every((f) => {
+    const p = path.join(dataDir, f.path);
+    return fs.existsSync(p) && fs.statSync(p).size === f.size && sha256File(p) === f.sha256;
+  });
+  return same ? manifest : undefined;
 }
 
 /** Unpacks into a new data dir, verifying every file against the manifest first. */
 export async function unpackDataDir(archive: string, dataDir: string): Promise<UnpackResult> {
   if (!fs.existsSync(archive)) throw new InputError(`archive ${archive} does not exist; check the path`);
   if (fs.existsSync(dataDir) && fs.readdirSync(dataDir).length > 0) {
-    throw new RefusedError(`data dir ${dataDir} is not empty; unpack into a new directory (or move ${dataDir} aside first)`);
+    const done = await holdsUnpacked(archive, dataDir);
+    if (done) return { dataDir: path.resolve(dataDir), files: done.files.length, bytes: done.files.reduce((n, f) => n + f.size, 0), alreadyUnpacked: true };
+    throw new RefusedError(`data dir ${dataDir} is not empty and does not hold exactly what ${archive} holds; unpack into a new directory (or move ${dataDir} aside first)`);
   }
   const target = path.resolve(dataDir);
   const part = `${target}.part`;
@@ -140,7 +178,7 @@ export async function unpackDataDir(archive: string, dataDir: string): Promise<U
     if (fs.existsSync(target)) fs.rmdirSync(target);
     fs.renameSync(part, target);
     fsyncPath(path.dirname(target));
-    return { dataDir: target, files: manifest.files.length, bytes };
+    return { dataDir: target, files: manifest.files.length, bytes, alreadyUnpacked: false };
   } catch (e) {
     fs.rmSync(part, { recursive: true, force: true });
     throw e;

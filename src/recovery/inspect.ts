@@ -6,7 +6,7 @@ import path from 'node:path';
 import { KvStore } from '../kv/index.js';
 import { decodeConfChange } from '../raft/confChange.js';
 import { EntryType } from '../raft/types.js';
-import { kvPath, walDir } from '../storage/layout.js';
+import { kvPath, parseSnapshotName, snapDir, walDir } from '../storage/layout.js';
 import { RaftStorage } from '../storage/raftStorage.js';
 import { StorageError } from '../storage/errors.js';
 import { readMarker } from '../server/markers.js';
@@ -42,6 +42,8 @@ export interface DataDirReport {
   hash: number;
   /** Time of the newest write to the log (file modification time). */
   lastWrite?: string;
+  /** When the newest Raft snapshot file was written (absent: none yet). */
+  snapshotTakenAt?: string;
   /** removed | superseded | forced markers, if any. */
   markers: string[];
   /** Warnings (a torn tail cut off) and problems found; empty when healthy. */
@@ -60,6 +62,20 @@ function newestLogWrite(dataDir: string): string | undefined {
     return undefined;
   }
   return newest > 0 ? new Date(newest).toISOString() : undefined;
+}
+
+/** Modification time of the newest (highest index) Raft snapshot file. */
+function newestSnapshotAt(dataDir: string): string | undefined {
+  let newest: { index: number; file: string } | undefined;
+  try {
+    for (const f of fs.readdirSync(snapDir(dataDir))) {
+      const n = parseSnapshotName(f);
+      if (n && (!newest || n.index > newest.index)) newest = { index: n.index, file: path.join(snapDir(dataDir), f) };
+    }
+    return newest ? fs.statSync(newest.file).mtime.toISOString() : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -117,6 +133,7 @@ export async function inspectDataDir(dataDir: string): Promise<DataDirReport> {
         keyCount: count,
         hash: hashed.hash,
         lastWrite: newestLogWrite(dataDir),
+        ...(newestSnapshotAt(dataDir) ? { snapshotTakenAt: newestSnapshotAt(dataDir) } : {}),
         markers: (['removed', 'superseded', 'forced'] as const).filter((m) => readMarker(dataDir, m) !== undefined),
         damage: warnings.map((w) => `${w.msg}${'file' in w ? ` (${String((w as { file?: string }).file)})` : ''}`),
       };

@@ -157,22 +157,36 @@ export interface CaughtUp {
   learnerApplied: number;
   leaderIndex: number;
   waitedMs: number;
+  /** when the learner was first seen caught up (epoch ms) in the final, unbroken stretch */
+  caughtUpAt: number;
+}
+
+/** The learner itself made no progress for the stall timeout: the caller removes it. */
+export class LearnerStalledError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'LearnerStalledError';
+  }
 }
 
 /**
  * Waits until the learner's applied index has reached the leader's raft index
  * (less `lag`) and stayed there for `stabilizationMs`. If the learner makes no
- * progress for `stallMs`, throws (the caller removes it and reports).
+ * progress for `stallMs`, throws LearnerStalledError (the caller removes it and
+ * reports). Failing to find the leader is the cluster's trouble, not the
+ * learner's: it is retried, and only after `stallMs` without a leader does this
+ * throw a plain Error (the learner is kept).
  */
 export async function waitCaughtUp(
   learnerEndpoint: string,
   clusterEndpoints: string[],
   conn: Connection,
-  o: { lag: number; stabilizationMs: number; stallMs: number; onProgress?: (text: string) => void; signal?: AbortSignal },
+  o: { lag: number; stabilizationMs: number; stallMs: number; onProgress?: (text: string) => void; onCaughtUp?: (applied: number, leaderIndex: number) => void; signal?: AbortSignal },
 ): Promise<CaughtUp> {
   const start = Date.now();
   let lastApplied = -1;
   let lastProgressAt = Date.now();
+  let leaderSeenAt = Date.now();
   let caughtSince: number | undefined;
   for (;;) {
     let learner: StatusResult | undefined;
@@ -181,7 +195,19 @@ export async function waitCaughtUp(
     } catch {
       // not serving (yet, or any more): counts as no progress
     }
-    const { status: leader } = await findLeader(clusterEndpoints, conn);
+    let leader: StatusResult | undefined;
+    try {
+      leader = (await findLeader(clusterEndpoints, conn)).status;
+      leaderSeenAt = Date.now();
+    } catch (e) {
+      // An election or a slow answer: wait for a leader rather than blame the learner.
+      caughtSince = undefined;
+      lastProgressAt = Date.now();
+      if (Date.now() - leaderSeenAt > o.stallMs) throw new Error(`${(e as Error).message} for ${Math.round(o.stallMs / 1000)}s; the learner at ${learnerEndpoint} was left in place`);
+      o.onProgress?.(`no leader answers (${(e as Error).message}); retrying`);
+      await sleep(200, o.signal);
+      continue;
+    }
     const applied = learner?.raftAppliedIndex ?? -1;
     if (applied > lastApplied) {
       lastApplied = applied;
@@ -189,15 +215,20 @@ export async function waitCaughtUp(
     }
     const behind = leader.raftIndex - Math.max(applied, 0);
     if (learner && behind <= o.lag) {
-      caughtSince ??= Date.now();
+      // Being caught up is progress: an idle cluster gives a caught-up learner nothing new to apply.
+      lastProgressAt = Date.now();
+      if (caughtSince === undefined) {
+        caughtSince = Date.now();
+        o.onCaughtUp?.(applied, leader.raftIndex);
+      }
       const stable = Date.now() - caughtSince;
       o.onProgress?.(`caught up (applied ${applied} of ${leader.raftIndex}); stable for ${(stable / 1000).toFixed(1)}s of ${(o.stabilizationMs / 1000).toFixed(1)}s`);
-      if (stable >= o.stabilizationMs) return { learnerApplied: applied, leaderIndex: leader.raftIndex, waitedMs: Date.now() - start };
+      if (stable >= o.stabilizationMs) return { learnerApplied: applied, leaderIndex: leader.raftIndex, waitedMs: Date.now() - start, caughtUpAt: caughtSince };
     } else {
       caughtSince = undefined;
       o.onProgress?.(`applied ${Math.max(applied, 0)} of ${leader.raftIndex} (${behind} behind)`);
       if (Date.now() - lastProgressAt > o.stallMs) {
-        throw new Error(`the learner at ${learnerEndpoint} made no progress for ${Math.round(o.stallMs / 1000)}s (applied ${Math.max(applied, 0)}, leader at ${leader.raftIndex})`);
+        throw new LearnerStalledError(`the learner at ${learnerEndpoint} made no progress for ${Math.round(o.stallMs / 1000)}s (applied ${Math.max(applied, 0)}, leader at ${leader.raftIndex})`);
       }
     }
     await sleep(200, o.signal);

@@ -18,6 +18,14 @@ export interface PlanSource {
   snapshot?: SnapshotStatus;
   /** Why this source cannot be used (damaged, locked, unreadable). */
   error?: string;
+  /**
+   * Seconds since the snapshot was taken, when the plan was made: a snapshot file's
+   * modification time; a data dir's newest Raft snapshot file. null: a data dir
+   * with no Raft snapshot yet, or an inspect file that does not say.
+   */
+  snapshotAgeSeconds?: number | null;
+  /** When that snapshot was taken (ISO time), if known. */
+  snapshotTakenAt?: string;
 }
 
 export interface RecoveryPlan {
@@ -40,11 +48,35 @@ export interface PlanInput {
   discardUncommitted: boolean;
 }
 
+function withAge(s: PlanSource, takenAt: string | undefined, now: number): PlanSource {
+  if (!takenAt) return { ...s, snapshotAgeSeconds: null };
+  return { ...s, snapshotTakenAt: takenAt, snapshotAgeSeconds: Math.max(0, Math.round((now - Date.parse(takenAt)) / 1000)) };
+}
+
+/** The two largest units: "3d 4h", "1h 0m", "12m 5s", "40s". */
+export function formatAge(seconds: number): string {
+  const units: Array<[string, number]> = [['d', 86400], ['h', 3600], ['m', 60], ['s', 1]];
+  const found = units.findIndex(([, n]) => seconds >= n);
+  const i = found < 0 ? units.length - 1 : found;
+  const [u1, n1] = units[i];
+  const first = `${Math.floor(seconds / n1)}${u1}`;
+  if (i === units.length - 1) return first;
+  const [u2, n2] = units[i + 1];
+  return `${first} ${Math.floor((seconds % n1) / n2)}${u2}`;
+}
+
+function ageText(s: PlanSource): string {
+  if (s.snapshotAgeSeconds === null || s.snapshotAgeSeconds === undefined) return s.kind === 'snapshot' ? 'unknown' : 'no Raft snapshot yet';
+  return `${formatAge(s.snapshotAgeSeconds)} (taken ${s.snapshotTakenAt})`;
+}
+
 async function load(input: PlanInput): Promise<PlanSource[]> {
   const out: PlanSource[] = [];
+  const now = Date.now();
   for (const dir of input.dataDirs) {
     try {
-      out.push({ kind: 'data-dir', path: path.resolve(dir), report: await inspectDataDir(dir) });
+      const report = await inspectDataDir(dir);
+      out.push(withAge({ kind: 'data-dir', path: path.resolve(dir), report }, report.snapshotTakenAt, now));
     } catch (e) {
       out.push({ kind: 'data-dir', path: path.resolve(dir), error: (e as Error).message });
     }
@@ -53,14 +85,15 @@ async function load(input: PlanInput): Promise<PlanSource[]> {
     try {
       const report = JSON.parse(fs.readFileSync(file, 'utf8')) as DataDirReport;
       if (typeof report.lastIndex !== 'number' || typeof report.clusterId !== 'string') throw new Error('not the output of `lifeboat datadir inspect -w json`');
-      out.push({ kind: 'inspect', path: path.resolve(file), report });
+      out.push(withAge({ kind: 'inspect', path: path.resolve(file), report }, report.snapshotTakenAt, now));
     } catch (e) {
       out.push({ kind: 'inspect', path: path.resolve(file), error: `${file}: ${(e as Error).message.split('\n')[0]}` });
     }
   }
   for (const file of input.snapshots) {
     try {
-      out.push({ kind: 'snapshot', path: path.resolve(file), snapshot: await snapshotStatus(file) });
+      const snapshot = await snapshotStatus(file);
+      out.push(withAge({ kind: 'snapshot', path: path.resolve(file), snapshot }, fs.statSync(file).mtime.toISOString(), now));
     } catch (e) {
       out.push({ kind: 'snapshot', path: path.resolve(file), error: (e as Error).message });
     }
@@ -164,10 +197,11 @@ export function formatPlan(p: RecoveryPlan): string {
         `    last term ${r.lastTerm}, last index ${r.lastIndex}, commit ${r.commitIndex}, applied ${r.appliedIndex}`,
         `    kv revision ${r.kvRevision}, ${r.keyCount} keys, hash ${r.hash}; last write ${r.lastWrite ?? 'unknown'}`,
         `    past commit: ${r.uncommitted.count === 0 ? 'none' : `${r.uncommitted.count} entries (${r.uncommitted.from}..${r.uncommitted.to})`}`,
+        `    snapshot age ${ageText(s)}`,
       );
     } else if (s.snapshot) {
       const t = s.snapshot;
-      lines.push(`${mark} snapshot ${s.path}`, `    cluster ${t.clusterId}; revision ${t.revision}, ${t.totalKeys} keys, applied index ${t.appliedIndex}`);
+      lines.push(`${mark} snapshot ${s.path}`, `    cluster ${t.clusterId}; revision ${t.revision}, ${t.totalKeys} keys, applied index ${t.appliedIndex}`, `    snapshot age ${ageText(s)}`);
     }
   });
   lines.push('', `Recommended: ${p.sources[p.recommended].path}`, `  because ${p.why}`, 'Kept:', ...p.keeps.map((k) => `  - ${k}`));

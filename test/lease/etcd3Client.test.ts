@@ -183,17 +183,32 @@ describe('the npm etcd3 client', () => {
     await la.release();
     const lb = await b.lock('e3-lock').ttl(5).acquire();
     await assert.rejects(a.lock('e3-lock').ttl(5).acquire(), EtcdLockFailedError);
+    await lb.release();
+    // Three holders contend at once, each retrying until it had its turn (bounded):
+    // a lock that let two in would show two bodies inside together.
+    const third = client(c.endpoints());
     let inside = 0;
     let max = 0;
-    await lb.release();
-    // do(): acquire, run, release; sequential holders never overlap.
-    for (const cl of [a, b, a]) {
-      await cl.lock('e3-lock').ttl(5).do(async () => {
-        max = Math.max(max, ++inside);
-        await sleep(50);
-        inside--;
-      });
-    }
+    let ran = 0;
+    const contend = async (cl: Etcd3) => {
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        try {
+          await cl.lock('e3-lock').ttl(5).do(async () => {
+            max = Math.max(max, ++inside);
+            await sleep(100);
+            inside--;
+            ran++;
+          });
+          return;
+        } catch (e) {
+          if (!(e instanceof EtcdLockFailedError) || Date.now() > deadline) throw e;
+          await sleep(10);
+        }
+      }
+    };
+    await Promise.all([a, b, third].map(contend));
+    assert.equal(ran, 3);
     assert.equal(max, 1);
     assert.equal(await a.get('e3-lock').string(), null);
   });

@@ -101,6 +101,9 @@ describe('leases on a 3-member cluster', () => {
     const keepAlive = etcdctlBackground(follower.client, 'lease', 'keep-alive', id);
     procs.push(keepAlive);
     await waitFor('a keep-alive answer', () => keepAlive.stdout.includes('keepalived'));
+    // Both keys are there before the revoke, so their absence after it means something.
+    assert.equal(await exists(follower.client, 'rv/a'), true);
+    assert.equal(await exists(follower.client, 'rv/b'), true);
     assert.match(await ok(follower.client, 'lease', 'revoke', id), new RegExp(`lease ${id} revoked`));
     assert.equal(await exists(follower.client, 'rv/a'), false);
     assert.equal(await exists(leader.client, 'rv/b'), false);

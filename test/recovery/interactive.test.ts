@@ -68,7 +68,15 @@ describe('lifeboat recover at a terminal', () => {
     const runs = JSON.parse(list.stdout);
     assert.equal(runs.length, 1);
     assert.equal(runs[0].reason, 'drill at a terminal');
-    const show = await lifeboat('audit', 'show', runs[0].id, '--audit-db', auditDb);
-    assert.match(show.stdout, /prompt/i);
+    const show = await lifeboat('audit', 'show', runs[0].id, '--audit-db', auditDb, '-w', 'json');
+    const timeline = (JSON.parse(show.stdout) as { timeline: Array<{ entry: string; kind?: string; message?: string; data?: Record<string, unknown> }> }).timeline;
+    const prompts = timeline.filter((e) => e.entry === 'event' && e.kind === 'prompt');
+    // The session's own questions and the plan it showed are in the run, not only the playbook's.
+    assert.ok(prompts.some((e) => /Data dirs of the stopped survivors/.test(e.message ?? '') && e.data?.answer === m1.dataDir), JSON.stringify(prompts));
+    assert.ok(prompts.some((e) => e.message === `Recover from ${path.resolve(m1.dataDir)}?` && e.data?.answer === true), JSON.stringify(prompts));
+    const plan = timeline.find((e) => e.entry === 'event' && e.kind === 'plan');
+    assert.ok(plan && String(plan.data?.text).includes('Recommended:'), 'the plan shown is not recorded');
+    assert.ok(prompts.some((e) => /Client URL of the recovered member/.test(e.message ?? '') && e.data?.answer === client.clientUrl));
+    assert.ok(prompts.some((e) => /Build a NEW one-member cluster/.test(e.message ?? '') && e.data?.answer === true));
   });
 });

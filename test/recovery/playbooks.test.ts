@@ -2,19 +2,9 @@
 // back; a run killed between add-learner's reply and its audit record resumes
 // without adding the member twice.
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { BIN, LifeboatCluster, etcdctl, lifeboat, parseEtcdJson, run } from '../support/lifeboatCluster.js';
-
-function killByLock(dataDir: string): void {
-  try {
-    const pid = Number(fs.readFileSync(path.join(dataDir, 'member', 'lock'), 'utf8').trim().split(/\s+/)[0]);
-    if (pid > 0) process.kill(pid, 'SIGKILL');
-  } catch {
-    // not running
-  }
-}
+import { BIN, LifeboatCluster, etcdctl, killByLock, lifeboat, parseEtcdJson, run } from '../support/lifeboatCluster.js';
 
 describe('recover-from-nospace', () => {
   let c: LifeboatCluster;

@@ -8,12 +8,12 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { service } from '../../src/api/protos.js';
-import { LifeboatCluster, etcdctl, lifeboat, parseEtcdJson, run, waitFor, BIN, type MemberProc } from '../support/lifeboatCluster.js';
+import { LifeboatCluster, etcdctl, killByLock, lifeboat, parseEtcdJson, run, waitFor, BIN, type MemberProc } from '../support/lifeboatCluster.js';
 
 type KvClient = { Put(req: unknown, opts: unknown, cb: (e: grpc.ServiceError | null) => void): void; close(): void };
 
 /** Writes keys as fast as acknowledgements come back, until stopped; returns the acknowledged keys. */
-function writer(endpoint: string): { acked(): number; stop(): Promise<string[]> } {
+function writer(endpoint: string): { acked: string[]; stop(): Promise<string[]> } {
   const KV = service('etcdserverpb.KV');
   const kv = new KV(endpoint, grpc.credentials.createInsecure()) as unknown as KvClient;
   const acked: string[] = [];
@@ -28,7 +28,7 @@ function writer(endpoint: string): { acked(): number; stop(): Promise<string[]> 
     }
   });
   return {
-    acked: () => acked.length,
+    acked,
     async stop() {
       running = false;
       await Promise.all(loops);
@@ -43,15 +43,6 @@ function memberArg(members: MemberProc[]): string {
 }
 
 /** Stop every member the playbook started (detached) through its data dir lock. */
-function killByLock(dataDir: string): void {
-  try {
-    const pid = Number(fs.readFileSync(path.join(dataDir, 'member', 'lock'), 'utf8').trim().split(/\s+/)[0]);
-    if (pid > 0) process.kill(pid, 'SIGKILL');
-  } catch {
-    // not running
-  }
-}
-
 describe('recovery from permanent quorum loss', () => {
   let c: LifeboatCluster;
   const started: string[] = [];
@@ -68,7 +59,8 @@ describe('recovery from permanent quorum loss', () => {
     const oldCluster = BigInt(parseEtcdJson((await etcdctl(c.endpoints(), 'get', 'x', '-w', 'json')).stdout).header.cluster_id).toString(16);
     // Writes acknowledged right up to the kill.
     const w = writer(m1.client);
-    await waitFor('50 acknowledged writes', () => w.acked() >= 50, 30_000, 50);
+    // Enough acknowledged writes to matter, however loaded the machine (bounded wait), then the kill mid-stream.
+    await waitFor('50 acknowledged writes', () => w.acked.length >= 50);
     await Promise.all([c.kill(m2), c.kill(m3)]);
     await c.kill(m1);
     const acked = await w.stop();
@@ -138,9 +130,26 @@ describe('recovery from permanent quorum loss', () => {
     assert.equal(verify.code, 0, verify.stderr);
     const show = await lifeboat('audit', 'show', runId!, '--audit-db', auditDb, '-w', 'json');
     assert.equal(show.code, 0, show.stderr);
-    const timeline = JSON.parse(show.stdout);
-    assert.equal(timeline.run?.outcome ?? timeline.outcome, 'succeeded');
-    assert.ok(JSON.stringify(timeline).includes('add-learner'));
+    const { run: rec, timeline } = JSON.parse(show.stdout) as {
+      run: { outcome: string; clusterIdBefore: string; memberIdsBefore: string[]; clusterIdAfter: string; memberIdsAfter: string[] };
+      timeline: Array<{ entry: string; stepId?: string; type?: string; status?: string; kind?: string; message?: string; data?: Record<string, unknown> }>;
+    };
+    assert.equal(rec.outcome, 'succeeded');
+    // Cluster and member IDs before (the old cluster) and after (the new one, its 3 voters).
+    const oldIds = parseEtcdJson(plan.stdout).sources[p.recommended].report.members.map((m: { id: string }) => BigInt(`0x${m.id}`).toString(16)).sort();
+    assert.equal(rec.clusterIdBefore, BigInt(`0x${oldCluster}`).toString(16));
+    assert.deepEqual([...rec.memberIdsBefore].sort(), oldIds);
+    assert.equal(rec.clusterIdAfter, newCluster);
+    const newIds = list.members.map((m: { ID: string }) => BigInt(m.ID).toString(16)).sort();
+    assert.deepEqual([...rec.memberIdsAfter].sort(), newIds);
+    // Every step of the playbook completed, once each member: nothing failed, nothing left running.
+    const steps = timeline.filter((e) => e.entry === 'step');
+    assert.ok(steps.every((s) => s.status === 'succeeded'), JSON.stringify(steps.filter((s) => s.status !== 'succeeded')));
+    const expected = ['inspect', 'fence', 'go', 'restore', 'start', 'healthy', ...[1, 2].flatMap((i) => ['add', 'start-learner', 'caught-up', 'promote', 'check-member'].map((s) => `readd[${i}].${s}`)), 'final-check', 'done'];
+    assert.deepEqual(steps.map((s) => s.stepId), expected);
+    // The confirmation, answered by --yes, is on record; so is the new cluster.
+    const prompts = timeline.filter((e) => e.entry === 'event' && e.kind === 'prompt');
+    assert.ok(prompts.some((e) => /Build a NEW one-member cluster/.test(e.message ?? '') && e.data?.answer === true && e.data?.answeredBy === '--yes'), JSON.stringify(prompts));
     assert.ok(JSON.stringify(timeline).includes(newCluster));
   });
 });
@@ -155,7 +164,12 @@ describe('recover plan with a lagging survivor, and fencing', () => {
   test('given only a lagging survivor, the plan warns that later acknowledged writes may be missing', async () => {
     const [m1, m2, m3] = c.members;
     await c.kill(m3);
-    for (let i = 0; i < 20; i++) assert.equal((await etcdctl([m1.client, m2.client], 'put', `late${i}`, 'x')).code, 0);
+    // m3 may have led: the puts wait for m1 and m2 to have a leader again (bounded).
+    await c.waitForLeader([m1, m2]);
+    for (let i = 0; i < 20; i++) {
+      const put = await etcdctl([m1.client, m2.client], 'put', `late${i}`, 'x');
+      assert.equal(put.code, 0, put.stderr);
+    }
     await c.kill(m1);
     await c.kill(m2);
     const plan = await lifeboat('recover', 'plan', '--from-data-dir', m3.dataDir);
@@ -180,5 +194,35 @@ describe('recover plan with a lagging survivor, and fencing', () => {
     assert.equal(r.code, 3, `${r.stdout}\n${r.stderr}`);
     assert.match(r.stdout + r.stderr, new RegExp(`old members are alive: m2`));
     assert.ok(!fs.existsSync(target), 'recovery went ahead despite a live old member');
+  });
+
+  test('--assume-dead lets recovery past a live old member it names, and the override is recorded', async () => {
+    const [m1] = c.members; // m2 is still alive from the fencing test
+    const plan = JSON.parse((await lifeboat('recover', 'plan', '--from-data-dir', m1.dataDir, '-w', 'json')).stdout);
+    const m2id: string = plan.sources[0].report.members.find((m: { name: string }) => m.name === 'm2').id;
+    const auditDb = path.join(c.dir, 'audit-assume.db');
+    const target = path.join(c.dir, 'assume');
+    // No --yes and no terminal: past the fence, the run stops at its confirmation (exit 3) before building anything.
+    const r = await run(process.execPath, [
+      BIN, 'playbook', 'run', 'recover-from-quorum-loss', '--reason', 'test: assume-dead', '--audit-db', auditDb,
+      '--set', `source=${m1.dataDir}`, '--set', `data-dir=${target}`, '--set', 'name=r1',
+      '--set', `peer-url=${m1.peerUrl}`, '--set', 'client-url=http://127.0.0.1:1', '--set', `assume-dead=${m2id}`,
+    ], { timeoutMs: 120_000 });
+    const out = r.stdout + r.stderr;
+    assert.equal(r.code, 3, out);
+    assert.match(out, /needs confirmation/);
+    assert.ok(!fs.existsSync(target));
+    const runId = /\br-\d{8}-\d{6}-[0-9a-f]+\b/.exec(out)?.[0];
+    assert.ok(runId, out);
+    const show = JSON.parse((await lifeboat('audit', 'show', runId!, '--audit-db', auditDb, '-w', 'json')).stdout) as {
+      timeline: Array<{ entry: string; stepId?: string; status?: string; outputs?: Record<string, unknown>; kind?: string; message?: string; data?: Record<string, unknown> }>;
+    };
+    const override = show.timeline.find((e) => e.entry === 'event' && e.kind === 'override');
+    assert.ok(override, 'the --assume-dead override is not in the audit');
+    assert.equal(override.data?.member, m2id);
+    assert.match(override.message ?? '', /answered at .* but the operator declared it dead/);
+    const fence = show.timeline.find((e) => e.entry === 'step' && e.stepId === 'fence');
+    assert.equal(fence?.status, 'succeeded');
+    assert.deepEqual(fence?.outputs?.assumedDead, [m2id]);
   });
 });

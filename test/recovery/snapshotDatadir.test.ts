@@ -12,7 +12,8 @@ describe('snapshot and data dir commands', () => {
   let c: LifeboatCluster;
   let snap = '';
   before(async () => {
-    c = await LifeboatCluster.start('snapdatadir', 1);
+    // A low snapshot count: the 50 puts leave a Raft snapshot file for recover plan's snapshot age.
+    c = await LifeboatCluster.start('snapdatadir', 1, ['--snapshot-count', '20']);
     for (let i = 0; i < 50; i++) assert.equal((await etcdctl(c.members[0].client, 'put', `key${i}`, `value${i}`)).code, 0);
     snap = path.join(c.dir, 'backup.db');
   });
@@ -149,8 +150,70 @@ describe('snapshot and data dir commands', () => {
     assert.equal(bad.code, 1, bad.stderr);
     assert.match(bad.stderr, /; (copy it again .*, or )?pack (it|the data dir) again\n$/, 'says what to try');
     assert.ok(!fs.existsSync(target) && !fs.existsSync(`${target}.part`));
-    const occupied = await lifeboat('datadir', 'unpack', archive, '--data-dir', moved);
-    assert.equal(occupied.code, 3);
+    // Unpacking again into its own completed unpack (a resumed run) succeeds and changes nothing.
+    const again = await lifeboat('datadir', 'unpack', archive, '--data-dir', moved);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /already holds exactly this archive's/);
+    assert.equal(JSON.parse((await lifeboat('datadir', 'inspect', moved, '-w', 'json')).stdout).hash, before.hash);
+    // Any other non-empty dir is refused: one with a stray file, one whose file differs.
+    const stray = path.join(c.dir, 'stray');
+    fs.mkdirSync(stray);
+    fs.writeFileSync(path.join(stray, 'notes.txt'), 'keep me');
+    const occupied = await lifeboat('datadir', 'unpack', archive, '--data-dir', stray);
+    assert.equal(occupied.code, 3, occupied.stderr);
+    assert.equal(fs.readFileSync(path.join(stray, 'notes.txt'), 'utf8'), 'keep me');
+    const wal = path.join(moved, 'member', 'wal');
+    fs.appendFileSync(path.join(wal, fs.readdirSync(wal).sort()[0]), Buffer.from([0]));
+    const changed = await lifeboat('datadir', 'unpack', archive, '--data-dir', moved);
+    assert.equal(changed.code, 3, changed.stderr);
+    assert.match(changed.stderr, /does not hold exactly what/);
+  });
+
+  test('recover plan: snapshot age per source; --from-inspect, --from-snapshot and --discard-uncommitted', async () => {
+    const m1 = c.members[0]; // stopped by the tests above
+    const snapDir = path.join(m1.dataDir, 'member', 'snap');
+    const snaps = fs.readdirSync(snapDir).filter((f) => f.endsWith('.snap')).sort();
+    assert.ok(snaps.length > 0, 'the member took no Raft snapshot');
+    const raftSnapAt = fs.statSync(path.join(snapDir, snaps.at(-1)!)).mtime.toISOString();
+    // The snapshot file an hour old, as if taken by last night's backup.
+    const hourAgo = new Date(Date.now() - 3600_000);
+    fs.utimesSync(snap, hourAgo, hourAgo);
+    const inspectFile = path.join(c.dir, 'm1-inspect.json');
+    fs.writeFileSync(inspectFile, (await lifeboat('datadir', 'inspect', m1.dataDir, '-w', 'json')).stdout);
+
+    const all = await lifeboat('recover', 'plan', '--from-data-dir', m1.dataDir, '--from-inspect', inspectFile, '--from-snapshot', snap, '-w', 'json');
+    assert.equal(all.code, 0, all.stderr);
+    const p = JSON.parse(all.stdout);
+    assert.deepEqual(p.sources.map((s: { kind: string }) => s.kind), ['data-dir', 'inspect', 'snapshot']);
+    const [dir, insp, file] = p.sources;
+    assert.equal(dir.snapshotTakenAt, raftSnapAt);
+    assert.ok(dir.snapshotAgeSeconds >= 0 && dir.snapshotAgeSeconds < 3600, String(dir.snapshotAgeSeconds));
+    assert.equal(insp.snapshotTakenAt, raftSnapAt, 'the inspect file carries the Raft snapshot time');
+    assert.ok(file.snapshotAgeSeconds >= 3600 && file.snapshotAgeSeconds < 3600 + 600, String(file.snapshotAgeSeconds));
+    const text = await lifeboat('recover', 'plan', '--from-data-dir', m1.dataDir, '--from-snapshot', snap);
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /snapshot age 1h 0m \(taken \d{4}-/);
+    assert.match(text.stdout, new RegExp(`snapshot age \\d+[smh].* \\(taken ${raftSnapAt.replace(/[.]/g, '\\.')}\\)`));
+
+    // Only the inspect output of a survivor on another host: it is recommended, with the copy to make first.
+    const remote = JSON.parse((await lifeboat('recover', 'plan', '--from-inspect', inspectFile, '-w', 'json')).stdout);
+    assert.equal(remote.sources[remote.recommended].kind, 'inspect');
+    assert.ok(remote.warnings.some((w: string) => /on another host: copy its data dir here/.test(w)));
+    assert.match(remote.command, /--set source=<the copied data dir>/);
+
+    // Only a snapshot: it is recommended, and what it loses is said.
+    const fromSnap = JSON.parse((await lifeboat('recover', 'plan', '--from-snapshot', snap, '-w', 'json')).stdout);
+    assert.equal(fromSnap.sources[fromSnap.recommended].kind, 'snapshot');
+    assert.ok(fromSnap.loses.some((l: string) => /every write after the snapshot/.test(l)));
+    assert.match(fromSnap.command, new RegExp(`--set source=${path.resolve(snap).replace(/[.]/g, '\\.')}`));
+
+    // --discard-uncommitted is carried into the plan and its command.
+    const discard = JSON.parse((await lifeboat('recover', 'plan', '--from-data-dir', m1.dataDir, '--discard-uncommitted', '-w', 'json')).stdout);
+    assert.equal(discard.discardUncommitted, true);
+    assert.match(discard.command, /--set discard-uncommitted=true/);
+    const keep = JSON.parse((await lifeboat('recover', 'plan', '--from-data-dir', m1.dataDir, '-w', 'json')).stdout);
+    assert.equal(keep.discardUncommitted, false);
+    assert.doesNotMatch(keep.command, /discard-uncommitted/);
   });
   test('unpack checks the manifest of a well-formed archive: a changed byte, a missing file, an unlisted file; nothing is written', async () => {
     // Valid gzip and tar every time: only the manifest disagrees with the files.

@@ -47,6 +47,27 @@ export function parseEtcdJson<T = any>(text: string): T {
   return JSON.parse(text.replace(/("(?:ID|cluster_id|member_id|leader|memberID|raft_term)":)(\d{16,})/g, '$1"$2"')) as T;
 }
 
+/** SIGKILLs a member a playbook started (detached), found through its data dir lock. */
+export function killByLock(dataDir: string): void {
+  const pid = pidByLock(dataDir);
+  if (pid > 0) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** The pid holding a data dir's lock (0 if none). */
+export function pidByLock(dataDir: string): number {
+  try {
+    return Number(fs.readFileSync(path.join(dataDir, 'member', 'lock'), 'utf8').trim().split(/\s+/)[0]) || 0;
+  } catch {
+    return 0;
+  }
+}
+
 export interface RunResult {
   code: number | null;
   stdout: string;
@@ -67,6 +88,8 @@ export function run(cmd: string, args: string[], opts: { timeoutMs?: number; env
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     });
+    // A child that exits without reading its stdin must not fail the test with EPIPE.
+    p.stdin.on('error', () => undefined);
     p.stdin.end(opts.input ?? '');
   });
 }
@@ -96,7 +119,13 @@ export class LifeboatCluster {
     for (let i = 0; i < n; i++) c.members.push(c.define(`m${i + 1}`));
     const initial = c.initialCluster();
     for (const m of c.members) c.spawn(m, ['--initial-cluster', initial, '--initial-cluster-state', 'new', ...extra], env);
-    await c.waitStarted(n);
+    try {
+      await c.waitStarted(n);
+    } catch (e) {
+      // The caller never gets the cluster to stop: stop it here, or its members keep the test process alive.
+      await c.stopAll();
+      throw e;
+    }
     return c;
   }
 
@@ -156,6 +185,8 @@ export class LifeboatCluster {
    * by `member add`, or settings taken from LIFEBOAT_* variables in `env`.
    */
   spawnServer(m: MemberProc, args: string[], opts: { env?: Record<string, string>; cwd?: string } = {}): MemberProc {
+    // A second process would lose track of the first, which then outlives stopAll and hangs the test file.
+    if (m.proc && m.proc.exitCode === null && m.proc.signalCode === null) throw new Error(`${m.name} is still running (pid ${m.proc.pid}); stop it before starting it again`);
     // Settings given as variables: none may leak in from the test's own environment.
     const env: NodeJS.ProcessEnv = { ...process.env };
     if (opts.env) for (const k of Object.keys(env)) if (k.startsWith('LIFEBOAT_')) delete env[k];

@@ -112,7 +112,7 @@ export const unpackDataDirStep: StepDefinition = {
   describe: (p) => [`unpack ${p.archive} into ${p['data-dir']}`],
   async run(p, ctx) {
     const r = await unpackDataDir(String(p.archive), String(p['data-dir']));
-    ctx.progress(`${r.files} files, ${r.bytes} bytes`);
+    ctx.progress(r.alreadyUnpacked ? `${p['data-dir']} already holds exactly ${p.archive}'s ${r.files} files; keeping it` : `${r.files} files, ${r.bytes} bytes`);
     return { ...r };
   },
 };

@@ -6,15 +6,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { lockPath } from '../../storage/layout.js';
 import { parseMemberId } from '../../client/ids.js';
-import type { Member } from '../../client/types.js';
+import type { Member, MemberListResult } from '../../client/types.js';
 import {
   checkCluster,
   clientFor,
-  memberList,
   promoteWhenReady,
   serverArgs,
   spawnMember,
   statusOf,
+  LearnerStalledError,
   waitCaughtUp,
   waitHealthy,
   waitUntil,
@@ -32,6 +32,40 @@ function findMember(members: Member[], ref: string): Member | undefined {
     return members.find((m) => m.id === id);
   } catch {
     return undefined;
+  }
+}
+
+function idsOf(l: MemberListResult): { clusterId: string; memberIds: string[] } {
+  return { clusterId: l.header.clusterId.toString(16), memberIds: l.members.map((m) => m.id.toString(16)) };
+}
+
+/** Records the cluster and member IDs before and after a membership change (the run keeps the first before, the latest after). */
+function recordIds(ctx: StepContext, what: string, before: MemberListResult, after: MemberListResult): void {
+  const b = idsOf(before);
+  const a = idsOf(after);
+  ctx.event('ids', `${what}: members ${b.memberIds.join(',') || 'none'} -> ${a.memberIds.join(',') || 'none'} (cluster ${a.clusterId})`, {
+    clusterIdBefore: b.clusterId,
+    memberIdsBefore: b.memberIds,
+    clusterIdAfter: a.clusterId,
+    memberIdsAfter: a.memberIds,
+  });
+}
+
+/** recordIds with the member list read after the change; the change is done, so a failed read is only reported. */
+async function recordIdsAfter(ctx: StepContext, what: string, before: MemberListResult, endpoints: string[]): Promise<void> {
+  try {
+    recordIds(ctx, what, before, await listMembers(endpoints, ctx));
+  } catch (e) {
+    ctx.event('warning', `${what}: member IDs after the change not recorded: ${(e as Error).message}`);
+  }
+}
+
+async function listMembers(endpoints: string[], ctx: StepContext): Promise<MemberListResult> {
+  const c = clientFor(endpoints, ctx.connection);
+  try {
+    return await c.memberList();
+  } finally {
+    c.close();
   }
 }
 
@@ -140,8 +174,8 @@ export const addLearner: StepDefinition = {
   async run(p, ctx) {
     const endpoints = p.endpoints as string[];
     const peerUrl = String(p['peer-url']);
-    const members = await memberList(endpoints, ctx.connection);
-    let me = members.find((m) => m.peerURLs.includes(peerUrl));
+    const before = await listMembers(endpoints, ctx);
+    let me = before.members.find((m) => m.peerURLs.includes(peerUrl));
     if (me) {
       ctx.progress(`${p.name} is already a member (${me.id.toString(16)}); not adding it twice`);
     } else {
@@ -160,7 +194,9 @@ export const addLearner: StepDefinition = {
       me = added.member;
       ctx.progress(`added ${p.name} as learner ${me.id.toString(16)}`);
     }
-    const now = await memberList(endpoints, ctx.connection);
+    const afterList = await listMembers(endpoints, ctx);
+    recordIds(ctx, `add ${p.name}`, before, afterList);
+    const now = afterList.members;
     const initial = now
       .filter((m) => m.id === me!.id || m.name !== '')
       .flatMap((m) => (m.id === me!.id ? [`${p.name}=${peerUrl}`] : m.peerURLs.map((u) => `${m.name}=${u}`)))
@@ -183,26 +219,33 @@ export const waitCaughtUpStep: StepDefinition = {
   describe: (p) => [`wait until ${p['learner-url']} has caught up and stayed so for ${Number(p.stabilization) / 1000}s`],
   async run(p, ctx) {
     const endpoints = p.endpoints as string[];
+    const stabilization = Number(p.stabilization);
     try {
       const r = await waitCaughtUp(String(p['learner-url']), endpoints, ctx.connection, {
         lag: Number(p.lag),
-        stabilizationMs: Number(p.stabilization),
+        stabilizationMs: stabilization,
         stallMs: Number(p['stall-timeout']),
         onProgress: (t) => ctx.progress(t),
+        // Recorded so the audit shows the stabilization gate: promotion comes at least this long after.
+        onCaughtUp: (applied, leaderIndex) =>
+          ctx.event('caught-up', `learner ${String(p['learner-id'])} caught up (applied ${applied} of ${leaderIndex}); promoting once it stays so for ${stabilization / 1000}s`, { applied, leaderIndex, at: Date.now() }),
         signal: ctx.signal,
       });
       return { ...r };
     } catch (e) {
-      if (ctx.signal.aborted) throw e;
+      // Only a learner that itself stopped making progress is removed; no leader is the cluster's problem.
+      if (ctx.signal.aborted || !(e instanceof LearnerStalledError)) throw e;
       const id = parseMemberId(String(p['learner-id']));
       const c = clientFor(endpoints, ctx.connection);
       try {
+        const before = await c.memberList();
         await c.memberRemove(id);
-        ctx.event('warning', `removed learner ${String(p['learner-id'])}: ${(e as Error).message}`);
+        ctx.event('warning', `removed learner ${String(p['learner-id'])}: ${e.message}`);
+        await recordIdsAfter(ctx, `remove stalled learner ${String(p['learner-id'])}`, before, endpoints);
       } finally {
         c.close();
       }
-      throw new Error(`${(e as Error).message}; learner ${String(p['learner-id'])} was removed from the cluster`);
+      throw new Error(`${e.message}; learner ${String(p['learner-id'])} was removed from the cluster`);
     }
   },
 };
@@ -214,13 +257,16 @@ export const promote: StepDefinition = {
   describe: (p) => [`promote ${p.member} to a voter`],
   async run(p, ctx) {
     const endpoints = p.endpoints as string[];
-    const m = findMember(await memberList(endpoints, ctx.connection), String(p.member));
+    const before = await listMembers(endpoints, ctx);
+    const m = findMember(before.members, String(p.member));
     if (!m) throw new Error(`no member ${p.member} in the cluster`);
     if (!m.isLearner) {
       ctx.progress(`${p.member} is already a voter`);
+      recordIds(ctx, `${p.member} already a voter`, before, before);
       return { id: m.id.toString(16), promoted: false };
     }
     await promoteWhenReady(endpoints, m.id, ctx.connection, Number(p.timeout), ctx.signal);
+    await recordIdsAfter(ctx, `promote ${m.id.toString(16)}`, before, endpoints);
     ctx.progress(`promoted ${m.id.toString(16)}`);
     return { id: m.id.toString(16), promoted: true };
   },
@@ -233,9 +279,11 @@ export const removeMember: StepDefinition = {
   describe: (p) => [`remove ${p.member} from the cluster`],
   async run(p, ctx) {
     const endpoints = p.endpoints as string[];
-    const m = findMember(await memberList(endpoints, ctx.connection), String(p.member));
+    const before = await listMembers(endpoints, ctx);
+    const m = findMember(before.members, String(p.member));
     if (!m) {
       ctx.progress(`${p.member} is not a member; nothing to remove`);
+      recordIds(ctx, `${p.member} already gone`, before, before);
       return { removed: false };
     }
     const c = clientFor(endpoints, ctx.connection);
@@ -244,6 +292,7 @@ export const removeMember: StepDefinition = {
     } finally {
       c.close();
     }
+    await recordIdsAfter(ctx, `remove ${m.id.toString(16)}`, before, endpoints);
     ctx.progress(`removed ${m.id.toString(16)}`);
     return { removed: true, id: m.id.toString(16) };
   },
@@ -257,8 +306,10 @@ export const updatePeerUrls: StepDefinition = {
   async run(p, ctx) {
     const endpoints = p.endpoints as string[];
     const urls = p['peer-urls'] as string[];
-    const m = findMember(await memberList(endpoints, ctx.connection), String(p.member));
+    const before = await listMembers(endpoints, ctx);
+    const m = findMember(before.members, String(p.member));
     if (!m) throw new Error(`no member ${p.member} in the cluster`);
+    recordIds(ctx, `peer URLs of ${m.id.toString(16)}`, before, before);
     if ([...m.peerURLs].sort().join(',') === [...urls].sort().join(',')) return { id: m.id.toString(16), updated: false };
     const c = clientFor(endpoints, ctx.connection);
     try {
@@ -283,6 +334,11 @@ export const checkClusterStep: StepDefinition = {
     const r = await checkCluster(p.endpoints as string[], ctx.connection, Number(p.timeout), ctx.signal);
     if (Number(p['expect-voters']) && r.voters !== Number(p['expect-voters'])) throw new Error(`${r.voters} voters, expected ${p['expect-voters']}`);
     ctx.progress(`${r.voters} voters, ${r.learners} learners, leader ${r.leader}, HashKV equal at revision ${r.revision}`);
+    const endpoints = p.endpoints as string[];
+    await listMembers(endpoints, ctx).then(
+      (now) => recordIds(ctx, 'checked', now, now),
+      (e: Error) => ctx.event('warning', `member IDs not recorded: ${e.message}`),
+    );
     return { ...r };
   },
 };

@@ -26,6 +26,11 @@ async function oldMembersOf(src: Source): Promise<{ clusterId: string; memberId?
   return { clusterId: r.clusterId, memberId: r.memberId, members: r.members };
 }
 
+/** The old cluster (before) and the restored one-member cluster (after), as the run records them. */
+function recoveryIds(old: { clusterId: string; members: OldMember[] }, clusterId: string, memberId: string): Record<string, unknown> {
+  return { clusterIdBefore: old.clusterId, memberIdsBefore: old.members.map((m) => m.id), clusterIdAfter: clusterId, memberIdsAfter: [memberId] };
+}
+
 export const inspectSources: StepDefinition = {
   type: 'inspect-sources',
   description: "Read the recovery source (a stopped survivor's data dir or a snapshot) and report what it holds.",
@@ -133,6 +138,7 @@ export const restore: StepDefinition = {
       const done = await inspectDataDir(target).catch(() => undefined);
       if (done && done.parentClusterId === old.clusterId) {
         ctx.progress(`${target} was already restored from ${src.path}; keeping it`);
+        ctx.event('ids', `cluster ${done.clusterId} (member ${done.memberId}) replaces ${old.clusterId}`, recoveryIds(old, done.clusterId, done.memberId));
         return { clusterId: done.clusterId, parentClusterId: done.parentClusterId, memberId: done.memberId, revision: done.kvRevision, keys: done.keyCount, reused: true };
       }
     }
@@ -145,9 +151,10 @@ export const restore: StepDefinition = {
       bumpRevision: Number(p['bump-revision'] ?? 0),
       markCompacted: !!p['mark-compacted'],
     };
+    const old = await oldMembersOf(src);
     const r = src.kind === 'snapshot' ? await restoreSnapshot(src.path, opts) : await restoreDataDir(src.path, opts);
     ctx.progress(`restored ${r.keys} keys at revision ${r.revision}: cluster ${r.clusterId} (parent ${r.parentClusterId})`);
-    ctx.event('note', `new cluster ${r.clusterId} replaces ${r.parentClusterId}`, { clusterId: r.clusterId, parent: r.parentClusterId, memberId: r.memberId });
+    ctx.event('note', `new cluster ${r.clusterId} replaces ${r.parentClusterId}`, { clusterId: r.clusterId, parent: r.parentClusterId, memberId: r.memberId, ...recoveryIds(old, r.clusterId, r.memberId) });
     return { clusterId: r.clusterId, parentClusterId: r.parentClusterId, memberId: r.memberId, revision: r.revision, keys: r.keys, uncommittedKept: r.uncommittedKept, reused: false };
   },
 };
