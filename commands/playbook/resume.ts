@@ -1,10 +1,9 @@
 import { Args, Flags } from '@oclif/core';
 import { auditDbFlag } from '../../src/audit/index.js';
-import { EtcdCommand } from '../../src/cli/baseCommand.js';
-import { connectionFromFlags, exitIfInvalid, flagGiven, playbookYesFlag } from '../../src/playbook/commandSupport.js';
-import { resumePlaybookSession, type SessionResult } from '../../src/playbook/session.js';
+import { connectionFromFlags, flagGiven, playbookYesFlag, SessionCommand } from '../../src/playbook/commandSupport.js';
+import { resumePlaybookSession } from '../../src/playbook/session.js';
 
-export default class PlaybookResume extends EtcdCommand {
+export default class PlaybookResume extends SessionCommand {
   static override description = `Continue an interrupted, failed or refused run at its first step not completed, with the variables it recorded. Completed steps are not run again; the interrupted one is (steps are idempotent). Refused if the playbook file changed since the run started (both sha256 hashes are named) or another process is still running it. The connection flags default to the ones the run recorded.`;
 
   static override examples = ['<%= config.bin %> playbook resume r-20260312-031502-9c1e', '<%= config.bin %> playbook resume r-20260312-031502-9c1e --yes --audit-db /srv/lifeboat/audit.db'];
@@ -22,7 +21,7 @@ export default class PlaybookResume extends EtcdCommand {
   async run(): Promise<void> {
     const { args, flags, metadata } = await this.parse(PlaybookResume);
     const connectionGiven = ['dial-timeout', 'command-timeout', 'cacert', 'cert', 'key', 'insecure-skip-tls-verify'].some((f) => flagGiven(metadata, f));
-    const result = await resumePlaybookSession({
+    await this.printSession(flags['write-out'], resumePlaybookSession({
       runId: args['run-id'],
       yes: flags.yes,
       ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
@@ -31,13 +30,6 @@ export default class PlaybookResume extends EtcdCommand {
       endpoints: flags.endpoints,
       explicit: { endpoints: flagGiven(metadata, 'endpoints'), connection: connectionGiven },
       json: flags['write-out'] === 'json',
-    });
-    this.print(flags['write-out'], result, { simple: (r: SessionResult) => r.text, json: (r: SessionResult) => r.json });
-    if (result.error) throw result.error;
-  }
-
-  protected override async catch(err: Error & { commandId?: string; oclif?: { exit?: number } }): Promise<unknown> {
-    exitIfInvalid(this, err);
-    return super.catch(err);
+    }));
   }
 }

@@ -1,10 +1,9 @@
 import { Args, Flags } from '@oclif/core';
 import { auditDbFlag } from '../../src/audit/index.js';
-import { EtcdCommand } from '../../src/cli/baseCommand.js';
-import { connectionFromFlags, exitIfInvalid, flagGiven, playbookYesFlag, reasonFlag } from '../../src/playbook/commandSupport.js';
-import { runPlaybookSession, type SessionResult } from '../../src/playbook/session.js';
+import { connectionFromFlags, flagGiven, playbookYesFlag, reasonFlag, SessionCommand } from '../../src/playbook/commandSupport.js';
+import { runPlaybookSession } from '../../src/playbook/session.js';
 
-export default class PlaybookRun extends EtcdCommand {
+export default class PlaybookRun extends SessionCommand {
   static override description = `Run a playbook: a shipped one by NAME (see 'playbook list') or a FILE. The whole file is validated first; anything wrong is refused with file:line and nothing runs. On a terminal, missing variables and the reason are asked for and progress is shown live; without one, variables come from --vars and --set, --reason is required, and anything missing fails at once (exit 2). A confirmation without a terminal needs --yes (else exit 3, naming the step); a failed safety check always stops the run (exit 3). Every run, step, prompt and answer is recorded in the audit log; the run ends by printing its ID and the audit chain's head hash.`;
 
   static override examples = [
@@ -28,7 +27,7 @@ export default class PlaybookRun extends EtcdCommand {
 
   async run(): Promise<void> {
     const { args, flags, metadata } = await this.parse(PlaybookRun);
-    const result = await runPlaybookSession({
+    await this.printSession(flags['write-out'], runPlaybookSession({
       target: args.playbook,
       ...(flags.vars !== undefined ? { varsFile: flags.vars } : {}),
       sets: flags.set,
@@ -40,13 +39,6 @@ export default class PlaybookRun extends EtcdCommand {
       endpoints: flags.endpoints,
       endpointsGiven: flagGiven(metadata, 'endpoints'),
       json: flags['write-out'] === 'json',
-    });
-    this.print(flags['write-out'], result, { simple: (r: SessionResult) => r.text, json: (r: SessionResult) => r.json });
-    if (result.error) throw result.error;
-  }
-
-  protected override async catch(err: Error & { commandId?: string; oclif?: { exit?: number } }): Promise<unknown> {
-    exitIfInvalid(this, err);
-    return super.catch(err);
+    }));
   }
 }

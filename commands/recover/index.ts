@@ -1,13 +1,12 @@
 import { Flags } from '@oclif/core';
 import { confirm, input } from '@inquirer/prompts';
 import { auditDbFlag } from '../../src/audit/index.js';
-import { EtcdCommand } from '../../src/cli/baseCommand.js';
 import { RefusedError } from '../../src/client/errors.js';
-import { connectionFromFlags, exitIfInvalid, flagGiven, playbookYesFlag, reasonFlag } from '../../src/playbook/commandSupport.js';
-import { runPlaybookSession, type SessionResult } from '../../src/playbook/session.js';
+import { connectionFromFlags, flagGiven, playbookYesFlag, reasonFlag, SessionCommand } from '../../src/playbook/commandSupport.js';
+import { runPlaybookSession } from '../../src/playbook/session.js';
 import { formatPlan, planRecovery } from '../../src/recovery/plan.js';
 
-export default class Recover extends EtcdCommand {
+export default class Recover extends SessionCommand {
   static override description = `The recovery session for a cluster that has lost quorum for good: name the survivors you have, see the plan (which one loses the least, what is kept and lost), confirm, and the recover-from-quorum-loss playbook runs — restore into a new one-member cluster with a new cluster ID, fence the old members, re-add the others one at a time as learners and promote them — every step recorded in the audit log. On a terminal it asks for what it needs; scripted, pass --from-data-dir, --set and --yes.`;
 
   static override examples = [
@@ -58,7 +57,7 @@ export default class Recover extends EtcdCommand {
     const given = new Set(flags.set.map((s) => s.split('=')[0]));
     const sets = [...preset.filter((s) => !given.has(s.split('=')[0])), ...flags.set];
 
-    const result = await runPlaybookSession({
+    await this.printSession(flags['write-out'], runPlaybookSession({
       target: 'recover-from-quorum-loss',
       sets,
       yes: flags.yes,
@@ -70,13 +69,6 @@ export default class Recover extends EtcdCommand {
       endpointsGiven: flagGiven(metadata, 'endpoints'),
       json: flags['write-out'] === 'json',
       events,
-    });
-    this.print(flags['write-out'], result, { simple: (r: SessionResult) => r.text, json: (r: SessionResult) => r.json });
-    if (result.error) throw result.error;
-  }
-
-  protected override async catch(err: Error & { commandId?: string; oclif?: { exit?: number } }): Promise<unknown> {
-    exitIfInvalid(this, err);
-    return super.catch(err);
+    }));
   }
 }

@@ -1,9 +1,11 @@
-// What the `playbook` commands share: the flags of a run, the connection they
-// hand to steps, and printing a refused playbook one problem per line.
+// What the `playbook` and `recover` commands share: the flags of a run, the
+// connection they hand to steps, printing a session's result, and printing a
+// refused playbook one problem per line.
 import { Flags, type Command } from '@oclif/core';
+import { EtcdCommand, type WriteOut } from '../cli/baseCommand.js';
 import { EXIT } from '../cli/exitCodes.js';
 import { PlaybookInvalidError } from './errors.js';
-import type { Connection } from './session.js';
+import type { Connection, SessionResult } from './session.js';
 
 export const playbookYesFlag = Flags.boolean({
   char: 'y',
@@ -50,4 +52,18 @@ export function exitIfInvalid(cmd: Command, err: unknown): void {
   for (const line of err.lines()) process.stderr.write(`${line}\n`);
   process.stderr.write(`Error: refused: ${err.problems.length} problem${err.problems.length === 1 ? '' : 's'} (above); nothing was run\n`);
   cmd.exit(EXIT.USAGE);
+}
+
+/** A command that runs a playbook session: prints its result, ends with its error, and prints a refused playbook. */
+export abstract class SessionCommand extends EtcdCommand {
+  protected async printSession(writeOut: WriteOut, session: Promise<SessionResult>): Promise<void> {
+    const result = await session;
+    this.print(writeOut, result, { simple: (r: SessionResult) => r.text, json: (r: SessionResult) => r.json });
+    if (result.error) throw result.error;
+  }
+
+  protected override async catch(err: Error & { commandId?: string; oclif?: { exit?: number } }): Promise<unknown> {
+    exitIfInvalid(this, err);
+    return super.catch(err);
+  }
 }
