@@ -18,7 +18,7 @@ export async function checkPerf(endpoints: string[], load: PerfLoad): Promise<Ch
     timeoutMs: 180_000,
   });
   const out = `${r.stdout}\n${r.stderr}`;
-  const throughput = /Throughput is (\d+(?:\.\d+)?) writes\/s/.exec(out);
+  const throughput = /Throughput (?:is|too low:) (\d+(?:\.\d+)?) writes\/s/.exec(out);
   const verdict = /^(PASS|FAIL)\s*$/m.exec(out);
   if (!throughput || !verdict) throw new Error(`etcdctl check perf --load=${load} gave no verdict (exit ${r.code}): ${out.trim().split('\n').slice(-3).join(' | ')}`);
   return {
