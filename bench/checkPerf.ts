@@ -2,6 +2,9 @@
 // either system. It needs the v3 API and writes (then deletes) keys under its prefix.
 import { run } from '../test/support/tools.js';
 
+/** where check perf writes; it deletes its keys when it ends normally */
+export const CHECK_PERF_PREFIX = '/etcdctl-check-perf/';
+
 export type PerfLoad = 's' | 'm' | 'l';
 
 export interface CheckPerfResult {

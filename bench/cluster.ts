@@ -5,24 +5,22 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { EtcdClient } from '../src/client/etcdClient.js';
-import { prefixEnd } from '../src/client/keyRange.js';
 import { BIN } from '../test/support/lifeboatCluster.js';
 import { ROOT, requireEtcdTools, run as runTool, sleep } from '../test/support/tools.js';
-import { checkPerf } from './checkPerf.js';
+import { CHECK_PERF_PREFIX, checkPerf } from './checkPerf.js';
 import { cleanupAll, onCleanup } from './cleanup.js';
 import { parseClusterOptions, type ClusterOptions } from './clusterOptions.js';
 import { FigureSet } from './figures.js';
+import { clearAndCompact } from './compactStore.js';
 import { fillKeys } from './fill.js';
 import { measureCatchUp } from './learnerCatchUp.js';
 import { runLoad, type LoadResult } from './loadGenerator.js';
 import { describeMachine, describeMachineLine } from './machine.js';
-import { markdownTable } from './markdownTable.js';
 import { maxRss, sampleRss } from './memberRss.js';
 import { startNoopServers } from './noopServer.js';
 import { measureRecovery } from './recoveryFigure.js';
 import { measureSnapshot } from './snapshotFigures.js';
-import { svgChart } from './svgChart.js';
+import { writeReport } from './report.js';
 import { startEtcd, startLifeboat, type SystemName } from './systems.js';
 
 const PUT_PREFIX = 'bench/put/';
@@ -56,10 +54,9 @@ async function measureCeiling(o: ClusterOptions): Promise<Ceiling[]> {
   }
 }
 
-async function benchSystem(name: SystemName, o: ClusterOptions, figures: FigureSet, scratch: string, ceiling: Ceiling[]): Promise<Record<string, unknown>> {
+async function benchSystem(name: SystemName, o: ClusterOptions, figures: FigureSet, scratch: string, ceiling: Ceiling[], raw: Record<string, unknown>): Promise<void> {
   log(`${name}: starting 3 members`);
   const sys = name === 'etcd' ? await startEtcd() : await startLifeboat();
-  const raw: Record<string, unknown> = {};
   try {
     await sleep(2000);
     figures.set(name, { id: 'rss-idle', label: 'member RSS, idle (fresh)', unit: 'MiB', better: 'lower' }, maxRss(sys.pids()));
@@ -112,13 +109,8 @@ async function benchSystem(name: SystemName, o: ClusterOptions, figures: FigureS
       figures.set(name, { id: `check-perf-${perfLoad}`, label: `etcdctl check perf --load=${perfLoad}, writes/s`, unit: '', better: 'higher' }, r.writesPerSecond, r.pass ? 'PASS' : 'FAIL');
     }
 
-    // The stores for snapshots hold exactly the fill keys.
-    const c = new EtcdClient({ endpoints: [endpoints[0]!], dialTimeoutMs: 3000, commandTimeoutMs: 60_000 });
-    try {
-      await c.deleteRange(PUT_PREFIX, { rangeEnd: prefixEnd(Buffer.from(PUT_PREFIX)) });
-    } finally {
-      c.close();
-    }
+    // The stores for snapshots hold the fill keys and no history of the load tests.
+    await clearAndCompact(endpoints, ['bench/', CHECK_PERF_PREFIX]);
     // The CLIs' own start-up is part of every save and restore time: measured alone here.
     const cli = name === 'etcd' ? await runTool('etcdctl', ['version']) : await runTool(process.execPath, [BIN, 'version']);
     figures.set(name, { id: 'cli-start', label: 'CLI start-up (`version`), part of save/restore times', unit: 's', better: 'lower' }, cli.ms / 1000);
@@ -145,13 +137,19 @@ async function benchSystem(name: SystemName, o: ClusterOptions, figures: FigureS
       await fillTo(o.learnerKeys);
       const k = o.learnerKeys >= 1e6 ? `${o.learnerKeys / 1e6}M` : `${o.learnerKeys / 1e3}k`;
       log(`${name}: learner catch-up on ${k} keys`);
-      const r = await measureCatchUp(sys, endpoints[0]!, 600_000);
-      log(`${name}: learner caught up to index ${r.targetIndex} in ${r.seconds.toFixed(2)} s`);
-      raw.learner = r;
-      figures.set(name, { id: 'learner', label: `learner catch-up, ${k} keys`, unit: 's', better: 'lower' }, r.seconds);
+      try {
+        const r = await measureCatchUp(sys, endpoints[0]!, o.learnerTimeoutSeconds * 1000);
+        log(`${name}: learner caught up to index ${r.targetIndex} in ${r.seconds.toFixed(2)} s`);
+        raw.learner = r;
+        figures.set(name, { id: 'learner', label: `learner catch-up, ${k} keys`, unit: 's', better: 'lower' }, r.seconds);
+      } catch (e) {
+        // A learner that never catches up is a finding, not a reason to lose the run.
+        log(`${name}: learner: ${(e as Error).message}`);
+        raw.learner = { error: (e as Error).message };
+        figures.set(name, { id: 'learner', label: `learner catch-up, ${k} keys`, unit: 's', better: 'lower' }, NaN, `not caught up in ${o.learnerTimeoutSeconds} s`);
+      }
     }
     if (filled > 0) figures.set(name, { id: 'fill', label: 'bulk load (Txns of 128 puts, 32 clients), keys/s', unit: '/s', better: 'higher' }, filled / fillSeconds);
-    return raw;
   } finally {
     log(`${name}: stopping`);
     await sys.stop();
@@ -173,11 +171,21 @@ export async function run(args: string[]): Promise<void> {
   log(`machine: ${describeMachineLine(machine)}`);
   const figures = new FigureSet();
   const raw: Record<string, unknown> = {};
+  let written = false;
+  const report = (status: string) => {
+    if (written) return;
+    written = true;
+    const ceiling = (raw.ceiling as Ceiling[] | undefined)?.at(-1)?.result;
+    const base = writeReport({ tag: o.tag, outDir: o.outDir ?? path.join(ROOT, 'bench', 'results'), options: o, machine, figures: figures.figures, raw, status, ceiling, minutes: (performance.now() - t0) / 60_000 });
+    log(`wrote ${base}.json, .md and .svg`);
+  };
+  // Registered first, so on Ctrl-C it runs last: whatever was measured is kept.
+  onCleanup(() => report('interrupted'));
   try {
     const ceiling = await measureCeiling(o);
     raw.ceiling = ceiling;
-    for (const name of o.systems) raw[name] = await benchSystem(name, o, figures, scratch, ceiling);
-    if (o.recoveryKeys > 0 && o.systems.includes('lifeboat')) {
+    for (const name of o.systems) await benchSystem(name, o, figures, scratch, ceiling, (raw[name] = {}));
+    if (o.recoveryKeys > 0) {
       const r = await measureRecovery({ keys: o.recoveryKeys, stabilizationSeconds: o.stabilizationSeconds, workers: o.workers, valueSize: o.valueSize, log });
       log(`lifeboat: recovered ${r.recoveredKeys} keys to ${r.voters} voters in ${r.totalSeconds.toFixed(2)} s (${r.toolSeconds.toFixed(2)} s tool time + ${r.stabilizationSeconds} s configured stabilization)`);
       raw.recovery = r;
@@ -185,23 +193,11 @@ export async function run(args: string[]): Promise<void> {
       figures.set('lifeboat', { id: 'recovery-tool', label: `full recovery, ${k} keys: tool time`, unit: 's', better: 'lower', note: '(etcd: no scripted equivalent)' }, r.toolSeconds);
       figures.set('lifeboat', { id: 'recovery-waits', label: `full recovery, ${k} keys: configured stabilization waits`, unit: 's', better: 'lower' }, r.stabilizationSeconds);
     }
+    report('complete');
+  } catch (e) {
+    report(`failed: ${(e as Error).message}`);
+    throw e;
   } finally {
     await cleanupAll();
   }
-
-  const date = new Date().toISOString().slice(0, 10);
-  const outDir = o.outDir ?? path.join(ROOT, 'bench', 'results');
-  const base = path.join(outDir, `${date}${o.quick ? '-quick' : ''}`);
-  fs.mkdirSync(outDir, { recursive: true });
-  const ceilingTop = (raw.ceiling as Ceiling[]).at(-1)!.result;
-  const table = markdownTable(figures.figures);
-  const header = [
-    `Machine: ${describeMachineLine(machine)}.`,
-    `Load generator: ${o.workers} worker processes, our own gRPC client, ${o.valueSize}-byte values, ${o.seconds} s per load point; its ceiling against no-op gRPC servers: ${Math.round(ceilingTop.perSecond).toLocaleString('en-US')} puts/s at ${ceilingTop.clients} clients (p50 ${ceilingTop.p50Ms.toFixed(2)} ms).`,
-  ].join('\n');
-  fs.writeFileSync(`${base}.json`, JSON.stringify({ date: new Date().toISOString(), machine, options: o, figures: figures.figures, raw }, null, 2) + '\n');
-  fs.writeFileSync(`${base}.md`, `${header}\n\n${table}\n`);
-  fs.writeFileSync(`${base}.svg`, svgChart(figures.figures, `Lifeboat vs etcd ${machine.etcd}, ${date}${o.quick ? ' (quick)' : ''}`));
-  console.log(`\n${header}\n\n${table}\n`);
-  log(`wrote ${base}.json, .md and .svg`);
 }

@@ -17,13 +17,17 @@ export interface ClusterOptions {
   learnerKeys: number;
   recoveryKeys: number;
   stabilizationSeconds: number;
+  learnerTimeoutSeconds: number;
   outDir?: string;
+  /** appended to the results' file names */
+  tag?: string;
 }
 
-export const USAGE = `usage: npm run bench -- cluster [--quick] [--systems etcd,lifeboat] [--seconds S] [--workers N]
+export const USAGE = `usage: npm run bench -- cluster [--quick] [--systems etcd,lifeboat|none] [--seconds S] [--workers N]
     [--put-clients 1,16,100] [--get-clients 1,100] [--check-perf s,m,l|none]
     [--snapshot-keys 100000,1000000] [--learner-keys 1000000] [--recovery-keys 100000|0]
-    [--stabilization S] [--out DIR]`;
+    [--stabilization S] [--learner-timeout S] [--out DIR] [--tag NAME]
+  --systems none runs only the generator ceiling and the recovery figure`;
 
 const list = (s: string): number[] => s.split(',').filter(Boolean).map(Number);
 
@@ -43,6 +47,7 @@ export function parseClusterOptions(args: string[]): ClusterOptions {
     learnerKeys: quick ? 20_000 : 1_000_000,
     recoveryKeys: quick ? 5_000 : 100_000,
     stabilizationSeconds: quick ? 1 : 5,
+    learnerTimeoutSeconds: quick ? 60 : 180,
   };
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
@@ -53,7 +58,7 @@ export function parseClusterOptions(args: string[]): ClusterOptions {
     };
     switch (a) {
       case '--quick': break;
-      case '--systems': o.systems = v().split(',') as SystemName[]; break;
+      case '--systems': { const x = v(); o.systems = x === 'none' ? [] : (x.split(',') as SystemName[]); break; }
       case '--seconds': o.seconds = Number(v()); break;
       case '--workers': o.workers = Number(v()); break;
       case '--put-clients': o.putClients = list(v()); break;
@@ -64,11 +69,13 @@ export function parseClusterOptions(args: string[]): ClusterOptions {
       case '--recovery-keys': o.recoveryKeys = Number(v()); break;
       case '--stabilization': o.stabilizationSeconds = Number(v()); break;
       case '--out': o.outDir = v(); break;
+      case '--tag': o.tag = v(); break;
+      case '--learner-timeout': o.learnerTimeoutSeconds = Number(v()); break;
       default: throw new Error(`unknown option ${a}\n${USAGE}`);
     }
   }
   const counts = [...o.putClients, ...o.getClients, ...o.snapshotKeys];
-  if (!(o.seconds > 0) || !(o.workers >= 1) || counts.some((n) => !Number.isInteger(n) || n < 1) || !(o.learnerKeys >= 0) || !(o.recoveryKeys >= 0) || !(o.stabilizationSeconds >= 0)) {
+  if (!(o.seconds > 0) || !(o.workers >= 1) || counts.some((n) => !Number.isInteger(n) || n < 1) || !(o.learnerKeys >= 0) || !(o.recoveryKeys >= 0) || !(o.stabilizationSeconds > 0) || !(o.learnerTimeoutSeconds > 0)) {
     throw new Error(`sizes, clients, --seconds and --workers must be positive numbers\n${USAGE}`);
   }
   if (o.systems.some((s) => s !== 'etcd' && s !== 'lifeboat')) throw new Error(`--systems takes etcd and/or lifeboat\n${USAGE}`);

@@ -29,7 +29,7 @@ export class FigureSet {
 
 /** Lifeboat ÷ etcd, or undefined when either is missing or etcd's is zero. */
 export const ratio = (f: Figure): number | undefined =>
-  f.etcd !== undefined && f.lifeboat !== undefined && f.etcd !== 0 ? f.lifeboat / f.etcd : undefined;
+  Number.isFinite(f.etcd) && Number.isFinite(f.lifeboat) && f.etcd !== 0 ? f.lifeboat! / f.etcd! : undefined;
 
 /** How much better Lifeboat is (>1) or worse (<1), whichever way the figure points. */
 export const advantage = (f: Figure): number | undefined => {

@@ -4,7 +4,7 @@ import { formatValue, ratio, type Figure } from './figures.js';
 const cell = (f: Figure, s: 'etcd' | 'lifeboat') => {
   const t = f.text?.[s];
   const v = formatValue(f[s], f.unit);
-  return t ? `${t}, ${v}` : v;
+  return t ? (Number.isFinite(f[s]) ? `${t}, ${v}` : t) : v;
 };
 
 export function markdownTable(figures: Figure[]): string {
