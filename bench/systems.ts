@@ -3,7 +3,7 @@
 import { EtcdClient } from '../src/client/etcdClient.js';
 import { EtcdCluster } from '../test/support/etcdCluster.js';
 import { BIN, LifeboatCluster } from '../test/support/lifeboatCluster.js';
-import { run, type RunResult } from '../test/support/tools.js';
+import { run, waitFor, type RunResult } from '../test/support/tools.js';
 import { onCleanup } from './cleanup.js';
 
 export type SystemName = 'etcd' | 'lifeboat';
@@ -54,13 +54,30 @@ async function leaderFirst(endpoints: string[]): Promise<string[]> {
 
 async function addLearnerMember(endpoints: string[], name: string, peerUrl: string): Promise<string> {
   const c = new EtcdClient({ endpoints, dialTimeoutMs: 3000, commandTimeoutMs: 10_000 });
+  let initial: string;
   try {
     const added = await c.memberAdd([peerUrl], { learner: true });
     // The new member has no name yet; it is known by its peer URL.
-    return added.members.map((m) => `${m.peerURLs.includes(peerUrl) ? name : m.name}=${m.peerURLs[0]}`).join(',');
+    initial = added.members.map((m) => `${m.peerURLs.includes(peerUrl) ? name : m.name}=${m.peerURLs[0]}`).join(',');
   } finally {
     c.close();
   }
+  // A joining member checks the member list of whichever peer it asks first: wait
+  // until every member has applied the add, or a lagging one turns it away.
+  await waitFor(`every member to list the learner ${peerUrl}`, async () => {
+    const lists = await Promise.all(
+      endpoints.map(async (e) => {
+        const one = new EtcdClient({ endpoints: [e], dialTimeoutMs: 2000, commandTimeoutMs: 5000 });
+        try {
+          return (await one.memberList()).members.some((m) => m.peerURLs.includes(peerUrl));
+        } finally {
+          one.close();
+        }
+      }),
+    );
+    return lists.every(Boolean);
+  }, { timeoutMs: 30_000, intervalMs: 100 });
+  return initial;
 }
 
 export async function startEtcd(): Promise<BenchCluster> {
