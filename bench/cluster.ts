@@ -42,7 +42,7 @@ async function measureCeiling(o: ClusterOptions): Promise<Ceiling[]> {
   const unregister = onCleanup(() => servers.stop());
   try {
     const out: Ceiling[] = [];
-    for (const clients of [1, Math.max(...o.putClients)]) {
+    for (const clients of new Set([1, Math.max(...o.putClients)])) {
       const result = await runLoad({ endpoints: servers.endpoints, clients, workers: o.workers, op: { kind: 'put', keyPrefix: PUT_PREFIX, keySpace: o.keySpace }, valueSize: o.valueSize, durationMs: o.seconds * 1000 });
       log(`generator ceiling (${servers.endpoints.length} no-op gRPC server processes, ${o.workers} worker processes), ${clients} clients: ${fmt(result)}`);
       out.push({ clients, result });

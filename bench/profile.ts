@@ -21,16 +21,8 @@ export async function run(args: string[]): Promise<void> {
     }
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-profile-'));
-  // Only the members inherit the flag: it is set while they are spawned, then removed.
-  const saved = process.env.NODE_OPTIONS;
-  process.env.NODE_OPTIONS = `${saved ?? ''} --cpu-prof --cpu-prof-dir=${dir}`.trim();
-  let cluster: LifeboatCluster;
-  try {
-    cluster = await LifeboatCluster.start('bench-profile', 3);
-  } finally {
-    if (saved === undefined) delete process.env.NODE_OPTIONS;
-    else process.env.NODE_OPTIONS = saved;
-  }
+  // --cpu-prof is refused in NODE_OPTIONS: it goes on each member's node command line.
+  const cluster = await LifeboatCluster.start('bench-profile', 3, [], ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
   onCleanup(() => cluster.stopAll());
   let leaderPid = 0;
   try {
@@ -44,7 +36,8 @@ export async function run(args: string[]): Promise<void> {
   } finally {
     await cleanupAll();
   }
-  for (const f of fs.readdirSync(dir).filter((x) => x.endsWith('.cpuprofile'))) {
+  // Main threads only: each member's worker threads (SQLite checkpoints) write their own files, tid > 0.
+  for (const f of fs.readdirSync(dir).filter((x) => /\.\d+\.0\.\d+\.cpuprofile$/.test(x))) {
     const s = summarize(path.join(dir, f));
     const role = f.includes(`.${leaderPid}.`) ? 'leader' : 'follower';
     console.log(`\n${f} (${role}): ${(s.total / 1000).toFixed(1)} s sampled`);

@@ -88,14 +88,14 @@ export class LifeboatCluster {
     this.dir = fs.mkdtempSync(path.join(os.tmpdir(), `lifeboat-${seed}-`));
   }
 
-  /** Starts `n` founding members m1..mn and waits for a leader. */
-  static async start(seed: string, n: number, extra: string[] = []): Promise<LifeboatCluster> {
+  /** Starts `n` founding members m1..mn and waits for a leader. `nodeArgs` go to node itself (e.g. --cpu-prof). */
+  static async start(seed: string, n: number, extra: string[] = [], nodeArgs: string[] = []): Promise<LifeboatCluster> {
     requireTool('etcdctl');
     const c = new LifeboatCluster(seed);
     c.ports = await freePorts(2 * (n + 4), seed);
     for (let i = 0; i < n; i++) c.members.push(c.define(`m${i + 1}`));
     const initial = c.initialCluster();
-    for (const m of c.members) c.spawn(m, ['--initial-cluster', initial, '--initial-cluster-state', 'new', ...extra]);
+    for (const m of c.members) c.spawn(m, ['--initial-cluster', initial, '--initial-cluster-state', 'new', ...extra], nodeArgs);
     await c.waitForLeader();
     // Every member has published its name (is "started"), as after a real start.
     await waitFor('every member to publish its name', async () => {
@@ -125,10 +125,11 @@ export class LifeboatCluster {
   }
 
   /** Starts (or restarts) a member process with its flags plus `args`. */
-  spawn(m: MemberProc, args: string[]): MemberProc {
+  spawn(m: MemberProc, args: string[], nodeArgs: string[] = []): MemberProc {
     const p = spawn(
       process.execPath,
       [
+        ...nodeArgs,
         BIN,
         'server',
         '--name', m.name,
