@@ -12,6 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EtcdClient } from '../client/etcdClient.js';
 import { prefixEnd } from '../client/keyRange.js';
+import { killDetachedMembers } from './detachedMembers.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const BIN = path.join(ROOT, 'bin', 'run.js');
@@ -190,16 +191,7 @@ async function main(): Promise<void> {
 async function cleanup(keepDir = false): Promise<void> {
   for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
   // Members the playbook started run detached: stop them through their data dir locks.
-  for (const d of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
-    const lock = path.join(dir, d, 'member', 'lock');
-    if (!fs.existsSync(lock)) continue;
-    const pid = Number(fs.readFileSync(lock, 'utf8').trim().split(/\s+/)[0]);
-    try {
-      if (pid > 0) process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone already
-    }
-  }
+  killDetachedMembers(dir);
   await new Promise((r) => setTimeout(r, 300));
   if (!keepDir) fs.rmSync(dir, { recursive: true, force: true });
 }

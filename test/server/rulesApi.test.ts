@@ -131,7 +131,7 @@ describe('member add, the strict reconfiguration check and join checks (strict c
     // Both members restart with the check off through the environment (no flag given).
     for (const m of c.members.slice(0, 2)) {
       assert.equal(await c.kill(m, 'SIGTERM'), 0);
-      c.spawn(m, [], { LIFEBOAT_STRICT_RECONFIG_CHECK: 'false' });
+      c.spawn(m, [], { env: { LIFEBOAT_STRICT_RECONFIG_CHECK: 'false' } });
     }
     const leader = await c.waitForLeader();
     const victim = c.members.slice(0, 2).find((m) => m !== leader)!;
@@ -296,7 +296,7 @@ describe('identity, LIFEBOAT_<FLAG> variables, SIGINT', () => {
     m = c.define('m1');
     // The test vector's peer URL is advertised; the member listens on a test port (it has no peer to reach).
     m.advertisePeerUrl = 'http://localhost:2380';
-    c.spawn(m, [], { LIFEBOAT_NAME: 'from-env', LIFEBOAT_LISTEN_METRICS_URLS: metricsUrl, LIFEBOAT_INITIAL_CLUSTER_TOKEN: 'etcd-cluster' });
+    c.spawn(m, [], { env: { LIFEBOAT_NAME: 'from-env', LIFEBOAT_LISTEN_METRICS_URLS: metricsUrl, LIFEBOAT_INITIAL_CLUSTER_TOKEN: 'etcd-cluster' } });
     await c.waitStarted(1);
   });
   after(async () => c?.stopAll());

@@ -104,6 +104,13 @@ export function lifeboat(...args: string[]): Promise<RunResult> {
   return run(process.execPath, [BIN, ...args], { timeoutMs: 60_000 });
 }
 
+export interface SpawnOptions {
+  /** LIFEBOAT_* settings for the member (the test's own LIFEBOAT_* variables are then left out) */
+  env?: Record<string, string>;
+  /** arguments for node itself, e.g. --cpu-prof */
+  nodeArgs?: string[];
+}
+
 export class LifeboatCluster {
   readonly members: MemberProc[] = [];
   readonly dir: string;
@@ -113,12 +120,12 @@ export class LifeboatCluster {
     this.dir = fs.mkdtempSync(path.join(os.tmpdir(), `lifeboat-${seed}-`));
   }
 
-  /** Starts `n` founding members m1..mn and waits for a leader. */
-  static async start(seed: string, n: number, extra: string[] = [], env: Record<string, string> = {}): Promise<LifeboatCluster> {
+  /** Starts `n` founding members m1..mn and waits for a leader. `opts.nodeArgs` go to node itself (e.g. --cpu-prof). */
+  static async start(seed: string, n: number, extra: string[] = [], opts: SpawnOptions = {}): Promise<LifeboatCluster> {
     const c = await LifeboatCluster.create(seed, n);
     for (let i = 0; i < n; i++) c.members.push(c.define(`m${i + 1}`));
     const initial = c.initialCluster();
-    for (const m of c.members) c.spawn(m, ['--initial-cluster', initial, '--initial-cluster-state', 'new', ...extra], env);
+    for (const m of c.members) c.spawn(m, ['--initial-cluster', initial, '--initial-cluster-state', 'new', ...extra], opts);
     try {
       await c.waitStarted(n);
     } catch (e) {
@@ -165,8 +172,8 @@ export class LifeboatCluster {
     return members.map((m) => `${m.name}=${m.advertisePeerUrl ?? m.peerUrl}`).join(',');
   }
 
-  /** Starts (or restarts) a member process with its flags plus `args`, and `env` added to the environment. */
-  spawn(m: MemberProc, args: string[], env: Record<string, string> = {}): MemberProc {
+  /** Starts (or restarts) a member process with its flags plus `args` (and `opts.env` added to the environment). */
+  spawn(m: MemberProc, args: string[], opts: SpawnOptions = {}): MemberProc {
     return this.spawnServer(m, [
       '--name', m.name,
       '--data-dir', m.dataDir,
@@ -177,20 +184,20 @@ export class LifeboatCluster {
       '--heartbeat-interval', '50',
       '--election-timeout', '500',
       ...args,
-    ], Object.keys(env).length > 0 ? { env } : {});
+    ], opts);
   }
 
   /**
    * `lifeboat server ARGS` exactly as given (no flags added), e.g. a line printed
    * by `member add`, or settings taken from LIFEBOAT_* variables in `env`.
    */
-  spawnServer(m: MemberProc, args: string[], opts: { env?: Record<string, string>; cwd?: string } = {}): MemberProc {
+  spawnServer(m: MemberProc, args: string[], opts: SpawnOptions & { cwd?: string } = {}): MemberProc {
     // A second process would lose track of the first, which then outlives stopAll and hangs the test file.
     if (m.proc && m.proc.exitCode === null && m.proc.signalCode === null) throw new Error(`${m.name} is still running (pid ${m.proc.pid}); stop it before starting it again`);
     // Settings given as variables: none may leak in from the test's own environment.
     const env: NodeJS.ProcessEnv = { ...process.env };
-    if (opts.env) for (const k of Object.keys(env)) if (k.startsWith('LIFEBOAT_')) delete env[k];
-    const p = spawn(process.execPath, [BIN, 'server', ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...env, ...opts.env }, cwd: opts.cwd });
+    if (opts.env && Object.keys(opts.env).length > 0) for (const k of Object.keys(env)) if (k.startsWith('LIFEBOAT_')) delete env[k];
+    const p = spawn(process.execPath, [...(opts.nodeArgs ?? []), BIN, 'server', ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...env, ...opts.env }, cwd: opts.cwd });
     m.proc = p;
     m.log = [];
     let partial = '';

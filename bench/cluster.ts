@@ -1,0 +1,203 @@
+// `npm run bench -- cluster`: a 3-member real etcd 3.4 and a 3-member Lifeboat on
+// 127.0.0.1, one after the other, data dirs on the same disk (os.tmpdir()), driven
+// by the same load generator; figures side by side in bench/results/<date>.{json,md,svg}.
+// See parseClusterOptions for the flags and README "Benchmarks" for the figures.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { BIN } from '../test/support/lifeboatCluster.js';
+import { ROOT, requireEtcdTools, run as runTool, sleep } from '../test/support/tools.js';
+import { CHECK_PERF_PREFIX, checkPerf } from './checkPerf.js';
+import { cleanupAll, onCleanup } from './cleanup.js';
+import { parseClusterOptions, type ClusterOptions } from './clusterOptions.js';
+import { FigureSet } from './figures.js';
+import { clearAndCompact } from './compactStore.js';
+import { fillKeys } from './fill.js';
+import { measureCatchUp } from './learnerCatchUp.js';
+import { runLoad, type LoadResult } from './loadGenerator.js';
+import { describeMachine, describeMachineLine } from './machine.js';
+import { maxRss, sampleRss } from './memberRss.js';
+import { startNoopServers } from './noopServer.js';
+import { measureRecovery } from './recoveryFigure.js';
+import { measureSnapshot } from './snapshotFigures.js';
+import { writeReport } from './report.js';
+import { startEtcd, startLifeboat, type SystemName } from './systems.js';
+
+const PUT_PREFIX = 'bench/put/';
+/** A system whose 100-client puts/s come this close to the generator's ceiling is measuring the generator. */
+const GENERATOR_BOUND = 0.8;
+
+const t0 = performance.now();
+const log = (s: string) => console.log(`[${((performance.now() - t0) / 1000).toFixed(0).padStart(4)}s] ${s}`);
+const fmt = (r: LoadResult) =>
+  `${Math.round(r.perSecond).toLocaleString('en-US')}/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms, max ${r.maxMs.toFixed(1)} ms${r.errors ? `, ${r.errors} errors (${r.firstError})` : ''}`;
+
+interface Ceiling {
+  clients: number;
+  result: LoadResult;
+}
+
+async function measureCeiling(o: ClusterOptions): Promise<Ceiling[]> {
+  const servers = await startNoopServers();
+  const unregister = onCleanup(() => servers.stop());
+  try {
+    const out: Ceiling[] = [];
+    for (const clients of new Set([1, Math.max(...o.putClients)])) {
+      const result = await runLoad({ endpoints: servers.endpoints, clients, workers: o.workers, op: { kind: 'put', keyPrefix: PUT_PREFIX, keySpace: o.keySpace }, valueSize: o.valueSize, durationMs: o.seconds * 1000 });
+      log(`generator ceiling (${servers.endpoints.length} no-op gRPC server processes, ${o.workers} worker processes), ${clients} clients: ${fmt(result)}`);
+      out.push({ clients, result });
+    }
+    return out;
+  } finally {
+    servers.stop();
+    unregister();
+  }
+}
+
+async function benchSystem(name: SystemName, o: ClusterOptions, figures: FigureSet, scratch: string, ceiling: Ceiling[], raw: Record<string, unknown>): Promise<void> {
+  log(`${name}: starting 3 members`);
+  const sys = name === 'etcd' ? await startEtcd() : await startLifeboat();
+  try {
+    await sleep(2000);
+    figures.set(name, { id: 'rss-idle', label: 'member RSS, idle (fresh)', unit: 'MiB', better: 'lower' }, maxRss(sys.pids()));
+    const endpoints = await sys.endpoints();
+    const load = (clients: number, op: Parameters<typeof runLoad>[0]['op']) =>
+      runLoad({ endpoints, clients, workers: o.workers, op, valueSize: o.valueSize, durationMs: o.seconds * 1000 });
+    const put = { kind: 'put', keyPrefix: PUT_PREFIX, keySpace: o.keySpace } as const;
+    await runLoad({ endpoints, clients: 16, workers: o.workers, op: put, valueSize: o.valueSize, durationMs: 1000 }); // warm up
+
+    const maxClients = Math.max(...o.putClients);
+    for (const clients of o.putClients) {
+      const rss = clients === maxClients ? sampleRss(sys.pids()) : undefined;
+      const r = await load(clients, put);
+      log(`${name}: puts, ${clients} clients: ${fmt(r)}`);
+      raw[`put-${clients}`] = r;
+      const note = r.errors ? `(${r.errors} errors)` : undefined;
+      figures.set(name, { id: `put-${clients}-rate`, label: `puts/s, ${clients} clients`, unit: '/s', better: 'higher', note }, r.perSecond);
+      figures.set(name, { id: `put-${clients}-p50`, label: `put p50, ${clients} clients`, unit: 'ms', better: 'lower' }, r.p50Ms);
+      figures.set(name, { id: `put-${clients}-p99`, label: `put p99, ${clients} clients`, unit: 'ms', better: 'lower' }, r.p99Ms);
+      figures.set(name, { id: `put-${clients}-max`, label: `put max, ${clients} clients`, unit: 'ms', better: 'lower' }, r.maxMs);
+      if (rss) figures.set(name, { id: 'rss-load', label: `member RSS, ${clients}-client puts`, unit: 'MiB', better: 'lower' }, rss.stop());
+      const top = ceiling.find((c) => c.clients === clients);
+      if (top && r.perSecond > GENERATOR_BOUND * top.result.perSecond) log(`WARNING: ${name} at ${clients} clients is within ${Math.round((1 - GENERATOR_BOUND) * 100)}% of the generator's ceiling; the figure is a lower bound`);
+    }
+
+    for (const serializable of [false, true]) {
+      for (const clients of o.getClients) {
+        const kind = serializable ? 'serializable' : 'linearizable';
+        const r = await load(clients, { kind: 'get', serializable, keyPrefix: PUT_PREFIX, keySpace: o.keySpace });
+        log(`${name}: ${kind} gets, ${clients} clients: ${fmt(r)}`);
+        raw[`get-${kind}-${clients}`] = r;
+        figures.set(name, { id: `get-${kind}-${clients}-rate`, label: `${kind} gets/s, ${clients} clients`, unit: '/s', better: 'higher' }, r.perSecond);
+        figures.set(name, { id: `get-${kind}-${clients}-p99`, label: `${kind} get p99, ${clients} clients`, unit: 'ms', better: 'lower' }, r.p99Ms);
+      }
+    }
+
+    for (const perfLoad of o.checkPerf) {
+      log(`${name}: etcdctl check perf --load=${perfLoad} (60 s)`);
+      let r: Awaited<ReturnType<typeof checkPerf>>;
+      try {
+        r = await checkPerf(endpoints, perfLoad);
+      } catch (e) {
+        // One figure lost is better than the whole run: record why and go on.
+        log(`${name}: check perf ${perfLoad}: ${(e as Error).message}`);
+        raw[`check-perf-${perfLoad}`] = { error: (e as Error).message };
+        continue;
+      }
+      log(`${name}: check perf ${perfLoad}: ${r.pass ? 'PASS' : 'FAIL'}, ${r.writesPerSecond} writes/s${r.failures.length ? ` (${r.failures.join('; ')})` : ''}`);
+      raw[`check-perf-${perfLoad}`] = r;
+      figures.set(name, { id: `check-perf-${perfLoad}`, label: `etcdctl check perf --load=${perfLoad}, writes/s`, unit: '', better: 'higher' }, r.writesPerSecond, r.pass ? 'PASS' : 'FAIL');
+    }
+
+    // The stores for snapshots hold the fill keys and no history of the load tests.
+    await clearAndCompact(endpoints, ['bench/', CHECK_PERF_PREFIX]);
+    // The CLIs' own start-up is part of every save and restore time: measured alone here.
+    const cli = name === 'etcd' ? await runTool('etcdctl', ['version']) : await runTool(process.execPath, [BIN, 'version']);
+    figures.set(name, { id: 'cli-start', label: 'CLI start-up (`version`), part of save/restore times', unit: 's', better: 'lower' }, cli.ms / 1000);
+    let filled = 0;
+    let fillSeconds = 0;
+    const fillTo = async (keys: number) => {
+      if (keys <= filled) return;
+      log(`${name}: filling to ${keys.toLocaleString('en-US')} keys`);
+      const r = await fillKeys({ endpoints, from: filled, to: keys, workers: o.workers, valueSize: o.valueSize });
+      fillSeconds += r.seconds;
+      filled = keys;
+    };
+    for (const keys of o.snapshotKeys) {
+      await fillTo(keys);
+      const s = await measureSnapshot(sys, endpoints[0]!, keys, scratch);
+      log(`${name}: snapshot of ${keys.toLocaleString('en-US')} keys: ${(s.bytes / 1e6).toFixed(1)} MB saved in ${s.saveSeconds.toFixed(2)} s (${s.saveMBps.toFixed(1)} MB/s), restored in ${s.restoreSeconds.toFixed(2)} s`);
+      raw[`snapshot-${keys}`] = s;
+      const k = keys >= 1e6 ? `${keys / 1e6}M` : keys >= 1e3 ? `${keys / 1e3}k` : String(keys);
+      figures.set(name, { id: `snapshot-size-${keys}`, label: `snapshot size, ${k} keys`, unit: 'MB', better: 'lower' }, s.bytes / 1e6);
+      figures.set(name, { id: `snapshot-save-${keys}`, label: `snapshot save, ${k} keys`, unit: 'MB/s', better: 'higher' }, s.saveMBps);
+      figures.set(name, { id: `snapshot-restore-${keys}`, label: `snapshot restore, ${k} keys`, unit: 's', better: 'lower' }, s.restoreSeconds);
+    }
+    if (o.learnerKeys > 0) {
+      await fillTo(o.learnerKeys);
+      const k = o.learnerKeys >= 1e6 ? `${o.learnerKeys / 1e6}M` : `${o.learnerKeys / 1e3}k`;
+      log(`${name}: learner catch-up on ${k} keys`);
+      try {
+        const r = await measureCatchUp(sys, endpoints[0]!, o.learnerTimeoutSeconds * 1000);
+        log(`${name}: learner caught up to index ${r.targetIndex} in ${r.seconds.toFixed(2)} s`);
+        raw.learner = r;
+        figures.set(name, { id: 'learner', label: `learner catch-up, ${k} keys`, unit: 's', better: 'lower' }, r.seconds);
+      } catch (e) {
+        // A learner that never catches up is a finding, not a reason to lose the run.
+        log(`${name}: learner: ${(e as Error).message}`);
+        raw.learner = { error: (e as Error).message };
+        figures.set(name, { id: 'learner', label: `learner catch-up, ${k} keys`, unit: 's', better: 'lower' }, NaN, `not caught up in ${o.learnerTimeoutSeconds} s`);
+      }
+    }
+    if (filled > 0) figures.set(name, { id: 'fill', label: 'bulk load (Txns of 128 puts, 32 clients), keys/s', unit: '/s', better: 'higher' }, filled / fillSeconds);
+  } finally {
+    log(`${name}: stopping`);
+    await sys.stop();
+  }
+}
+
+export async function run(args: string[]): Promise<void> {
+  let o: ClusterOptions;
+  try {
+    o = parseClusterOptions(args);
+  } catch (e) {
+    console.error((e as Error).message);
+    process.exit(2);
+  }
+  requireEtcdTools();
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-bench-'));
+  onCleanup(() => fs.rmSync(scratch, { recursive: true, force: true }));
+  const machine = describeMachine(os.tmpdir());
+  log(`machine: ${describeMachineLine(machine)}`);
+  const figures = new FigureSet();
+  const raw: Record<string, unknown> = {};
+  let written = false;
+  const report = (status: string) => {
+    if (written) return;
+    written = true;
+    const ceiling = (raw.ceiling as Ceiling[] | undefined)?.at(-1)?.result;
+    const base = writeReport({ tag: o.tag, outDir: o.outDir ?? path.join(ROOT, 'bench', 'results'), options: o, machine, figures: figures.figures, raw, status, ceiling, minutes: (performance.now() - t0) / 60_000 });
+    log(`wrote ${base}.json, .md and .svg`);
+  };
+  // Registered first, so on Ctrl-C it runs last: whatever was measured is kept.
+  onCleanup(() => report('interrupted'));
+  try {
+    const ceiling = await measureCeiling(o);
+    raw.ceiling = ceiling;
+    for (const name of o.systems) await benchSystem(name, o, figures, scratch, ceiling, (raw[name] = {}));
+    if (o.recoveryKeys > 0) {
+      const r = await measureRecovery({ keys: o.recoveryKeys, stabilizationSeconds: o.stabilizationSeconds, workers: o.workers, valueSize: o.valueSize, log });
+      log(`lifeboat: recovered ${r.recoveredKeys} keys to ${r.voters} voters in ${r.totalSeconds.toFixed(2)} s (${r.toolSeconds.toFixed(2)} s tool time + ${r.stabilizationSeconds} s configured stabilization)`);
+      raw.recovery = r;
+      const k = o.recoveryKeys >= 1e3 ? `${o.recoveryKeys / 1e3}k` : String(o.recoveryKeys);
+      figures.set('lifeboat', { id: 'recovery-tool', label: `full recovery, ${k} keys: tool time`, unit: 's', better: 'lower', note: '(etcd: no scripted equivalent)' }, r.toolSeconds);
+      figures.set('lifeboat', { id: 'recovery-waits', label: `full recovery, ${k} keys: configured stabilization waits`, unit: 's', better: 'lower' }, r.stabilizationSeconds);
+    }
+    report('complete');
+  } catch (e) {
+    report(`failed: ${(e as Error).message}`);
+    throw e;
+  } finally {
+    await cleanupAll();
+  }
+}

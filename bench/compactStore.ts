@@ -1,0 +1,36 @@
+// Before the snapshot figures: drop the keys and history the load tests left
+// (check perf alone writes hundreds of MB on etcd), so each store's snapshot holds
+// the fill keys and little else, on both systems alike.
+import { EtcdClient } from '../src/client/etcdClient.js';
+import { prefixEnd } from '../src/client/keyRange.js';
+
+/** Lifeboat answers a large delete or compaction after check perf with "request timed out": try again a few times. */
+async function retried<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (attempt >= 4) throw new Error(`${what}: ${(e as Error).message}`);
+      await new Promise((r) => setTimeout(r, 2000 * attempt));
+    }
+  }
+}
+
+export async function clearAndCompact(endpoints: string[], prefixes: string[]): Promise<void> {
+  const c = new EtcdClient({ endpoints: [endpoints[0]!], dialTimeoutMs: 3000, commandTimeoutMs: 120_000 });
+  try {
+    let revision = 0;
+    for (const prefix of prefixes) revision = (await retried(`deleting ${prefix}`, () => c.deleteRange(prefix, { rangeEnd: prefixEnd(Buffer.from(prefix)) }))).header.revision;
+    await retried('compacting', () => c.compact(revision, { physical: true }));
+  } finally {
+    c.close();
+  }
+  for (const e of endpoints) {
+    const m = new EtcdClient({ endpoints: [e], dialTimeoutMs: 3000, commandTimeoutMs: 300_000 });
+    try {
+      await retried(`defragmenting ${e}`, () => m.defragment());
+    } finally {
+      m.close();
+    }
+  }
+}

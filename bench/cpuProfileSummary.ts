@@ -1,0 +1,58 @@
+// Where a .cpuprofile's time went: self time per function and per area
+// (gRPC, protobuf, SQLite, Raft, storage, GC, idle...), largest first.
+import fs from 'node:fs';
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+export interface Share {
+  name: string;
+  ms: number;
+  percent: number;
+}
+
+/** Which part of the member a frame belongs to, from its script URL. */
+export function areaOf(url: string, fn: string): string {
+  if (fn === '(idle)') return 'idle';
+  if (fn === '(garbage collector)') return 'GC';
+  if (fn === '(program)') return 'V8/native (program)';
+  if (url.includes('@grpc/grpc-js')) return 'gRPC (grpc-js)';
+  if (url.includes('protobufjs') || url.includes('proto-loader')) return 'protobuf';
+  if (url.includes('better-sqlite3')) return 'SQLite (better-sqlite3)';
+  if (url.includes('pino')) return 'logging';
+  const m = /\/dist\/src\/([^/]+)\//.exec(url);
+  if (m) return `lifeboat src/${m[1]}`;
+  if (url.startsWith('node:')) return `node core (${url.slice(5).split('/')[0]})`;
+  if (url === '') return `native: ${fn || '(anonymous)'}`;
+  return 'other';
+}
+
+export function summarize(file: string, top = 25): { total: number; byArea: Share[]; byFunction: Share[] } {
+  const p = JSON.parse(fs.readFileSync(file, 'utf8')) as Profile;
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const self = new Map<number, number>();
+  for (let i = 0; i < p.samples.length; i++) self.set(p.samples[i]!, (self.get(p.samples[i]!) ?? 0) + (p.timeDeltas[i] ?? 0) / 1000);
+  const area = new Map<string, number>();
+  const fn = new Map<string, number>();
+  let total = 0;
+  for (const [id, ms] of self) {
+    const n = byId.get(id)!;
+    const { functionName, url, lineNumber } = n.callFrame;
+    total += ms;
+    const a = areaOf(url, functionName);
+    area.set(a, (area.get(a) ?? 0) + ms);
+    const key = `${functionName || '(anonymous)'} ${url.replace(/^.*\/(node_modules|dist)\//, '$1/')}:${lineNumber + 1}`;
+    fn.set(key, (fn.get(key) ?? 0) + ms);
+  }
+  const list = (m: Map<string, number>) =>
+    [...m.entries()].sort((x, y) => y[1] - x[1]).slice(0, top).map(([name, ms]) => ({ name, ms, percent: (100 * ms) / total }));
+  return { total, byArea: list(area), byFunction: list(fn) };
+}

@@ -1,0 +1,50 @@
+// `npm run bench -- profile [--seconds S] [--clients N]`: a 3-member Lifeboat
+// cluster whose members run under `node --cpu-prof`, N clients of puts against it,
+// then a clean stop (the profile is written at exit) and where the leader's CPU went.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { LifeboatCluster } from '../test/support/lifeboatCluster.js';
+import { cleanupAll, onCleanup } from './cleanup.js';
+import { summarize } from './cpuProfileSummary.js';
+import { runLoad } from './loadGenerator.js';
+
+export async function run(args: string[]): Promise<void> {
+  let seconds = 15;
+  let clients = 100;
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === '--seconds') seconds = Number(args[++i]);
+    else if (args[i] === '--clients') clients = Number(args[++i]);
+    else {
+      console.error('usage: npm run bench -- profile [--seconds S] [--clients N]');
+      process.exit(2);
+    }
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-profile-'));
+  // --cpu-prof is refused in NODE_OPTIONS: it goes on each member's node command line.
+  const cluster = await LifeboatCluster.start('bench-profile', 3, [], { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`] });
+  onCleanup(() => cluster.stopAll());
+  let leaderPid = 0;
+  try {
+    const leader = await cluster.waitForLeader();
+    leaderPid = leader.proc?.pid ?? 0;
+    const endpoints = [leader.client, ...cluster.endpoints().filter((e) => e !== leader.client)];
+    const r = await runLoad({ endpoints, clients, workers: 4, op: { kind: 'put', keyPrefix: 'bench/put/', keySpace: 10_000 }, valueSize: 256, durationMs: seconds * 1000 });
+    console.log(`${clients} clients, ${seconds} s: ${Math.round(r.perSecond)} puts/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms`);
+    // SIGTERM: a clean exit, so each member writes its profile.
+    for (const m of cluster.running()) await cluster.kill(m, 'SIGTERM');
+  } finally {
+    await cleanupAll();
+  }
+  // Main threads only: each member's worker threads (SQLite checkpoints) write their own files, tid > 0.
+  for (const f of fs.readdirSync(dir).filter((x) => /\.\d+\.0\.\d+\.cpuprofile$/.test(x))) {
+    const s = summarize(path.join(dir, f));
+    const role = f.includes(`.${leaderPid}.`) ? 'leader' : 'follower';
+    console.log(`\n${f} (${role}): ${(s.total / 1000).toFixed(1)} s sampled`);
+    for (const a of s.byArea) console.log(`  ${a.percent.toFixed(1).padStart(5)}%  ${a.name}`);
+    if (role !== 'leader') continue;
+    console.log('  top functions (self time):');
+    for (const a of s.byFunction) console.log(`  ${a.percent.toFixed(1).padStart(5)}%  ${a.name}`);
+  }
+  console.log(`\nprofiles kept in ${dir}`);
+}

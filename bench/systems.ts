@@ -1,0 +1,135 @@
+// The two systems under test behind one interface, built on the test helpers
+// that already start, wait for and stop real etcd and Lifeboat clusters.
+import { EtcdClient } from '../src/client/etcdClient.js';
+import { EtcdCluster } from '../test/support/etcdCluster.js';
+import { BIN, LifeboatCluster } from '../test/support/lifeboatCluster.js';
+import { run, waitFor, type RunResult } from '../test/support/tools.js';
+import { onCleanup } from './cleanup.js';
+
+export type SystemName = 'etcd' | 'lifeboat';
+
+export interface Learner {
+  /** host:port of the learner's client URL */
+  endpoint: string;
+  pid: number;
+}
+
+export interface BenchCluster {
+  readonly name: SystemName;
+  /** client endpoints as host:port, the leader's first */
+  endpoints(): Promise<string[]>;
+  /** pids of the three founding members */
+  pids(): number[];
+  /** `<tool> snapshot save FILE` against one endpoint */
+  snapshotSave(endpoint: string, file: string): Promise<RunResult>;
+  /** `<tool> snapshot restore FILE` into a new data dir (not started) */
+  snapshotRestore(file: string, dataDir: string): Promise<RunResult>;
+  /** member add --learner, then start it: timing starts just before the add */
+  addLearner(): Promise<Learner>;
+  stop(): Promise<void>;
+}
+
+const SNAPSHOT_TIMEOUT_MS = 600_000;
+/** Restored members are never started: a peer URL is only recorded. */
+const RESTORE_PEER = 'http://127.0.0.1:2380';
+
+/** The endpoints with the leader's first: a single client then talks to the leader on both systems. */
+async function leaderFirst(endpoints: string[]): Promise<string[]> {
+  const statuses = await Promise.all(
+    endpoints.map(async (e) => {
+      const c = new EtcdClient({ endpoints: [e], dialTimeoutMs: 3000, commandTimeoutMs: 5000 });
+      try {
+        const s = await c.status();
+        return s.leader !== 0n && s.leader === s.header.memberId;
+      } catch {
+        return false;
+      } finally {
+        c.close();
+      }
+    }),
+  );
+  const i = statuses.indexOf(true);
+  return i <= 0 ? endpoints : [endpoints[i]!, ...endpoints.filter((_, j) => j !== i)];
+}
+
+async function addLearnerMember(endpoints: string[], name: string, peerUrl: string): Promise<string> {
+  const c = new EtcdClient({ endpoints, dialTimeoutMs: 3000, commandTimeoutMs: 10_000 });
+  let initial: string;
+  try {
+    const added = await c.memberAdd([peerUrl], { learner: true });
+    // The new member has no name yet; it is known by its peer URL.
+    initial = added.members.map((m) => `${m.peerURLs.includes(peerUrl) ? name : m.name}=${m.peerURLs[0]}`).join(',');
+  } finally {
+    c.close();
+  }
+  // A joining member checks the member list of whichever peer it asks first: wait
+  // until every member has applied the add, or a lagging one turns it away.
+  await waitFor(`every member to list the learner ${peerUrl}`, async () => {
+    const lists = await Promise.all(
+      endpoints.map(async (e) => {
+        const one = new EtcdClient({ endpoints: [e], dialTimeoutMs: 2000, commandTimeoutMs: 5000 });
+        try {
+          return (await one.memberList()).members.some((m) => m.peerURLs.includes(peerUrl));
+        } finally {
+          one.close();
+        }
+      }),
+    );
+    return lists.every(Boolean);
+  }, { timeoutMs: 30_000, intervalMs: 100 });
+  return initial;
+}
+
+export async function startEtcd(): Promise<BenchCluster> {
+  const cluster = await EtcdCluster.start({ size: 3, portSeed: 'bench-etcd' });
+  const unregister = onCleanup(() => cluster.stop());
+  const founders = [...cluster.members];
+  return {
+    name: 'etcd',
+    endpoints: () => leaderFirst(founders.map((m) => cluster.endpointOf(m))),
+    pids: () => founders.map((m) => m.proc?.pid ?? 0),
+    snapshotSave: (endpoint, file) => run('etcdctl', ['--endpoints', endpoint, '--command-timeout=600s', 'snapshot', 'save', file], { env: { ...process.env, ETCDCTL_API: '3' }, timeoutMs: SNAPSHOT_TIMEOUT_MS }),
+    snapshotRestore: (file, dataDir) =>
+      run('etcdctl', ['snapshot', 'restore', file, '--data-dir', dataDir, '--name', 'restored', '--initial-cluster', `restored=${RESTORE_PEER}`, '--initial-advertise-peer-urls', RESTORE_PEER], {
+        env: { ...process.env, ETCDCTL_API: '3' },
+        timeoutMs: SNAPSHOT_TIMEOUT_MS,
+      }),
+    async addLearner() {
+      const [clientPort, peerPort] = await cluster.freePorts();
+      const peerUrl = `http://127.0.0.1:${peerPort}`;
+      const initial = await addLearnerMember(founders.map((m) => cluster.endpointOf(m)), 'learner', peerUrl);
+      const env = { ETCD_NAME: 'learner', ETCD_INITIAL_CLUSTER: initial, ETCD_INITIAL_ADVERTISE_PEER_URLS: peerUrl, ETCD_INITIAL_CLUSTER_STATE: 'existing' };
+      const m = await cluster.startJoining('learner', clientPort, peerPort, env, { learner: true });
+      return { endpoint: cluster.endpointOf(m), pid: m.proc?.pid ?? 0 };
+    },
+    async stop() {
+      await cluster.stop();
+      unregister();
+    },
+  };
+}
+
+export async function startLifeboat(): Promise<BenchCluster> {
+  const cluster = await LifeboatCluster.start('bench-lifeboat', 3);
+  const unregister = onCleanup(() => cluster.stopAll());
+  const founders = [...cluster.members];
+  const lifeboat = (args: string[]) => run(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: '1' }, timeoutMs: SNAPSHOT_TIMEOUT_MS });
+  return {
+    name: 'lifeboat',
+    endpoints: () => leaderFirst(founders.map((m) => m.client)),
+    pids: () => founders.map((m) => m.proc?.pid ?? 0),
+    snapshotSave: (endpoint, file) => lifeboat(['snapshot', 'save', file, '--endpoints', endpoint, '--command-timeout', '600s']),
+    snapshotRestore: (file, dataDir) => lifeboat(['snapshot', 'restore', file, '--data-dir', dataDir, '--name', 'restored', '--initial-advertise-peer-urls', RESTORE_PEER]),
+    async addLearner() {
+      const m = cluster.define('learner');
+      const initial = await addLearnerMember(founders.map((f) => f.client), m.name, m.peerUrl);
+      cluster.spawn(m, ['--initial-cluster', initial, '--initial-cluster-state', 'existing']);
+      return { endpoint: m.client, pid: m.proc?.pid ?? 0 };
+    },
+    async stop() {
+      await cluster.stopAll();
+      unregister();
+    },
+  };
+}
+
