@@ -48,7 +48,7 @@ import { Raft } from '../raft/raft.js';
 import { EntryType, MessageType, NONE, RaftError, StateType, type ConfChange, type Entry, type Message, type Ready, type Snapshot, type SoftState } from '../raft/types.js';
 import type { RaftStorage } from '../storage/raftStorage.js';
 import { kvPath } from '../storage/layout.js';
-import { PeerTransport, REFUSED_MISMATCH, REFUSED_REMOVED, REFUSED_SUPERSEDED, type ForwardReply, type IdentityReply, type TransportHost } from '../transport/peerTransport.js';
+import { PeerTransport, REFUSED_MISMATCH, REFUSED_REMOVED, REFUSED_SUPERSEDED, type ForwardReply, type IdentityReply, type OutgoingSnapshot, type TransportHost } from '../transport/peerTransport.js';
 import { hostPort } from '../transport/urls.js';
 import type { ServerConfig } from './config.js';
 import { ticksOf } from './config.js';
@@ -877,15 +877,18 @@ export class Member implements EtcdBackend, WatchBackend, LeaseBackend, Transpor
     this.driver.with((r) => r.reportUnreachable(peer));
   }
 
-  async snapshotData(m: Message): Promise<{ message: Message; data: Uint8Array }> {
-    const tmp = path.join(os.tmpdir(), `lifeboat-peer-snap-${process.pid}-${Date.now()}.db`);
+  async snapshotData(m: Message): Promise<OutgoingSnapshot> {
+    const tmp = path.join(os.tmpdir(), `lifeboat-peer-snap-${process.pid}-${Date.now()}-${m.to.toString(16)}.db`);
+    const done = () => fs.rmSync(tmp, { force: true });
     try {
       const info = await this.kv.saveSnapshot(tmp);
       const meta = this.driver.raft.snapshotMetaAt(info.appliedIndex);
       if (!meta) throw new Error(`no snapshot metadata at applied index ${info.appliedIndex}`);
-      return { message: { ...m, snapshot: { meta, data: new Uint8Array(0) } }, data: fs.readFileSync(tmp) };
-    } finally {
-      fs.rmSync(tmp, { force: true });
+      // The transport streams the file and removes it with done().
+      return { message: { ...m, snapshot: { meta, data: new Uint8Array(0) } }, file: tmp, done };
+    } catch (e) {
+      done();
+      throw e;
     }
   }
 

@@ -4,6 +4,7 @@
 // Every envelope names its cluster and sender; strangers are refused.
 import * as grpc from '@grpc/grpc-js';
 import { crc32c } from '@node-rs/crc32';
+import fs from 'node:fs/promises';
 import { decodeMessage, encodeMessage } from '../raft/codec.js';
 import { MessageType, type Message, type NodeId } from '../raft/types.js';
 import { service } from '../api/protos.js';
@@ -48,10 +49,20 @@ export interface TransportHost {
   /** A peer refused our messages; reason is one of the REFUSED_* texts. */
   refused(peer: NodeId, reason: string, supersededBy: bigint): void;
   unreachable(peer: NodeId): void;
-  /** Fill in the data of an outgoing snapshot message (taken at send time). */
-  snapshotData(m: Message): Promise<{ message: Message; data: Uint8Array }>;
+  /**
+   * Take the data of an outgoing snapshot message (at send time) into a file the
+   * transport streams from and then hands back with done().
+   */
+  snapshotData(m: Message): Promise<OutgoingSnapshot>;
   snapshotSent(peer: NodeId, ok: boolean): void;
   logEvent(level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>): void;
+}
+
+export interface OutgoingSnapshot {
+  message: Message;
+  file: string;
+  /** called once the file is no longer needed (sent or failed) */
+  done(): void;
 }
 
 interface Envelope {
@@ -181,7 +192,7 @@ class PeerSender {
 
   sendSnapshot(m: Message): void {
     this.host.snapshotData(m).then(
-      ({ message, data }) => this.streamSnapshot(message, data),
+      (snap) => void this.streamSnapshot(snap),
       (e: Error) => {
         this.host.logEvent('warn', 'could not take a snapshot for a peer', { peer: this.id.toString(16), error: e.message });
         this.host.snapshotSent(this.id, false);
@@ -189,22 +200,62 @@ class PeerSender {
     );
   }
 
-  private streamSnapshot(message: Message, data: Uint8Array): void {
-    const header = Buffer.from(encodeMessage(message));
+  /**
+   * Streams the snapshot file chunk by chunk: each read is asynchronous and each
+   * write waits for the stream to drain, so a large snapshot never holds the event
+   * loop (a burst of a whole database once stalled a leader past the election
+   * timeout, and every new leader started the same snapshot again).
+   */
+  private async streamSnapshot(snap: OutgoingSnapshot): Promise<void> {
+    let finished = false;
+    let wake: (() => void) | undefined;
     const call = this.client.SendSnapshot((err, ack) => {
+      finished = true;
+      wake?.();
       const ok = !err && !ack?.refused;
       if (ack?.refused) this.host.refused(this.id, ack.refused, BigInt(ack.superseded_by || '0'));
       if (err) this.host.logEvent('warn', 'snapshot send failed', { peer: this.id.toString(16), error: err.message.split('\n')[0] });
       this.host.snapshotSent(this.id, ok);
     });
+    const drained = () =>
+      new Promise<void>((resolve) => {
+        wake = resolve;
+        call.once('drain', resolve);
+      }).finally(() => (wake = undefined));
     const base = { cluster_id: this.host.clusterId().toString(), from: this.host.memberId.toString(), to: this.id.toString() };
-    call.write({ ...base, header, data: Buffer.alloc(0), last: false, crc32c: 0 });
-    for (let off = 0; off < data.length; off += SNAPSHOT_CHUNK) {
-      call.write({ ...base, data: Buffer.from(data.buffer, data.byteOffset + off, Math.min(SNAPSHOT_CHUNK, data.length - off)), last: false, crc32c: 0 });
+    let bytes = 0;
+    try {
+      const fh = await fs.open(snap.file, 'r');
+      try {
+        call.write({ ...base, header: Buffer.from(encodeMessage(snap.message)), data: Buffer.alloc(0), last: false, crc32c: 0 });
+        let crc = 0;
+        // Bounded by the file's size: every pass reads at least one byte or stops.
+        for (;;) {
+          if (finished) return;
+          if (this.closed) {
+            call.cancel(); // the callback reports the failure to Raft
+            return;
+          }
+          const chunk = Buffer.allocUnsafe(SNAPSHOT_CHUNK);
+          const { bytesRead } = await fh.read(chunk, 0, SNAPSHOT_CHUNK, bytes);
+          if (bytesRead === 0) break;
+          const data = chunk.subarray(0, bytesRead);
+          crc = crc32c(data, crc);
+          bytes += bytesRead;
+          if (!call.write({ ...base, data, last: false, crc32c: 0 })) await drained();
+        }
+        call.write({ ...base, data: Buffer.alloc(0), last: true, crc32c: crc });
+        call.end();
+      } finally {
+        await fh.close();
+      }
+      this.host.logEvent('info', 'sent snapshot to peer', { peer: this.id.toString(16), index: snap.message.snapshot?.meta.index, bytes });
+    } catch (e) {
+      this.host.logEvent('warn', 'snapshot send failed', { peer: this.id.toString(16), error: (e as Error).message });
+      call.cancel(); // the callback reports the failure to Raft
+    } finally {
+      snap.done();
     }
-    call.write({ ...base, data: Buffer.alloc(0), last: true, crc32c: crc32c(Buffer.from(data.buffer, data.byteOffset, data.byteLength)) });
-    call.end();
-    this.host.logEvent('info', 'sent snapshot to peer', { peer: this.id.toString(16), index: message.snapshot?.meta.index, bytes: data.length });
   }
 
   close(): void {
