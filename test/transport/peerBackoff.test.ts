@@ -3,32 +3,14 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { MessageType, type Message } from '../../src/raft/types.js';
-import { PeerTransport, type TransportHost } from '../../src/transport/peerTransport.js';
+import { PeerTransport } from '../../src/transport/peerTransport.js';
+import { host } from './transportHost.js';
 import { freePorts } from '../support/ports.js';
 
 const transports: PeerTransport[] = [];
 after(async () => {
   for (const t of transports) await t.close();
 });
-
-function host(memberId: bigint, clusterId: bigint, counts: { unreachable: number; refused: number }): TransportHost {
-  return {
-    memberId,
-    clusterId: () => clusterId,
-    ancestors: () => [],
-    isRemoved: () => false,
-    deliver: () => undefined,
-    identity: () => ({ cluster_id: clusterId.toString(), member_id: memberId.toString(), parent_cluster_id: '0', superseded: false, removed: false, members_json: '[]' }),
-    forward: async () => ({ json: '', error_code: 0, error_message: '' }),
-    refused: () => void counts.refused++,
-    unreachable: () => void counts.unreachable++,
-    snapshotData: async () => {
-      throw new Error('no snapshots here');
-    },
-    snapshotSent: () => undefined,
-    logEvent: () => undefined,
-  };
-}
 
 function heartbeat(from: bigint, to: bigint): Message {
   return { type: MessageType.Heartbeat, from, to, term: 1, logTerm: 0, index: 0, entries: [], commit: 0, reject: false, rejectHint: 0 };

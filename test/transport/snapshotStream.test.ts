@@ -1,0 +1,85 @@
+// Snapshots between peers: streamed from the leader's file in chunks and
+// delivered whole with its checksum checked; a damaged one is discarded, never used.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import * as grpc from '@grpc/grpc-js';
+import { service } from '../../src/api/protos.js';
+import { encodeMessage } from '../../src/raft/codec.js';
+import { MessageType, type Message } from '../../src/raft/types.js';
+import { PeerTransport } from '../../src/transport/peerTransport.js';
+import { freePorts } from '../support/ports.js';
+import { host } from './transportHost.js';
+
+const transports: PeerTransport[] = [];
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-snapstream-'));
+after(async () => {
+  for (const t of transports) await t.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function snapMessage(from: bigint, to: bigint): Message {
+  return {
+    type: MessageType.Snap, from, to, term: 3, logTerm: 0, index: 0, entries: [], commit: 0, reject: false, rejectHint: 0,
+    snapshot: { meta: { index: 42, term: 3, conf: { voters: [from, to], learners: [] } }, data: new Uint8Array(0) },
+  };
+}
+
+async function receiver(port: number, delivered: Message[]): Promise<PeerTransport> {
+  const t = new PeerTransport({ ...host(2n, 7n, { unreachable: 0, refused: 0 }), deliver: (m) => void delivered.push(m) });
+  transports.push(t);
+  await t.listen([`http://127.0.0.1:${port}`]);
+  return t;
+}
+
+test('a snapshot of several chunks arrives whole, with its metadata; the file is handed back', async () => {
+  const [port] = await freePorts(1, 'snapshot-stream-ok');
+  const delivered: Message[] = [];
+  await receiver(port, delivered);
+  const file = path.join(dir, 'snap.db');
+  const data = randomBytes(3 * (1 << 20) + 12345); // four 1 MiB chunks, the last one short
+  fs.writeFileSync(file, data);
+  let released = false;
+  let sent: boolean | undefined;
+  const sender = new PeerTransport({
+    ...host(1n, 7n, { unreachable: 0, refused: 0 }),
+    snapshotData: async (m) => ({ message: m, file, done: () => void (released = true) }),
+    snapshotSent: (_peer, ok) => void (sent = ok),
+  });
+  transports.push(sender);
+  sender.setPeers(new Map([[2n, [`http://127.0.0.1:${port}`]]]));
+  sender.send([snapMessage(1n, 2n)]);
+  const deadline = Date.now() + 30_000;
+  while ((sent === undefined || delivered.length === 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(sent, true, 'the sender was not told the snapshot arrived');
+  assert.equal(delivered.length, 1);
+  assert.equal(delivered[0]!.snapshot!.meta.index, 42);
+  assert.ok(Buffer.from(delivered[0]!.snapshot!.data).equals(data), 'the snapshot data differs from the file');
+  assert.ok(released, 'the snapshot file was not handed back');
+});
+
+test('a snapshot whose checksum does not match is discarded: DATA_LOSS, nothing delivered', async () => {
+  const [port] = await freePorts(1, 'snapshot-stream-bad');
+  const delivered: Message[] = [];
+  await receiver(port, delivered);
+  const Peer = service('lifeboat.peer.Peer');
+  const client = new Peer(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  try {
+    const err = await new Promise<grpc.ServiceError | null>((resolve) => {
+      const call = client.SendSnapshot((e: grpc.ServiceError | null) => resolve(e));
+      const base = { cluster_id: '7', from: '1', to: '2' };
+      call.write({ ...base, header: Buffer.from(encodeMessage(snapMessage(1n, 2n))), data: Buffer.alloc(0), last: false, crc32c: 0 });
+      call.write({ ...base, data: randomBytes(4096), last: false, crc32c: 0 });
+      call.write({ ...base, data: Buffer.alloc(0), last: true, crc32c: 12345 });
+      call.end();
+    });
+    assert.equal(err?.code, grpc.status.DATA_LOSS);
+    assert.match(err?.details ?? '', /snapshot checksum mismatch/);
+    assert.equal(delivered.length, 0);
+  } finally {
+    client.close();
+  }
+});
