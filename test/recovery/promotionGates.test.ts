@@ -116,7 +116,10 @@ describe('promotion gates', () => {
     let done = false;
     void running.then(() => (done = true));
     const deadline = Date.now() + 60_000;
-    while (!done && promotedAt === undefined && Date.now() < deadline) {
+    // Bounded by the deadline; ends after one more look once the run is over (its
+    // last step is the promotion, which can land between two looks).
+    while (promotedAt === undefined && Date.now() < deadline) {
+      const wasDone = done;
       try {
         const [[leader, list], learner] = await Promise.all([
           withClient(m1, (c1) => Promise.all([c1.status(), c1.memberList()])),
@@ -128,6 +131,7 @@ describe('promotion gates', () => {
       } catch {
         // n2 not added or not serving yet
       }
+      if (wasDone) break;
       await new Promise((r) => setTimeout(r, 100));
     }
     const r = await running;
