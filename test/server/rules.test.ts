@@ -107,7 +107,12 @@ describe('strict reconfiguration check, move-leader and cluster identity', () =>
 
   test('move-leader: to a voter works; to a learner or a stranger is a bad transferee; on a follower it is not leader', async () => {
     const leader = await c.waitForLeader();
-    const list = parseEtcdJson((await etcdctl(c.endpoints(), 'member', 'list', '-w', 'json')).stdout).members as Array<{ ID: string | number; name: string; isLearner?: boolean }>;
+    type Row = { ID: string | number; name: string; isLearner?: boolean };
+    // The member the previous test restarted may not be listed as started yet: wait (bounded).
+    const list = await waitFor('a started voter besides the leader', async () => {
+      const rows = parseEtcdJson((await etcdctl(c.endpoints(), 'member', 'list', '-w', 'json')).stdout).members as Row[];
+      return rows.some((m) => m.name !== leader.name && !m.isLearner && m.name !== '') ? rows : undefined;
+    });
     const hexId = (m: { ID: string | number }) => BigInt(m.ID).toString(16);
     const target = list.find((m) => m.name !== leader.name && !m.isLearner && m.name !== '')!;
     const learner = list.find((m) => m.isLearner)!;
