@@ -9,7 +9,7 @@ import { Etcd3 } from 'etcd3';
 import { EtcdCluster } from '../support/etcdCluster.js';
 import { seeded } from '../storage/fixtures.js';
 import { freePorts } from '../support/ports.js';
-import { etcdctl, requireTool, ROOT, waitFor } from '../support/tools.js';
+import { etcdctl, requireTool, ROOT, stopProcess, waitFor } from '../support/tools.js';
 
 /** The tests' one seeded PRNG (a failing run replays from its seed). */
 export { seeded as rng };
@@ -133,17 +133,7 @@ export async function startRestoredMember(dataDir: string, name: string, peerUrl
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
   proc.stderr!.on('data', (d: Buffer) => log.push(d.toString()));
-  const stop = async () => {
-    if (proc.exitCode !== null || proc.signalCode !== null) return;
-    await new Promise<void>((resolve) => {
-      const kill = setTimeout(() => proc.kill('SIGKILL'), 10_000);
-      proc.once('exit', () => {
-        clearTimeout(kill);
-        resolve();
-      });
-      proc.kill('SIGTERM');
-    });
-  };
+  const stop = () => stopProcess(proc);
   try {
     await waitFor(`restored member ${name} at ${client} to be healthy`, async () => {
       if (proc.exitCode !== null) throw new Error(`exited with ${proc.exitCode}: ${log.join('').trim().split('\n').slice(-3).join(' | ')}`);

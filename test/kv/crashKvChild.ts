@@ -13,22 +13,12 @@
 
 import fs from 'node:fs';
 import { KvStore } from '../../src/kv/kvStore.js';
-import { seeded } from '../storage/fixtures.js';
+import { report, seeded } from '../storage/fixtures.js';
 import { requestAt } from './crashRequests.js';
 
 /** A child never outlives this, whatever happens to its parent. */
 const MAX_MS = 20_000;
 
-function report(line: string): void {
-  const buf = Buffer.from(line + '\n');
-  for (let done = 0; done < buf.length; ) {
-    try {
-      done += fs.writeSync(1, buf, done);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
-    }
-  }
-}
 
 async function applyUntilKilled(path: string, seed: number): Promise<void> {
   const rnd = seeded(seed);

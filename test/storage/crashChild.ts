@@ -13,22 +13,12 @@
 import fs from 'node:fs';
 import type { Entry, HardState } from '../../src/raft/types.js';
 import { RaftStorage } from '../../src/storage/raftStorage.js';
-import { CHILD_STORAGE_OPTS, entries, IDENTITY, seeded } from './fixtures.js';
+import { CHILD_STORAGE_OPTS, entries, IDENTITY, report, seeded } from './fixtures.js';
 
 const CONF = { voters: [1n, 2n, 3n], learners: [] };
 /** A child never outlives this, whatever happens to its parent. */
 const MAX_MS = 30_000;
 
-function report(line: string): void {
-  const buf = Buffer.from(line + '\n');
-  for (let done = 0; done < buf.length; ) {
-    try {
-      done += fs.writeSync(1, buf, done);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
-    }
-  }
-}
 
 function writeUntilKilled(dir: string, seed: number): void {
   const rnd = seeded(seed);

@@ -57,3 +57,15 @@ export function isGenuine(e: Entry): boolean {
   const want = entry(e.index, e.term);
   return e.type === want.type && Buffer.from(e.data).equals(Buffer.from(want.data));
 }
+
+/** A crash child's line to its parent on stdout: written whole and synchronously, so it is out before any kill. */
+export function report(line: string): void {
+  const buf = Buffer.from(line + '\n');
+  for (let done = 0; done < buf.length; ) {
+    try {
+      done += fs.writeSync(1, buf, done);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
+    }
+  }
+}

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestCerts } from './certs.js';
 import { freePorts } from './ports.js';
-import { etcdctl, requireEtcdTools, waitFor } from './tools.js';
+import { etcdctl, requireEtcdTools, stopProcess, waitFor } from './tools.js';
 
 export interface EtcdMember {
   name: string;
@@ -158,15 +158,7 @@ export class EtcdCluster {
     const proc = m.proc;
     if (!proc) return;
     m.proc = undefined;
-    if (proc.exitCode !== null || proc.signalCode !== null) return;
-    await new Promise<void>((resolve) => {
-      const kill = setTimeout(() => proc.kill('SIGKILL'), 10_000);
-      proc.once('exit', () => {
-        clearTimeout(kill);
-        resolve();
-      });
-      proc.kill('SIGTERM');
-    });
+    await stopProcess(proc);
   }
 
   /** Stop every member this helper started and remove the temp dir. */

@@ -2,7 +2,7 @@
 // line naming the Debian package; nothing is ever skipped. Also: running the
 // lifeboat CLI and etcdctl as child processes, and bounded waiting.
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -120,4 +120,17 @@ export function failsWithOneLine(r: RunResult, code: number, ...mentions: string
   for (const m of mentions) assert.ok(r.stderr.includes(m), `stderr should mention ${JSON.stringify(m)}: ${r.stderr}`);
   assert.doesNotMatch(r.stderr, /\bat .+:\d+:\d+/, 'no stack trace');
   return r.stderr;
+}
+
+/** Stops a child: SIGTERM, then SIGKILL after 10 s; resolves once it has exited. */
+export async function stopProcess(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return;
+    await new Promise<void>((resolve) => {
+      const kill = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+      proc.once('exit', () => {
+        clearTimeout(kill);
+        resolve();
+      });
+      proc.kill('SIGTERM');
+    });
 }
