@@ -4,8 +4,8 @@
 // that moment applied and both sides verified equal at exactly that revision.
 // Progress is recorded (progressFile.ts) so a killed run goes on where it stopped.
 import { createHash } from 'node:crypto';
-import { homedir } from 'node:os';
 import path from 'node:path';
+import { lifeboatStateDir } from '../audit/location.js';
 import type { EtcdClient } from '../client/etcdClient.js';
 import { InputError, RefusedError } from '../client/errors.js';
 import { CompactedError, copyAtRevision } from './copy.js';
@@ -54,9 +54,7 @@ export function progressPath(from: readonly string[], to: readonly string[], sou
     .update(JSON.stringify([[...from].sort(), [...to].sort(), sourcePrefix, destPrefix]))
     .digest('hex')
     .slice(0, 16);
-  const xdg = env.XDG_STATE_HOME;
-  const stateHome = xdg !== undefined && path.isAbsolute(xdg) ? xdg : path.join(homedir(), '.local', 'state');
-  return path.join(stateHome, 'lifeboat', 'migrations', `${id}.json`);
+  return path.join(lifeboatStateDir(env), 'migrations', `${id}.json`);
 }
 
 export async function migrate(o: MigrateOptions): Promise<MigrateResult> {
