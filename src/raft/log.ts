@@ -135,9 +135,19 @@ export class RaftLog {
     return this.stable >= this.lastIndex() ? [] : this.ents.slice(this.stable - this.snapshot.index);
   }
 
-  /** The driver persisted through (index, term); ignore it if that entry was replaced meanwhile. */
-  stableTo(index: number, term: number): void {
-    if (this.matchTerm(index, term) && index > this.stable) this.stable = index;
+  /**
+   * The driver persisted `written` (contiguous). Messages stepped while the write was
+   * in flight may have replaced a suffix of them: what is still in the log (a prefix,
+   * by log matching) is stable, if nothing before it was replaced too.
+   */
+  stableTo(written: readonly Entry[]): void {
+    if (written.length === 0 || this.stable < written[0].index - 1) return;
+    for (let i = written.length - 1; i >= 0; i--) {
+      const e = written[i];
+      if (!this.matchTerm(e.index, e.term)) continue;
+      if (e.index > this.stable) this.stable = e.index;
+      return;
+    }
   }
 
   /** Committed entries not yet handed out for applying. */

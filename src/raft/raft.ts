@@ -231,6 +231,11 @@ export class Raft {
         this.send({ ...this.msg(MessageType.AppResp, m.from) });
       } else if (m.type === MessageType.PreVote) {
         this.send({ ...this.msg(MessageType.PreVoteResp, m.from), reject: true });
+      } else if (m.type === MessageType.Vote) {
+        // As the Raft paper's RequestVote reply: the refusal carries our term, so a
+        // candidate stuck in an old term learns it (etcd's raft stays silent; without
+        // pre-vote that can leave the only electable candidate forever behind).
+        this.send({ ...this.msg(MessageType.VoteResp, m.from), reject: true });
       }
       return;
     }
@@ -322,10 +327,7 @@ export class Raft {
       this.snapshotData = rd.snapshot.data;
       this.log.appliedTo(rd.snapshot.meta.index);
     }
-    if (rd.entries.length > 0) {
-      const last = rd.entries[rd.entries.length - 1];
-      this.log.stableTo(last.index, last.term);
-    }
+    this.log.stableTo(rd.entries);
     for (const e of rd.committedEntries) {
       this.log.appliedTo(e.index);
       if (e.type === EntryType.ConfChange) this.applyConfChange(decodeConfChange(e.data), e.index);

@@ -1,14 +1,18 @@
 // The loop that drives the Raft core: tick → ready → send the leader's appends →
 // persist (one write, one fsync) → send acks and votes → apply → advance.
-// Work that arrives while a batch is being written (proposals, messages) waits
-// in the event loop and goes into the next batch together: group commit.
+// The fsync runs in libuv's thread pool: meanwhile the event loop keeps taking
+// proposals and peer messages into the core (which produces no new Ready until
+// advance()), and they all go into the next batch together: group commit, with
+// the loop free to serve reads, ticks and heartbeats while the disk works.
 import { MessageType, type Entry, type HardState, type Message, type Ready, type Snapshot, type SoftState } from '../raft/types.js';
 import type { Raft } from '../raft/raft.js';
 import type { Metrics } from './metrics.js';
-
 /** What the driver needs from the data directory's Raft storage. */
 export interface LogStore {
-  save(batch: { hardState?: HardState; entries: Entry[]; snapshot?: Snapshot }, sync: boolean): void;
+  /** Writes the batch, without an fsync. */
+  write(batch: { hardState?: HardState; entries: Entry[]; snapshot?: Snapshot }): void;
+  /** Makes everything written durable, off the event loop; nothing is written until it settles. */
+  sync(): Promise<void>;
 }
 
 export interface DriverHooks {
@@ -28,6 +32,8 @@ export class RaftDriver {
   private scheduled = false;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** The fsync of the outstanding Ready, while it runs. */
+  private syncing: Promise<void> | undefined;
 
   constructor(
     readonly raft: Raft,
@@ -65,16 +71,37 @@ export class RaftDriver {
   }
 
   private process(): void {
-    if (this.stopped || !this.raft.hasReady()) return;
+    if (this.stopped || this.syncing || !this.raft.hasReady()) return;
+    let rd: Ready;
     try {
-      const rd = this.raft.ready();
+      rd = this.raft.ready();
       if (rd.softState) this.hooks.softState(rd.softState);
       this.hooks.send(rd.messages);
       if (rd.snapshot || rd.entries.length > 0 || rd.hardState) {
-        const start = process.hrtime.bigint();
-        this.store.save({ hardState: rd.hardState, entries: rd.entries, snapshot: rd.snapshot }, rd.mustSync);
-        if (rd.mustSync) this.metrics.observeFsync(Number(process.hrtime.bigint() - start) / 1e9, rd.entries.length);
+        this.store.write({ hardState: rd.hardState, entries: rd.entries, snapshot: rd.snapshot });
       }
+    } catch (e) {
+      return this.fail(e);
+    }
+    if (!rd.mustSync) return this.finish(rd);
+    const start = process.hrtime.bigint();
+    this.syncing = this.store.sync().then(
+      () => {
+        this.syncing = undefined;
+        this.metrics.observeFsync(Number(process.hrtime.bigint() - start) / 1e9, rd.entries.length);
+        // Stopped meanwhile: send nothing more; what was written is durable anyway.
+        if (!this.stopped) this.finish(rd);
+      },
+      (e) => {
+        this.syncing = undefined;
+        this.fail(e);
+      },
+    );
+  }
+
+  /** The outstanding Ready is durable: send what promised it, apply, advance. */
+  private finish(rd: Ready): void {
+    try {
       this.hooks.send(rd.messagesAfterPersist);
       if (rd.snapshot) this.hooks.applySnapshot(rd.snapshot);
       if (rd.committedEntries.length > 0) {
@@ -87,19 +114,23 @@ export class RaftDriver {
       this.raft.advance(rd);
       this.hooks.afterAdvance();
     } catch (e) {
-      this.stop();
-      this.hooks.fatal(e as Error);
-      return;
+      return this.fail(e);
     }
     if (this.raft.hasReady()) this.kick();
   }
 
-  stop(): void {
+  private fail(e: unknown): void {
+    this.stop();
+    this.hooks.fatal(e instanceof Error ? e : new Error(String(e)));
+  }
+
+  /** Stops the loop; resolves once a write in flight has settled (then storage may close). */
+  stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
+    return (this.syncing ?? Promise.resolve()).catch(() => undefined);
   }
 }
-
 /** Messages the transport must treat specially: snapshots go on their own stream. */
 export function isSnapshot(m: Message): boolean {
   return m.type === MessageType.Snap;

@@ -136,7 +136,7 @@ export class Member implements EtcdBackend, WatchBackend, LeaseBackend, Transpor
     this.snapshotIndex = p.storage.snapshotMeta().index;
     this.driver = new RaftDriver(
       p.raft,
-      { save: (b, sync) => this.storage.save(b, { sync }) },
+      { write: (b) => this.storage.save(b, { sync: false }), sync: () => this.storage.sync() },
       {
         send: (ms) => this.send(ms),
         applySnapshot: (s) => this.applySnapshot(s),
@@ -218,7 +218,7 @@ export class Member implements EtcdBackend, WatchBackend, LeaseBackend, Transpor
     this.stopping = true;
     if (this.publishTimer) clearInterval(this.publishTimer);
     if (this.checkpointTimer) clearInterval(this.checkpointTimer);
-    this.driver.stop();
+    const writeSettled = this.driver.stop();
     await this.checkpointing;
     this.leases.stop();
     this.proposals.rejectAll(ErrStopped);
@@ -239,6 +239,7 @@ export class Member implements EtcdBackend, WatchBackend, LeaseBackend, Transpor
     await Promise.all(this.clientListeners.map((l) => l.close()));
     await this.transport.close();
     await this.metrics.close();
+    await writeSettled;
     this.storage.close();
     this.kv.close();
   }

@@ -30,6 +30,8 @@ export interface FileSystem {
   write(fh: FileHandle, data: Uint8Array, position: number): void;
   /** Makes the file's data and size durable (fdatasync). */
   fsync(fh: FileHandle): void;
+  /** fsync off the event loop (libuv's thread pool); no other call may touch `fh` until it settles. */
+  fsyncAsync(fh: FileHandle): Promise<void>;
   truncate(fh: FileHandle, size: number): void;
   close(fh: FileHandle): void;
   /** Atomically replaces `to`; durable only after fsyncDir. */
@@ -112,6 +114,11 @@ export class NodeFileSystem implements FileSystem {
 
   fsync(fh: FileHandle): void {
     fs.fdatasyncSync(fdOf(fh));
+  }
+
+  fsyncAsync(fh: FileHandle): Promise<void> {
+    const fd = fdOf(fh);
+    return new Promise((resolve, reject) => fs.fdatasync(fd, (err) => (err ? reject(err) : resolve())));
   }
 
   truncate(fh: FileHandle, size: number): void {

@@ -82,6 +82,8 @@ const sameConf = (a: ConfState, b: ConfState) => sameIds(a.voters, b.voters) && 
 export class RaftStorage {
   private current?: OpenSegment;
   private failure?: Error;
+  /** An fsync is running in the thread pool (sync()): the open segment must not change meanwhile. */
+  private syncing = false;
   private closed = false;
   private zeros?: Buffer;
 
@@ -267,6 +269,27 @@ export class RaftStorage {
   }
 
   /**
+   * Makes everything save() wrote durable, with the fdatasync in libuv's thread
+   * pool so the event loop keeps serving meanwhile (the member's driver: write
+   * with `sync: false`, then await this before sending what depends on it).
+   * Nothing may write or close until it settles; a failure poisons the storage.
+   */
+  async sync(): Promise<void> {
+    this.writable();
+    const cur = this.current;
+    if (!cur) return;
+    this.syncing = true;
+    try {
+      await this.fs.fsyncAsync(cur.fh);
+    } catch (err) {
+      this.failure = err instanceof Error ? err : new Error(String(err));
+      throw new StorageError(`raft storage of data dir ${this.dataDir}: fsync failed: ${this.failure.message}`);
+    } finally {
+      this.syncing = false;
+    }
+  }
+
+  /**
    * Saves a snapshot the member took of its own state (at an applied, hence
    * committed, index). The log is left alone; compact() may drop it afterwards.
    */
@@ -350,6 +373,7 @@ export class RaftStorage {
   /** Makes the open segment durable and releases the data dir. */
   close(): void {
     if (this.closed) return;
+    if (this.syncing) throw new StorageError(`raft storage of data dir ${this.dataDir}: closed while an fsync is in flight (await sync() first)`);
     this.closed = true;
     try {
       if (this.current && !this.failure) this.fs.fsync(this.current.fh);
@@ -368,6 +392,7 @@ export class RaftStorage {
   private writable(): void {
     this.usable();
     if (this.readOnly) throw new StorageError(`raft storage of data dir ${this.dataDir} is open read-only`);
+    if (this.syncing) throw new StorageError(`raft storage of data dir ${this.dataDir}: write while an fsync is in flight (await sync() first)`);
   }
 
   /** Runs I/O; after a failure the in-memory state may be ahead of the disk, so the storage refuses further use. */

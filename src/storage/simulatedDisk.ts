@@ -233,6 +233,15 @@ export class SimulatedDisk implements FileSystem {
     inode.pending = [];
   }
 
+  fsyncAsync(fh: FileHandle): Promise<void> {
+    try {
+      this.fsync(fh);
+      return Promise.resolve();
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+  }
+
   truncate(fh: FileHandle, size: number): void {
     const inode = this.handle(fh);
     this.step();

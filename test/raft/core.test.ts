@@ -103,6 +103,29 @@ describe('elections', () => {
     n2.advance(rd);
   });
 
+  test('a stale candidate learns the voter\'s term from its refusal, and can win the next election', () => {
+    const net = new TestNetwork(3, { preVote: false, checkQuorum: false });
+    net.stabilize();
+    const n3 = net.node(3).raft;
+    n3.step({ type: MessageType.Vote, from: 2n, to: 3n, term: 9, logTerm: 0, index: 0, entries: [], commit: 0, reject: false, rejectHint: 0 });
+    const rd3 = n3.ready();
+    n3.advance(rd3);
+    // Node 1 campaigns in term 2 < 9: node 3 refuses and tells it its term.
+    const n1 = net.node(1).raft;
+    n1.campaign();
+    const rd1 = n1.ready();
+    const vote = [...rd1.messages, ...rd1.messagesAfterPersist].find((m) => m.type === MessageType.Vote && m.to === 3n)!;
+    n1.advance(rd1);
+    n3.step(vote);
+    const rd = n3.ready();
+    const resp = [...rd.messages, ...rd.messagesAfterPersist].find((m) => m.type === MessageType.VoteResp);
+    assert.ok(resp && resp.reject && resp.term === 9, `refusal carries term 9: ${JSON.stringify(resp, (_, v) => (typeof v === 'bigint' ? String(v) : v))}`);
+    n3.advance(rd);
+    n1.step(resp);
+    assert.equal(n1.status().term, 9);
+    assert.equal(n1.status().state, StateType.Follower);
+  });
+
   test('a node votes for at most one candidate per term', () => {
     const net = new TestNetwork(3);
     net.stabilize();
@@ -277,6 +300,25 @@ describe('commit', () => {
     }
     assert.notEqual(net.leader(), 1n);
     assert.equal(net.node(3).sent.filter((m) => m.type === MessageType.Vote || m.type === MessageType.PreVote).length, 0, 'learner campaigned');
+  });
+
+  test('a write in flight when a new leader replaces its tail: the kept prefix is not written again', () => {
+    const net = clusterWithLeader(3);
+    const n2 = net.node(2).raft;
+    const last = n2.status().lastIndex;
+    const term = n2.status().term;
+    const e = (index: number, t: number) => ({ index, term: t, type: EntryType.Normal, data: bytes(`e${index}@${t}`) });
+    const app = (t: number, prev: number, prevTerm: number, ents: ReturnType<typeof e>[]) =>
+      n2.step({ type: MessageType.App, from: 1n, to: 2n, term: t, logTerm: prevTerm, index: prev, entries: ents, commit: 0, reject: false, rejectHint: 0 });
+    app(term, last, term, [e(last + 1, term), e(last + 2, term)]);
+    const inflight = n2.ready();
+    assert.deepEqual(inflight.entries.map((x) => x.index), [last + 1, last + 2]);
+    // While the write is in flight, a leader of the next term replaces the last entry.
+    app(term + 1, last + 1, term, [e(last + 2, term + 1)]);
+    n2.advance(inflight);
+    const next = n2.ready();
+    assert.deepEqual(next.entries.map((x) => [x.index, x.term]), [[last + 2, term + 1]], 'only the replaced entry is written again');
+    n2.advance(next);
   });
 
   test('the leader sends appends before its own write is durable, and counts itself only once it is', () => {

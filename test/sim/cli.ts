@@ -9,7 +9,7 @@ import type { Stats } from './cluster.js';
 const USAGE = `usage: npm run sim -- [--seeds N] [--seed S] [--steps N] [--nodes N] [--voters N]
                       [--plant-bug ${PLANTED_BUGS.join('|')}]
                       [--checks all|end-to-end] [--literal-learner-rule] [--no-liveness]
-                      [--etcd-removal] [--snapshots transport|core]
+                      [--etcd-removal] [--snapshots transport|core] [--async-write P]
                       [--trace LINES] [--verbose] [--keep-going]
   --seeds N      how many seeds to run, starting at --seed (default 1 when --seed is given, else 1000)
   --seed S       first seed (default 1)
@@ -23,7 +23,9 @@ const USAGE = `usage: npm run sim -- [--seeds N] [--seed S] [--steps N] [--nodes
   --etcd-removal a removed member stops 1-2 election timeouts after applying its own
                  removal (as etcd does) instead of once no other member lists it
   --snapshots    what a snapshot message carries: 'transport' (default, as the server
-                 does: the sender's current state) or 'core' (the data given to compact())`;
+                 does: the sender's current state) or 'core' (the data given to compact())
+  --async-write P  per Ready with an fsync, the chance its write stays in flight while
+                 the node goes on (default: drawn per seed from 0, 0.5, 1)`;
 
 interface Args {
   seeds: number;
@@ -37,6 +39,7 @@ interface Args {
   literalLearnerRule: boolean;
   etcdRemoval: boolean;
   snapshots: 'transport' | 'core';
+  asyncWrite?: number;
   trace: number;
   verbose: boolean;
   keepGoing: boolean;
@@ -94,6 +97,12 @@ function parse(argv: string[]): Args {
         const v = argv[++i];
         if (v !== 'transport' && v !== 'core') fail(`--snapshots is transport or core, got ${v ?? 'nothing'}`);
         a.snapshots = v;
+        break;
+      }
+      case '--async-write': {
+        const v = Number(argv[++i]);
+        if (!(v >= 0 && v <= 1)) fail(`--async-write is a probability from 0 to 1, got ${argv[i] ?? 'nothing'}`);
+        a.asyncWrite = v;
         break;
       }
       case '--no-liveness':
@@ -186,6 +195,7 @@ function main(): void {
       literalLearnerRule: a.literalLearnerRule,
       removedShutdown: a.etcdRemoval ? 'etcd' : 'when-applied',
       snapshotSource: a.snapshots,
+      asyncWrite: a.asyncWrite,
       traceLines: a.trace,
     };
     const r = runSeed(o);

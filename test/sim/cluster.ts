@@ -63,6 +63,14 @@ export interface Faults {
   readyCrash: number;
   /** Is the state machine durable (applied index recorded with each apply), or rebuilt from the snapshot at restart? */
   durableApply: boolean;
+  /**
+   * Per Ready that needs an fsync: the write stays in flight, as the server's driver
+   * fsyncs off its event loop; meanwhile the node takes messages and ticks, and a
+   * crash keeps or loses the write (a coin toss). 0: writes complete at once.
+   */
+  asyncWrite?: number;
+  /** A write in flight completes 0..writeTicks ticks later (a slow disk); default 0: within the tick. */
+  writeTicks?: number;
 }
 
 /**
@@ -96,6 +104,10 @@ export interface Stats {
   partitions: number;
   crashes: number;
   crashesMidReady: number;
+  /** Readies whose write stayed in flight while the node went on (Faults.asyncWrite). */
+  writesInFlight: number;
+  /** Crashes while a write was in flight. */
+  crashesMidWrite: number;
   restarts: number;
   proposals: number;
   proposalsRefused: number;
@@ -126,6 +138,8 @@ export function emptyStats(): Stats {
     partitions: 0,
     crashes: 0,
     crashesMidReady: 0,
+    writesInFlight: 0,
+    crashesMidWrite: 0,
     restarts: 0,
     proposals: 0,
     proposalsRefused: 0,
@@ -192,6 +206,8 @@ export class SimNode {
   destroyAt = -1;
   /** Tick at which a crashed node comes back (-1: not scheduled yet). */
   restartAt = -1;
+  /** The Ready whose write is in flight (Faults.asyncWrite), due to complete at tick `dueAt`. */
+  inflight: { rd: Ready; crashAt: CrashPoint | undefined; dueAt: number } | undefined;
   /** Last observed role, term and commit index, to notice transitions. */
   seenState: StateType = StateType.Follower;
   seenTerm = 0;
@@ -262,6 +278,7 @@ export class Cluster {
   private reports: Report[] = [];
   private pendingCreates: NodeId[] = [];
   private readyNodes: SimNode[] = [];
+  private writesDue: SimNode[] = [];
   /** Nodes the nemesis decided to kill, at the end of the current micro-step. */
   private doomed: SimNode[] = [];
   nemesis: Nemesis;
@@ -340,6 +357,14 @@ export class Cluster {
     if (!n.raft) return;
     const wasLeader = n.seenState === StateType.Leader;
     n.raft = undefined;
+    if (n.inflight) {
+      // The write was issued: whether it reached the disk before the crash is luck.
+      const kept = this.rng.next() < 0.5;
+      if (kept) this.persistReady(n, n.inflight.rd);
+      n.inflight = undefined;
+      this.stats.crashesMidWrite++;
+      why += ` (write in flight ${kept ? 'kept' : 'lost'})`;
+    }
     if (quick && this.nemesis.quickRestart > 0) n.restartAt = this.t + 1 + this.rng.int(this.nemesis.quickRestart);
     this.stats.crashes++;
     this.event(`crash ${node(n.id)}${wasLeader ? ' (leader)' : ''}${why ? ` ${why}` : ''}`);
@@ -357,6 +382,7 @@ export class Cluster {
   private destroy(n: SimNode): void {
     if (n.destroyed) return;
     n.raft = undefined;
+    n.inflight = undefined;
     n.destroyed = true;
     this.members = this.members.filter((m) => m !== n);
     this.stats.membersRemoved++;
@@ -398,8 +424,12 @@ export class Cluster {
       ready.length = 0;
       for (const n of this.members) if (n.raft && n.raft.hasReady()) ready.push(n);
       const due = this.net.dueCount();
-      if (ready.length === 0 && due === 0) return;
-      if (due > 0 && (ready.length === 0 || this.rng.next() < 0.5)) this.deliver(this.net.takeDue(this.rng)!);
+      const writes = this.writesDue;
+      writes.length = 0;
+      for (const n of this.members) if (n.inflight && n.inflight.dueAt <= this.t) writes.push(n);
+      if (ready.length === 0 && due === 0 && writes.length === 0) return;
+      if (writes.length > 0 && ((ready.length === 0 && due === 0) || this.rng.next() < 0.3)) this.completeWrite(this.rng.pick(writes));
+      else if (due > 0 && (ready.length === 0 || this.rng.next() < 0.5)) this.deliver(this.net.takeDue(this.rng)!);
       else this.handleReady(ready.length === 1 ? ready[0] : this.rng.pick(ready));
     }
   }
@@ -509,7 +539,25 @@ export class Cluster {
     for (const m of rd.messages) this.transmit(n, m, true);
     if (crashAt === 'after-send') return this.crashMidReady(n, crashAt, rd);
 
-    // 2. Persist: snapshot (replacing the log), entries, hard state.
+    // 2. Persist: snapshot (replacing the log), entries, hard state; maybe in flight for a while.
+    const a = this.faults.asyncWrite ?? 0;
+    if (rd.mustSync && a > 0 && this.rng.next() < a) {
+      const slow = this.faults.writeTicks ?? 0;
+      n.inflight = { rd, crashAt, dueAt: this.t + (slow > 0 ? this.rng.int(slow + 1) : 0) };
+      this.stats.writesInFlight++;
+      return;
+    }
+    this.completeReady(n, rd, crashAt);
+  }
+
+  /** The write of `n`'s in-flight Ready is durable: carry on with that Ready. */
+  private completeWrite(n: SimNode): void {
+    const f = n.inflight!;
+    n.inflight = undefined;
+    this.completeReady(n, f.rd, f.crashAt);
+  }
+
+  private persistReady(n: SimNode, rd: Ready): void {
     const d = n.disk;
     if (rd.snapshot) {
       const meta = rd.snapshot.meta;
@@ -519,6 +567,13 @@ export class Cluster {
     }
     if (rd.entries.length > 0) this.persistEntries(n, rd.entries);
     if (rd.hardState) this.persistHardState(n, rd.hardState);
+  }
+
+  /** Steps 2 to 5 of a Ready: persist, send acks, apply, advance. */
+  private completeReady(n: SimNode, rd: Ready, crashAt: CrashPoint | undefined): void {
+    const raft = n.raft!;
+    const d = n.disk;
+    this.persistReady(n, rd);
     if (crashAt === 'after-persist') return this.crashMidReady(n, crashAt, rd);
 
     // 3. Send the acks and votes that promise what was just written.
@@ -770,7 +825,8 @@ export class Cluster {
   /** Snapshots the state machine at its applied index and compacts the log there. */
   compact(n: SimNode): boolean {
     const raft = n.raft;
-    if (!raft) return false;
+    // The server compacts only between Readies (after advance()), never during a write.
+    if (!raft || n.inflight) return false;
     const d = n.disk;
     const at = n.app.applied;
     if (at <= d.snapshot.meta.index) return false;
@@ -845,6 +901,10 @@ export class Cluster {
       if (this.doomed.length > 0) this.killDoomed();
       if (this.reports.length > 0) this.flushReports();
       for (const n of this.members) {
+        if (n.inflight) {
+          this.completeWrite(n);
+          moved = true;
+        }
         while (n.raft && n.raft.hasReady()) {
           this.handleReady(n);
           moved = true;

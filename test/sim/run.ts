@@ -28,6 +28,8 @@ export interface RunOptions {
   liveness?: boolean;
   /** Trace lines kept for a failure report (default 60). */
   traceLines?: number;
+  /** Overrides the profile's Faults.asyncWrite (0 replays seeds recorded before it existed). */
+  asyncWrite?: number;
 }
 
 export interface Failure {
@@ -117,6 +119,9 @@ function drawProfile(rng: Rng): Profile {
       }
     : NO_NEMESIS;
   if (nemesis !== NO_NEMESIS) core.maxSizePerMsg = 1;
+  // Drawn last, so the draws above (and the seeds recorded with them) are unchanged.
+  faults.asyncWrite = rng.pick([0, 0.5, 1]);
+  faults.writeTicks = rng.pick([0, 1, 2]);
   return { core, faults, work, nemesis };
 }
 
@@ -127,7 +132,7 @@ function describe(p: Profile): string {
   const n = p.nemesis;
   return (
     `core: hb=${c.heartbeatTick} preVote=${c.preVote} checkQuorum=${c.checkQuorum} maxSize=${c.maxSizePerMsg} inflight=${c.maxInflightMsgs}; ` +
-    `net: drop=${f.drop} dup=${f.dup} delay=${f.delay}x${f.maxDelay} readyCrash=${f.readyCrash} durableApply=${f.durableApply}; ` +
+    `net: drop=${f.drop} dup=${f.dup} delay=${f.delay}x${f.maxDelay} readyCrash=${f.readyCrash} durableApply=${f.durableApply} asyncWrite=${f.asyncWrite ?? 0}x${f.writeTicks ?? 0}t; ` +
     `work: partition=${w.partition}/${w.partitionTicks}t crash=${w.crash}/${w.downTicks}t propose=${w.propose} conf=${w.confChange} compact=${w.compact}/${w.compactGap} campaign=${w.campaign} transfer=${w.transfer} read=${w.read}` +
     (n === NO_NEMESIS ? '' : `; nemesis: crashOnCommit=${n.crashOnCommit} crashNewLeader=${n.crashNewLeader} isolateNewLeader=${n.isolateNewLeader} crashOnVote=${n.crashOnVote} quickRestart=${n.quickRestart}t`)
   );
@@ -142,6 +147,7 @@ export function replayCommand(o: RunOptions): string {
   if (o.removedShutdown === 'etcd') cmd += ' --etcd-removal';
   if (o.snapshotSource === 'core') cmd += ' --snapshots core';
   if (o.liveness === false) cmd += ' --no-liveness';
+  if (o.asyncWrite !== undefined) cmd += ` --async-write ${o.asyncWrite}`;
   return cmd;
 }
 
@@ -328,8 +334,10 @@ class Driver {
   liveness(): void {
     const c = this.cluster;
     c.heal();
-    c.faults = { ...c.faults, drop: 0, dup: 0, delay: 0, readyCrash: 0 };
+    c.faults = { ...c.faults, drop: 0, dup: 0, delay: 0, readyCrash: 0, writeTicks: 0 };
     c.nemesis = NO_NEMESIS;
+    // A write still in flight was given its crash point before the faults healed.
+    for (const n of c.members) if (n.inflight) n.inflight.crashAt = undefined;
     for (const n of c.members) c.restart(n);
     c.settle();
     const e = this.p.core.electionTick;
@@ -392,6 +400,7 @@ class Driver {
 export function runSeed(o: RunOptions): RunResult {
   const profileRng = new Rng(mixSeed(o.seed, 0xf417));
   const p = drawProfile(profileRng);
+  if (o.asyncWrite !== undefined) p.faults.asyncWrite = o.asyncWrite;
   const d = new Driver(o, p);
   const c = d.cluster;
   try {

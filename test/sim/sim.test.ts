@@ -30,6 +30,8 @@ const MUST_HAPPEN: (keyof Stats)[] = [
   'partitions',
   'crashes',
   'crashesMidReady',
+  'writesInFlight',
+  'crashesMidWrite',
   'restarts',
   'confChangesApplied',
   'membersAdded',
@@ -76,9 +78,9 @@ test('a seed replays exactly: same events, same trace, same outcome', () => {
  * hand-built versions of some): regression tests, failing `npm test` if one breaks again.
  */
 const CORE_BUGS: { what: string; o: RunOptions }[] = [
-  { what: 'a leader that removes itself steps down before the others learn the commit: quorum lost for good', o: { seed: 337, steps: STEPS, nodes: NODES } },
-  { what: 'same, the removed leader stays up but rejects votes (longer log) and cannot campaign', o: { seed: 751, steps: STEPS, nodes: NODES } },
-  { what: 'a ReadIndex forwarded back to its origin makes step() throw NotLeader', o: { seed: 2315, steps: STEPS, nodes: NODES } },
+  { what: 'a leader that removes itself steps down before the others learn the commit: quorum lost for good', o: { seed: 337, steps: STEPS, nodes: NODES, asyncWrite: 0 } },
+  { what: 'same, the removed leader stays up but rejects votes (longer log) and cannot campaign', o: { seed: 751, steps: STEPS, nodes: NODES, asyncWrite: 0 } },
+  { what: 'a ReadIndex forwarded back to its origin makes step() throw NotLeader', o: { seed: 2315, steps: STEPS, nodes: NODES, asyncWrite: 0 } },
 ];
 
 for (const { what, o } of CORE_BUGS) {

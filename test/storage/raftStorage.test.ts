@@ -229,6 +229,33 @@ describe('raft storage', () => {
     }
   });
 
+  it('sync(): a write made durable off the event loop survives a power cut; nothing writes or closes meanwhile', async () => {
+    const disk = new SimulatedDisk();
+    const { storage } = reopen(disk);
+    storage.save({ entries: entries(1, 3, 1), hardState: { term: 1, vote: 1n, commit: 0 } }, { sync: false });
+    const pending = storage.sync();
+    assert.throws(() => storage.save({ entries: entries(4, 4, 1) }, { sync: false }), /write while an fsync is in flight/);
+    assert.throws(() => storage.close(), /closed while an fsync is in flight/);
+    await pending;
+    storage.save({ entries: entries(4, 4, 1) }, { sync: false }); // written, never synced
+    disk.crash();
+    const { state, storage: again } = reopen(disk);
+    assert.deepEqual(state.entries, entries(1, 3, 1));
+    assert.deepEqual(state.hardState, { term: 1, vote: 1n, commit: 0 });
+    again.close();
+  });
+
+  it('sync(): a failed fsync poisons the storage (never retried: the page cache may have dropped the data)', async () => {
+    const disk = new SimulatedDisk();
+    const failing = Object.assign(Object.create(disk) as SimulatedDisk, {
+      fsyncAsync: () => Promise.reject(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' })),
+    });
+    const { storage } = reopen(failing);
+    storage.save({ entries: entries(1, 1, 1) }, { sync: false });
+    await assert.rejects(storage.sync(), /fsync failed: EIO/);
+    assert.throws(() => storage.save({ entries: entries(2, 2, 1) }, { sync: false }), /failed earlier and must be reopened/);
+  });
+
   it('refuses use after close', () => {
     const fs = new SimulatedDisk();
     const { storage } = reopen(fs);
