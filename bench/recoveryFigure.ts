@@ -4,6 +4,7 @@
 // from the stopped survivor. Tool time is the wall time minus the configured
 // stabilization waits (one per re-added member), which are reported apart.
 import path from 'node:path';
+import { AuditLog } from '../src/audit/auditLog.js';
 import { EtcdClient } from '../src/client/etcdClient.js';
 import { prefixEnd } from '../src/client/keyRange.js';
 import { killDetachedMembers } from '../src/demo/detachedMembers.js';
@@ -19,6 +20,20 @@ export interface RecoveryFigures {
   toolSeconds: number;
   recoveredKeys: number;
   voters: number;
+  /** Each step's wall time from the audit log, in playbook order (nested steps as parent/child). */
+  steps: { step: string; seconds: number }[];
+}
+
+/** Where the time went, from the run's own audit record. */
+function stepTimes(auditDb: string): { step: string; seconds: number }[] {
+  const audit = AuditLog.open(auditDb, { readonly: true });
+  try {
+    const run = audit.runs().at(-1);
+    if (!run) return [];
+    return audit.steps(run.id).map((s) => ({ step: s.stepId, seconds: (s.durationMs ?? 0) / 1000 }));
+  } finally {
+    audit.close();
+  }
 }
 
 export async function measureRecovery(opts: { keys: number; stabilizationSeconds: number; workers: number; valueSize: number; log: (s: string) => void }): Promise<RecoveryFigures> {
@@ -60,6 +75,8 @@ export async function measureRecovery(opts: { keys: number; stabilizationSeconds
     );
     const totalSeconds = (performance.now() - t0) / 1000;
     if (r.code !== 0) throw new Error(`the recovery playbook failed (exit ${r.code}): ${`${r.stdout}\n${r.stderr}`.trim().split('\n').slice(-4).join(' | ')}`);
+    const steps = stepTimes(path.join(cluster.dir, 'audit.db'));
+    opts.log(`recovery: steps ${steps.map((s) => `${s.step} ${s.seconds.toFixed(2)}s`).join(', ')}`);
 
     const client = new EtcdClient({ endpoints: [recovered.client], dialTimeoutMs: 5000, commandTimeoutMs: 30_000 });
     try {
@@ -73,6 +90,7 @@ export async function measureRecovery(opts: { keys: number; stabilizationSeconds
         toolSeconds: totalSeconds - stabilizationSeconds,
         recoveredKeys: count.count,
         voters: list.members.filter((m) => !m.isLearner).length,
+        steps,
       };
     } finally {
       client.close();

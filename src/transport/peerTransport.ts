@@ -105,6 +105,8 @@ class PeerSender {
   private backoff = BACKOFF_MIN_MS;
   private retryTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** Send an envelope even with nothing queued: a hello, so the peer hears from us at once. */
+  private greet = true;
   /** Log a lost connection once, not at every retry. */
   private reportedDown = false;
   dropped = 0;
@@ -116,6 +118,21 @@ class PeerSender {
     private readonly onDown: (id: NodeId) => void,
   ) {
     this.client = newClient(url);
+    // A member that just started (a learner, say) says hello: the leader, whose
+    // connection attempts may be in backoff since the member was added, connects at once.
+    setImmediate(() => this.flush());
+  }
+
+  /** The peer reached us, so it is listening: end any backoff and connect now. */
+  peerIsUp(): void {
+    if (this.closed || this.stream || !this.retryTimer) return;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    this.backoff = BACKOFF_MIN_MS;
+    // grpc-js's channel keeps its own reconnect backoff; a fresh channel dials at once.
+    this.client.close();
+    this.client = newClient(this.url);
+    this.flush();
   }
 
   enqueue(m: Message): void {
@@ -180,7 +197,8 @@ class PeerSender {
 
   private flush(): void {
     this.flushScheduled = false;
-    if (this.closed || this.queue.length === 0 || this.retryTimer) return;
+    if (this.closed || (this.queue.length === 0 && !this.greet) || this.retryTimer) return;
+    this.greet = false;
     const s = this.stream ?? this.open();
     const batch = this.queue;
     this.queue = [];
@@ -387,6 +405,7 @@ export class PeerTransport {
         return;
       }
       this.heard(from);
+      this.senders.get(from)?.peerIsUp();
       sender = from;
       // One ack per stream tells the sender its messages are delivered (it resets its backoff).
       if (!acked) {

@@ -8,6 +8,7 @@ import { lockPath } from '../../storage/layout.js';
 import { parseMemberId } from '../../client/ids.js';
 import type { Member, MemberListResult } from '../../client/types.js';
 import {
+  accepting,
   checkCluster,
   clientFor,
   promoteWhenReady,
@@ -70,6 +71,7 @@ async function listMembers(endpoints: string[], ctx: StepContext): Promise<Membe
 }
 
 async function alreadyServing(clientUrl: string, ctx: StepContext): Promise<boolean> {
+  if (!(await accepting(clientUrl, ctx.connection.dialTimeoutMs))) return false;
   try {
     await statusOf(clientUrl, { ...ctx.connection, dialTimeoutMs: 1000 });
     return true;
@@ -116,7 +118,7 @@ export const startMember: StepDefinition = {
       pid = spawnMember(o);
       ctx.progress(`started ${p.name} (pid ${pid}), log ${o.logFile}`);
     }
-    await waitUntil(`${p.name} to answer at ${clientUrl}`, Number(p.timeout), async () => ((await alreadyServing(clientUrl, ctx)) ? true : undefined), 250, ctx.signal);
+    await waitUntil(`${p.name} to answer at ${clientUrl}`, Number(p.timeout), async () => ((await alreadyServing(clientUrl, ctx)) ? true : undefined), 50, ctx.signal);
     return { started: true, pid: pid ?? 0, clientUrl, log: p.remote ? '' : o.logFile };
   },
 };
