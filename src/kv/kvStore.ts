@@ -65,6 +65,9 @@ export class KvStore {
   private readonly ctx: ApplyContext;
   private readonly writeStateStmt: Database.Statement;
   private readonly leaseExistsStmt: Database.Statement;
+  /** Checked on every write (the space quota): prepared once, not parsed per call as db.pragma() does. */
+  private readonly pageCountStmt: Database.Statement;
+  private readonly pageBytes: number;
   private readonly txn: Database.Transaction<(fn: () => unknown) => unknown>;
   private readonly writer: KvWriter;
   /** Mutated in place (never replaced): transactions hold references to it. */
@@ -90,6 +93,8 @@ export class KvStore {
       `UPDATE state SET applied_index = ?, applied_term = ?, current_revision = ?, compact_revision = ?`,
     );
     this.leaseExistsStmt = db.prepare(`SELECT 1 FROM leases WHERE id = ?`).pluck();
+    this.pageCountStmt = db.prepare(`PRAGMA page_count`).pluck();
+    this.pageBytes = db.pragma('page_size', { simple: true }) as number;
     // Called inside another transaction, better-sqlite3 uses a savepoint instead.
     this.txn = db.transaction((fn: () => unknown) => fn());
     this.ctx = {
@@ -405,15 +410,13 @@ export class KvStore {
 
   /** Bytes the database file takes (etcd's dbSize). */
   dbSize(): number {
-    const pages = this.db.pragma('page_count', { simple: true }) as number;
-    return pages * this.pageSize();
+    return (this.pageCountStmt.get() as number) * this.pageBytes;
   }
 
   /** Bytes in use: the file minus its free pages (etcd's dbSizeInUse). */
   dbSizeInUse(): number {
-    const pages = this.db.pragma('page_count', { simple: true }) as number;
     const free = this.db.pragma('freelist_count', { simple: true }) as number;
-    return (pages - free) * this.pageSize();
+    return ((this.pageCountStmt.get() as number) - free) * this.pageBytes;
   }
 
   /** Rewrites the database without free pages (etcd's defragment). Blocks while it runs. */
@@ -421,10 +424,6 @@ export class KvStore {
     this.assertOpen();
     this.db.exec('VACUUM');
     this.db.pragma('wal_checkpoint(TRUNCATE)');
-  }
-
-  private pageSize(): number {
-    return this.db.pragma('page_size', { simple: true }) as number;
   }
 
   // --- Snapshots
