@@ -373,6 +373,11 @@ export class Raft {
     return this.log.snapshot;
   }
 
+  /** A snapshot from the leader that is accepted and not yet persisted (advance() clears it). */
+  pendingSnapshot(): Snapshot | undefined {
+    return this.log.pendingSnapshot;
+  }
+
   /** Metadata for a snapshot of the application's state at `index` (term and conf in force). */
   snapshotMetaAt(index: number): SnapshotMeta | undefined {
     const term = this.log.term(index);

@@ -3,7 +3,6 @@
 // join, restart, forced new cluster) lives in startup.ts; this file is the
 // running member and the EtcdBackend the API serves.
 import * as grpc from '@grpc/grpc-js';
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -59,6 +58,7 @@ import { writeMarker } from './markers.js';
 import { checkAdd, checkPromote, checkUpdate, decodeMemberContext, encodeMemberContext, strictAddCheck, strictRemoveCheck } from './membership.js';
 import { Leases } from './leases.js';
 import { PendingProposals, ReadIndexBatcher } from './proposals.js';
+import { incomingSnapshotFile, installSnapshotFile, referencedFile, removeReceivedSnapshots, snapshotRef } from './receivedSnapshots.js';
 import { decodeServerRequest, encodeServerRequest, type ServerRequest } from './serverRequests.js';
 import { DEFAULT_PROGRESS_INTERVAL_MS, WatchHub } from './watchHub.js';
 import { MemberMetrics } from './watchMetrics.js';
@@ -296,17 +296,21 @@ export class Member implements EtcdBackend, WatchBackend, LeaseBackend, Transpor
   }
 
   private applySnapshot(s: Snapshot): void {
-    // The leader sent its whole KV state: install it as our database.
-    this.log.info({ index: s.meta.index, term: s.meta.term, bytes: s.data.length }, 'applying snapshot from leader');
-    const dbPath = kvPath(this.cfg.dataDir);
-    this.kv.close();
-    const tmp = path.join(os.tmpdir(), `lifeboat-snap-${process.pid}-${Date.now()}`);
-    fs.writeFileSync(tmp, s.data);
-    try {
-      restoreSnapshotSync(tmp, dbPath);
-    } finally {
-      fs.rmSync(tmp, { force: true });
+    // The leader sent its whole KV state (received into a file): install it as our database.
+    const dataDir = this.cfg.dataDir;
+    let file = referencedFile(dataDir, s.data);
+    if (!file) {
+      // Data held in memory (not from our transport): put it in a file first.
+      file = incomingSnapshotFile(dataDir, 0n);
+      fs.writeFileSync(file, s.data);
     }
+    this.log.info({ index: s.meta.index, term: s.meta.term, bytes: fs.statSync(file).size }, 'applying snapshot from leader');
+    const dbPath = kvPath(dataDir);
+    // Fault hook for tests: die with the snapshot recorded by Raft but not yet installed.
+    if (process.env.LIFEBOAT_FAULT === 'before-snapshot-install') process.kill(process.pid, 'SIGKILL');
+    this.kv.close();
+    installSnapshotFile(file, dbPath);
+    removeReceivedSnapshots(dataDir, file);
     this.kv = KvStore.open(dbPath, { autoCheckpoint: false });
     // It carries the leader's member ID: the file is ours now.
     this.kv.writeLocal((c) => c.setMemberId(this.memberId));
@@ -893,6 +897,17 @@ export class Member implements EtcdBackend, WatchBackend, LeaseBackend, Transpor
     }
   }
 
+  incomingSnapshotFile(from: bigint): string {
+    return incomingSnapshotFile(this.cfg.dataDir, from);
+  }
+
+  snapshotReceived(m: Message, file: string): void {
+    const data = snapshotRef(file);
+    this.deliver({ ...m, snapshot: { meta: m.snapshot!.meta, data } });
+    // Not taken (stale, or we caught up meanwhile): nothing will ever install it.
+    if (this.driver.raft.pendingSnapshot()?.data !== data) fs.rmSync(file, { force: true });
+  }
+
   snapshotSent(peer: bigint, ok: boolean): void {
     this.driver.with((r) => r.reportSnapshot(peer, ok));
   }
@@ -906,22 +921,4 @@ export class Member implements EtcdBackend, WatchBackend, LeaseBackend, Transpor
     for (const m of this.kv.cluster.members()) if (m.id !== this.memberId) peers.set(m.id, m.peerURLs);
     this.transport.setPeers(peers);
   }
-}
-
-/** Installs a KV snapshot (database + sha256 trailer) as the database, verified first. */
-function restoreSnapshotSync(src: string, dbPath: string): void {
-  // KvStore.restoreSnapshot is async; the apply path is synchronous, so verify and copy here.
-  const bytes = fs.readFileSync(src);
-  if (bytes.length < 32 + 512) throw new Error(`snapshot from leader is too short (${bytes.length} bytes)`);
-  const body = bytes.subarray(0, bytes.length - 32);
-  if (!createHash('sha256').update(body).digest().equals(bytes.subarray(bytes.length - 32))) {
-    throw new Error('snapshot from leader failed its sha256 check');
-  }
-  const tmp = `${dbPath}.restore`;
-  fs.writeFileSync(tmp, body);
-  const fd = fs.openSync(tmp, 'r');
-  fs.fsyncSync(fd);
-  fs.closeSync(fd);
-  for (const f of [`${dbPath}-wal`, `${dbPath}-shm`]) fs.rmSync(f, { force: true });
-  fs.renameSync(tmp, dbPath);
 }

@@ -19,6 +19,7 @@ import { clusterIdFor, hex, memberIdFor, newClusterId } from './identity.js';
 import type { Logger } from './logger.js';
 import { readMarker, writeMarker } from './markers.js';
 import { Member, MemberExit } from './member.js';
+import { referencedFile, removeReceivedSnapshots } from './receivedSnapshots.js';
 import { encodeMemberContext, type MemberRecord } from './membership.js';
 
 const REMOVED = 'the member has been permanently removed from the cluster';
@@ -187,13 +188,19 @@ async function restart(cfg: ServerConfig, log: Logger): Promise<Member> {
 
 /** The KV may lag the log (replayed at start) but never the snapshot the log starts from. */
 async function ensureKvCovers(cfg: ServerConfig, storage: RaftStorage, kv: KvStore, state: PersistedState, memberId: bigint): Promise<KvStore> {
-  if (kv.appliedIndex() >= state.snapshot.index) return kv;
+  if (kv.appliedIndex() >= state.snapshot.index) {
+    removeReceivedSnapshots(cfg.dataDir);
+    return kv;
+  }
   const snap = storage.latestSnapshot();
-  if (!snap || snap.data.length === 0) {
+  // A snapshot from the leader is recorded as a reference to the file it arrived in (receivedSnapshots.ts).
+  const file = snap && referencedFile(cfg.dataDir, snap.data);
+  if (!snap || snap.data.length === 0 || (file !== undefined && !fs.existsSync(file))) {
     throw new MemberExit(1, `data dir ${cfg.dataDir}: the KV store is at index ${kv.appliedIndex()} but the raft log starts after ${state.snapshot.index}; rebuild this member from a healthy one ('lifeboat recover plan --from-data-dir ${cfg.dataDir}')`);
   }
   kv.close();
-  await KvStore.restoreSnapshot(snap.data, kvPath(cfg.dataDir));
+  await KvStore.restoreSnapshot(file ?? snap.data, kvPath(cfg.dataDir));
+  removeReceivedSnapshots(cfg.dataDir);
   const restored = openKv(cfg);
   restored.writeLocal((c) => c.setMemberId(memberId));
   return restored;

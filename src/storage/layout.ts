@@ -5,6 +5,8 @@
 //   member/wal/<seq>-<index>.wal      raft log segments (16 hex digits each: sequence, first index)
 //   member/snap/<term>-<index>.snap   raft snapshots: metadata + the KV's data blob (newest two kept)
 //   member/kv.db                      the KV backend (SQLite; src/kv)
+//   member/received-<from>-<ms>.db    a KV snapshot from the leader, until installed as kv.db
+//                                     (server/receivedSnapshots.ts; the raft snapshot refers to it)
 
 import path from 'node:path';
 

@@ -5,6 +5,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { crc32c } from '@node-rs/crc32';
 import fs from 'node:fs/promises';
+import path from 'node:path';
 import { decodeMessage, encodeMessage } from '../raft/codec.js';
 import { MessageType, type Message, type NodeId } from '../raft/types.js';
 import { service } from '../api/protos.js';
@@ -55,6 +56,10 @@ export interface TransportHost {
    */
   snapshotData(m: Message): Promise<OutgoingSnapshot>;
   snapshotSent(peer: NodeId, ok: boolean): void;
+  /** Where to keep a snapshot arriving from a peer: the transport writes `<file>.tmp`, fsyncs it, renames it to `file`. */
+  incomingSnapshotFile(from: NodeId): string;
+  /** A peer's snapshot is complete, checksummed and durable in `file`; the message carries no data. */
+  snapshotReceived(m: Message, file: string): void;
   logEvent(level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>): void;
 }
 
@@ -432,33 +437,90 @@ export class PeerTransport {
     });
   }
 
+  /**
+   * A snapshot arrives in chunks, written straight to a file as they come (the
+   * stream pauses while the disk catches up), so a database of any size is never
+   * held in memory. The CRC-32C over every byte is checked and the file made
+   * durable before the member is told.
+   */
   private onSnapshot(call: grpc.ServerReadableStream<Record<string, unknown>, Ack>, cb: grpc.sendUnaryData<Ack>): void {
     let header: Buffer | undefined;
     let from = 0n;
     let clusterId = 0n;
-    const chunks: Buffer[] = [];
     let expectedCrc: number | undefined;
+    let crc = 0;
+    let bytes = 0;
+    let file = '';
+    let out: fs.FileHandle | undefined;
+    let failed: Error | undefined;
+    // Writes go one after another; `pending` is the tail of that chain.
+    let pending: Promise<void> = Promise.resolve();
+    const write = (data: Buffer) => {
+      const at = bytes;
+      bytes += data.length;
+      crc = crc32c(data, crc);
+      call.pause();
+      pending = pending
+        .then(async () => {
+          if (failed) return;
+          if (!out) {
+            file = this.host.incomingSnapshotFile(from);
+            out = await fs.open(`${file}.tmp`, 'w');
+          }
+          await out.write(data, 0, data.length, at);
+        })
+        .catch((e: Error) => {
+          failed ??= e;
+        })
+        .finally(() => call.resume());
+    };
+    const discard = async () => {
+      await out?.close().catch(() => undefined);
+      if (file) await fs.rm(`${file}.tmp`, { force: true });
+    };
     call.on('data', (c: { cluster_id: string; from: string; header: Buffer; data: Buffer; last: boolean; crc32c: number }) => {
       if (!header && c.header.length > 0) {
         header = c.header;
         from = BigInt(c.from);
         clusterId = BigInt(c.cluster_id);
+        // Strangers are refused before anything reaches the disk.
+        if (this.refusal(clusterId, from)) failed ??= new Error('refused');
       }
-      if (c.data.length > 0) chunks.push(c.data);
+      if (c.data.length > 0 && !failed) write(c.data);
       if (c.last) expectedCrc = c.crc32c;
     });
-    call.on('error', () => undefined);
+    call.on('error', () => void pending.then(discard));
     call.on('end', () => {
-      const no = this.refusal(clusterId, from);
-      if (no) return cb(null, no);
-      const data = Buffer.concat(chunks);
-      if (!header || expectedCrc === undefined || crc32c(data) !== expectedCrc) {
-        this.host.logEvent('warn', 'discarded a damaged snapshot', { peer: from.toString(16), bytes: data.length });
-        return cb({ code: grpc.status.DATA_LOSS, details: 'snapshot checksum mismatch' });
-      }
-      this.heard(from);
-      this.host.deliver(decodeMessage(header, data));
-      cb(null, { refused: '', superseded_by: '0' });
+      void pending.then(async () => {
+        const no = this.refusal(clusterId, from);
+        if (no) {
+          await discard();
+          return cb(null, no);
+        }
+        if (failed) {
+          await discard();
+          this.host.logEvent('warn', 'could not store a snapshot from a peer', { peer: from.toString(16), error: failed.message });
+          return cb({ code: grpc.status.INTERNAL, details: `snapshot not stored: ${failed.message}` });
+        }
+        if (!header || expectedCrc === undefined || crc !== expectedCrc || !out) {
+          await discard();
+          this.host.logEvent('warn', 'discarded a damaged snapshot', { peer: from.toString(16), bytes });
+          return cb({ code: grpc.status.DATA_LOSS, details: 'snapshot checksum mismatch' });
+        }
+        try {
+          await out.sync();
+          await out.close();
+          await fs.rename(`${file}.tmp`, file);
+          const dir = await fs.open(path.dirname(file), 'r');
+          await dir.sync().finally(() => dir.close());
+        } catch (e) {
+          await discard();
+          return cb({ code: grpc.status.INTERNAL, details: `snapshot not stored: ${(e as Error).message}` });
+        }
+        this.heard(from);
+        this.host.snapshotReceived(decodeMessage(header), file);
+        cb(null, { refused: '', superseded_by: '0' });
+      });
     });
   }
 

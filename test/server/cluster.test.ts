@@ -1,5 +1,7 @@
 // A 3-member Lifeboat cluster of real processes, driven by real etcdctl.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { LifeboatCluster, etcdctl, parseEtcdJson, waitFor, type MemberProc } from '../support/lifeboatCluster.js';
 
@@ -73,6 +75,33 @@ describe('a 3-member cluster', () => {
       return new Set(hs).size === 1 ? hs : undefined;
     });
     assert.equal(hashes.length, 3);
+  });
+
+  test('a member killed after recording a leader\'s snapshot but before installing it installs it at restart', async () => {
+    const leader = await c.waitForLeader();
+    const m = c.running().find((x) => x !== leader)!;
+    await c.kill(m);
+    for (let i = 0; i < 60; i++) {
+      const r = await etcdctl(c.endpoints(), 'put', `late${i}`, `${i}`);
+      assert.equal(r.code, 0, r.stderr);
+    }
+    // The fault hook kills it (SIGKILL) right before the install.
+    c.spawn(m, [], { env: { LIFEBOAT_FAULT: 'before-snapshot-install' } });
+    await waitFor('the member to die at the fault hook', async () => m.proc?.exitCode !== null || m.proc?.signalCode !== null, 30_000, 100);
+    assert.equal(m.proc?.signalCode, 'SIGKILL', 'the member did not reach the snapshot install');
+    const received = () => fs.readdirSync(path.join(m.dataDir, 'member')).filter((f) => f.startsWith('received-'));
+    assert.equal(received().length, 1, 'the received snapshot file is kept until installed');
+    c.spawn(m, []);
+    await waitFor(
+      'the restarted member to serve the late writes',
+      async () => {
+        const r = await etcdctl(m.client, 'get', 'late59', '--consistency=s', '--print-value-only');
+        return r.code === 0 && r.stdout.trim() === '59';
+      },
+      30_000,
+      200,
+    );
+    assert.deepEqual(received(), [], 'the installed snapshot file is gone');
   });
 
   test('SIGTERM stops a member cleanly with exit 0, and it restarts on its data', async () => {

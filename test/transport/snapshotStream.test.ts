@@ -1,5 +1,6 @@
-// Snapshots between peers: streamed from the leader's file in chunks and
-// delivered whole with its checksum checked; a damaged one is discarded, never used.
+// Snapshots between peers: streamed from the leader's file in chunks, written to a
+// file on the receiving side as they arrive, and handed over once the checksum
+// matches and the file is durable; a damaged one is discarded, never used.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -28,17 +29,25 @@ function snapMessage(from: bigint, to: bigint): Message {
   };
 }
 
-async function receiver(port: number, delivered: Message[]): Promise<PeerTransport> {
-  const t = new PeerTransport({ ...host(2n, 7n, { unreachable: 0, refused: 0 }), deliver: (m) => void delivered.push(m) });
+/** A receiver that keeps snapshots in `into` and records what it was handed. */
+async function receiver(port: number, delivered: { m: Message; file: string }[], into: string): Promise<PeerTransport> {
+  fs.mkdirSync(into, { recursive: true });
+  let n = 0;
+  const t = new PeerTransport({
+    ...host(2n, 7n, { unreachable: 0, refused: 0 }),
+    incomingSnapshotFile: () => path.join(into, `in-${++n}.db`),
+    snapshotReceived: (m, file) => void delivered.push({ m, file }),
+  });
   transports.push(t);
   await t.listen([`http://127.0.0.1:${port}`]);
   return t;
 }
 
-test('a snapshot of several chunks arrives whole, with its metadata; the file is handed back', async () => {
+test('a snapshot of several chunks arrives whole in a file, with its metadata; the sender\'s file is handed back', async () => {
   const [port] = await freePorts(1, 'snapshot-stream-ok');
-  const delivered: Message[] = [];
-  await receiver(port, delivered);
+  const delivered: { m: Message; file: string }[] = [];
+  const into = path.join(dir, 'ok');
+  await receiver(port, delivered, into);
   const file = path.join(dir, 'snap.db');
   const data = randomBytes(3 * (1 << 20) + 12345); // four 1 MiB chunks, the last one short
   fs.writeFileSync(file, data);
@@ -56,15 +65,17 @@ test('a snapshot of several chunks arrives whole, with its metadata; the file is
   while ((sent === undefined || delivered.length === 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   assert.equal(sent, true, 'the sender was not told the snapshot arrived');
   assert.equal(delivered.length, 1);
-  assert.equal(delivered[0]!.snapshot!.meta.index, 42);
-  assert.ok(Buffer.from(delivered[0]!.snapshot!.data).equals(data), 'the snapshot data differs from the file');
+  assert.equal(delivered[0]!.m.snapshot!.meta.index, 42);
+  assert.ok(fs.readFileSync(delivered[0]!.file).equals(data), 'the received file differs from the sent one');
+  assert.deepEqual(fs.readdirSync(into), [path.basename(delivered[0]!.file)], 'no temporary file is left');
   assert.ok(released, 'the snapshot file was not handed back');
 });
 
 test('a snapshot whose checksum does not match is discarded: DATA_LOSS, nothing delivered', async () => {
   const [port] = await freePorts(1, 'snapshot-stream-bad');
-  const delivered: Message[] = [];
-  await receiver(port, delivered);
+  const delivered: { m: Message; file: string }[] = [];
+  const into = path.join(dir, 'bad');
+  await receiver(port, delivered, into);
   const Peer = service('lifeboat.peer.Peer');
   const client = new Peer(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
   try {
@@ -79,6 +90,7 @@ test('a snapshot whose checksum does not match is discarded: DATA_LOSS, nothing 
     assert.equal(err?.code, grpc.status.DATA_LOSS);
     assert.match(err?.details ?? '', /snapshot checksum mismatch/);
     assert.equal(delivered.length, 0);
+    assert.deepEqual(fs.readdirSync(into), [], 'the damaged snapshot is not left on disk');
   } finally {
     client.close();
   }

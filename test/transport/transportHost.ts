@@ -17,6 +17,10 @@ export function host(memberId: bigint, clusterId: bigint, counts: { unreachable:
       throw new Error('no snapshots here');
     },
     snapshotSent: () => undefined,
+    incomingSnapshotFile: () => {
+      throw new Error('no snapshots here');
+    },
+    snapshotReceived: () => undefined,
     logEvent: () => undefined,
   };
 }

@@ -1,0 +1,88 @@
+// Snapshots from the leader are KV databases (database + sha256 trailer) the
+// transport writes straight into the member dir as they arrive. What goes through
+// Raft, and into the raft snapshot file, is only a reference to that file: the
+// database is written once, never held in memory, and moved (not copied) into
+// place as kv.db. The file stays until installed, so a crash between recording
+// the snapshot and installing it is repaired at restart from the same file.
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { SNAPSHOT_TRAILER } from '../kv/snapshotFile.js';
+import { memberDir } from '../storage/layout.js';
+
+const PREFIX = 'received-';
+const REF_MAGIC = 'lifeboat-snapshot-ref/1 ';
+const HASH_CHUNK = 8 << 20;
+
+/** A new file name in the member dir for a snapshot arriving from `from`. */
+export function incomingSnapshotFile(dataDir: string, from: bigint): string {
+  return path.join(memberDir(dataDir), `${PREFIX}${from.toString(16)}-${Date.now()}.db`);
+}
+
+/** Snapshot data that names a received file (in the member dir) instead of holding it. */
+export function snapshotRef(file: string): Uint8Array {
+  return Buffer.from(REF_MAGIC + path.basename(file));
+}
+
+/** The file a snapshot's data refers to, or undefined if the data is the database itself. */
+export function referencedFile(dataDir: string, data: Uint8Array): string | undefined {
+  if (data.length > 512 || data.length <= REF_MAGIC.length) return undefined;
+  const text = Buffer.from(data).toString('utf8');
+  if (!text.startsWith(REF_MAGIC)) return undefined;
+  const name = text.slice(REF_MAGIC.length);
+  if (!name.startsWith(PREFIX) || name.includes('/') || name.includes('\\')) throw new Error(`snapshot names an unexpected file ${JSON.stringify(name)}`);
+  return path.join(memberDir(dataDir), name);
+}
+
+const receivedAt = (name: string): number => Number(/-(\d+)\.db(\.tmp)?$/.exec(name)?.[1] ?? 0);
+
+/**
+ * Removes received snapshot files Raft never used (installed ones were moved away):
+ * all of them at start, or those that arrived no later than `installed` (a later
+ * one may still be on its way through Raft).
+ */
+export function removeReceivedSnapshots(dataDir: string, installed?: string): void {
+  const dir = memberDir(dataDir);
+  const upTo = installed === undefined ? Infinity : receivedAt(path.basename(installed));
+  for (const f of fs.readdirSync(dir)) {
+    if (f.startsWith(PREFIX) && receivedAt(f) <= upTo) fs.rmSync(path.join(dir, f), { force: true });
+  }
+}
+
+/**
+ * Installs a KV snapshot file as the database at dbPath: checks its sha256 trailer
+ * (reading it in chunks), then moves it into place without the trailer. The store
+ * at dbPath must be closed; `src` is consumed.
+ */
+export function installSnapshotFile(src: string, dbPath: string): void {
+  const fd = fs.openSync(src, 'r+');
+  try {
+    const size = fs.fstatSync(fd).size;
+    if (size < SNAPSHOT_TRAILER + 512) throw new Error(`snapshot from leader is too short (${size} bytes)`);
+    const body = size - SNAPSHOT_TRAILER;
+    const hash = createHash('sha256');
+    const buf = Buffer.allocUnsafe(Math.min(HASH_CHUNK, body));
+    for (let at = 0; at < body; ) {
+      const n = fs.readSync(fd, buf, 0, Math.min(buf.length, body - at), at);
+      if (n === 0) throw new Error(`snapshot from leader ends at ${at} of ${body} bytes`);
+      hash.update(buf.subarray(0, n));
+      at += n;
+    }
+    const trailer = Buffer.alloc(SNAPSHOT_TRAILER);
+    fs.readSync(fd, trailer, 0, SNAPSHOT_TRAILER, body);
+    if (!hash.digest().equals(trailer)) throw new Error('snapshot from leader failed its sha256 check');
+    fs.ftruncateSync(fd, body);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  // An old WAL next to the new file would be replayed into it: remove it first.
+  for (const f of [`${dbPath}-wal`, `${dbPath}-shm`]) fs.rmSync(f, { force: true });
+  fs.renameSync(src, dbPath);
+  const dir = fs.openSync(path.dirname(dbPath), 'r');
+  try {
+    fs.fsyncSync(dir);
+  } finally {
+    fs.closeSync(dir);
+  }
+}
