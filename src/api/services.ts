@@ -2,7 +2,7 @@
 // of an EtcdBackend that the member implements. Errors are etcd's gRPC statuses.
 // Watch and Lease are registered next to them (watchService.ts, leaseService.ts).
 import * as grpc from '@grpc/grpc-js';
-import { createHash } from 'node:crypto';
+import fsp from 'node:fs/promises';
 import { ErrLearnerNotSupported, EtcdError, GrpcCode } from '../errors.js';
 import type { Alarm, Member } from '../kv/types.js';
 import { AlarmType } from '../kv/types.js';
@@ -57,8 +57,8 @@ export interface EtcdBackend {
   status(): Promise<StatusInfo>;
   hashKV(revision: number): Promise<{ hash: number; compactRevision: number; revision: number }>;
   hash(): Promise<number>;
-  /** The snapshot file's bytes: our format, padded to a multiple of 512 bytes (no trailer). */
-  snapshot(): Promise<Buffer>;
+  /** A snapshot file to stream: its first `size` bytes are the database, then their sha256. */
+  snapshot(): Promise<SnapshotToSend>;
   moveLeader(target: bigint): Promise<void>;
   alarm(action: 'GET' | 'ACTIVATE' | 'DEACTIVATE', memberId: bigint, alarm: AlarmType): Promise<Alarm[]>;
   defragment(): Promise<void>;
@@ -88,7 +88,41 @@ function memberToWire(m: Member): Record<string, unknown> {
   return { ID: m.id.toString(), name: m.name, peerURLs: m.peerURLs, clientURLs: m.clientURLs, isLearner: m.isLearner };
 }
 
-const SNAPSHOT_CHUNK = 32 * 1024;
+// Large chunks: per-message cost, not bandwidth, bounds the stream (etcd clients accept up to 2 GiB).
+const SNAPSHOT_CHUNK = 1 << 20;
+
+export interface SnapshotToSend {
+  file: string;
+  /** database bytes, before the 32-byte sha256 trailer */
+  size: number;
+  /** called once the file is no longer needed */
+  done(): void;
+}
+
+/** Streams the database from the file as read (never whole in memory), then the trailer's sha256. */
+async function streamSnapshot(call: grpc.ServerWritableStream<unknown, unknown>, snap: SnapshotToSend): Promise<void> {
+  const fh = await fsp.open(snap.file, 'r');
+  try {
+    for (let off = 0; off < snap.size; ) {
+      const blob = Buffer.allocUnsafe(Math.min(SNAPSHOT_CHUNK, snap.size - off));
+      const { bytesRead } = await fh.read(blob, 0, blob.length, off);
+      if (bytesRead !== blob.length) throw new Error(`snapshot file ${snap.file} ended at ${off + bytesRead} of ${snap.size} bytes`);
+      const ok = call.write({ remaining_bytes: String(snap.size - off), blob });
+      off += bytesRead;
+      // A client that goes away mid-stream must not leave us waiting for a drain.
+      if (!ok) await new Promise((r) => ['drain', 'cancelled', 'error'].forEach((ev) => call.once(ev, r)));
+      if (call.cancelled) return;
+    }
+    const sha = Buffer.alloc(32);
+    const { bytesRead } = await fh.read(sha, 0, 32, snap.size);
+    if (bytesRead !== 32) throw new Error(`snapshot file ${snap.file} has no sha256 trailer`);
+    call.write({ remaining_bytes: '0', blob: sha });
+    call.end();
+  } finally {
+    await fh.close();
+    snap.done();
+  }
+}
 /** etcd's AlarmType names, by value. */
 const ALARM_NAMES = ['NONE', 'NOSPACE', 'CORRUPT'];
 
@@ -167,20 +201,8 @@ export function registerEtcdServices(server: grpc.Server, b: EtcdBackend): void 
         call.destroy(Object.assign(new Error(ErrLearnerNotSupported.message), { code: GrpcCode.Unavailable }));
         return;
       }
-      b.snapshot().then(
-        async (bytes) => {
-          const sha = createHash('sha256').update(bytes).digest();
-          for (let off = 0; off < bytes.length; off += SNAPSHOT_CHUNK) {
-            const blob = bytes.subarray(off, Math.min(off + SNAPSHOT_CHUNK, bytes.length));
-            const ok = call.write({ remaining_bytes: String(bytes.length - off), blob });
-            if (!ok) await new Promise((r) => call.once('drain', r));
-            if (call.cancelled) return;
-          }
-          call.write({ remaining_bytes: '0', blob: sha });
-          call.end();
-        },
-        (e) => call.destroy(Object.assign(new Error(toStatus(e).details), { code: toStatus(e).code })),
-      );
+      const fail = (e: unknown) => call.destroy(Object.assign(new Error(toStatus(e).details), { code: toStatus(e).code }));
+      b.snapshot().then((snap) => streamSnapshot(call, snap).catch(fail), fail);
     },
   });
 

@@ -22,7 +22,7 @@ import {
   GrpcCode,
 } from '../errors.js';
 import { listenWithAuthorityRewrite, type AuthorityRewriteListener } from '../api/authorityRewrite.js';
-import { registerEtcdServices, type EtcdBackend, type Header, type StatusInfo } from '../api/services.js';
+import { registerEtcdServices, type EtcdBackend, type Header, type SnapshotToSend, type StatusInfo } from '../api/services.js';
 import { registerLeaseService, type LeaseBackend, type LeaseTimeToLive } from '../api/leaseService.js';
 import { OpenStreams, registerWatchService, type WatchBackend, type WatchSession, type WatchSink } from '../api/watchService.js';
 import { decodeKvRequest, encodeKvRequest, KvStore } from '../kv/index.js';
@@ -747,15 +747,16 @@ export class Member implements EtcdBackend, WatchBackend, LeaseBackend, Transpor
     return this.kv.hashAsync();
   }
 
-  async snapshot(): Promise<Buffer> {
+  async snapshot(): Promise<SnapshotToSend> {
     const tmp = path.join(os.tmpdir(), `lifeboat-snapshot-${process.pid}-${Date.now()}.db`);
+    const done = () => fs.rmSync(tmp, { force: true });
     try {
+      // The file ends with the sha256 of the database: the stream sends both as they are.
       const info = await this.kv.saveSnapshot(tmp);
-      const bytes = fs.readFileSync(tmp);
-      // The file ends with its sha256; the stream sends the database, then the digest.
-      return bytes.subarray(0, info.size - 32);
-    } finally {
-      fs.rmSync(tmp, { force: true });
+      return { file: tmp, size: info.size - 32, done };
+    } catch (e) {
+      done();
+      throw e;
     }
   }
 

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { AuditLog } from '../../src/audit/auditLog.js';
 import { EtcdClient } from '../../src/client/etcdClient.js';
 import { BIN, LifeboatCluster, killByLock, lifeboat, pidByLock, run, waitFor, type MemberProc } from '../support/lifeboatCluster.js';
 
@@ -160,6 +161,17 @@ describe('promotion gates', () => {
       '--set', `endpoints=${m1.clientUrl}`, '--set', `members=n3=${n3.peerUrl},${n3.clientUrl},${n3.dataDir}`,
     ], { timeoutMs: 120_000 });
     await waitFor('n3 to serve', () => withClient(n3, async (c3) => (await c3.status()).raftAppliedIndex > 0));
+    // Stopped before the run saw it answer, the start step would wait for it instead.
+    await waitFor('the run to wait for n3 to catch up', async () => {
+      if (!fs.existsSync(auditDb)) return false;
+      const audit = AuditLog.open(auditDb, { readonly: true });
+      try {
+        const rec = audit.runs().at(-1);
+        return rec !== undefined && audit.steps(rec.id).some((s) => s.type === 'wait-caught-up');
+      } finally {
+        audit.close();
+      }
+    });
     const pid = pidByLock(n3.dataDir);
     assert.ok(pid > 0, 'no pid in n3 lock');
     process.kill(pid, 'SIGSTOP');
