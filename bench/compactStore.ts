@@ -26,7 +26,9 @@ export async function clearAndCompact(endpoints: string[], prefixes: string[]): 
     c.close();
   }
   for (const e of endpoints) {
-    const m = new EtcdClient({ endpoints: [e], dialTimeoutMs: 3000, commandTimeoutMs: 300_000 });
+    // A member still busy with the compaction (or a defragment an earlier attempt
+    // started: Lifeboat's blocks its event loop while it runs) answers late, not never.
+    const m = new EtcdClient({ endpoints: [e], dialTimeoutMs: 120_000, commandTimeoutMs: 300_000 });
     try {
       await retried(`defragmenting ${e}`, () => m.defragment());
     } finally {
