@@ -14,7 +14,7 @@ import { keyRange, ReadTxn, WriteTxn, type Revisions } from './mvccTxn.js';
 import { runReadJob, type ReadJob } from './readJob.js';
 import { RevisionTables, type KeyRange } from './revisionTables.js';
 import type { StoredRevision } from './keyValueCodec.js';
-import { restoreSnapshot, saveSnapshot, verifySnapshot, type KvSnapshotInfo } from './snapshotFile.js';
+import { installSnapshotSync, restoreSnapshot, saveSnapshot, verifySnapshot, type KvSnapshotInfo } from './snapshotFile.js';
 import { EventType, type HashKvResult, type HistoryBatch, type KeyValue, type KvApplyResult, type KvEvent, type KvRequest, type RangeRequest, type RangeResponse } from './types.js';
 
 const EMPTY = Buffer.alloc(0);
@@ -447,6 +447,11 @@ export class KvStore {
   /** Verifies the snapshot, then installs it as the database at dbPath (close any store on it first). */
   static restoreSnapshot(src: string | Uint8Array, dbPath: string): Promise<KvSnapshotInfo> {
     return restoreSnapshot(src, dbPath);
+  }
+
+  /** Verifies the snapshot file and moves it into place as the database at dbPath (synchronous; `src` is consumed). */
+  static installSnapshotSync(src: string, dbPath: string): void {
+    installSnapshotSync(src, dbPath);
   }
 
   private assertOpen(): void {

@@ -10,7 +10,7 @@
 // connection writes), either stall the member or never finish under load.
 
 import { createHash } from 'node:crypto';
-import { closeSync, fstatSync, fsyncSync, openSync, promises as fsp, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, promises as fsp, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { openKvDatabase } from './kvSchema.js';
@@ -63,26 +63,14 @@ export function writeSnapshotSync(dbPath: string, dest: string): KvSnapshotInfo 
   let sha256: Buffer;
   try {
     const length = fstatSync(fd).size;
-    const h = createHash('sha256');
-    const buf = Buffer.allocUnsafe(1 << 20);
-    for (let pos = 0; pos < length; ) {
-      const n = readSync(fd, buf, 0, Math.min(buf.length, length - pos), pos);
-      h.update(buf.subarray(0, n));
-      pos += n;
-    }
-    sha256 = h.digest();
+    sha256 = sha256FdSync(fd, length, tmp);
     writeSync(fd, sha256, 0, sha256.length, length);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
   }
   renameSync(tmp, dest);
-  const dir = openSync(dirname(dest), 'r');
-  try {
-    fsyncSync(dir);
-  } finally {
-    closeSync(dir);
-  }
+  fsyncDirSync(dirname(dest));
   return { path: dest, size: statSync(dest).size, sha256: sha256.toString('hex'), ...fromState(state) };
 }
 
@@ -144,6 +132,54 @@ export async function restoreSnapshot(src: string | Uint8Array, dbPath: string):
   await fsp.rename(tmp, dbPath);
   await fsyncPath(dirname(dbPath));
   return { path: typeof src === 'string' ? src : dbPath, size, sha256, ...fromState(state) };
+}
+
+/**
+ * Installs the snapshot file `src` as the database at dbPath, synchronously (a
+ * member's apply path): checks its shape and sha256 trailer, then *moves* it into
+ * place without the trailer (no copy; `src` is consumed). The store at dbPath must
+ * be closed. restoreSnapshot is the asynchronous, copying variant.
+ */
+export function installSnapshotSync(src: string, dbPath: string): void {
+  const fd = openSync(src, 'r+');
+  try {
+    const size = fstatSync(fd).size;
+    checkShape(src, size);
+    const body = size - SNAPSHOT_TRAILER;
+    const trailer = Buffer.alloc(SNAPSHOT_TRAILER);
+    readSync(fd, trailer, 0, SNAPSHOT_TRAILER, body);
+    if (!sha256FdSync(fd, body, src).equals(trailer)) throw new Error(`${src} is corrupt: its contents do not match its sha256 trailer`);
+    ftruncateSync(fd, body);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  // An old WAL next to the new file would be replayed into it: remove it first.
+  for (const f of [`${dbPath}-wal`, `${dbPath}-shm`]) rmSync(f, { force: true });
+  renameSync(src, dbPath);
+  fsyncDirSync(dirname(dbPath));
+}
+
+/** sha256 of the first `length` bytes of an open file, read in 1 MiB chunks. */
+function sha256FdSync(fd: number, length: number, name: string): Buffer {
+  const h = createHash('sha256');
+  const buf = Buffer.allocUnsafe(1 << 20);
+  for (let pos = 0; pos < length; ) {
+    const n = readSync(fd, buf, 0, Math.min(buf.length, length - pos), pos);
+    if (n === 0) throw new Error(`${name} ended at ${pos} bytes, expected ${length}`);
+    h.update(buf.subarray(0, n));
+    pos += n;
+  }
+  return h.digest();
+}
+
+function fsyncDirSync(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function checkShape(name: string, size: number): void {

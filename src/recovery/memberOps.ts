@@ -4,13 +4,11 @@
 // too), promote it, check that the cluster agrees. Every wait is bounded.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EtcdClient } from '../client/etcdClient.js';
 import { EtcdClientError } from '../client/errors.js';
 import type { Member, StatusResult } from '../client/types.js';
-import { hostPort } from '../transport/urls.js';
 
 export interface Connection {
   dialTimeoutMs: number;
@@ -34,26 +32,6 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
       resolve();
     }, ms);
     signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
-/**
- * Whether anything accepts TCP connections at the URL's address: a cheap probe
- * to make before a gRPC call, which would wait out its dial timeout on a closed port.
- */
-export function accepting(url: string, timeoutMs: number): Promise<boolean> {
-  const hp = hostPort(url);
-  const colon = hp.lastIndexOf(':');
-  return new Promise((resolve) => {
-    const sock = net.connect({ host: hp.slice(0, colon), port: Number(hp.slice(colon + 1)) });
-    const done = (ok: boolean) => {
-      clearTimeout(timer);
-      sock.destroy();
-      resolve(ok);
-    };
-    const timer = setTimeout(() => done(false), timeoutMs);
-    sock.once('connect', () => done(true));
-    sock.once('error', () => done(false));
   });
 }
 

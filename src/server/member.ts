@@ -58,7 +58,7 @@ import { writeMarker } from './markers.js';
 import { checkAdd, checkPromote, checkUpdate, decodeMemberContext, encodeMemberContext, strictAddCheck, strictRemoveCheck } from './membership.js';
 import { Leases } from './leases.js';
 import { PendingProposals, ReadIndexBatcher } from './proposals.js';
-import { incomingSnapshotFile, installSnapshotFile, referencedFile, removeReceivedSnapshots, snapshotRef } from './receivedSnapshots.js';
+import { incomingSnapshotFile, referencedFile, removeReceivedSnapshots, snapshotRef } from './receivedSnapshots.js';
 import { decodeServerRequest, encodeServerRequest, type ServerRequest } from './serverRequests.js';
 import { DEFAULT_PROGRESS_INTERVAL_MS, WatchHub } from './watchHub.js';
 import { MemberMetrics } from './watchMetrics.js';
@@ -309,7 +309,7 @@ export class Member implements EtcdBackend, WatchBackend, LeaseBackend, Transpor
     // Fault hook for tests: die with the snapshot recorded by Raft but not yet installed.
     if (process.env.LIFEBOAT_FAULT === 'before-snapshot-install') process.kill(process.pid, 'SIGKILL');
     this.kv.close();
-    installSnapshotFile(file, dbPath);
+    KvStore.installSnapshotSync(file, dbPath);
     removeReceivedSnapshots(dataDir, file);
     this.kv = KvStore.open(dbPath, { autoCheckpoint: false });
     // It carries the leader's member ID: the file is ours now.

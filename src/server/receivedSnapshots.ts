@@ -4,15 +4,12 @@
 // database is written once, never held in memory, and moved (not copied) into
 // place as kv.db. The file stays until installed, so a crash between recording
 // the snapshot and installing it is repaired at restart from the same file.
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { SNAPSHOT_TRAILER } from '../kv/snapshotFile.js';
 import { memberDir } from '../storage/layout.js';
 
 const PREFIX = 'received-';
 const REF_MAGIC = 'lifeboat-snapshot-ref/1 ';
-const HASH_CHUNK = 8 << 20;
 
 /** A new file name in the member dir for a snapshot arriving from `from`. */
 export function incomingSnapshotFile(dataDir: string, from: bigint): string {
@@ -46,43 +43,5 @@ export function removeReceivedSnapshots(dataDir: string, installed?: string): vo
   const upTo = installed === undefined ? Infinity : receivedAt(path.basename(installed));
   for (const f of fs.readdirSync(dir)) {
     if (f.startsWith(PREFIX) && receivedAt(f) <= upTo) fs.rmSync(path.join(dir, f), { force: true });
-  }
-}
-
-/**
- * Installs a KV snapshot file as the database at dbPath: checks its sha256 trailer
- * (reading it in chunks), then moves it into place without the trailer. The store
- * at dbPath must be closed; `src` is consumed.
- */
-export function installSnapshotFile(src: string, dbPath: string): void {
-  const fd = fs.openSync(src, 'r+');
-  try {
-    const size = fs.fstatSync(fd).size;
-    if (size < SNAPSHOT_TRAILER + 512) throw new Error(`snapshot from leader is too short (${size} bytes)`);
-    const body = size - SNAPSHOT_TRAILER;
-    const hash = createHash('sha256');
-    const buf = Buffer.allocUnsafe(Math.min(HASH_CHUNK, body));
-    for (let at = 0; at < body; ) {
-      const n = fs.readSync(fd, buf, 0, Math.min(buf.length, body - at), at);
-      if (n === 0) throw new Error(`snapshot from leader ends at ${at} of ${body} bytes`);
-      hash.update(buf.subarray(0, n));
-      at += n;
-    }
-    const trailer = Buffer.alloc(SNAPSHOT_TRAILER);
-    fs.readSync(fd, trailer, 0, SNAPSHOT_TRAILER, body);
-    if (!hash.digest().equals(trailer)) throw new Error('snapshot from leader failed its sha256 check');
-    fs.ftruncateSync(fd, body);
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  // An old WAL next to the new file would be replayed into it: remove it first.
-  for (const f of [`${dbPath}-wal`, `${dbPath}-shm`]) fs.rmSync(f, { force: true });
-  fs.renameSync(src, dbPath);
-  const dir = fs.openSync(path.dirname(dbPath), 'r');
-  try {
-    fs.fsyncSync(dir);
-  } finally {
-    fs.closeSync(dir);
   }
 }

@@ -5,6 +5,19 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { LifeboatCluster, etcdctl, parseEtcdJson, waitFor, type MemberProc } from '../support/lifeboatCluster.js';
 
+/** Waits (bounded) until the member itself serves key = value: a serializable read answers from its own store. */
+async function servesLocally(m: MemberProc, key: string, value: string): Promise<void> {
+  await waitFor(
+    `${m.name} to serve ${key}=${value}`,
+    async () => {
+      const r = await etcdctl(m.client, 'get', key, '--consistency=s', '--print-value-only');
+      return r.code === 0 && r.stdout.trim() === value;
+    },
+    30_000,
+    200,
+  );
+}
+
 describe('a 3-member cluster', () => {
   let c: LifeboatCluster;
   before(async () => {
@@ -55,15 +68,7 @@ describe('a 3-member cluster', () => {
     }
     // It restarts and catches up by snapshot: the log it needs was compacted.
     c.spawn(old, []);
-    await waitFor(
-      'the restarted member to catch up',
-      async () => {
-        const r = await etcdctl(old.client, 'get', 'bulk59', '--consistency=s', '--print-value-only');
-        return r.code === 0 && r.stdout.trim() === '59';
-      },
-      30_000,
-      200,
-    );
+    await servesLocally(old, 'bulk59', '59');
     assert.ok(
       old.log.some((l) => l.includes('applying snapshot from leader')),
       'the restarted member caught up without a snapshot, so compaction did not happen',
@@ -92,15 +97,7 @@ describe('a 3-member cluster', () => {
     const received = () => fs.readdirSync(path.join(m.dataDir, 'member')).filter((f) => f.startsWith('received-'));
     assert.equal(received().length, 1, 'the received snapshot file is kept until installed');
     c.spawn(m, []);
-    await waitFor(
-      'the restarted member to serve the late writes',
-      async () => {
-        const r = await etcdctl(m.client, 'get', 'late59', '--consistency=s', '--print-value-only');
-        return r.code === 0 && r.stdout.trim() === '59';
-      },
-      30_000,
-      200,
-    );
+    await servesLocally(m, 'late59', '59');
     assert.deepEqual(received(), [], 'the installed snapshot file is gone');
   });
 

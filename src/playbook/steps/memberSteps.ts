@@ -7,8 +7,8 @@ import path from 'node:path';
 import { lockPath } from '../../storage/layout.js';
 import { parseMemberId } from '../../client/ids.js';
 import type { Member, MemberListResult } from '../../client/types.js';
+import { answers } from '../../recovery/fence.js';
 import {
-  accepting,
   checkCluster,
   clientFor,
   promoteWhenReady,
@@ -71,7 +71,8 @@ async function listMembers(endpoints: string[], ctx: StepContext): Promise<Membe
 }
 
 async function alreadyServing(clientUrl: string, ctx: StepContext): Promise<boolean> {
-  if (!(await accepting(clientUrl, ctx.connection.dialTimeoutMs))) return false;
+  // A closed port fails at once here; a gRPC call would wait out its dial timeout.
+  if (!(await answers(clientUrl, ctx.connection.dialTimeoutMs))) return false;
   try {
     await statusOf(clientUrl, { ...ctx.connection, dialTimeoutMs: 1000 });
     return true;
