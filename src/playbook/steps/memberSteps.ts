@@ -278,7 +278,7 @@ export const promote: StepDefinition = {
 export const removeMember: StepDefinition = {
   type: 'remove-member',
   description: 'Remove a member from the cluster (nothing to do if it is already gone).',
-  params: { endpoints: endpointsParam, member: { type: 'string', required: true, description: 'member ID (hex), name or URL' } },
+  params: { endpoints: endpointsParam, member: { type: 'string', required: true, description: 'member ID (hex), name or URL' }, timeout: timeoutParam(30_000) },
   describe: (p) => [`remove ${p.member} from the cluster`],
   async run(p, ctx) {
     const endpoints = p.endpoints as string[];
@@ -289,12 +289,21 @@ export const removeMember: StepDefinition = {
       recordIds(ctx, `${p.member} already gone`, before, before);
       return { removed: false };
     }
-    const c = clientFor(endpoints, ctx.connection);
-    try {
-      await c.memberRemove(m.id);
-    } finally {
-      c.close();
-    }
+    // The member to remove may be the leader that just died: while the others
+    // elect a new one, a removal fails (no leader, or the forward to the dead one).
+    // Retried, bounded; an attempt whose answer was lost shows as the member gone.
+    await waitUntil(`${m.id.toString(16)} to be removed`, Number(p.timeout), async () => {
+      const c = clientFor(endpoints, ctx.connection);
+      try {
+        await c.memberRemove(m.id);
+        return true;
+      } catch (e) {
+        if (!(await listMembers(endpoints, ctx)).members.some((x) => x.id === m.id)) return true;
+        throw e;
+      } finally {
+        c.close();
+      }
+    }, 500, ctx.signal);
     await recordIdsAfter(ctx, `remove ${m.id.toString(16)}`, before, endpoints);
     ctx.progress(`removed ${m.id.toString(16)}`);
     return { removed: true, id: m.id.toString(16) };
