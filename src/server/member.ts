@@ -324,9 +324,14 @@ export class Member implements EtcdBackend, WatchBackend, LeaseBackend, Transpor
   private applyEntries(entries: Entry[]): void {
     const outcomes: Array<[bigint, ApplyOutcome]> = [];
     const events: Array<() => void> = [];
+    // kv.db may be ahead of the log's commit index (a power cut kept a checkpoint
+    // but not the unsynced hard state that moved the commit): entries it already
+    // holds are skipped, as etcd skips those at or below its consistent index.
+    const applied = this.kv.appliedIndex();
     this.kv.batch(() => {
       for (const e of entries) {
-        if (e.type === EntryType.ConfChange) this.applyConfChange(e, outcomes, events);
+        if (e.index <= applied) this.skipApplied(e, applied, events);
+        else if (e.type === EntryType.ConfChange) this.applyConfChange(e, outcomes, events);
         else this.applyNormal(e, outcomes, events);
       }
     });
@@ -335,6 +340,16 @@ export class Member implements EtcdBackend, WatchBackend, LeaseBackend, Transpor
     for (const ev of events) ev();
     this.reads.appliedTo(this.kv.appliedIndex());
     this.watchHub.notify();
+  }
+
+  /** An entry kv.db already holds: nothing to apply; a membership change still updates the peers. */
+  private skipApplied(e: Entry, applied: number, events: Array<() => void>): void {
+    if (e.index === applied && e.term !== this.kv.appliedTerm()) {
+      throw new Error(`kv: entry ${e.index} has term ${e.term}, but kv.db applied index ${applied} at term ${this.kv.appliedTerm()}: the raft log and kv.db disagree`);
+    }
+    if (e.type !== EntryType.ConfChange) return;
+    const cc = decodeConfChange(e.data);
+    events.push(() => this.afterConfChange(cc, this.kv.cluster.member(cc.nodeId)));
   }
 
   private applyNormal(e: Entry, outcomes: Array<[bigint, ApplyOutcome]>, events: Array<() => void>): void {
@@ -405,15 +420,17 @@ export class Member implements EtcdBackend, WatchBackend, LeaseBackend, Transpor
     });
     const members = this.kv.cluster.members();
     outcomes.push([reqId, { members, member: changed }]);
-    events.push(() => {
-      const fields = { id: hex(cc.nodeId), peerURLs: changed?.peerURLs };
-      if (cc.type === 'addVoter' || cc.type === 'addLearner') this.log.info({ ...fields, learner: cc.type === 'addLearner' }, 'added member');
-      else if (cc.type === 'remove') this.log.info(fields, 'removed member');
-      else if (cc.type === 'promote') this.log.info(fields, 'promoted member');
-      else this.log.info(fields, 'updated member');
-      this.refreshPeers();
-      if (cc.type === 'remove' && cc.nodeId === this.memberId) this.removed();
-    });
+    events.push(() => this.afterConfChange(cc, changed));
+  }
+
+  private afterConfChange(cc: ConfChange, changed: MemberInfo | undefined): void {
+    const fields = { id: hex(cc.nodeId), peerURLs: changed?.peerURLs };
+    if (cc.type === 'addVoter' || cc.type === 'addLearner') this.log.info({ ...fields, learner: cc.type === 'addLearner' }, 'added member');
+    else if (cc.type === 'remove') this.log.info(fields, 'removed member');
+    else if (cc.type === 'promote') this.log.info(fields, 'promoted member');
+    else this.log.info(fields, 'updated member');
+    this.refreshPeers();
+    if (cc.type === 'remove' && cc.nodeId === this.memberId) this.removed();
   }
 
   /** Past the quota, writes fail until space is freed and the alarm disarmed (etcd's NOSPACE). */

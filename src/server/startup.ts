@@ -7,7 +7,7 @@ import { randomInt } from 'node:crypto';
 import { KvDamagedError, KvStore } from '../kv/index.js';
 import { bootstrapState, emptyState, forceNewClusterState } from '../raft/bootstrap.js';
 import { Raft } from '../raft/raft.js';
-import type { PersistedState } from '../raft/types.js';
+import { NONE, type PersistedState } from '../raft/types.js';
 import { recoveryHint } from '../storage/errors.js';
 import { kvPath, metaPath } from '../storage/layout.js';
 import type { MemberMeta } from '../storage/memberMeta.js';
@@ -177,8 +177,9 @@ async function restart(cfg: ServerConfig, log: Logger): Promise<Member> {
     const clusterId = kv.cluster.clusterId() ?? member.clusterId;
     const l = log.child({ member: hex(member.memberId), cluster: hex(clusterId) });
     await checkNotSuperseded(cfg, kv, member.memberId, clusterId, l);
-    l.info({ applied: kv.appliedIndex(), lastIndex: state.entries.at(-1)?.index ?? state.snapshot.index }, 'restarting member');
-    return new Member({ cfg, log: l, storage, kv, raft: raftFor(cfg, member.memberId, state, kv.appliedIndex()), memberId: member.memberId });
+    const aligned = alignLogWithKv(storage, state, kv, l);
+    l.info({ applied: kv.appliedIndex(), commit: aligned.hardState.commit, lastIndex: lastIndexOf(aligned) }, 'restarting member');
+    return new Member({ cfg, log: l, storage, kv, raft: raftFor(cfg, member.memberId, aligned, kv.appliedIndex()), memberId: member.memberId });
   } catch (e) {
     kv?.close();
     storage.close();
@@ -204,6 +205,37 @@ async function ensureKvCovers(cfg: ServerConfig, storage: RaftStorage, kv: KvSto
   const restored = openKv(cfg);
   restored.writeLocal((c) => c.setMemberId(memberId));
   return restored;
+}
+
+const lastIndexOf = (s: PersistedState) => s.entries.at(-1)?.index ?? s.snapshot.index;
+
+/**
+ * kv.db may hold entries the log lost in a power cut: a leader applies entries
+ * its followers made durable before its own fsync returns, and a checkpoint can
+ * keep that apply while the log loses its unsynced tail. Everything kv.db applied
+ * was committed, so the log restarts at a snapshot of kv.db's state; otherwise
+ * this member could later append other entries at indexes kv.db already holds.
+ * (kv.db ahead of the commit index but not of the last entry needs no change:
+ * the member skips those entries when they are applied again.)
+ */
+function alignLogWithKv(storage: RaftStorage, state: PersistedState, kv: KvStore, log: Logger): PersistedState {
+  const applied = kv.appliedIndex();
+  if (applied <= lastIndexOf(state)) return state;
+  // The log is about to rely on kv.db's state: make it durable first.
+  kv.makeDurable();
+  const byId = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
+  const members = kv.cluster.members();
+  const ids = (learner: boolean) => members.filter((m) => m.isLearner === learner).map((m) => m.id).sort(byId);
+  const term = kv.appliedTerm();
+  const hs = state.hardState;
+  const aligned: PersistedState = {
+    snapshot: { index: applied, term, conf: { voters: ids(false), learners: ids(true) } },
+    entries: [],
+    hardState: hs.term >= term ? { ...hs, commit: applied } : { term, vote: NONE, commit: applied },
+  };
+  log.warn({ kvApplied: applied, logLastIndex: lastIndexOf(state), commit: hs.commit }, 'kv.db is ahead of the raft log (a power cut): the log restarts at kv.db\'s applied index');
+  storage.rewrite(aligned);
+  return aligned;
 }
 
 /**
@@ -239,12 +271,14 @@ async function checkNotSuperseded(cfg: ServerConfig, kv: KvStore, memberId: bigi
  */
 async function forceNewCluster(cfg: ServerConfig, log: Logger): Promise<Member> {
   const opened = RaftStorage.open(cfg.dataDir);
-  const { storage, state, member } = opened;
+  const { storage, member } = opened;
+  let { state } = opened;
   let kv: KvStore | undefined;
   try {
     kv = openKv(cfg);
     checkKvIdentity(cfg, kv, member);
     kv = await ensureKvCovers(cfg, storage, kv, state, member.memberId);
+    state = alignLogWithKv(storage, state, kv, log);
   } catch (e) {
     kv?.close();
     storage.close();
