@@ -9,6 +9,8 @@
 //   before-snapshot-install   member: die after Raft recorded a leader's snapshot, before kv.db is replaced
 //   after-step:<step id>      playbook run: die after the step's work returned, before its end is recorded
 //   migrate-copy:<N>          migrate: die once N copy batches are recorded
+//   sync-journal:<file>       raft storage: after every fsync of the log, append "<segment> <offset>" made durable to <file>
+//   ack-before-fsync          member, a planted bug: apply and answer without waiting for the log's fsync
 //
 // "Die" is a SIGKILL to itself (a shell shows exit 137): no cleanup, as a kill -9
 // leaves things (the page cache survives; the power-loss model covers what it does not).

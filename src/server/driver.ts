@@ -6,7 +6,11 @@
 // the loop free to serve reads, ticks and heartbeats while the disk works.
 import { MessageType, type Entry, type HardState, type Message, type Ready, type Snapshot, type SoftState } from '../raft/types.js';
 import type { Raft } from '../raft/raft.js';
+import { failpointSet } from '../common/failpoint.js';
 import type { Metrics } from './metrics.js';
+
+/** Failpoint `ack-before-fsync`, a planted bug: apply and answer without waiting for the log's fsync (the power-loss model must catch it). */
+const ACK_BEFORE_FSYNC = failpointSet('ack-before-fsync');
 /** What the driver needs from the data directory's Raft storage. */
 export interface LogStore {
   /** Writes the batch, without an fsync. */
@@ -83,7 +87,7 @@ export class RaftDriver {
     } catch (e) {
       return this.fail(e);
     }
-    if (!rd.mustSync) return this.finish(rd);
+    if (!rd.mustSync || ACK_BEFORE_FSYNC) return this.finish(rd);
     const start = process.hrtime.bigint();
     this.syncing = this.store.sync().then(
       () => {

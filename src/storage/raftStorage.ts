@@ -12,7 +12,9 @@
 // that lost its seal, a missing segment, a foreign file — throws
 // StorageCorruptError naming the file and offset and the recovery command.
 
+import nodeFs from 'node:fs';
 import path from 'node:path';
+import { failpointArg } from '../common/failpoint.js';
 import type { ConfState, Entry, HardState, NodeId, PersistedState, Snapshot, SnapshotMeta } from '../raft/types.js';
 import { StorageError } from './errors.js';
 import { NodeFileSystem, type FileHandle, type FileSystem } from './fileSystem.js';
@@ -75,6 +77,8 @@ interface OpenSegment {
 }
 
 const MiB = 1024 * 1024;
+/** Failpoint `sync-journal:<file>`: after every fsync of the log, "<segment> <offset>" now durable is appended to <file> (the power-loss model reads it). */
+const SYNC_JOURNAL = failpointArg('sync-journal');
 const sameHardState = (a: HardState, b: HardState) => a.term === b.term && a.vote === b.vote && a.commit === b.commit;
 const sameIds = (a: readonly NodeId[], b: readonly NodeId[]) => a.length === b.length && a.every((id, i) => id === b[i]);
 const sameConf = (a: ConfState, b: ConfState) => sameIds(a.voters, b.voters) && sameIds(a.learners, b.learners);
@@ -281,6 +285,7 @@ export class RaftStorage {
     this.syncing = true;
     try {
       await this.fs.fsyncAsync(cur.fh);
+      this.journalSync(cur);
     } catch (err) {
       this.failure = err instanceof Error ? err : new Error(String(err));
       throw new StorageError(`raft storage of data dir ${this.dataDir}: fsync failed: ${this.failure.message}`);
@@ -443,7 +448,10 @@ export class RaftStorage {
     this.reserve(cur, cur.writeOff + buf.length);
     this.fs.write(cur.fh, buf, cur.writeOff);
     cur.writeOff += buf.length;
-    if (sync) this.fs.fsync(cur.fh);
+    if (sync) {
+      this.fs.fsync(cur.fh);
+      this.journalSync(cur);
+    }
     for (const r of records) {
       if (r.type === RecordType.Entry) cur.info.maxIndex = Math.max(cur.info.maxIndex, r.entry.index);
       if (r.type === RecordType.Snapshot) {
@@ -451,6 +459,10 @@ export class RaftStorage {
         cur.info.hasSnapshot = true;
       }
     }
+  }
+
+  private journalSync(cur: OpenSegment): void {
+    if (SYNC_JOURNAL) nodeFs.appendFileSync(SYNC_JOURNAL, `${path.basename(cur.info.file)} ${cur.writeOff}\n`);
   }
 
   /**
