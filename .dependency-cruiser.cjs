@@ -1,0 +1,66 @@
+// The dependency rule of shared/ARCHITECTURE.md, checked by `npm run lint`:
+//   commands → cli → {playbook → recovery, ops, migrate, audit} → {client, server}
+//     → {api, net, transport, kv, storage, etcdfile} → {raft, proto} → common
+// Imports point down only (skipping floors is fine), never in a cycle, and
+// nothing under src/ or commands/ imports test/ or bench/. Benchmarks are test
+// tooling: they may use test/support (clusters, ports).
+const FLOORS = [
+  ['common'],
+  ['raft', 'proto'],
+  ['api', 'net', 'transport', 'kv', 'storage', 'etcdfile'],
+  ['client', 'server'],
+  ['ops', 'audit', 'migrate'],
+  ['recovery'],
+  ['playbook'],
+  ['cli', 'demo'],
+];
+
+const folder = (names) => `^src/(${names.join('|')})/`;
+
+const upward = FLOORS.flatMap((names, level) => {
+  const above = FLOORS.slice(level + 1).flat();
+  if (above.length === 0) return [];
+  return [
+    {
+      name: `no-upward-from-${names.join('-')}`,
+      comment: `src/{${names.join(',')}} may import only floors below it (or its own floor); see shared/ARCHITECTURE.md`,
+      severity: 'error',
+      from: { path: folder(names) },
+      to: { path: `${folder(above)}|^commands/` },
+    },
+  ];
+});
+
+module.exports = {
+  forbidden: [
+    ...upward,
+    {
+      name: 'raft-imports-only-common',
+      comment: 'src/raft is the pure core: it imports nothing of ours but src/common',
+      severity: 'error',
+      from: { path: '^src/raft/' },
+      to: { path: '^src/', pathNot: '^src/(raft|common)/' },
+    },
+    {
+      name: 'no-circular',
+      comment: 'a cycle makes two modules one; break it by moving the shared part down',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'no-test-imports',
+      comment: 'production code never imports tests or benchmarks',
+      severity: 'error',
+      from: { path: '^(src|commands)/' },
+      to: { path: '^(test|bench)/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(dist|node_modules)/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js'] },
+  },
+};
