@@ -1,5 +1,5 @@
 import { Args, Flags } from '@oclif/core';
-import { auditDbFlag } from '../../src/audit/index.js';
+import { auditDbFlag } from '../../src/cli/auditFlags.js';
 import { connectionFromFlags, flagGiven, playbookYesFlag, reasonFlag, SessionCommand } from '../../src/playbook/commandSupport.js';
 import { runPlaybookSession } from '../../src/playbook/session.js';
 

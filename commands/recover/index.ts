@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { confirm, input } from '@inquirer/prompts';
-import { auditDbFlag } from '../../src/audit/index.js';
+import { auditDbFlag } from '../../src/cli/auditFlags.js';
 import { RefusedError } from '../../src/client/errors.js';
 import { connectionFromFlags, flagGiven, playbookYesFlag, reasonFlag, SessionCommand } from '../../src/playbook/commandSupport.js';
 import { runPlaybookSession } from '../../src/playbook/session.js';
