@@ -1,8 +1,9 @@
 import { Flags } from '@oclif/core';
 import { confirm, input } from '@inquirer/prompts';
 import { auditDbFlag } from '../../src/cli/auditFlags.js';
+import { terminalSessionIo } from '../../src/cli/sessionIo.js';
 import { RefusedError } from '../../src/client/errors.js';
-import { connectionFromFlags, flagGiven, playbookYesFlag, reasonFlag, SessionCommand } from '../../src/playbook/commandSupport.js';
+import { connectionFromFlags, flagGiven, playbookYesFlag, reasonFlag, SessionCommand } from '../../src/cli/sessionCommand.js';
 import { runPlaybookSession } from '../../src/playbook/session.js';
 import { formatPlan, planRecovery } from '../../src/recovery/plan.js';
 
@@ -68,6 +69,7 @@ export default class Recover extends SessionCommand {
       endpoints: flags.endpoints,
       endpointsGiven: flagGiven(metadata, 'endpoints'),
       json: flags['write-out'] === 'json',
+      io: terminalSessionIo({ json: flags['write-out'] === 'json' }),
       events,
     }));
   }

@@ -10,6 +10,10 @@
 //   after-step:<step id>      playbook run: die after the step's work returned, before its end is recorded
 //   migrate-copy:<N>          migrate: die once N copy batches are recorded
 //
+// Also read once, in one place, for a separate CLI process in tests:
+//   LIFEBOAT_TEST_STEPS=<module>   playbook: add the module's fake step types (never replace one);
+//                                  read in playbook/library.ts only
+//
 // "Die" is a SIGKILL to itself (a shell shows exit 137): no cleanup, as a kill -9
 // leaves things (the page cache survives; the power-loss model covers what it does not).
 

@@ -4,7 +4,7 @@
 // listr2 and does not fight its redraws).
 import { confirm } from '@inquirer/prompts';
 import { Listr, ListrPromptAdapter, ListrTaskEventType, type ListrTask } from 'listr2';
-import { stepLabel, type ExecNode, type RunView, type StepUi } from './runView.js';
+import { stepLabel, type ExecNode, type RunView, type StepUi } from '../../playbook/runView.js';
 
 /** Draws an @inquirer/prompts confirm inside a listr2 task. */
 class ConfirmAdapter extends ListrPromptAdapter {
