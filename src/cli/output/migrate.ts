@@ -1,6 +1,6 @@
 // How `lifeboat migrate` prints its result.
-import type { Renderer } from '../cli/baseCommand.js';
-import type { MigrateResult } from './migration.js';
+import type { MigrateResult } from '../../migrate/migration.js';
+import type { Renderer } from '../baseCommand.js';
 
 export const migrateOutput: Renderer<MigrateResult> = {
   simple: (r) => {
