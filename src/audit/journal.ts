@@ -1,14 +1,6 @@
-// The audit log: every recovery run, each of its steps and every prompt, note and
-// override, appended to a hash chain in SQLite. The playbook engine writes it;
-// `lifeboat audit …` reads it.
-//
-// Each write is one IMMEDIATE transaction that checks the run's state, then
-// appends one chain row; with synchronous=FULL it is on disk when the call
-// returns. Nothing is ever updated in place: a step finishing is a new row, and
-// the runs/steps/events views fold the rows together.
-//
-// The journal: AuditLog opens the log and appends (run and step starts and ends,
-// events, prompts); its reads come from AuditReader (queries.ts).
+// The audit journal: AuditLog opens the log and appends every run, step, prompt,
+// note and override to its SQLite hash chain, each durable when the call returns;
+// its reads are AuditReader's (queries.ts). The playbook engine writes it.
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type Database from 'better-sqlite3';
@@ -107,6 +99,12 @@ interface Appended {
 
 const RUN_ID_PATTERN = /^r-\d{8}-\d{6}-[0-9a-f]{4}$/;
 
+/**
+ * Each write is one IMMEDIATE transaction that checks the run's state, then
+ * appends one chain row; with synchronous=FULL it is on disk when the call
+ * returns. Nothing is ever updated in place: a step finishing is a new row, and
+ * the runs/steps/events views fold the rows together.
+ */
 export class AuditLog extends AuditReader {
   private readonly now: () => Date;
   private readonly who: { user: string; host: string };

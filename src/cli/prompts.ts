@@ -1,7 +1,6 @@
-// The questions an interactive run asks before it starts: each variable that
-// has prompt text or no default (offering the default, checking the answer
-// against the variable's type and validation), and why the run is made.
-// Terminal only: the session gets them through SessionIo (sessionIo.ts).
+// The questions asked on a terminal before a run starts (through SessionIo): each
+// variable with prompt text or no default (offering the default, checking the answer
+// against its type and validation), and why the run is made.
 import { confirm, input, select } from '@inquirer/prompts';
 import type { VariableDef } from '../playbook/schema.js';
 import { REASON_QUESTION } from '../playbook/session.js';

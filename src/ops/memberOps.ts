@@ -1,7 +1,6 @@
-// Cluster operations over the client, used by recovery and by the other playbooks:
-// member status and list, find the leader, wait for health, wait until a learner
-// has caught up (read through Maintenance.Status, so it works against real etcd
-// too), promote it, check that the cluster agrees. Every wait is bounded.
+// Cluster operations over the client, for recovery and the other playbooks: status,
+// member list, the leader, wait for health, wait until a learner caught up (through
+// Maintenance.Status, so real etcd too), promote, check agreement. Every wait is bounded.
 import { EtcdClient } from '../client/etcdClient.js';
 import { EtcdClientError } from '../client/errors.js';
 import type { Member, StatusResult } from '../client/types.js';

@@ -1,4 +1,5 @@
-// How `lifeboat migrate` prints its result.
+// How `lifeboat migrate` prints its result: what was copied, applied and repaired,
+// and the revision both sides were verified equal at.
 import type { MigrateResult } from '../../migrate/migration.js';
 import type { Renderer } from '../baseCommand.js';
 

@@ -1,4 +1,5 @@
-// `lifeboat audit list`: one line per run.
+// `lifeboat audit list`'s output: one line per run (ID, start, playbook, who,
+// outcome, reason), oldest first.
 import type { Renderer } from '../baseCommand.js';
 import { renderTable } from './table.js';
 import type { RunRecord } from '../../audit/types.js';

@@ -1,4 +1,5 @@
-// `lifeboat audit verify`: what it prints.
+// `lifeboat audit verify`'s output: intact (rows, head), or one line naming the
+// first bad row and why.
 import type { Renderer } from '../baseCommand.js';
 import { GENESIS_HASH } from '../../audit/hashChain.js';
 import type { VerifyResult } from '../../audit/types.js';
