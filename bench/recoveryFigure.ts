@@ -4,7 +4,7 @@
 // from the stopped survivor. Tool time is the wall time minus the configured
 // stabilization waits (one per re-added member), which are reported apart.
 import path from 'node:path';
-import { AuditLog } from '../src/audit/auditLog.js';
+import { AuditLog } from '../src/audit/index.js';
 import { EtcdClient } from '../src/client/etcdClient.js';
 import { prefixEnd } from '../src/client/keyRange.js';
 import { killDetachedMembers } from '../src/demo/detachedMembers.js';

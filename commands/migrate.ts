@@ -1,11 +1,7 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand, durationFlag } from '../src/cli/baseCommand.js';
-import { EXIT } from '../src/cli/exitCodes.js';
-import { progressBar } from '../src/cli/progressBar.js';
-import { silenceTlsServerNameWarning } from '../src/cli/warnings.js';
-import { EtcdClient } from '../src/client/etcdClient.js';
-import { migrateOutput } from '../src/migrate/output.js';
-import { migrate, progressPath } from '../src/migrate/migration.js';
+import { runMigration } from '../src/cli/migrateRun.js';
+import { migrateOutput } from '../src/cli/output/migrate.js';
 
 const side = (which: 'from' | 'to', what: string) => `${what} for the ${which === 'from' ? 'source' : 'destination'} cluster`;
 
@@ -40,59 +36,19 @@ export default class Migrate extends BaseCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Migrate);
-    silenceTlsServerNameWarning();
-    const client = (endpoints: string, cacert?: string, cert?: string, key?: string) =>
-      new EtcdClient({
-        endpoints,
-        dialTimeoutMs: flags['dial-timeout'],
-        commandTimeoutMs: flags['command-timeout'],
-        tls: { caFile: cacert, certFile: cert, keyFile: key, insecureSkipVerify: flags['insecure-skip-tls-verify'] },
-        debug: flags.debug ? (line) => process.stderr.write(`debug: ${line}\n`) : undefined,
-      });
-    const src = client(flags.from, flags['from-cacert'], flags['from-cert'], flags['from-key']);
-    const dst = client(flags.to, flags['to-cacert'], flags['to-cert'], flags['to-key']);
-    const destPrefix = flags['dest-prefix'] ?? flags.prefix;
-    const file = flags['progress-file'] ?? progressPath(src.endpoints.map((e) => e.text), dst.endpoints.map((e) => e.text), flags.prefix, destPrefix);
-
-    // First interrupt: finish (drain, verify); in --once mode, or the second time: stop now.
-    const finish = new AbortController();
-    const abort = new AbortController();
-    const onSignal = () => {
-      if (!flags.once && !finish.signal.aborted) finish.abort();
-      else abort.abort(new Error(`interrupted; progress is kept in ${file}: run the same command to go on`));
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
-    const bar = progressBar('copy', process.stderr, String);
-    try {
-      const result = await migrate({
-        src,
-        dst,
-        sourcePrefix: Buffer.from(flags.prefix),
-        destPrefix: Buffer.from(destPrefix),
-        once: flags.once,
-        progressFile: file,
-        restart: flags.restart,
-        fault: process.env.LIFEBOAT_FAULT,
-        finish: finish.signal,
-        abort: abort.signal,
-        log: (line) => {
-          bar.finish();
-          process.stderr.write(`${line}\n`);
-        },
-        onCopyProgress: (done, total) => bar.update(done, total),
-      });
-      bar.finish();
-      this.print(flags['write-out'], result, migrateOutput);
-    } catch (err) {
-      bar.finish();
-      if (abort.signal.aborted) this.error((abort.signal.reason as Error).message, { exit: EXIT.FAILURE });
-      throw err;
-    } finally {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-      src.close();
-      dst.close();
-    }
+    const result = await runMigration({
+      from: { endpoints: flags.from, cacert: flags['from-cacert'], cert: flags['from-cert'], key: flags['from-key'] },
+      to: { endpoints: flags.to, cacert: flags['to-cacert'], cert: flags['to-cert'], key: flags['to-key'] },
+      insecureSkipVerify: flags['insecure-skip-tls-verify'],
+      dialTimeoutMs: flags['dial-timeout'],
+      commandTimeoutMs: flags['command-timeout'],
+      debug: flags.debug ? (line) => process.stderr.write(`debug: ${line}\n`) : undefined,
+      prefix: flags.prefix,
+      destPrefix: flags['dest-prefix'],
+      once: flags.once,
+      progressFile: flags['progress-file'],
+      restart: flags.restart,
+    });
+    this.print(flags['write-out'], result, migrateOutput);
   }
 }

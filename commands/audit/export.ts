@@ -1,6 +1,7 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../src/cli/baseCommand.js';
-import { auditDbFlag, openAuditLogForReading } from '../../src/audit/auditFlags.js';
+import { auditDbFlag } from '../../src/cli/auditFlags.js';
+import { openAuditLogForReading } from '../../src/audit/open.js';
 import { EXPORT_FORMATS, exportCsv, exportJson } from '../../src/audit/exportFormats.js';
 
 export default class AuditExport extends BaseCommand {

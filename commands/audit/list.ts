@@ -1,6 +1,7 @@
 import { BaseCommand } from '../../src/cli/baseCommand.js';
-import { auditDbFlag, openAuditLogForReading } from '../../src/audit/auditFlags.js';
-import { runListOutput } from '../../src/audit/runListOutput.js';
+import { auditDbFlag } from '../../src/cli/auditFlags.js';
+import { openAuditLogForReading } from '../../src/audit/open.js';
+import { runListOutput } from '../../src/cli/output/runListOutput.js';
 
 export default class AuditList extends BaseCommand {
   static override summary = 'List recorded runs: ID, start, playbook, who, outcome, reason.';

@@ -1,7 +1,8 @@
 import { Args } from '@oclif/core';
 import { BaseCommand } from '../../src/cli/baseCommand.js';
-import { auditDbFlag, openAuditLogForReading } from '../../src/audit/auditFlags.js';
-import { timelineOutput } from '../../src/audit/timelineOutput.js';
+import { auditDbFlag } from '../../src/cli/auditFlags.js';
+import { openAuditLogForReading } from '../../src/audit/open.js';
+import { timelineOutput } from '../../src/cli/output/timelineOutput.js';
 
 export default class AuditShow extends BaseCommand {
   static override summary = 'Show one run as a timeline of steps, prompts and events.';

@@ -1,7 +1,8 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../src/cli/baseCommand.js';
-import { auditDbFlag, openAuditLogForReading } from '../../src/audit/auditFlags.js';
-import { verifyMessage, verifyOutput } from '../../src/audit/verifyOutput.js';
+import { auditDbFlag } from '../../src/cli/auditFlags.js';
+import { openAuditLogForReading } from '../../src/audit/open.js';
+import { verifyMessage, verifyOutput } from '../../src/cli/output/verifyOutput.js';
 import { EXIT } from '../../src/cli/exitCodes.js';
 import type { VerifyResult } from '../../src/audit/types.js';
 

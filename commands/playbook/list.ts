@@ -1,6 +1,6 @@
 import { BaseCommand } from '../../src/cli/baseCommand.js';
 import { listPlaybooks, type PlaybookListing } from '../../src/playbook/locate.js';
-import { formatList } from '../../src/playbook/showOutput.js';
+import { formatList } from '../../src/cli/output/playbookShow.js';
 
 export default class PlaybookList extends BaseCommand {
   static override description = 'List the playbooks shipped with lifeboat, with their descriptions. Run one by name with `playbook run NAME`.';

@@ -1,6 +1,7 @@
 import { Args, Flags } from '@oclif/core';
-import { auditDbFlag } from '../../src/audit/index.js';
-import { connectionFromFlags, flagGiven, playbookYesFlag, SessionCommand } from '../../src/playbook/commandSupport.js';
+import { auditDbFlag } from '../../src/cli/auditFlags.js';
+import { terminalSessionIo } from '../../src/cli/sessionIo.js';
+import { connectionFromFlags, flagGiven, playbookYesFlag, SessionCommand } from '../../src/cli/sessionCommand.js';
 import { resumePlaybookSession } from '../../src/playbook/session.js';
 
 export default class PlaybookResume extends SessionCommand {
@@ -30,6 +31,7 @@ export default class PlaybookResume extends SessionCommand {
       endpoints: flags.endpoints,
       explicit: { endpoints: flagGiven(metadata, 'endpoints'), connection: connectionGiven },
       json: flags['write-out'] === 'json',
+      io: terminalSessionIo({ json: flags['write-out'] === 'json' }),
     }));
   }
 }

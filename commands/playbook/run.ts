@@ -1,6 +1,7 @@
 import { Args, Flags } from '@oclif/core';
-import { auditDbFlag } from '../../src/audit/index.js';
-import { connectionFromFlags, flagGiven, playbookYesFlag, reasonFlag, SessionCommand } from '../../src/playbook/commandSupport.js';
+import { auditDbFlag } from '../../src/cli/auditFlags.js';
+import { terminalSessionIo } from '../../src/cli/sessionIo.js';
+import { connectionFromFlags, flagGiven, playbookYesFlag, reasonFlag, SessionCommand } from '../../src/cli/sessionCommand.js';
 import { runPlaybookSession } from '../../src/playbook/session.js';
 
 export default class PlaybookRun extends SessionCommand {
@@ -39,6 +40,7 @@ export default class PlaybookRun extends SessionCommand {
       endpoints: flags.endpoints,
       endpointsGiven: flagGiven(metadata, 'endpoints'),
       json: flags['write-out'] === 'json',
+      io: terminalSessionIo({ json: flags['write-out'] === 'json' }),
     }));
   }
 }

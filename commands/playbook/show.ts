@@ -1,10 +1,10 @@
 import { Args } from '@oclif/core';
 import { BaseCommand } from '../../src/cli/baseCommand.js';
-import { exitIfInvalid } from '../../src/playbook/commandSupport.js';
+import { exitIfInvalid } from '../../src/cli/sessionCommand.js';
 import { loadStepLibrary } from '../../src/playbook/library.js';
 import type { Playbook } from '../../src/playbook/schema.js';
 import { loadValidPlaybook } from '../../src/playbook/session.js';
-import { formatShow, showJson } from '../../src/playbook/showOutput.js';
+import { formatShow, showJson } from '../../src/cli/output/playbookShow.js';
 
 export default class PlaybookShow extends BaseCommand {
   static override description = 'Validate a playbook (a shipped NAME or a FILE) and print its variables and steps. A bad playbook is refused with one line per problem (file:line:col), exit 2.';

@@ -1,6 +1,6 @@
 // `lifeboat audit export`: the whole log (or one run) as JSON, or as CSV with one
 // row per step and per event, for spreadsheets and ticket attachments.
-import type { AuditExport } from './auditLog.js';
+import type { AuditExport } from './queries.js';
 
 export const EXPORT_FORMATS = ['json', 'csv'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];

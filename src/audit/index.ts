@@ -1,7 +1,9 @@
 // The audit log: what the playbook engine, `recover` and `lifeboat audit …` import.
-export { AuditLog, UnknownRunError, newRunId, isRunId } from './auditLog.js';
+export { AuditLog, newRunId, isRunId } from './journal.js';
+export { AuditReader, UnknownRunError } from './queries.js';
+export type { AuditExport } from './queries.js';
+export { verifyChain } from './verify.js';
 export type {
-  AuditExport,
   AuditLogOptions,
   EventInput,
   FinishRunInput,
@@ -10,8 +12,8 @@ export type {
   RunIdsPatch,
   StartRunInput,
   StartStepInput,
-} from './auditLog.js';
-export { auditDbFlag, openAuditLogForReading, openAuditLogForWriting } from './auditFlags.js';
+} from './journal.js';
+export { openAuditLogForReading, openAuditLogForWriting } from './open.js';
 export { canonicalJson, GENESIS_HASH, linkHash, sha256Hex } from './hashChain.js';
 export { AUDIT_DB_ENV, resolveAuditDbPath } from './location.js';
 export { AuditDbMissingError } from './schema.js';

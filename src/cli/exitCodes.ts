@@ -15,6 +15,11 @@ export const EXIT = {
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
+/** How a playbook run's outcome ends the process: succeeded 0, refused 3, failed or interrupted 1. */
+export function exitCodeFor(outcome: 'succeeded' | 'failed' | 'refused' | 'interrupted'): ExitCode {
+  return outcome === 'succeeded' ? EXIT.OK : outcome === 'refused' ? EXIT.REFUSED : EXIT.FAILURE;
+}
+
 export interface ExitDecision {
   code: number;
   /** one line for stderr; absent when there is nothing to say */

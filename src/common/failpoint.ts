@@ -12,6 +12,10 @@
 //   sync-journal:<file>       raft storage: after every fsync of the log, append "<segment> <offset>" made durable to <file>
 //   ack-before-fsync          member, a planted bug: apply and answer without waiting for the log's fsync
 //
+// Also read once, in one place, for a separate CLI process in tests:
+//   LIFEBOAT_TEST_STEPS=<module>   playbook: add the module's fake step types (never replace one);
+//                                  read in playbook/library.ts only
+//
 // "Die" is a SIGKILL to itself (a shell shows exit 137): no cleanup, as a kill -9
 // leaves things (the page cache survives; the power-loss model covers what it does not).
 

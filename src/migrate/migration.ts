@@ -8,6 +8,7 @@ import path from 'node:path';
 import { lifeboatStateDir } from '../audit/location.js';
 import type { EtcdClient } from '../client/etcdClient.js';
 import { InputError, RefusedError } from '../client/errors.js';
+import { dieNow, failpointArg } from '../common/failpoint.js';
 import { CompactedError, copyAtRevision } from './copy.js';
 import { writeOps } from './destWriter.js';
 import { follow } from './follow.js';
@@ -31,8 +32,6 @@ export interface MigrateOptions {
   /** aborted to stop at once, progress kept */
   abort: AbortSignal;
   log(line: string): void;
-  /** the fault hook (LIFEBOAT_FAULT): `migrate-copy:N` dies by SIGKILL once N copy batches are recorded */
-  fault?: string;
   onCopyProgress(done: number, total: number): void;
 }
 
@@ -92,11 +91,12 @@ export async function migrate(o: MigrateOptions): Promise<MigrateResult> {
     }
     progress ??= newProgress(o, source.cluster, dest.cluster, srcHead.header.revision);
     const p = progress;
-    const killAfter = /^migrate-copy:(\d+)$/.exec(o.fault ?? '')?.[1];
+    // The failpoint migrate-copy:N (common/failpoint.ts): die once N copy batches are recorded.
+    const killAfter = /^\d+$/.exec(failpointArg('migrate-copy') ?? '')?.[0];
     let batches = 0;
     const save = () => {
       writeProgress(o.progressFile, p);
-      if (killAfter !== undefined && p.phase === 'copy' && ++batches > Number(killAfter)) process.kill(process.pid, 'SIGKILL');
+      if (killAfter !== undefined && p.phase === 'copy' && ++batches > Number(killAfter)) dieNow();
     };
     save();
     if (resumed) o.log(`resuming the migration recorded in ${o.progressFile} (${p.phase === 'copy' ? `copy at revision ${p.copyRevision}, ${p.copiedKeys} keys done` : `applied through revision ${p.appliedRevision}`})`);

@@ -3,16 +3,17 @@
 // runs and its end (outputs or error) after, every prompt and answer recorded,
 // and the run's outcome closing the record with the chain's head hash.
 //
-// The run stops at the first step that fails. How it ends decides the exit code:
-// succeeded 0; refused 3 (a SafetyCheckError, a refusal, an unconfirmed step);
-// failed 1; interrupted 1. A stopped run can be resumed (resume.ts): completed
-// steps are skipped with their recorded outputs, the rest run again.
+// The run stops at the first step that fails and returns its outcome: succeeded;
+// refused (a SafetyCheckError, a refusal, an unconfirmed step); failed;
+// interrupted (src/cli maps it to an exit code). A stopped run can be resumed
+// (resume.ts): completed steps are skipped with their recorded outputs, the rest
+// run again.
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { AuditLog, FinalOutcome, RunIdsPatch, StepRecord, StepRef } from '../audit/index.js';
 import { canonicalJson } from '../audit/index.js';
 import { RefusedError } from '../client/errors.js';
-import { EXIT } from '../cli/exitCodes.js';
+import { crashAt } from '../common/failpoint.js';
 import { NotConfirmedError, RunInterruptedError } from './errors.js';
 import { interpolate, UnresolvedReferenceError } from './interpolate.js';
 import { resolveParams, RunScope, stepTitle } from './params.js';
@@ -22,10 +23,17 @@ import { SafetyCheckError, type StepContext } from './stepTypes.js';
 import type { StepLibrary } from './validate.js';
 import type { BoundVariables } from './variables.js';
 
-/** The environment variable of the fault hook: `after-step:<stable step id>` exits with 137 after that step ran, before its end is recorded. */
-export const FAULT_ENV = 'LIFEBOAT_FAULT';
-
 const ID_FIELDS = ['clusterIdBefore', 'memberIdsBefore', 'clusterIdAfter', 'memberIdsAfter'] as const;
+
+/** Test knobs, passed at construction by in-process engine tests (a separate process uses LIFEBOAT_FAULT: common/failpoint.ts). */
+export interface EngineKnobs {
+  /**
+   * Called at each crash point (`after-step:<stable step id>`: the step's work
+   * returned, its end not yet recorded) instead of failpoint.ts's crashAt; a
+   * test throws (or records) there to stand in for a kill.
+   */
+  crashAt?: (point: string) => void;
+}
 
 /** Where a resumed run picks up: the latest attempt of each ordinal. */
 export interface ResumeState {
@@ -55,10 +63,8 @@ export interface RunPlaybookOptions {
   endpoints?: string;
   /** where the run keeps files; default: runs/<run id> next to the audit database */
   runDir?: string;
-  /** the value of LIFEBOAT_FAULT */
-  fault?: string;
-  /** how the fault hook ends the process (tests of the engine replace it) */
-  exitProcess?: (code: number) => never;
+  /** test knobs (in-process engine tests only) */
+  knobs?: EngineKnobs;
   signal?: AbortSignal;
   /** events to record at the start (e.g. test step types in use) */
   startEvents?: Array<{ kind: string; message: string; data?: Record<string, unknown> }>;
@@ -69,8 +75,6 @@ export interface RunResult {
   outcome: FinalOutcome;
   /** the audit chain's head hash after the run's end was recorded */
   head: string;
-  /** 0, 1 or 3 */
-  exitCode: number;
   /** why it did not succeed: one line naming the step */
   error?: Error;
   /** the stable id of the step that failed or was refused */
@@ -188,12 +192,10 @@ class PlaybookRun {
       }
     }
     const head = audit.finishRun(this.runId, { outcome, ...(error ? { error } : {}) });
-    const exitCode = outcome === 'succeeded' ? EXIT.OK : outcome === 'refused' ? EXIT.REFUSED : EXIT.FAILURE;
     return {
       runId: this.runId,
       outcome,
       head,
-      exitCode,
       ...(error ? { error } : {}),
       ...(failedStep ? { failedStep } : {}),
       ran: this.ran,
@@ -283,10 +285,8 @@ class PlaybookRun {
       audit.finishStep(ref, { status: 'failed', error: e });
       throw new StepFailedError(stableId, e, title);
     }
-    if (this.o.fault === `after-step:${stableId}`) {
-      // The fault hook: die as if killed between the step's effect and its record.
-      (this.o.exitProcess ?? ((code: number) => process.exit(code)))(137);
-    }
+    // The crash point: die (LIFEBOAT_FAULT=after-step:<id>) as if killed between the step's effect and its record.
+    (this.o.knobs?.crashAt ?? crashAt)(`after-step:${stableId}`);
     audit.finishStep(ref, { status: 'succeeded', outputs });
     scope.setOutputs(n.id, outputs);
   }

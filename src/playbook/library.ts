@@ -1,10 +1,11 @@
 // The step library a run uses: the engine's own steps (confirm, note), the
 // cluster steps of steps/index.ts, and — for tests only — step types from the
 // module named by LIFEBOAT_TEST_STEPS (which may add types, never replace one).
+// This is the one place LIFEBOAT_TEST_STEPS is read (listed in common/failpoint.ts).
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BUILTIN_STEPS } from './builtinSteps.js';
-import type { StepDefinition } from './stepTypes.js';
+import { STEP_LIBRARY } from './steps/index.js';
 import type { StepLibrary } from './validate.js';
 
 /** The environment variable that names a module exporting extra step types (`STEP_LIBRARY` or `TEST_STEPS`): tests only. */
@@ -16,24 +17,9 @@ export interface LoadedLibrary {
   testSteps?: { module: string; types: string[] };
 }
 
-// Resolved at run time so this builds before steps/index.ts exists.
-const STEPS_MODULE = new URL('./steps/index.js', import.meta.url);
-
-async function clusterSteps(): Promise<Record<string, StepDefinition>> {
-  try {
-    const mod = (await import(STEPS_MODULE.href)) as { STEP_LIBRARY?: Record<string, StepDefinition> };
-    return mod.STEP_LIBRARY ?? {};
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException & { url?: string };
-    // Only the module itself missing is tolerated, never a broken import inside it.
-    if (e.code === 'ERR_MODULE_NOT_FOUND' && (e.url === STEPS_MODULE.href || e.message.includes(STEPS_MODULE.pathname))) return {};
-    throw err;
-  }
-}
-
 /** `{...BUILTIN_STEPS, ...STEP_LIBRARY}`, plus LIFEBOAT_TEST_STEPS when set. */
 export async function loadStepLibrary(env: NodeJS.ProcessEnv = process.env): Promise<LoadedLibrary> {
-  const library: StepLibrary = { ...BUILTIN_STEPS, ...(await clusterSteps()) };
+  const library: StepLibrary = { ...BUILTIN_STEPS, ...STEP_LIBRARY };
   const extra = env[TEST_STEPS_ENV];
   if (!extra) return { library };
   const module = path.resolve(extra);

@@ -1,31 +1,48 @@
 // What `playbook run`, `playbook resume` (and `lifeboat recover`) do between
 // parsing their flags and printing: find and validate the playbook, bind its
 // variables (prompting on a terminal, failing fast without one), dry-run or run
-// it with the right view, and say how it ended — the run ID and the audit
-// chain's head hash — with the error that sets the exit code.
+// it with the view the cli gives, and say how it ended — the run ID and the audit
+// chain's head hash — with its outcome. The terminal (view, prompts, Ctrl-C) is
+// the caller's SessionIo; nothing here prints or exits.
 import { existsSync } from 'node:fs';
 import { AuditDbMissingError, openAuditLogForWriting, resolveAuditDbPath, UnknownRunError, type AuditLog } from '../audit/index.js';
 import { InputError, RefusedError } from '../client/errors.js';
 import { dryRunJson, formatDryRun } from './dryRun.js';
-import { FAULT_ENV, runPlaybook, type RunResult } from './engine.js';
+import { runPlaybook, type RunResult } from './engine.js';
 import { NotConfirmedError, RunInterruptedError } from './errors.js';
-import { InteractiveRenderer } from './interactiveRenderer.js';
 import { loadStepLibrary, TEST_STEPS_ENV, type LoadedLibrary } from './library.js';
 import { locatePlaybook } from './locate.js';
 import { readPlaybookWithProblems } from './parse.js';
 import { planRun } from './plan.js';
-import { askReason, askVariable, REASON_QUESTION } from './prompts.js';
 import { checkResumable, recordedRun, resumeState } from './resume.js';
 import type { RunView } from './runView.js';
 import type { Playbook } from './schema.js';
-import { ScriptedRenderer } from './scriptedRenderer.js';
 import type { StepContext } from './stepTypes.js';
 import { validatePlaybook } from './validate.js';
-import { bindVariables, formatBound, type BoundVariables } from './variables.js';
+import { bindVariables, formatBound, type BoundVariables, type VariableAsker } from './variables.js';
 
 export type Connection = StepContext['connection'];
 
+/** The question recorded with the reason when it was asked on the terminal. */
+export const REASON_QUESTION = 'Why are you running this playbook? (recorded in the audit log)';
+
+/** The terminal side of a session, provided by src/cli (sessionIo.ts). */
+export interface SessionIo {
+  /** stdin and stdout are terminals */
+  interactive: boolean;
+  /** the run's view: a live task list when `interactive`, else plain log lines */
+  view(interactive: boolean): RunView;
+  /** asks for a variable's value (on a terminal) */
+  askVariable: VariableAsker;
+  /** asks why the run is made (on a terminal) */
+  askReason(): Promise<string>;
+  /** runs `fn` with a signal that the operator's Ctrl-C aborts */
+  withInterrupt<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T>;
+}
+
 interface CommonRequest {
+  /** the terminal: view, prompts, Ctrl-C */
+  io: SessionIo;
   yes?: boolean;
   /** --audit-db (else $LIFEBOAT_AUDIT_DB, else the XDG state dir) */
   auditDb?: string;
@@ -39,8 +56,6 @@ interface CommonRequest {
   /** the step library (default: built-in + steps/ + LIFEBOAT_TEST_STEPS) */
   library?: LoadedLibrary;
   env?: NodeJS.ProcessEnv;
-  /** where log lines go (default: stdout, or stderr with json) */
-  write?: (line: string) => void;
 }
 
 export interface PlaybookRunRequest extends CommonRequest {
@@ -72,13 +87,9 @@ export interface SessionResult {
   text: string;
   /** the -w json result */
   json: unknown;
-  /** the run did not succeed: throw this (its class sets the exit code: RefusedError 3, others 1) */
+  /** the run did not succeed: throw this (src/cli sets the exit code from the run's outcome) */
   error?: Error;
   run?: RunResult;
-}
-
-function isTerminal(): boolean {
-  return !!process.stdin.isTTY && !!process.stdout.isTTY;
 }
 
 /** Loads, validates and lays out a playbook: everything `run --dry-run` and `show` check. */
@@ -93,7 +104,7 @@ export async function runPlaybookSession(req: PlaybookRunRequest): Promise<Sessi
   const env = req.env ?? process.env;
   const library = req.library ?? (await loadStepLibrary(env));
   const pb = await loadValidPlaybook(req.target, library);
-  const interactive = req.interactive ?? isTerminal();
+  const interactive = req.interactive ?? req.io.interactive;
   if (!req.dryRun && !interactive && (req.reason === undefined || req.reason.trim() === '')) {
     throw new InputError('--reason is required when there is no terminal to ask on: it is recorded in the audit log with the run');
   }
@@ -103,7 +114,7 @@ export async function runPlaybookSession(req: PlaybookRunRequest): Promise<Sessi
       ...(req.sets ? { sets: req.sets } : {}),
       ...(req.given ? { given: req.given } : {}),
       ...(req.endpointsGiven && req.endpoints !== undefined ? { endpoints: req.endpoints } : {}),
-      ...(interactive ? { ask: askVariable } : {}),
+      ...(interactive ? { ask: req.io.askVariable } : {}),
     }),
   );
   const plan = planRun(pb, library.library, bound.values, req.endpoints);
@@ -113,7 +124,7 @@ export async function runPlaybookSession(req: PlaybookRunRequest): Promise<Sessi
   let reason = req.reason?.trim() ?? '';
   let reasonPrompt: string | undefined;
   if (reason === '') {
-    reason = await cancellable(askReason);
+    reason = await cancellable(() => req.io.askReason());
     reasonPrompt = REASON_QUESTION;
   }
   const audit = openAuditLogForWriting(req.auditDb);
@@ -121,7 +132,7 @@ export async function runPlaybookSession(req: PlaybookRunRequest): Promise<Sessi
     const view = makeView(req, interactive);
     view.log(`Variables:`);
     for (const l of pb.variables.length ? formatBound(pb, bound) : ['(none)']) view.log(`  ${l}`);
-    const result = await withInterrupt((signal) =>
+    const result = await req.io.withInterrupt((signal) =>
       runPlaybook({
         playbook: pb,
         library: library.library,
@@ -133,7 +144,6 @@ export async function runPlaybookSession(req: PlaybookRunRequest): Promise<Sessi
         yes: req.yes ?? false,
         connection: req.connection,
         ...(req.endpoints !== undefined ? { endpoints: req.endpoints } : {}),
-        ...(env[FAULT_ENV] ? { fault: env[FAULT_ENV] } : {}),
         signal,
         startEvents: [...testStepEvents(library), ...(req.events ?? [])],
       }),
@@ -167,9 +177,9 @@ export async function resumePlaybookSession(req: PlaybookResumeRequest): Promise
     const connection = req.explicit?.connection || !rec.connection ? req.connection : rec.connection;
     const plan = planRun(pb, library.library, bound.values, endpoints);
     plan.problems.throwIfAny();
-    const interactive = req.interactive ?? isTerminal();
+    const interactive = req.interactive ?? req.io.interactive;
     const view = makeView(req, interactive);
-    const result = await withInterrupt((signal) =>
+    const result = await req.io.withInterrupt((signal) =>
       runPlaybook({
         playbook: pb,
         library: library.library,
@@ -182,7 +192,6 @@ export async function resumePlaybookSession(req: PlaybookResumeRequest): Promise
         connection,
         ...(endpoints !== undefined ? { endpoints } : {}),
         ...(rec.runDir ? { runDir: rec.runDir } : {}),
-        ...(env[FAULT_ENV] ? { fault: env[FAULT_ENV] } : {}),
         signal,
         startEvents: testStepEvents(library),
       }),
@@ -194,8 +203,7 @@ export async function resumePlaybookSession(req: PlaybookResumeRequest): Promise
 }
 
 function makeView(req: CommonRequest, interactive: boolean): RunView {
-  const write = req.write ?? (req.json ? (l: string) => process.stderr.write(`${l}\n`) : (l: string) => process.stdout.write(`${l}\n`));
-  return interactive && !req.json ? new InteractiveRenderer(write) : new ScriptedRenderer(write);
+  return req.io.view(interactive && !req.json);
 }
 
 function testStepEvents(library: LoadedLibrary): Array<{ kind: string; message: string; data?: Record<string, unknown> }> {
@@ -235,25 +243,6 @@ function summarize(r: RunResult, audit: AuditLog): SessionResult {
   else if (r.outcome === 'failed') error = new Error(`run ${r.runId} failed: ${r.error?.message ?? ''}`);
   else if (r.outcome === 'interrupted') error = new RunInterruptedError(`run ${r.runId} ${r.error?.message ?? 'interrupted'}; resume with 'lifeboat playbook resume ${r.runId}'`);
   return { text: lines.join('\n'), json, run: r, ...(error ? { error } : {}) };
-}
-
-/** Ctrl-C during a run: abort its signal (the current step sees it); a second one exits at once. */
-async function withInterrupt<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const controller = new AbortController();
-  const onInt = () => {
-    if (controller.signal.aborted) {
-      process.stderr.write('Interrupted again: exiting now; the run stays resumable.\n');
-      process.exit(1);
-    }
-    process.stderr.write('Interrupting: the run stops after the current step (Ctrl-C again to exit now).\n');
-    controller.abort();
-  };
-  process.on('SIGINT', onInt);
-  try {
-    return await fn(controller.signal);
-  } finally {
-    process.off('SIGINT', onInt);
-  }
 }
 
 /** A prompt cancelled with Ctrl-C before the run started: nothing was run or recorded. */

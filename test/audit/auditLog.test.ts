@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { AuditLog, isRunId, UnknownRunError } from '../../src/audit/auditLog.js';
+import { AuditLog, isRunId, UnknownRunError } from '../../src/audit/index.js';
 import { resolveAuditDbPath } from '../../src/audit/location.js';
 import { AuditDbMissingError } from '../../src/audit/schema.js';
 import { FakeClock, openLog, recordSampleRun, tempDbPath, tempDir, WHO } from './fixtures.js';

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after } from 'node:test';
 import Database from 'better-sqlite3';
-import { AuditLog } from '../../src/audit/auditLog.js';
+import { AuditLog } from '../../src/audit/index.js';
 import type { StepRecord } from '../../src/audit/types.js';
 
 /** A fresh directory under the OS temp dir, removed when the test file ends. */

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { canonicalJson, GENESIS_HASH, linkHash } from '../../src/audit/hashChain.js';
-import { AuditLog } from '../../src/audit/auditLog.js';
+import { AuditLog } from '../../src/audit/index.js';
 import { chainRows, FakeClock, openLog, recordSampleRun, tamper, tempDbPath, type RawChainRow } from './fixtures.js';
 
 /** A log holding the sample run (8 rows), closed; its path and the head finishRun returned. */

@@ -5,12 +5,13 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { after, describe, test } from 'node:test';
 import { AuditLog } from '../../src/audit/index.js';
+import { exitCodeFor } from '../../src/cli/exitCodes.js';
 import { BUILTIN_STEPS } from '../../src/playbook/builtinSteps.js';
 import { runPlaybook, type RunPlaybookOptions } from '../../src/playbook/engine.js';
 import { parsePlaybook } from '../../src/playbook/parse.js';
 import { planRun } from '../../src/playbook/plan.js';
 import type { ExecNode, RunView } from '../../src/playbook/runView.js';
-import { ScriptedRenderer } from '../../src/playbook/scriptedRenderer.js';
+import { ScriptedRenderer } from '../../src/cli/output/scriptedRenderer.js';
 import { validatePlaybook } from '../../src/playbook/validate.js';
 import { bindVariables } from '../../src/playbook/variables.js';
 import { recorded, TEST_STEPS } from './fakeSteps.js';
@@ -105,7 +106,7 @@ steps:
 `;
     const { result, audit } = await run(yaml);
     assert.equal(result.outcome, 'succeeded', result.error?.message);
-    assert.equal(result.exitCode, 0);
+    assert.equal(exitCodeFor(result.outcome), 0);
     assert.deepEqual(recorded(l), ['start', 'item-a', 'after-item-a-start', 'item-b', 'after-item-b-start', 'item-c', 'after-item-c-start', 'end-1']);
     assert.deepEqual(result.ran, ['first', 'each[1].rec', 'each[1].echo', 'each[2].rec', 'each[2].echo', 'each[3].rec', 'each[3].echo', 'last']);
     const steps = audit.steps(result.runId);
@@ -132,7 +133,7 @@ steps:
   - {id: c, type: record, with: {log: ${l}, label: c}}
 `);
     assert.equal(result.outcome, 'failed');
-    assert.equal(result.exitCode, 1);
+    assert.equal(exitCodeFor(result.outcome), 1);
     assert.equal(result.failedStep, 'boom');
     assert.equal(result.error?.message, 'step boom (Break things): disk on fire');
     assert.deepEqual(recorded(l), ['a']);
@@ -157,7 +158,7 @@ steps:
       { yes: true },
     );
     assert.equal(result.outcome, 'refused');
-    assert.equal(result.exitCode, 3);
+    assert.equal(exitCodeFor(result.outcome), 3);
     assert.equal(result.failedStep, 'fence');
     assert.match(result.error!.message, /^step fence \(unsafe\): member m2 answers/);
     assert.deepEqual(recorded(l), []);
@@ -172,7 +173,7 @@ steps:
   - {id: go, type: confirm, with: {message: Remove member m2?}}
 `);
     assert.equal(result.outcome, 'refused');
-    assert.equal(result.exitCode, 3);
+    assert.equal(exitCodeFor(result.outcome), 3);
     assert.match(result.error!.message, /^step go \(confirm\): needs confirmation \("Remove member m2\?"\) and there is no terminal to ask on; resume with 'lifeboat playbook resume r-\S+ --yes'/);
     const prompts = audit.events(result.runId).filter((e) => e.kind === 'prompt');
     assert.equal(prompts.length, 1);

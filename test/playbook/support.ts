@@ -50,5 +50,6 @@ export function lifeboat(home: string, args: string[], env: NodeJS.ProcessEnv = 
     timeout: timeoutMs,
   });
   if (r.error) throw r.error;
-  return { code: r.status ?? (r.signal ? 128 : null), stdout: r.stdout, stderr: r.stderr };
+  // Killed by a signal: the code a shell shows (SIGKILL, as a failpoint dies: 137).
+  return { code: r.status ?? (r.signal ? 128 + os.constants.signals[r.signal] : null), stdout: r.stdout, stderr: r.stderr };
 }

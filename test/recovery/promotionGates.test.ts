@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { AuditLog } from '../../src/audit/auditLog.js';
+import { AuditLog } from '../../src/audit/index.js';
 import { EtcdClient } from '../../src/client/etcdClient.js';
 import { BIN, LifeboatCluster, killByLock, lifeboat, pidByLock, run, waitFor, type MemberProc } from '../support/lifeboatCluster.js';
 

@@ -12,14 +12,13 @@ import {
   checkCluster,
   clientFor,
   promoteWhenReady,
-  serverArgs,
-  spawnMember,
   statusOf,
   LearnerStalledError,
   waitCaughtUp,
   waitHealthy,
   waitUntil,
-} from '../../recovery/memberOps.js';
+} from '../../ops/memberOps.js';
+import { serverArgs, spawnMember } from '../../ops/startMember.js';
 import type { StepContext, StepDefinition } from '../stepTypes.js';
 
 const endpointsParam = { type: 'list' as const, required: true, description: 'client URLs of the cluster' };

@@ -1,6 +1,6 @@
 // The scripted view of a run: one plain, timestamped log line per thing that
 // happens, for runbooks, CI logs and `tee`. It never asks anything.
-import { stepLabel, type ExecNode, type RunView, type StepUi } from './runView.js';
+import { stepLabel, type ExecNode, type RunView, type StepUi } from '../../playbook/runView.js';
 
 export class ScriptedRenderer implements RunView {
   readonly interactive = false;

@@ -1,7 +1,8 @@
-// `lifeboat audit verify`: what it prints.
-import type { Renderer } from '../cli/baseCommand.js';
-import { GENESIS_HASH } from './hashChain.js';
-import type { VerifyResult } from './types.js';
+// `lifeboat audit verify`'s output: intact (rows, head), or one line naming the
+// first bad row and why.
+import type { Renderer } from '../baseCommand.js';
+import { GENESIS_HASH } from '../../audit/hashChain.js';
+import type { VerifyResult } from '../../audit/types.js';
 
 export type VerifyReport = VerifyResult & { auditDb: string; expectedHead: string | null };
 

@@ -1,14 +1,7 @@
-// What every command that touches the audit log shares: the --audit-db flag and
-// opening the log it names.
-import { Flags } from '@oclif/core';
-import { AuditLog } from './auditLog.js';
+// Opening the audit log a command names (--audit-db, else its defaults): read-only
+// for review, created with its directories for recording runs.
+import { AuditLog } from './journal.js';
 import { resolveAuditDbPath } from './location.js';
-
-export const auditDbFlag = Flags.string({
-  description:
-    'the audit database (default: $LIFEBOAT_AUDIT_DB, else $XDG_STATE_HOME/lifeboat/audit.db, else ~/.local/state/lifeboat/audit.db)',
-  helpValue: 'PATH',
-});
 
 /**
  * The log named by --audit-db (or its defaults), opened read-only; a missing

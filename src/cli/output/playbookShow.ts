@@ -1,8 +1,9 @@
-// `playbook show` and `playbook list` as text and JSON.
-import { formatDuration } from '../client/duration.js';
-import type { PlaybookListing } from './locate.js';
-import type { PlanNode, Playbook, VariableDef } from './schema.js';
-import { formatValue } from './values.js';
+// `playbook show` and `playbook list` as text and JSON: a playbook's variables
+// and steps, and the shipped playbooks one per line.
+import { formatDuration } from '../../client/duration.js';
+import type { PlaybookListing } from '../../playbook/locate.js';
+import type { PlanNode, Playbook, VariableDef } from '../../playbook/schema.js';
+import { formatValue } from '../../playbook/values.js';
 
 function validationText(v: VariableDef): string {
   const parts: string[] = [];

@@ -1,6 +1,7 @@
-// How `lifeboat migrate` prints its result.
-import type { Renderer } from '../cli/baseCommand.js';
-import type { MigrateResult } from './migration.js';
+// How `lifeboat migrate` prints its result: what was copied, applied and repaired,
+// and the revision both sides were verified equal at.
+import type { MigrateResult } from '../../migrate/migration.js';
+import type { Renderer } from '../baseCommand.js';
 
 export const migrateOutput: Renderer<MigrateResult> = {
   simple: (r) => {

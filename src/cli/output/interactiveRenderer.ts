@@ -1,10 +1,9 @@
-// The interactive view of a run: a listr2 task list that shows every step, its
-// live progress and notes, for-each groups as subtasks, and asks confirmations
-// inside the list (through a small inquirer adapter, so the prompt is drawn by
-// listr2 and does not fight its redraws).
+// The interactive view of a run (a RunView): a listr2 task list of every step with
+// its live progress and notes, for-each groups as subtasks, and confirmations asked
+// inside the list (an inquirer adapter, so the prompt does not fight the redraws).
 import { confirm } from '@inquirer/prompts';
 import { Listr, ListrPromptAdapter, ListrTaskEventType, type ListrTask } from 'listr2';
-import { stepLabel, type ExecNode, type RunView, type StepUi } from './runView.js';
+import { stepLabel, type ExecNode, type RunView, type StepUi } from '../../playbook/runView.js';
 
 /** Draws an @inquirer/prompts confirm inside a listr2 task. */
 class ConfirmAdapter extends ListrPromptAdapter {

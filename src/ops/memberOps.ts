@@ -1,11 +1,6 @@
-// Operations on a live cluster that recovery and playbooks are made of: start a
-// member, wait for health, re-add a member as a learner, wait until it has
-// caught up (read through Maintenance.Status, so it works against real etcd
-// too), promote it, check that the cluster agrees. Every wait is bounded.
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+// Cluster operations over the client, for recovery and the other playbooks: status,
+// member list, the leader, wait for health, wait until a learner caught up (through
+// Maintenance.Status, so real etcd too), promote, check agreement. Every wait is bounded.
 import { EtcdClient } from '../client/etcdClient.js';
 import { EtcdClientError } from '../client/errors.js';
 import type { Member, StatusResult } from '../client/types.js';
@@ -49,53 +44,6 @@ export async function waitUntil<T>(what: string, timeoutMs: number, fn: () => Pr
     if (Date.now() >= deadline) throw new Error(`timed out after ${Math.round(timeoutMs / 1000)}s waiting for ${what}${last ? ` (last error: ${last})` : ''}`);
     await sleep(everyMs, signal);
   }
-}
-
-/** The package root, from src/ or dist/src/. */
-function packageRoot(): string {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  return here.includes(`${path.sep}dist${path.sep}`) ? path.resolve(here, '../../..') : path.resolve(here, '../..');
-}
-
-export interface StartMemberOptions {
-  name: string;
-  dataDir: string;
-  peerUrl: string;
-  clientUrl: string;
-  initialCluster: string;
-  state: 'new' | 'existing';
-  logFile: string;
-  extraArgs?: string[];
-}
-
-/** The `lifeboat server` command line for a member (what a remote host should run). */
-export function serverArgs(o: StartMemberOptions): string[] {
-  return [
-    'server',
-    '--name', o.name,
-    '--data-dir', o.dataDir,
-    '--listen-peer-urls', o.peerUrl,
-    '--initial-advertise-peer-urls', o.peerUrl,
-    '--listen-client-urls', o.clientUrl,
-    '--advertise-client-urls', o.clientUrl,
-    '--initial-cluster', o.initialCluster,
-    '--initial-cluster-state', o.state,
-    ...(o.extraArgs ?? []),
-  ];
-}
-
-/** Starts a member on this host, detached, its log appended to logFile; returns its pid. */
-export function spawnMember(o: StartMemberOptions): number {
-  fs.mkdirSync(path.dirname(o.logFile), { recursive: true });
-  const log = fs.openSync(o.logFile, 'a');
-  const child = spawn(process.execPath, [path.join(packageRoot(), 'bin', 'run.js'), ...serverArgs(o)], {
-    detached: true,
-    stdio: ['ignore', log, log],
-  });
-  child.unref();
-  fs.closeSync(log);
-  if (child.pid === undefined) throw new Error(`could not start member ${o.name}`);
-  return child.pid;
 }
 
 export async function statusOf(endpoint: string, conn: Connection): Promise<StatusResult> {

@@ -1,12 +1,11 @@
-// The questions an interactive run asks before it starts: each variable that
-// has prompt text or no default (offering the default, checking the answer
-// against the variable's type and validation), and why the run is made.
+// The questions asked on a terminal before a run starts (through SessionIo): each
+// variable with prompt text or no default (offering the default, checking the answer
+// against its type and validation), and why the run is made.
 import { confirm, input, select } from '@inquirer/prompts';
-import type { VariableDef } from './schema.js';
-import { checkVariableValue, promptText, type VariableAsker } from './variables.js';
-import { formatValue } from './values.js';
-
-export const REASON_QUESTION = 'Why are you running this playbook? (recorded in the audit log)';
+import type { VariableDef } from '../playbook/schema.js';
+import { REASON_QUESTION } from '../playbook/session.js';
+import { checkVariableValue, promptText, type VariableAsker } from '../playbook/variables.js';
+import { formatValue } from '../playbook/values.js';
 
 export const askVariable: VariableAsker = async (def, current) => {
   const message = promptText(def);

@@ -1,11 +1,11 @@
 // What the `playbook` and `recover` commands share: the flags of a run, the
-// connection they hand to steps, printing a session's result, and printing a
-// refused playbook one problem per line.
+// connection they hand to steps, printing a session's result and ending with the
+// exit code of its outcome, and printing a refused playbook one problem per line.
 import { Flags, type Command } from '@oclif/core';
-import { EtcdCommand, type WriteOut } from '../cli/baseCommand.js';
-import { EXIT } from '../cli/exitCodes.js';
-import { PlaybookInvalidError } from './errors.js';
-import type { Connection, SessionResult } from './session.js';
+import { PlaybookInvalidError } from '../playbook/errors.js';
+import type { Connection, SessionResult } from '../playbook/session.js';
+import { EtcdCommand, type WriteOut } from './baseCommand.js';
+import { EXIT, exitCodeFor } from './exitCodes.js';
 
 export const playbookYesFlag = Flags.boolean({
   char: 'y',
@@ -54,12 +54,14 @@ export function exitIfInvalid(cmd: Command, err: unknown): void {
   cmd.exit(EXIT.USAGE);
 }
 
-/** A command that runs a playbook session: prints its result, ends with its error, and prints a refused playbook. */
+/** A command that runs a playbook session: prints its result, ends with its error (exit code from the run's outcome), and prints a refused playbook. */
 export abstract class SessionCommand extends EtcdCommand {
   protected async printSession(writeOut: WriteOut, session: Promise<SessionResult>): Promise<void> {
     const result = await session;
     this.print(writeOut, result, { simple: (r: SessionResult) => r.text, json: (r: SessionResult) => r.json });
-    if (result.error) throw result.error;
+    if (!result.error) return;
+    if (result.run) Object.assign(result.error, { oclif: { exit: exitCodeFor(result.run.outcome) } });
+    throw result.error;
   }
 
   protected override async catch(err: Error & { commandId?: string; oclif?: { exit?: number } }): Promise<unknown> {

@@ -1,7 +1,8 @@
-// `lifeboat audit list`: one line per run.
-import type { Renderer } from '../cli/baseCommand.js';
-import { renderTable } from '../cli/output/table.js';
-import type { RunRecord } from './types.js';
+// `lifeboat audit list`'s output: one line per run (ID, start, playbook, who,
+// outcome, reason), oldest first.
+import type { Renderer } from '../baseCommand.js';
+import { renderTable } from './table.js';
+import type { RunRecord } from '../../audit/types.js';
 
 const HEAD = ['ID', 'STARTED', 'PLAYBOOK', 'WHO', 'OUTCOME', 'REASON'];
 

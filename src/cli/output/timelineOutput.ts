@@ -1,7 +1,7 @@
 // `lifeboat audit show`: one run as a readable timeline — a header, then its
 // steps, prompts, notes, resumes and end in the order they were written.
-import type { Renderer } from '../cli/baseCommand.js';
-import type { EventRecord, RunMark, RunRecord, StepRecord, TimelineEntry } from './types.js';
+import type { Renderer } from '../baseCommand.js';
+import type { EventRecord, RunMark, RunRecord, StepRecord, TimelineEntry } from '../../audit/types.js';
 
 export interface RunTimeline {
   run: RunRecord;

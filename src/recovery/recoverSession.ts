@@ -1,0 +1,84 @@
+// The recover session's logic, between its questions: the plan's source, the
+// recover-from-quorum-loss variables the plan fills (the operator's --set wins),
+// and the timeline events — questions, answers, the plan — recorded with the run.
+import { RefusedError } from '../client/errors.js';
+import { formatPlan, planRecovery, type RecoveryPlan } from './plan.js';
+
+/** The playbook `lifeboat recover` runs. */
+export const RECOVER_PLAYBOOK = 'recover-from-quorum-loss';
+
+export const DATA_DIRS_QUESTION = 'Data dirs of the stopped survivors (comma-separated, every one you have):';
+
+export interface SessionEvent {
+  kind: string;
+  message: string;
+  data?: Record<string, unknown>;
+}
+
+/** What the session asks the operator: the cli asks on a terminal. */
+export interface RecoverAsk {
+  /** stdin and stdout are terminals */
+  tty: boolean;
+  /** a text answer (validated non-empty) */
+  input(message: string): Promise<string>;
+  confirm(question: string): Promise<boolean>;
+  /** shows the plan before the go-ahead */
+  show(text: string): void;
+}
+
+export interface RecoverInput {
+  dataDirs: string[];
+  snapshots: string[];
+  discardUncommitted: boolean;
+  yes: boolean;
+  /** the operator's --set NAME=VALUE */
+  sets: string[];
+}
+
+export interface RecoverDecision {
+  plan: RecoveryPlan;
+  /** the playbook's --set values: the plan's, then the operator's (which win) */
+  sets: string[];
+  /** to record when the run starts */
+  events: SessionEvent[];
+}
+
+/**
+ * Names the sources (asking on a terminal when none are given), plans, shows the
+ * plan and asks for the go-ahead (--yes gives it). Throws RefusedError when
+ * there is nothing to recover from or no go-ahead: nothing was changed.
+ */
+export async function decideRecovery(req: RecoverInput, ask: RecoverAsk): Promise<RecoverDecision> {
+  // The session's own questions, the plan it showed and the go-ahead belong in the run's audit record too.
+  const events: SessionEvent[] = [];
+  let dataDirs = req.dataDirs;
+  if (dataDirs.length === 0 && req.snapshots.length === 0) {
+    if (!ask.tty) throw new RefusedError('no sources: pass --from-data-dir (or --from-snapshot); there is no terminal to ask on');
+    const message = DATA_DIRS_QUESTION;
+    const answer = await ask.input(message);
+    dataDirs = answer.split(',').map((s) => s.trim()).filter(Boolean);
+    events.push({ kind: 'prompt', message, data: { answer, session: 'recover' } });
+  }
+  const plan = await planRecovery({ dataDirs, inspectFiles: [], snapshots: req.snapshots, discardUncommitted: req.discardUncommitted });
+  const planText = formatPlan(plan);
+  ask.show(planText);
+  const best = plan.sources[plan.recommended];
+  events.push({ kind: 'plan', message: `recover plan: recommended ${best.path} (${plan.why})`, data: { text: planText, plan: JSON.parse(JSON.stringify(plan, (_k, v) => (typeof v === 'bigint' ? v.toString(16) : v))) as Record<string, unknown> } });
+  const question = `Recover from ${best.path}?`;
+  const go = ask.tty && !req.yes ? await ask.confirm(question) : req.yes;
+  events.push({ kind: 'prompt', message: question, data: { answer: go, session: 'recover', ...(ask.tty && !req.yes ? {} : { answeredBy: req.yes ? '--yes' : 'nobody: no terminal' }) } });
+  if (!go) throw new RefusedError(ask.tty ? 'recovery not confirmed; nothing was changed' : 'recovery needs --yes without a terminal; nothing was changed');
+  return { plan, sets: recoverSets(plan, req.discardUncommitted, req.sets), events };
+}
+
+/** What the plan knows fills the playbook's variables; the operator's --set wins. */
+export function recoverSets(plan: RecoveryPlan, discardUncommitted: boolean, operatorSets: string[]): string[] {
+  const best = plan.sources[plan.recommended];
+  const me = best.report?.members.find((m) => m.id === best.report?.memberId);
+  const preset = [`source=${best.path}`];
+  if (me?.name) preset.push(`name=${me.name}`);
+  if (me?.peerURLs[0]) preset.push(`peer-url=${me.peerURLs[0]}`);
+  if (discardUncommitted) preset.push('discard-uncommitted=true');
+  const given = new Set(operatorSets.map((s) => s.split('=')[0]));
+  return [...preset.filter((s) => !given.has(s.split('=')[0])), ...operatorSets];
+}
