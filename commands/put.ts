@@ -1,7 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import { EtcdCommand } from '../src/cli/baseCommand.js';
 import { putOutput } from '../src/cli/output/kv.js';
-import { InputError } from '../src/client/errors.js';
+import { InputError } from '../src/common/errors.js';
 import { parseLeaseId } from '../src/client/ids.js';
 
 export default class Put extends EtcdCommand {

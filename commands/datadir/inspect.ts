@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { Args } from '@oclif/core';
 import { BaseCommand } from '../../src/cli/baseCommand.js';
-import { InputError, RefusedError } from '../../src/client/errors.js';
+import { InputError, RefusedError } from '../../src/common/errors.js';
 import { inspectDataDir, type DataDirReport } from '../../src/recovery/inspect.js';
 import { DataDirLockedError } from '../../src/storage/errors.js';
 

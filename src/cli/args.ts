@@ -1,5 +1,5 @@
 // Argument parsing shared by commands, with one-line usage errors (exit 2).
-import { InputError } from '../client/errors.js';
+import { InputError } from '../common/errors.js';
 
 /** A non-negative integer argument or flag value, e.g. a revision. */
 export function parseRevision(text: string, what = 'revision', min = 1): number {

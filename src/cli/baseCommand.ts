@@ -7,8 +7,8 @@
 //   TLS, --debug) and a client built from them, closed when the command ends.
 import { Command, Flags, type Interfaces } from '@oclif/core';
 import { EtcdClient } from '../client/etcdClient.js';
-import { InputError, RefusedError } from '../client/errors.js';
-import { parseDuration } from '../client/duration.js';
+import { InputError, RefusedError } from '../common/errors.js';
+import { parseDuration } from '../common/durations.js';
 import { EXIT } from './exitCodes.js';
 import { toJson } from './output/json.js';
 import { renderTable } from './output/table.js';

@@ -1,7 +1,7 @@
 // Asking before a dangerous request: on a terminal, a yes/no question that names
 // what will happen; without one, a refusal (exit 3) naming the flag that confirms.
 import { confirm } from '@inquirer/prompts';
-import { RefusedError } from '../client/errors.js';
+import { RefusedError } from '../common/errors.js';
 
 export interface DangerousStep {
   /** what will be done, as a verb phrase: "remove member 8e9e05c52164694d (infra1)" */

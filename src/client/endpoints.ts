@@ -1,6 +1,6 @@
 // Endpoint strings as users write them for etcdctl: `host:port`,
 // `http://host:port` (plaintext) or `https://host:port` (TLS), comma-separated.
-import { InputError } from './errors.js';
+import { InputError } from '../common/errors.js';
 
 export interface Endpoint {
   /** as the user wrote it; every message names the endpoint this way */

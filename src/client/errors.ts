@@ -2,15 +2,8 @@
 // there is one), says what went wrong and what to try. Commands let them escape;
 // the CLI turns `InputError` into exit 2 and everything else here into exit 1.
 import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
-import { formatDuration } from './duration.js';
-
-/** Bad input from the user (malformed ID, endpoint, duration, unreadable TLS file): exit 2. */
-export class InputError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'InputError';
-  }
-}
+import { formatDuration } from '../common/durations.js';
+import { InputError } from '../common/errors.js';
 
 export type ClientErrorKind =
   /** the endpoint could not be connected to within the dial timeout */
@@ -36,14 +29,6 @@ export class EtcdClientError extends Error {
   ) {
     super(message);
     this.name = 'EtcdClientError';
-  }
-}
-
-/** A refusal by one of our safety checks (exit 3). */
-export class RefusedError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'RefusedError';
   }
 }
 

@@ -14,7 +14,7 @@ import * as grpc from '@grpc/grpc-js';
 import { Connection, type ServiceClient } from './connection.js';
 import { parseEndpoints, type Endpoint } from './endpoints.js';
 import { EtcdClientError, callError } from './errors.js';
-import { formatDuration } from './duration.js';
+import { formatDuration } from '../common/durations.js';
 import { toBytes } from './keyRange.js';
 import { tlsCredentials, tlsRequested, type TlsOptions } from './tls.js';
 import {

@@ -1,6 +1,6 @@
 // Member, cluster and lease IDs: uint64/int64 held as bigint, written in hex as
 // etcdctl writes them (lowercase, no padding), sent on the wire as decimal strings.
-import { InputError } from './errors.js';
+import { InputError } from '../common/errors.js';
 
 export const MAX_UINT64 = (1n << 64n) - 1n;
 export const MAX_INT64 = (1n << 63n) - 1n;

@@ -1,8 +1,7 @@
 // The client for etcd's v3 API, used by the commands (against real etcd or Lifeboat).
 export { EtcdClient, type EtcdClientOptions } from './etcdClient.js';
-export { EtcdClientError, InputError, RefusedError, type ClientErrorKind } from './errors.js';
+export { EtcdClientError, type ClientErrorKind } from './errors.js';
 export { parseEndpoint, parseEndpoints, type Endpoint } from './endpoints.js';
-export { parseDuration, formatDuration, formatElapsed } from './duration.js';
 export { parseMemberId, parseLeaseId, hexId, paddedHexId } from './ids.js';
 export { selectKeys, prefixEnd, ALL_KEYS, type KeySelection } from './keyRange.js';
 export { targetEndpoints, forEachEndpoint, checkHealth, findLeaderEndpoint, type EndpointOutcome, type HealthResult } from './perEndpoint.js';

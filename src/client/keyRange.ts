@@ -1,7 +1,7 @@
 // Key ranges as etcd encodes them (clientv3/op.go): an empty range_end is the key
 // alone, "\0" is every key ≥ key, and a prefix's end is the prefix with its last
 // byte below 0xff incremented and the rest dropped.
-import { InputError } from './errors.js';
+import { InputError } from '../common/errors.js';
 
 const NUL = Buffer.from([0]);
 

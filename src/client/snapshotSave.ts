@@ -5,7 +5,8 @@ import { createHash } from 'node:crypto';
 import { open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { EtcdClient } from './etcdClient.js';
-import { EtcdClientError, InputError } from './errors.js';
+import { EtcdClientError } from './errors.js';
+import { InputError } from '../common/errors.js';
 import { ALL_KEYS } from './keyRange.js';
 import type { SnapshotChunk } from './types.js';
 

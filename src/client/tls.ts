@@ -11,7 +11,8 @@
 //   use it only for test clusters.
 import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
-import { InputError, opensslReason } from './errors.js';
+import { opensslReason } from './errors.js';
+import { InputError } from '../common/errors.js';
 
 export interface TlsOptions {
   caFile?: string;

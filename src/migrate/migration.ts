@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { lifeboatStateDir } from '../audit/location.js';
 import type { EtcdClient } from '../client/etcdClient.js';
-import { InputError, RefusedError } from '../client/errors.js';
+import { InputError, RefusedError } from '../common/errors.js';
 import { dieNow, failpointArg } from '../common/failpoint.js';
 import { CompactedError, copyAtRevision } from './copy.js';
 import { writeOps } from './destWriter.js';

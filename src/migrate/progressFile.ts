@@ -4,7 +4,7 @@
 // back, and locked while a migration uses it.
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { RefusedError } from '../client/errors.js';
+import { RefusedError } from '../common/errors.js';
 import { writeFileDurably } from '../storage/atomicFile.js';
 import { DirLock } from '../storage/dirLock.js';
 import { NodeFileSystem } from '../storage/fileSystem.js';

@@ -1,7 +1,7 @@
 // The two steps the engine itself provides: `confirm` (ask the operator; no
 // means the run stops, refused) and `note` (write a line into the run's
 // timeline and onto the screen). The cluster steps live in steps/.
-import { RefusedError } from '../client/errors.js';
+import { RefusedError } from '../common/errors.js';
 import type { StepDefinition } from './stepTypes.js';
 
 export const confirmStep: StepDefinition = {

@@ -12,7 +12,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { AuditLog, FinalOutcome, RunIdsPatch, StepRecord, StepRef } from '../audit/index.js';
 import { canonicalJson } from '../audit/index.js';
-import { RefusedError } from '../client/errors.js';
+import { RefusedError } from '../common/errors.js';
 import { crashAt } from '../common/failpoint.js';
 import { NotConfirmedError, RunInterruptedError } from './errors.js';
 import { interpolate, UnresolvedReferenceError } from './interpolate.js';

@@ -1,6 +1,6 @@
 // How the playbook engine says no: every problem in a file at once, each as one
 // line naming file:line:col and the field; and the ways a run can stop.
-import { InputError, RefusedError } from '../client/errors.js';
+import { InputError, RefusedError } from '../common/errors.js';
 import type { Origin } from './schema.js';
 
 export interface Problem {

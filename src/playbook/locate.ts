@@ -4,7 +4,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { InputError } from '../client/errors.js';
+import { InputError } from '../common/errors.js';
 import { PlaybookInvalidError } from './errors.js';
 import { parsePlaybook } from './parse.js';
 import { NAME_PATTERN } from './schema.js';

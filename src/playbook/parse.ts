@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { LineCounter, isMap, isNode, isScalar, isSeq, parseDocument, type Document, type Node, type YAMLMap } from 'yaml';
-import { InputError } from '../client/errors.js';
+import { InputError } from '../common/errors.js';
 import { Problems } from './errors.js';
 import {
   NAME_PATTERN,

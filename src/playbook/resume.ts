@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import type { AuditLog, RunRecord } from '../audit/index.js';
-import { InputError, RefusedError } from '../client/errors.js';
+import { InputError, RefusedError } from '../common/errors.js';
 import type { ResumeState } from './engine.js';
 import type { Playbook } from './schema.js';
 import type { StepContext } from './stepTypes.js';

@@ -6,7 +6,7 @@
 // the caller's SessionIo; nothing here prints or exits.
 import { existsSync } from 'node:fs';
 import { AuditDbMissingError, openAuditLogForWriting, resolveAuditDbPath, UnknownRunError, type AuditLog } from '../audit/index.js';
-import { InputError, RefusedError } from '../client/errors.js';
+import { InputError, RefusedError } from '../common/errors.js';
 import { dryRunJson, formatDryRun } from './dryRun.js';
 import { runPlaybook, type RunResult } from './engine.js';
 import { NotConfirmedError, RunInterruptedError } from './errors.js';

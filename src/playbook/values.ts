@@ -2,7 +2,7 @@
 // gave into what a step receives (see stepTypes.ts), and printing them back.
 import { homedir } from 'node:os';
 import path from 'node:path';
-import { formatDuration, parseDuration } from '../client/duration.js';
+import { formatDuration, parseDuration } from '../common/durations.js';
 import { MEMBER_KEYS } from './schema.js';
 import type { MemberSpec, ParamType } from './stepTypes.js';
 

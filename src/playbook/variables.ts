@@ -3,8 +3,8 @@
 // --set NAME=VALUE, the run's --endpoints, and (on a terminal) the operator.
 import { readFileSync } from 'node:fs';
 import { LineCounter, isMap, isNode, isScalar, parseDocument, type YAMLMap } from 'yaml';
-import { formatDuration } from '../client/duration.js';
-import { InputError } from '../client/errors.js';
+import { formatDuration } from '../common/durations.js';
+import { InputError } from '../common/errors.js';
 import { Problems } from './errors.js';
 import type { Playbook, VariableDef } from './schema.js';
 import { didYouMean } from './suggest.js';

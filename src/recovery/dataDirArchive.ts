@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import * as tar from 'tar';
-import { RefusedError, InputError } from '../client/errors.js';
+import { RefusedError, InputError } from '../common/errors.js';
 import { DataDirLockedError } from '../storage/errors.js';
 import { RaftStorage } from '../storage/raftStorage.js';
 

@@ -4,7 +4,7 @@
 // the command that applies the plan.
 import fs from 'node:fs';
 import path from 'node:path';
-import { InputError } from '../client/errors.js';
+import { InputError } from '../common/errors.js';
 import { inspectDataDir, type DataDirReport } from './inspect.js';
 import { snapshotStatus, type SnapshotStatus } from './snapshotFormat.js';
 

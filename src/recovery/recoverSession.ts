@@ -1,7 +1,7 @@
 // The recover session's logic, between its questions: the plan's source, the
 // recover-from-quorum-loss variables the plan fills (the operator's --set wins),
 // and the timeline events — questions, answers, the plan — recorded with the run.
-import { RefusedError } from '../client/errors.js';
+import { RefusedError } from '../common/errors.js';
 import { formatPlan, planRecovery, type RecoveryPlan } from './plan.js';
 
 /** The playbook `lifeboat recover` runs. */

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { InputError, RefusedError } from '../client/errors.js';
+import { InputError, RefusedError } from '../common/errors.js';
 import { KvStore } from '../kv/index.js';
 import { forceNewClusterState } from '../raft/bootstrap.js';
 import type { PersistedState } from '../raft/types.js';

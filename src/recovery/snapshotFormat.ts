@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { KvStore } from '../kv/index.js';
-import { InputError } from '../client/errors.js';
+import { InputError } from '../common/errors.js';
 import { checkTrailer, looksLikeBolt, scanEtcdDb, type EtcdDbSummary } from '../etcdfile/index.js';
 import { clusterIdFor } from '../server/identity.js';
 

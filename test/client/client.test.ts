@@ -9,7 +9,8 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { service } from '../../src/api/protos.js';
 import { EtcdClient, deleteToWire, rangeToWire } from '../../src/client/etcdClient.js';
-import { EtcdClientError, InputError } from '../../src/client/errors.js';
+import { EtcdClientError } from '../../src/client/errors.js';
+import { InputError } from '../../src/common/errors.js';
 import { saveSnapshot, verifySnapshotTrailer, TrailerCheck } from '../../src/client/snapshotSave.js';
 import { freePorts } from '../support/ports.js';
 

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { Config } from '@oclif/core';
 import { fileURLToPath } from 'node:url';
 import { confirmDangerous } from '../../src/cli/confirm.js';
-import { RefusedError } from '../../src/client/errors.js';
+import { RefusedError } from '../../src/common/errors.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 

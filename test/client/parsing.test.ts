@@ -2,9 +2,10 @@
 // phase-2 join settings, removal risks, error texts, and output helpers.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseDuration, formatDuration, formatElapsed } from '../../src/client/duration.js';
+import { parseDuration, formatDuration, formatElapsed } from '../../src/common/durations.js';
 import { parseEndpoint, parseEndpoints } from '../../src/client/endpoints.js';
-import { InputError, callError, connectReason, opensslReason, unreachableError } from '../../src/client/errors.js';
+import { callError, connectReason, opensslReason, unreachableError } from '../../src/client/errors.js';
+import { InputError } from '../../src/common/errors.js';
 import { hexId, paddedHexId, parseLeaseId, parseMemberId } from '../../src/client/ids.js';
 import { joinInstructions, shellQuote } from '../../src/client/joinInstructions.js';
 import { prefixEnd, selectKeys } from '../../src/client/keyRange.js';

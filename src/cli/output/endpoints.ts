@@ -1,5 +1,5 @@
 // endpoint status / health / hashkv output, as etcdctl prints it.
-import { formatElapsed } from '../../client/duration.js';
+import { formatElapsed } from '../../common/durations.js';
 import { hexId, paddedHexId } from '../../client/ids.js';
 import type { HashKVResult, StatusResult } from '../../client/types.js';
 import type { Renderer } from '../baseCommand.js';

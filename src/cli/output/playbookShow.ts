@@ -1,6 +1,6 @@
 // `playbook show` and `playbook list` as text and JSON: a playbook's variables
 // and steps, and the shipped playbooks one per line.
-import { formatDuration } from '../../client/duration.js';
+import { formatDuration } from '../../common/durations.js';
 import type { PlaybookListing } from '../../playbook/locate.js';
 import type { PlanNode, Playbook, VariableDef } from '../../playbook/schema.js';
 import { formatValue } from '../../playbook/values.js';
