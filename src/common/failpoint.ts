@@ -1,9 +1,12 @@
 // Failpoints: the one way a test makes a *separate process* fail at a chosen
 // place (as etcd's gofail). In-process tests pass knobs at construction instead.
 //
-// Set with the environment variable LIFEBOAT_FAULT, read once, here only:
+// Set with environment variables, read here only:
 //
-//   LIFEBOAT_FAULT=<point>[,<point>...]      a point is `name` or `name:arg`
+//   LIFEBOAT_FAULT=<point>[,<point>...]      a point is `name` or `name:arg`; read once
+//   LIFEBOAT_FAULT_FILE=<file>               points (one per line) read at start and again
+//                                            on every SIGUSR2: faults a test turns on and off
+//                                            while the process runs (partitions, failing fsyncs)
 //
 // Points in use (this list is the documentation; add a point here first):
 //   before-snapshot-install   member: die after Raft recorded a leader's snapshot, before kv.db is replaced
@@ -11,24 +14,54 @@
 //   migrate-copy:<N>          migrate: die once N copy batches are recorded
 //   sync-journal:<file>       raft storage: after every fsync of the log, append "<segment> <offset>" made durable to <file>
 //   ack-before-fsync          member, a planted bug: apply and answer without waiting for the log's fsync
-//
-// Also read once, in one place, for a separate CLI process in tests:
-//   LIFEBOAT_TEST_STEPS=<module>   playbook: add the module's fake step types (never replace one);
-//                                  read in playbook/library.ts only
+//   drop-to:<member id hex>   peer transport: drop every message to that member (a partition, one way)
+//   drop-from:<member id hex> peer transport: drop every message from that member
+//   fsync-eio                 data dir: every fsync fails with EIO (the member must stop, never retry)
+//   stale-local-reads         member, a planted bug: linearizable reads are served from local state
+// LIFEBOAT_TEST_STEPS=<module> (playbook runs only) adds fake step types for tests (src/playbook/library.ts).
 //
 // "Die" is a SIGKILL to itself (a shell shows exit 137): no cleanup, as a kill -9
 // leaves things (the page cache survives; the power-loss model covers what it does not).
+import fs from 'node:fs';
 
 export const FAILPOINT_ENV = 'LIFEBOAT_FAULT';
+export const FAILPOINT_FILE_ENV = 'LIFEBOAT_FAULT_FILE';
 
-let active: readonly string[] | undefined;
+let fixed: readonly string[] | undefined;
+let runtime: readonly string[] = [];
+let all: readonly string[] = [];
 
-function points(): readonly string[] {
-  active ??= (process.env[FAILPOINT_ENV] ?? '')
-    .split(',')
+function parse(text: string, sep: RegExp): string[] {
+  return text
+    .split(sep)
     .map((p) => p.trim())
     .filter((p) => p.length > 0);
-  return active;
+}
+
+function points(): readonly string[] {
+  if (fixed === undefined) {
+    fixed = parse(process.env[FAILPOINT_ENV] ?? '', /,/);
+    const file = process.env[FAILPOINT_FILE_ENV];
+    if (file) {
+      const reload = () => {
+        try {
+          runtime = parse(fs.readFileSync(file, 'utf8'), /\n/);
+        } catch {
+          runtime = [];
+        }
+        all = [...(fixed ?? []), ...runtime];
+      };
+      reload();
+      process.on('SIGUSR2', reload);
+    }
+    all = [...fixed, ...runtime];
+  }
+  return all;
+}
+
+/** Whether any point is set: lets a hot path skip the lookups. */
+export function anyFailpoint(): boolean {
+  return points().length > 0;
 }
 
 /** Whether `point` (a `name` or `name:arg`) is set. */

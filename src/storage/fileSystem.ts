@@ -3,6 +3,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
+import { failpointSet } from '../common/failpoint.js';
 
 export interface FileHandle {
   readonly path: string;
@@ -70,6 +71,12 @@ function procStat(pid: number): { start: string; state: string } | undefined {
   }
 }
 
+/** Failpoint `fsync-eio`: the disk reports an I/O error on every fsync. */
+function failingFsync(fh: FileHandle): void {
+  if (!failpointSet('fsync-eio')) return;
+  throw Object.assign(new Error(`EIO: i/o error, fsync '${fh.path}'`), { code: 'EIO' });
+}
+
 /** The real disk, with synchronous node:fs calls. */
 export class NodeFileSystem implements FileSystem {
   mkdirp(dir: string): void {
@@ -113,12 +120,20 @@ export class NodeFileSystem implements FileSystem {
   }
 
   fsync(fh: FileHandle): void {
+    failingFsync(fh);
     fs.fdatasyncSync(fdOf(fh));
   }
 
   fsyncAsync(fh: FileHandle): Promise<void> {
     const fd = fdOf(fh);
-    return new Promise((resolve, reject) => fs.fdatasync(fd, (err) => (err ? reject(err) : resolve())));
+    return new Promise((resolve, reject) => {
+      try {
+        failingFsync(fh);
+      } catch (e) {
+        return reject(e as Error);
+      }
+      fs.fdatasync(fd, (err) => (err ? reject(err) : resolve()));
+    });
   }
 
   truncate(fh: FileHandle, size: number): void {
