@@ -25,7 +25,7 @@ import { listenWithAuthorityRewrite, type AuthorityRewriteListener } from '../ap
 import { registerEtcdServices, type EtcdBackend, type Header, type SnapshotToSend, type StatusInfo } from '../api/services.js';
 import { registerLeaseService, type LeaseBackend, type LeaseTimeToLive } from '../api/leaseService.js';
 import { OpenStreams, registerWatchService, type WatchBackend, type WatchSession, type WatchSink } from '../api/watchService.js';
-import { decodeKvRequest, encodeKvRequest, KvStore } from '../kv/index.js';
+import { decodeRequest, encodeRequest, KvStore, type ServerRequest } from '../kv/index.js';
 import {
   AlarmType,
   type Alarm,
@@ -59,7 +59,6 @@ import { checkAdd, checkPromote, checkUpdate, decodeMemberContext, encodeMemberC
 import { Leases } from './leases.js';
 import { PendingProposals, ReadIndexBatcher } from './proposals.js';
 import { incomingSnapshotFile, referencedFile, removeReceivedSnapshots, snapshotRef } from './receivedSnapshots.js';
-import { decodeServerRequest, encodeServerRequest, type ServerRequest } from './serverRequests.js';
 import { DEFAULT_PROGRESS_INTERVAL_MS, WatchHub } from './watchHub.js';
 import { MemberMetrics } from './watchMetrics.js';
 
@@ -289,7 +288,7 @@ export class Member implements EtcdBackend, WatchBackend, LeaseBackend, Transpor
   private onDropped(rd: Ready): void {
     for (const d of rd.droppedProposals) {
       for (const e of d.entries) {
-        const { id } = decodeKvRequest(e.data);
+        const { id } = decodeRequest(e.data);
         this.proposals.reject(id, new EtcdError(GrpcCode.Unavailable, `etcdserver: ${d.reason}`));
       }
     }
@@ -357,9 +356,8 @@ export class Member implements EtcdBackend, WatchBackend, LeaseBackend, Transpor
       this.kv.apply(e.index, e.term, () => undefined);
       return;
     }
-    const server = decodeServerRequest(e.data);
+    const { id, kv: request, server } = decodeRequest(e.data);
     if (server) {
-      const { id } = decodeKvRequest(e.data);
       const outcome: ApplyOutcome = {};
       this.kv.apply(e.index, e.term, (w) => {
         if ('publish' in server) {
@@ -385,7 +383,6 @@ export class Member implements EtcdBackend, WatchBackend, LeaseBackend, Transpor
       outcomes.push([id, outcome]);
       return;
     }
-    const { id, request } = decodeKvRequest(e.data);
     const result = this.kv.apply(e.index, e.term, (w) => {
       if (!request) return undefined;
       if (this.spaceExceeded(request, w.cluster.alarms())) return { error: ErrNoSpace } as KvApplyResult;
@@ -521,7 +518,7 @@ export class Member implements EtcdBackend, WatchBackend, LeaseBackend, Transpor
 
   private async proposeKv(req: KvRequest): Promise<KvApplyResult> {
     if (this.spaceExceeded(req, this.kv.cluster.alarms())) throw ErrNoSpace;
-    const out = await this.propose((id) => encodeKvRequest(req, id));
+    const out = await this.propose((id) => encodeRequest(req, id));
     const r = out.kv!;
     if ('error' in r && r.error) throw r.error;
     this.checkQuota();
@@ -529,7 +526,7 @@ export class Member implements EtcdBackend, WatchBackend, LeaseBackend, Transpor
   }
 
   private proposeServer(req: ServerRequest): Promise<ApplyOutcome> {
-    return this.propose((id) => encodeServerRequest(req, id));
+    return this.propose((id) => encodeRequest(req, id));
   }
 
   private async proposeConf(cc: Omit<ConfChange, 'context'>, member: MemberInfo | undefined): Promise<ApplyOutcome> {

@@ -7,7 +7,7 @@ import { ErrLeaseExist, ErrLeaseNotFound, ErrLeaseTTLTooLarge } from '../../src/
 import { decodeKvRequest, encodeKvRequest } from '../../src/kv/index.js';
 import { createLogger } from '../../src/server/logger.js';
 import { leaseHex, Leases, MAX_LEASE_TTL, minLeaseTtl } from '../../src/server/leases.js';
-import { decodeServerRequest, encodeServerRequest } from '../../src/server/serverRequests.js';
+import { decodeServerRequest, encodeServerRequest } from '../../src/kv/requestCodec.js';
 import { Applier, b } from '../kv/kvFixture.js';
 
 describe('lease requests', () => {
