@@ -4,6 +4,7 @@ export { KvStore, type KvEntry, type KvOpenOptions, type KvWriter } from './kvSt
 export type { ClusterMetaReader, ClusterMetaWriter } from './clusterMeta.js';
 export type { KvSnapshotInfo } from './snapshotFile.js';
 export { KvDamagedError } from './kvSchema.js';
+export { ErrCompacted, ErrFutureRev, ErrKeyNotFound, ErrLeaseNotFound, KvError, type KvErrorKind } from './errors.js';
 export {
   decodeKvRequest,
   decodeRequest,
@@ -17,12 +18,5 @@ export {
 } from './requestCodec.js';
 export { keyRange } from './mvccTxn.js';
 export type { KeyRange } from './revisionTables.js';
-export {
-  checkDeleteRequest,
-  checkPutRequest,
-  checkRangeRequest,
-  checkTxnRequest,
-  DEFAULT_MAX_TXN_OPS,
-} from './requestCheck.js';
 export { encodeKeyValue, revisionKey, type StoredRevision } from './keyValueCodec.js';
 export * from './types.js';

@@ -6,7 +6,7 @@
 // Past the space quota, writes fail with ErrNoSpace until the alarm is disarmed.
 // A snapshot from the leader replaces kv.db whole (installLeaderSnapshot).
 import fs from 'node:fs';
-import { ErrNoSpace, type EtcdError } from '../errors.js';
+import { ErrNoSpace } from '../common/errors.js';
 import { decodeRequest, KvStore, type KvWriter } from '../kv/index.js';
 import { AlarmType, type Alarm, type KvApplyResult, type KvRequest, type Member as MemberInfo } from '../kv/types.js';
 import { decodeConfChange } from '../raft/confChange.js';
@@ -18,13 +18,13 @@ import { decodeMemberContext } from './membership.js';
 import { incomingSnapshotFile, referencedFile, removeReceivedSnapshots } from './receivedSnapshots.js';
 
 /** What a proposer learns once its entry is applied. */
-export type ApplyOutcome = { kv?: KvApplyResult; members?: MemberInfo[]; member?: MemberInfo; error?: EtcdError };
+export type ApplyOutcome = { kv?: KvApplyResult; members?: MemberInfo[]; member?: MemberInfo; error?: Error };
 
 /** The lease side of applying grants and revocations (Leases). */
 export interface LeaseApply {
-  applyGrant(w: KvWriter, id: bigint, ttl: number): EtcdError | undefined;
+  applyGrant(w: KvWriter, id: bigint, ttl: number): Error | undefined;
   afterGrant(id: bigint, ttl: number): void;
-  applyRevoke(w: KvWriter, id: bigint): EtcdError | undefined;
+  applyRevoke(w: KvWriter, id: bigint): Error | undefined;
   afterRevoke(id: bigint, found: boolean): void;
 }
 
@@ -109,12 +109,14 @@ export class EntryApplier {
       outcomes.push([id, outcome]);
       return;
     }
+    let noSpace = false;
     const result = kv.apply(e.index, e.term, (w) => {
       if (!request) return undefined;
-      if (spaceExceeded(request, w.cluster.alarms())) return { error: ErrNoSpace } as KvApplyResult;
+      if ((noSpace = spaceExceeded(request, w.cluster.alarms()))) return undefined;
       return w.request(request);
     });
-    if (result) outcomes.push([id, { kv: result }]);
+    if (noSpace) outcomes.push([id, { error: ErrNoSpace }]);
+    else if (result) outcomes.push([id, { kv: result }]);
   }
 
   private applyConfChange(kv: KvStore, e: Entry, outcomes: Array<[bigint, ApplyOutcome]>, events: Array<() => void>): void {

@@ -4,7 +4,8 @@
 // with --strict-reconfig-check also against the peers connected for a while), a
 // learner is promoted only once in sync with the leader, and the change is
 // proposed as a Raft conf change and answered once applied.
-import { ErrLearnerNotReady, ErrMemberNotFound, ErrNoLeader, ErrUnhealthy, EtcdError, type GrpcCode } from '../errors.js';
+import { EtcdError, type GrpcCode } from '../api/errors.js';
+import { ErrLearnerNotReady, ErrMemberNotFound, ErrNoLeader, ErrUnhealthy } from '../common/errors.js';
 import type { KvStore } from '../kv/index.js';
 import type { Member as MemberInfo } from '../kv/types.js';
 import type { Raft } from '../raft/raft.js';

@@ -15,17 +15,10 @@
 // - A leader answers only once it has applied an entry of its own term, so it never
 //   calls a lease unknown that the previous leader granted.
 import { randomBytes } from 'node:crypto';
-import {
-  ErrLeaseExist,
-  ErrLeaseNotFound,
-  ErrLeaseTTLTooLarge,
-  ErrNoLeader,
-  ErrNotLeader,
-  ErrStopped,
-  ErrTimeout,
-  EtcdError,
-  GrpcCode,
-} from '../errors.js';
+import * as grpcErrors from '../api/errors.js';
+import { EtcdError, GrpcCode, toEtcdError } from '../api/errors.js';
+import { ErrLeaseExist, ErrLeaseTTLTooLarge, ErrNoLeader, ErrNotLeader, ErrStopped, ErrTimeout, type MemberError } from '../common/errors.js';
+import { ErrLeaseNotFound, type KvError } from '../kv/errors.js';
 import type { LeaseTimeToLive } from '../api/leaseService.js';
 import type { KvStore, KvWriter } from '../kv/index.js';
 import type { ForwardReply } from '../transport/peerTransport.js';
@@ -56,7 +49,7 @@ export interface LeaseHost {
   hasLeader(): boolean;
   /** The leader has applied an entry of its own term: its lease records are current. */
   leaderCaughtUp(): boolean;
-  proposeLease(req: { leaseGrant: { id: bigint; ttl: number } } | { leaseRevoke: { id: bigint } }): Promise<{ error?: EtcdError }>;
+  proposeLease(req: { leaseGrant: { id: bigint; ttl: number } } | { leaseRevoke: { id: bigint } }): Promise<{ error?: Error }>;
   /** Calls `method` on the current leader (Member.forward there). */
   forwardToLeader(method: string, json: string, timeoutMs: number): Promise<ForwardReply>;
   stopping(): boolean;
@@ -125,7 +118,7 @@ export class Leases {
 
   // ---- apply (inside the entry's transaction; identical on every member) -----------
 
-  applyGrant(w: KvWriter, id: bigint, ttl: number): EtcdError | undefined {
+  applyGrant(w: KvWriter, id: bigint, ttl: number): MemberError | KvError | undefined {
     if (id === 0n) return ErrLeaseNotFound;
     if (ttl > MAX_LEASE_TTL) return ErrLeaseTTLTooLarge;
     if (w.cluster.lease(id)) return ErrLeaseExist;
@@ -133,7 +126,7 @@ export class Leases {
     return undefined;
   }
 
-  applyRevoke(w: KvWriter, id: bigint): EtcdError | undefined {
+  applyRevoke(w: KvWriter, id: bigint): KvError | undefined {
     return w.revokeLease(id).found ? undefined : ErrLeaseNotFound;
   }
 
@@ -251,12 +244,14 @@ export class Leases {
           throw new EtcdError(reply.error_code as GrpcCode, reply.error_message);
         }
       } catch (e) {
-        if (e instanceof EtcdError && !retryable(e)) throw e;
+        // Errors of this member and the leader's alike, by what clients would see.
+        const etcd = toEtcdError(e);
+        if (etcd && !retryable(etcd)) throw e;
         last = e as Error;
       }
       await sleep(50);
     }
-    throw last instanceof EtcdError && ErrNoLeader.is(last) ? ErrNoLeader : ErrTimeout;
+    throw toEtcdError(last)?.is(grpcErrors.ErrNoLeader) ? ErrNoLeader : ErrTimeout;
   }
 
   /** Leader only: propose the revocation of every lease past its deadline (bounded per check). */
@@ -279,5 +274,5 @@ export class Leases {
 }
 
 function retryable(e: EtcdError): boolean {
-  return [ErrNotLeader, ErrNoLeader, ErrTimeout].some((x) => x.is(e)) || e.code === GrpcCode.Unavailable;
+  return [grpcErrors.ErrNotLeader, grpcErrors.ErrNoLeader, grpcErrors.ErrTimeout].some((x) => x.is(e)) || e.code === GrpcCode.Unavailable;
 }

@@ -7,7 +7,7 @@
 // entries, v3Backend.ts and clusterApi.ts serve the client API, peerHost.ts
 // answers the peer transport.
 import * as grpc from '@grpc/grpc-js';
-import { ErrNoSpace, ErrStopped, EtcdError, GrpcCode } from '../errors.js';
+import { ErrNoSpace, ErrStopped, proposalRefused } from '../common/errors.js';
 import { listenWithAuthorityRewrite, type AuthorityRewriteListener } from '../api/authorityRewrite.js';
 import { registerEtcdServices } from '../api/services.js';
 import { registerLeaseService } from '../api/leaseService.js';
@@ -293,7 +293,7 @@ export class Member {
     for (const d of rd.droppedProposals) {
       for (const e of d.entries) {
         const { id } = decodeRequest(e.data);
-        this.proposer.pending.reject(id, new EtcdError(GrpcCode.Unavailable, `etcdserver: ${d.reason}`));
+        this.proposer.pending.reject(id, proposalRefused(d.reason));
       }
     }
   }
@@ -363,6 +363,7 @@ export class Member {
   private async proposeKv(req: KvRequest): Promise<KvApplyResult> {
     if (spaceExceeded(req, this.kv.cluster.alarms())) throw ErrNoSpace;
     const out = await this.proposer.propose((id) => encodeRequest(req, id));
+    if (out.error) throw out.error;
     const r = out.kv!;
     if ('error' in r && r.error) throw r.error;
     this.checkQuota();

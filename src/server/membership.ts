@@ -10,8 +10,8 @@ import {
   ErrPeerURLExist,
   ErrTooManyLearners,
   ErrUnhealthy,
-  type EtcdError,
-} from '../errors.js';
+  type MemberError,
+} from '../common/errors.js';
 import type { Member } from '../kv/types.js';
 import { isValidMemberUrl } from '../transport/urls.js';
 
@@ -41,7 +41,7 @@ function quorum(n: number): number {
   return Math.floor(n / 2) + 1;
 }
 
-export function checkAdd(members: MemberRecord[], peerURLs: string[], newId: bigint, isLearner: boolean, maxLearners: number): EtcdError | undefined {
+export function checkAdd(members: MemberRecord[], peerURLs: string[], newId: bigint, isLearner: boolean, maxLearners: number): MemberError | undefined {
   if (peerURLs.length === 0 || !peerURLs.every(isValidMemberUrl)) return ErrMemberBadURLs;
   if (members.some((m) => m.id === newId)) return ErrMemberExist;
   if (members.some((m) => m.peerURLs.some((u) => peerURLs.includes(u)))) return ErrPeerURLExist;
@@ -49,14 +49,14 @@ export function checkAdd(members: MemberRecord[], peerURLs: string[], newId: big
   return undefined;
 }
 
-export function checkUpdate(members: MemberRecord[], id: bigint, peerURLs: string[]): EtcdError | undefined {
+export function checkUpdate(members: MemberRecord[], id: bigint, peerURLs: string[]): MemberError | undefined {
   if (peerURLs.length === 0 || !peerURLs.every(isValidMemberUrl)) return ErrMemberBadURLs;
   if (!members.some((m) => m.id === id)) return ErrMemberNotFound;
   if (members.some((m) => m.id !== id && m.peerURLs.some((u) => peerURLs.includes(u)))) return ErrPeerURLExist;
   return undefined;
 }
 
-export function checkPromote(members: MemberRecord[], id: bigint): EtcdError | undefined {
+export function checkPromote(members: MemberRecord[], id: bigint): MemberError | undefined {
   const m = members.find((x) => x.id === id);
   if (!m) return ErrMemberNotFound;
   if (!m.isLearner) return ErrMemberNotLearner;
@@ -74,7 +74,7 @@ export function strictAddCheck(
   addsVoter: boolean,
   connected: (id: bigint) => boolean,
   self: bigint,
-): EtcdError | undefined {
+): MemberError | undefined {
   const voters = members.filter((m) => !m.isLearner);
   if (voters.length === 1 && voters[0].id === self) return undefined;
   if (addsVoter) {
@@ -93,7 +93,7 @@ export function strictAddCheck(
  * remaining voters; a member that is down may always go, otherwise the members
  * connected for the last 5 s, less the one removed, must still be a quorum.
  */
-export function strictRemoveCheck(members: MemberRecord[], id: bigint, connected: (id: bigint) => boolean, self: bigint): EtcdError | undefined {
+export function strictRemoveCheck(members: MemberRecord[], id: bigint, connected: (id: bigint) => boolean, self: bigint): MemberError | undefined {
   const target = members.find((m) => m.id === id);
   if (!target) return ErrMemberNotFound;
   if (target.isLearner) return undefined;

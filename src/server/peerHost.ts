@@ -7,7 +7,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ErrNotLeader, EtcdError, GrpcCode } from '../errors.js';
+import { GrpcCode, toEtcdError } from '../api/errors.js';
+import { ErrNotLeader } from '../common/errors.js';
 import type { KvStore } from '../kv/index.js';
 import type { AlarmType } from '../kv/types.js';
 import type { Raft } from '../raft/raft.js';
@@ -125,7 +126,9 @@ export class PeerHost implements TransportHost {
           throw new Error(`unknown forwarded method ${method}`);
       }
     } catch (e) {
-      if (e instanceof EtcdError) return { json: '', error_code: e.code, error_message: e.message };
+      // The reply carries the error as a client would see it (the asker rethrows it as such).
+      const etcd = toEtcdError(e);
+      if (etcd) return { json: '', error_code: etcd.code, error_message: etcd.message };
       return { json: '', error_code: GrpcCode.Unknown, error_message: (e as Error).message };
     }
   }

@@ -3,7 +3,7 @@
 // request timeout, until apply.ts hands back its outcome. A proposal made while
 // there is no leader waits for one (until its own deadline) instead of failing;
 // Raft's other refusals become etcd's errors.
-import { ErrConfChangePending, ErrNotLeader, ErrStopped, EtcdError, GrpcCode } from '../errors.js';
+import { confChangeRefused, ErrConfChangePending, ErrNotLeader, ErrStopped, proposalRefused } from '../common/errors.js';
 import type { Member as MemberInfo } from '../kv/types.js';
 import type { Raft } from '../raft/raft.js';
 import { RaftError, type ConfChange } from '../raft/types.js';
@@ -76,7 +76,7 @@ export class Proposer {
         this.noLeaderQueue.push({ data, id, deadline });
         return;
       }
-      this.pending.reject(id, e instanceof RaftError ? new EtcdError(GrpcCode.Unavailable, `etcdserver: ${e.message}`) : (e as Error));
+      this.pending.reject(id, e instanceof RaftError ? proposalRefused(e.message) : (e as Error));
     }
   }
 }
@@ -85,7 +85,7 @@ function confError(e: unknown): Error {
   if (e instanceof RaftError) {
     if (e.code === 'ConfChangePending') return ErrConfChangePending;
     if (e.code === 'NotLeader') return ErrNotLeader;
-    return new EtcdError(GrpcCode.FailedPrecondition, `etcdserver: ${e.message}`);
+    return confChangeRefused(e.message);
   }
   return e as Error;
 }

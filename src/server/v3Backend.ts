@@ -2,11 +2,13 @@
 // clusterApi.ts, Watch to the watch hub, Lease to the lessor): reads are linearizable unless serializable (a
 // ReadIndex round first), writes are proposed and answered once applied, and the
 // maintenance calls (status, hash, snapshot, alarm, defragment, move-leader) read
-// this member's store and Raft state. Errors thrown are the etcd errors clients see.
+// this member's store and Raft state. Errors thrown are the member's and the
+// store's; src/api/errors.ts turns them into what clients see.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ErrBadLeaderTransferee, ErrNoLeader, ErrNotLeader, ErrTimeoutLeaderTransfer } from '../errors.js';
+import * as grpcErrors from '../api/errors.js';
+import { ErrBadLeaderTransferee, ErrNoLeader, ErrNotLeader, ErrTimeoutLeaderTransfer } from '../common/errors.js';
 import type { EtcdBackend, Header, SnapshotToSend, StatusInfo } from '../api/services.js';
 import type { LeaseBackend, LeaseTimeToLive } from '../api/leaseService.js';
 import type { WatchBackend, WatchSession, WatchSink } from '../api/watchService.js';
@@ -134,7 +136,7 @@ export class V3Backend implements EtcdBackend, WatchBackend, LeaseBackend {
     const kv = this.host.kv();
     const st = this.host.raft().status();
     const errors: string[] = [];
-    if (st.lead === NONE) errors.push(ErrNoLeader.message);
+    if (st.lead === NONE) errors.push(grpcErrors.ErrNoLeader.message);
     for (const a of kv.cluster.alarms()) errors.push(`memberID:${a.memberId} alarm:${AlarmType[a.alarm].toUpperCase()} `);
     return {
       version: SERVER_VERSION,

@@ -3,7 +3,8 @@
 // apply rules (exists, not found, too large) on a real store.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ErrLeaseExist, ErrLeaseNotFound, ErrLeaseTTLTooLarge } from '../../src/errors.js';
+import { ErrLeaseExist, ErrLeaseTTLTooLarge } from '../../src/common/errors.js';
+import { ErrLeaseNotFound } from '../../src/kv/errors.js';
 import { decodeKvRequest, encodeKvRequest } from '../../src/kv/index.js';
 import { createLogger } from '../../src/server/logger.js';
 import { leaseHex, Leases, MAX_LEASE_TTL, minLeaseTtl } from '../../src/server/leases.js';
