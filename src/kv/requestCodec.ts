@@ -6,6 +6,7 @@
 // leases ride in the same message: alarm=10 and publish=20 (JSON bodies). One
 // entry is one request of either kind; the decoder skips fields it does not know.
 
+import { formatId, parseId } from '../common/ids.js';
 import { ProtoReader, ProtoWriter } from './protobufWire.js';
 import type {
   AlarmType,
@@ -67,7 +68,7 @@ export function encodeRequest(request: KvRequest | ServerRequest, id: bigint = 0
   else if ('compaction' in request) w.message(F.compaction, (m) => writeCompaction(m, request.compaction));
   else if ('publish' in request) {
     const p = request.publish;
-    w.bytes(F.publish, Buffer.from(JSON.stringify({ id: p.memberId.toString(16), name: p.name, clientURLs: p.clientURLs })));
+    w.bytes(F.publish, Buffer.from(JSON.stringify({ id: formatId(p.memberId), name: p.name, clientURLs: p.clientURLs })));
   } else if ('leaseGrant' in request) {
     const g = request.leaseGrant;
     w.message(F.leaseGrant, (m) => m.int(1, g.ttl).int(2, g.id));
@@ -76,7 +77,7 @@ export function encodeRequest(request: KvRequest | ServerRequest, id: bigint = 0
     w.message(F.leaseRevoke, (m) => m.int(1, lease));
   } else if ('alarm' in request) {
     const a = request.alarm;
-    w.bytes(F.alarm, Buffer.from(JSON.stringify({ action: a.action, memberId: a.memberId.toString(16), alarm: a.alarm })));
+    w.bytes(F.alarm, Buffer.from(JSON.stringify({ action: a.action, memberId: formatId(a.memberId), alarm: a.alarm })));
   } else throw new Error(`encodeRequest: unknown request kind ${Object.keys(request).join(',')}`);
   return w.finish();
 }
@@ -113,7 +114,7 @@ export function decodeRequest(data: Uint8Array): DecodedEntryRequest {
         const body = r.bytes();
         if (!out.server) {
           const j = JSON.parse(body.toString('utf8')) as { id: string; name: string; clientURLs: string[] };
-          out.server = { publish: { memberId: BigInt('0x' + j.id), name: j.name, clientURLs: j.clientURLs } };
+          out.server = { publish: { memberId: parseId(j.id), name: j.name, clientURLs: j.clientURLs } };
         }
         break;
       }
@@ -121,7 +122,7 @@ export function decodeRequest(data: Uint8Array): DecodedEntryRequest {
         const body = r.bytes();
         if (!out.server) {
           const j = JSON.parse(body.toString('utf8')) as { action: 'ACTIVATE' | 'DEACTIVATE'; memberId: string; alarm: AlarmType };
-          out.server = { alarm: { action: j.action, memberId: BigInt('0x' + j.memberId), alarm: j.alarm } };
+          out.server = { alarm: { action: j.action, memberId: parseId(j.memberId), alarm: j.alarm } };
         }
         break;
       }

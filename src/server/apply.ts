@@ -12,7 +12,7 @@ import { AlarmType, type Alarm, type KvApplyResult, type KvRequest, type Member 
 import { decodeConfChange } from '../raft/confChange.js';
 import { EntryType, type ConfChange, type Entry, type Snapshot } from '../raft/types.js';
 import { kvPath } from '../storage/layout.js';
-import { hex } from './identity.js';
+import { formatId } from '../common/ids.js';
 import type { Logger } from './logger.js';
 import { decodeMemberContext } from './membership.js';
 import { incomingSnapshotFile, referencedFile, removeReceivedSnapshots } from './receivedSnapshots.js';
@@ -100,7 +100,7 @@ export class EntryApplier {
           events.push(() => leases.afterRevoke(lease, found));
         } else if (server.alarm.action === 'ACTIVATE') {
           if (w.cluster.activateAlarm({ memberId: server.alarm.memberId, alarm: server.alarm.alarm })) {
-            events.push(() => this.host.log.warn({ alarm: AlarmType[server.alarm.alarm], member: hex(server.alarm.memberId) }, 'alarm raised'));
+            events.push(() => this.host.log.warn({ alarm: AlarmType[server.alarm.alarm], member: formatId(server.alarm.memberId) }, 'alarm raised'));
           }
         } else {
           w.cluster.deactivateAlarm({ memberId: server.alarm.memberId, alarm: server.alarm.alarm });
@@ -150,7 +150,7 @@ export class EntryApplier {
 
   private afterConfChange(cc: ConfChange, changed: MemberInfo | undefined): void {
     const log = this.host.log;
-    const fields = { id: hex(cc.nodeId), peerURLs: changed?.peerURLs };
+    const fields = { id: formatId(cc.nodeId), peerURLs: changed?.peerURLs };
     if (cc.type === 'addVoter' || cc.type === 'addLearner') log.info({ ...fields, learner: cc.type === 'addLearner' }, 'added member');
     else if (cc.type === 'remove') log.info(fields, 'removed member');
     else if (cc.type === 'promote') log.info(fields, 'promoted member');

@@ -12,7 +12,8 @@ import type { Raft } from '../raft/raft.js';
 import { NONE, type ConfChange } from '../raft/types.js';
 import type { ForwardReply } from '../transport/peerTransport.js';
 import type { ApplyOutcome } from './apply.js';
-import { runtimeMemberId } from './identity.js';
+import { formatId } from '../common/ids.js';
+import { runtimeMemberId } from '../storage/identity.js';
 import { checkAdd, checkPromote, checkUpdate, strictAddCheck, strictRemoveCheck } from './membership.js';
 
 /** Peers count as connected for the strict reconfiguration check after this long. */
@@ -38,7 +39,7 @@ export interface ClusterHost {
 }
 
 /** bigints travel between members as "0x…" strings. */
-export const bigintToJson = (_k: string, v: unknown): unknown => (typeof v === 'bigint' ? `0x${v.toString(16)}` : v);
+export const bigintToJson = (_k: string, v: unknown): unknown => (typeof v === 'bigint' ? `0x${formatId(v)}` : v);
 export const bigintFromJson = (_k: string, v: unknown): unknown => (typeof v === 'string' && /^0x[0-9a-f]+$/.test(v) ? BigInt(v) : v);
 
 export class ClusterApi {

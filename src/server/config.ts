@@ -73,10 +73,6 @@ export function parseInitialCluster(value: string): Map<string, string[]> {
   return out;
 }
 
-export function formatInitialCluster(members: Map<string, string[]>): string {
-  return [...members].flatMap(([name, urls]) => urls.map((u) => `${name}=${u}`)).join(',');
-}
-
 export function buildServerConfig(f: RawServerFlags): ServerConfig {
   if (!/^[A-Za-z0-9._-]+$/.test(f.name)) throw new ConfigError(`--name: "${f.name}" may only hold letters, digits, '.', '_' and '-'`);
   const state = f['initial-cluster-state'];

@@ -20,6 +20,7 @@ import { EtcdError, GrpcCode, toEtcdError } from '../api/errors.js';
 import { ErrLeaseExist, ErrLeaseTTLTooLarge, ErrNoLeader, ErrNotLeader, ErrStopped, ErrTimeout, type MemberError } from '../common/errors.js';
 import { ErrLeaseNotFound, type KvError } from '../kv/errors.js';
 import type { LeaseTimeToLive } from '../api/leaseService.js';
+import { formatIdPadded } from '../common/ids.js';
 import type { KvStore, KvWriter } from '../kv/index.js';
 import type { ForwardReply } from '../transport/peerTransport.js';
 import type { Logger } from './logger.js';
@@ -38,7 +39,7 @@ export function minLeaseTtl(electionMs: number): number {
 
 /** Lease IDs as etcdctl prints them (%016x). */
 export function leaseHex(id: bigint): string {
-  return BigInt.asUintN(64, id).toString(16).padStart(16, '0');
+  return formatIdPadded(BigInt.asUintN(64, id));
 }
 
 export interface LeaseHost {

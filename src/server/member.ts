@@ -24,9 +24,9 @@ import { ClusterApi } from './clusterApi.js';
 import type { ServerConfig } from './config.js';
 import { ticksOf } from './config.js';
 import { RaftDriver } from './driver.js';
-import { hex } from './identity.js';
+import { formatId } from '../common/ids.js';
 import type { Logger } from './logger.js';
-import { writeMarker } from './markers.js';
+import { writeMarker } from '../storage/markers.js';
 import { Leases } from './leases.js';
 import { PeerHost } from './peerHost.js';
 import { ReadIndexBatcher } from './proposals.js';
@@ -270,7 +270,7 @@ export class Member {
     if (s.lead !== this.lead) {
       this.metrics.leaderChanges++;
       if (s.lead === this.memberId) this.log.info({ term: this.driver.raft.status().term }, 'became leader');
-      else if (s.lead !== NONE) this.log.info({ leader: hex(s.lead), term: this.driver.raft.status().term }, 'leader changed');
+      else if (s.lead !== NONE) this.log.info({ leader: formatId(s.lead), term: this.driver.raft.status().term }, 'leader changed');
       else this.log.warn({}, 'no leader');
     }
     const wasLeader = this.state === StateType.Leader;

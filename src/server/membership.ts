@@ -1,6 +1,7 @@
 // The member table's records and the runtime-reconfiguration rules of
 // SEMANTICS.md: what a MemberAdd/Remove/Update/Promote must pass before it is
 // proposed, each refusal being etcd's own error.
+import { formatId, parseId } from '../common/ids.js';
 import {
   ErrMemberBadURLs,
   ErrMemberExist,
@@ -21,15 +22,15 @@ export type MemberRecord = Member;
 /** What a conf-change entry carries: the member as it should be after the change, and the proposal's request ID. */
 export function encodeMemberContext(m: MemberRecord, reqId: bigint): Uint8Array {
   return Buffer.from(
-    JSON.stringify({ id: m.id.toString(16), name: m.name, peerURLs: m.peerURLs, clientURLs: m.clientURLs, isLearner: m.isLearner, req: reqId.toString(16) }),
+    JSON.stringify({ id: formatId(m.id), name: m.name, peerURLs: m.peerURLs, clientURLs: m.clientURLs, isLearner: m.isLearner, req: formatId(reqId) }),
   );
 }
 
 export function decodeMemberContext(b: Uint8Array): { member: MemberRecord; reqId: bigint } {
   const j = JSON.parse(Buffer.from(b).toString('utf8')) as { id: string; name?: string; peerURLs?: string[]; clientURLs?: string[]; isLearner?: boolean; req?: string };
   return {
-    member: { id: BigInt('0x' + j.id), name: j.name ?? '', peerURLs: j.peerURLs ?? [], clientURLs: j.clientURLs ?? [], isLearner: !!j.isLearner },
-    reqId: j.req ? BigInt('0x' + j.req) : 0n,
+    member: { id: parseId(j.id), name: j.name ?? '', peerURLs: j.peerURLs ?? [], clientURLs: j.clientURLs ?? [], isLearner: !!j.isLearner },
+    reqId: j.req ? parseId(j.req) : 0n,
   };
 }
 

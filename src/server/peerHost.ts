@@ -15,9 +15,9 @@ import type { Raft } from '../raft/raft.js';
 import { MessageType, type Message } from '../raft/types.js';
 import { REFUSED_MISMATCH, REFUSED_REMOVED, REFUSED_SUPERSEDED, type ForwardReply, type IdentityReply, type OutgoingSnapshot, type TransportHost } from '../transport/peerTransport.js';
 import { bigintFromJson, bigintToJson, type ClusterApi } from './clusterApi.js';
-import { hex } from './identity.js';
+import { formatId } from '../common/ids.js';
 import type { Logger } from './logger.js';
-import { writeMarker } from './markers.js';
+import { writeMarker } from '../storage/markers.js';
 import { incomingSnapshotFile, snapshotRef } from './receivedSnapshots.js';
 
 /** What a leader answers for the forwarded calls besides the Cluster API. */
@@ -97,7 +97,7 @@ export class PeerHost implements TransportHost {
       parent_cluster_id: (kv.cluster.parentClusterId() ?? 0n).toString(),
       superseded: asker.clusterId !== 0n && this.ancestors().includes(asker.clusterId),
       removed: asker.clusterId === this.clusterId() && this.isRemoved(asker.from),
-      members_json: JSON.stringify(members.map((m) => ({ ...m, id: hex(m.id) }))),
+      members_json: JSON.stringify(members.map((m) => ({ ...m, id: formatId(m.id) }))),
     };
   }
 
@@ -136,20 +136,20 @@ export class PeerHost implements TransportHost {
   refused(peer: bigint, reason: string, supersededBy: bigint): void {
     if (reason === REFUSED_REMOVED) {
       const msg = 'the member has been permanently removed from the cluster';
-      this.d.log.warn({ peer: hex(peer) }, msg);
+      this.d.log.warn({ peer: formatId(peer) }, msg);
       writeMarker(this.d.dataDir, 'removed', `${new Date().toISOString()} ${msg}\n`);
       this.d.exit(78, msg);
     } else if (reason === REFUSED_SUPERSEDED) {
       this.superseded(supersededBy, peer);
     } else if (reason === REFUSED_MISMATCH && Date.now() - this.lastMismatchLog > 5000) {
       this.lastMismatchLog = Date.now();
-      this.d.log.warn({ peer: hex(peer), local: hex(this.clusterId()) }, 'cluster ID mismatch');
+      this.d.log.warn({ peer: formatId(peer), local: formatId(this.clusterId()) }, 'cluster ID mismatch');
     }
   }
 
   superseded(by: bigint, peer: bigint): void {
-    const msg = `cluster superseded by ${hex(by)}`;
-    this.d.log.warn({ peer: hex(peer), cluster: hex(this.clusterId()), supersededBy: hex(by) }, msg);
+    const msg = `cluster superseded by ${formatId(by)}`;
+    this.d.log.warn({ peer: formatId(peer), cluster: formatId(this.clusterId()), supersededBy: formatId(by) }, msg);
     writeMarker(this.d.dataDir, 'superseded', `${new Date().toISOString()} ${msg}\n`);
     this.d.exit(78, msg);
   }
@@ -159,7 +159,7 @@ export class PeerHost implements TransportHost {
   }
 
   async snapshotData(m: Message): Promise<OutgoingSnapshot> {
-    const tmp = path.join(os.tmpdir(), `lifeboat-peer-snap-${process.pid}-${Date.now()}-${m.to.toString(16)}.db`);
+    const tmp = path.join(os.tmpdir(), `lifeboat-peer-snap-${process.pid}-${Date.now()}-${formatId(m.to)}.db`);
     const done = () => fs.rmSync(tmp, { force: true });
     try {
       const info = await this.d.kv().saveSnapshot(tmp);

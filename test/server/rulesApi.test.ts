@@ -12,7 +12,7 @@ import { EtcdClientError } from '../../src/client/errors.js';
 import type { Member } from '../../src/client/types.js';
 import { ErrConfChangePending } from '../../src/api/errors.js';
 import { ErrNotEnoughStartedMembers } from '../../src/common/errors.js';
-import { clusterIdFor, memberIdFor } from '../../src/server/identity.js';
+import { clusterIdFor, memberIdFor } from '../../src/storage/identity.js';
 import { strictAddCheck, strictRemoveCheck } from '../../src/server/membership.js';
 import { LifeboatCluster, waitFor, type MemberProc } from '../support/lifeboatCluster.js';
 import { freePorts } from '../support/ports.js';
