@@ -7,6 +7,7 @@
 // A snapshot from the leader replaces kv.db whole (installLeaderSnapshot).
 import fs from 'node:fs';
 import { ErrNoSpace } from '../common/errors.js';
+import { crashAt } from '../common/failpoint.js';
 import { decodeRequest, KvStore, type KvWriter } from '../kv/index.js';
 import { AlarmType, type Alarm, type KvApplyResult, type KvRequest, type Member as MemberInfo } from '../kv/types.js';
 import { decodeConfChange } from '../raft/confChange.js';
@@ -185,8 +186,8 @@ export function installLeaderSnapshot(s: Snapshot, current: KvStore, dataDir: st
   }
   log.info({ index: s.meta.index, term: s.meta.term, bytes: fs.statSync(file).size }, 'applying snapshot from leader');
   const dbPath = kvPath(dataDir);
-  // Fault hook for tests: die with the snapshot recorded by Raft but not yet installed.
-  if (process.env.LIFEBOAT_FAULT === 'before-snapshot-install') process.kill(process.pid, 'SIGKILL');
+  // Failpoint: die with the snapshot recorded by Raft but not yet installed.
+  crashAt('before-snapshot-install');
   current.close();
   KvStore.installSnapshotSync(file, dbPath);
   removeReceivedSnapshots(dataDir, file);

@@ -32,7 +32,7 @@ import { PeerHost } from './peerHost.js';
 import { ReadIndexBatcher } from './proposals.js';
 import { Proposer } from './proposer.js';
 import { V3Backend } from './v3Backend.js';
-import { DEFAULT_PROGRESS_INTERVAL_MS, WatchHub } from './watchHub.js';
+import { WatchHub } from './watchHub.js';
 import { MemberMetrics } from './watchMetrics.js';
 
 export { SERVER_VERSION } from './v3Backend.js';
@@ -147,8 +147,7 @@ export class Member {
       proposeConf: (cc, member) => this.proposer.proposeConf(cc, member),
     });
     this.metrics.dbSize = () => this.kv.dbSize();
-    const progressMs = Number(process.env.LIFEBOAT_WATCH_PROGRESS_NOTIFY_INTERVAL_MS) || DEFAULT_PROGRESS_INTERVAL_MS;
-    this.watchHub = new WatchHub(view.kv, this.log, progressMs);
+    this.watchHub = new WatchHub(view.kv, this.log, p.cfg.watchProgressNotifyMs);
     const leaseHost = {
       ...view,
       hasLeader: () => this.lead !== NONE,
