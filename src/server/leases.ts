@@ -51,7 +51,7 @@ export interface LeaseHost {
   /** The leader has applied an entry of its own term: its lease records are current. */
   leaderCaughtUp(): boolean;
   proposeLease(req: { leaseGrant: { id: bigint; ttl: number } } | { leaseRevoke: { id: bigint } }): Promise<{ error?: Error }>;
-  /** Calls `method` on the current leader (Member.forward there). */
+  /** Calls `method` on the current leader (PeerHost.forward there). */
   forwardToLeader(method: string, json: string, timeoutMs: number): Promise<ForwardReply>;
   stopping(): boolean;
 }
@@ -182,7 +182,7 @@ export class Leases {
     );
   }
 
-  /** A method a follower forwarded (Member.forward on the leader); undefined: not ours. */
+  /** A method a follower forwarded (PeerHost.forward on the leader); undefined: not ours. */
   async forwarded(method: string, args: Record<string, unknown>): Promise<unknown> {
     if (method === 'LeaseRenew') return this.renewHere(BigInt(args.id as string));
     if (method === 'LeaseTimeToLive') {
