@@ -3,7 +3,7 @@
 // keep-alive or time-to-live of an unknown lease is an answer (TTL 0, TTL -1), not
 // an error; LeaseKeepAlive answers each request in order on its stream.
 import * as grpc from '@grpc/grpc-js';
-import { ErrLearnerNotSupported } from '../errors.js';
+import { ErrLearnerNotSupported } from './errors.js';
 import { service } from './protos.js';
 import { toStatus, type Header } from './services.js';
 import { endWith, type OpenStreams } from './watchService.js';

@@ -3,7 +3,7 @@
 // Watch and Lease are registered next to them (watchService.ts, leaseService.ts).
 import * as grpc from '@grpc/grpc-js';
 import fsp from 'node:fs/promises';
-import { ErrLearnerNotSupported, EtcdError, GrpcCode } from '../errors.js';
+import { ErrLearnerNotSupported, GrpcCode, toEtcdError } from './errors.js';
 import type { Alarm, Member } from '../kv/types.js';
 import { AlarmType } from '../kv/types.js';
 import type { CompactionRequest, DeleteRangeRequest, DeleteRangeResponse, PutRequest, PutResponse, RangeRequest, RangeResponse, TxnRequest, TxnResponse } from '../kv/types.js';
@@ -69,7 +69,8 @@ type Handler = (call: any, cb: grpc.sendUnaryData<any>) => void;
 
 /** An error as the gRPC status clients expect: etcd's code and text, or Unknown. */
 export function toStatus(e: unknown): Partial<grpc.StatusObject> {
-  if (e instanceof EtcdError) return { code: e.code as number, details: e.message };
+  const etcd = toEtcdError(e);
+  if (etcd) return { code: etcd.code as number, details: etcd.message };
   const msg = e instanceof Error ? e.message : String(e);
   return { code: GrpcCode.Unknown as number, details: msg };
 }

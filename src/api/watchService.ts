@@ -10,7 +10,7 @@
 // when the member has had no leader for three election timeouts, as etcd does, so the
 // client moves to another member; and every stream is ended when the member stops.
 import * as grpc from '@grpc/grpc-js';
-import { ErrLearnerNotSupported, ErrNoLeader, ErrStopped } from '../errors.js';
+import { ErrLearnerNotSupported, ErrNoLeader, ErrStopped } from './errors.js';
 import { EventType, type KeyValue } from '../kv/types.js';
 import { kvToWire } from './convert.js';
 import { service } from './protos.js';

@@ -25,15 +25,8 @@ export function parseLeaseId(text: string): bigint {
   return BigInt(`0x${digits}`);
 }
 
-/** Lowercase hex without padding (`%x`). */
-export function hexId(id: bigint): string {
-  return id.toString(16);
-}
-
-/** Lowercase hex padded to 16 digits (`%016x`), for tables. */
-export function paddedHexId(id: bigint): string {
-  return id.toString(16).padStart(16, '0');
-}
+/** Lowercase hex without padding (`%x`); padded to 16 digits (`%016x`), for tables. */
+export { formatId as hexId, formatIdPadded as paddedHexId } from '../common/ids.js';
 
 /** A wire uint64/int64 (decimal string with longs: String) → bigint. */
 export function wireBig(v: unknown): bigint {

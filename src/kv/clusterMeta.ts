@@ -4,6 +4,7 @@
 // name → bytes table for anything else.
 
 import type Database from 'better-sqlite3';
+import { formatIdPadded, parseId } from '../common/ids.js';
 import { AlarmType, type Alarm, type LeaseRecord, type Member } from './types.js';
 
 export interface ClusterMetaReader {
@@ -55,7 +56,7 @@ const PARENT_CLUSTER_ID = 'parent_cluster_id';
 /** uint64 member IDs as 16 hex digits, so text order is numeric order. */
 export function idText(id: bigint): string {
   if (id < 0n || id > 0xffff_ffff_ffff_ffffn) throw new RangeError(`member ID ${id} is not a uint64`);
-  return id.toString(16).padStart(16, '0');
+  return formatIdPadded(id);
 }
 
 function idBytes(id: bigint): Buffer {
@@ -74,7 +75,7 @@ interface MemberRow {
 
 function toMember(r: MemberRow): Member {
   return {
-    id: BigInt(`0x${r.id}`),
+    id: parseId(r.id),
     name: r.name,
     peerURLs: JSON.parse(r.peer_urls) as string[],
     clientURLs: JSON.parse(r.client_urls) as string[],
@@ -173,7 +174,7 @@ export class ClusterMeta implements ClusterMetaWriter {
   }
 
   removedMembers(): bigint[] {
-    return (this.s.removed.all() as string[]).map((h) => BigInt(`0x${h}`));
+    return (this.s.removed.all() as string[]).map((h) => parseId(h));
   }
 
   isRemovedMember(id: bigint): boolean {
@@ -203,7 +204,7 @@ export class ClusterMeta implements ClusterMetaWriter {
 
   alarms(): Alarm[] {
     return (this.s.alarms.all() as { member_id: string; alarm: number }[]).map((r) => ({
-      memberId: BigInt(`0x${r.member_id}`),
+      memberId: parseId(r.member_id),
       alarm: r.alarm as AlarmType,
     }));
   }

@@ -4,15 +4,19 @@ export { KvStore, type KvEntry, type KvOpenOptions, type KvWriter } from './kvSt
 export type { ClusterMetaReader, ClusterMetaWriter } from './clusterMeta.js';
 export type { KvSnapshotInfo } from './snapshotFile.js';
 export { KvDamagedError } from './kvSchema.js';
-export { decodeKvRequest, encodeKvRequest, type DecodedRequest } from './requestCodec.js';
+export { ErrCompacted, ErrFutureRev, ErrKeyNotFound, ErrLeaseNotFound, KvError, type KvErrorKind } from './errors.js';
+export {
+  decodeKvRequest,
+  decodeRequest,
+  decodeServerRequest,
+  encodeKvRequest,
+  encodeRequest,
+  encodeServerRequest,
+  type DecodedEntryRequest,
+  type DecodedRequest,
+  type ServerRequest,
+} from './requestCodec.js';
 export { keyRange } from './mvccTxn.js';
 export type { KeyRange } from './revisionTables.js';
-export {
-  checkDeleteRequest,
-  checkPutRequest,
-  checkRangeRequest,
-  checkTxnRequest,
-  DEFAULT_MAX_TXN_OPS,
-} from './requestCheck.js';
 export { encodeKeyValue, revisionKey, type StoredRevision } from './keyValueCodec.js';
 export * from './types.js';

@@ -1,8 +1,8 @@
 // etcd's KV applier (etcdserver/apply.go, v3.4): what Range, Put, DeleteRange, Txn
 // and Compaction do to the MVCC store and what they answer. Errors are thrown as
-// EtcdError; the store turns them into results after rolling back.
+// KvError; the store turns them into results after rolling back.
 
-import { ErrCompacted, ErrFutureRev, ErrKeyNotFound, ErrLeaseNotFound } from '../errors.js';
+import { ErrCompacted, ErrFutureRev, ErrKeyNotFound, ErrLeaseNotFound } from './errors.js';
 import { asBuffer, keyRange, ReadTxn, WriteTxn, type Revisions, type TxnRead } from './mvccTxn.js';
 import type { RevisionTables } from './revisionTables.js';
 import {

@@ -6,7 +6,7 @@
 
 import { crc32c } from '@node-rs/crc32';
 import type Database from 'better-sqlite3';
-import { ErrCompacted, ErrFutureRev } from '../errors.js';
+import { ErrCompacted, ErrFutureRev } from './errors.js';
 import { writeRevisionRecordFromRow } from './keyValueCodec.js';
 import type { Revisions } from './mvccTxn.js';
 import { ProtoWriter } from './protobufWire.js';

@@ -4,7 +4,7 @@
 // is either wholly applied (and the log is replayed from the next one) or not at all.
 
 import type Database from 'better-sqlite3';
-import { EtcdError } from '../errors.js';
+import { KvError } from './errors.js';
 import { ClusterMeta, type ClusterMetaReader, type ClusterMetaWriter } from './clusterMeta.js';
 import { applyKvRequest, applyRange, type ApplyContext } from './kvApplier.js';
 import { fsyncFile } from './fsyncFile.js';
@@ -148,7 +148,7 @@ export class KvStore {
 
   // --- Reads (serializable: the state as of the last apply)
 
-  /** Throws EtcdError (compacted, future revision). */
+  /** Throws KvError (compacted, future revision). */
   range(req: RangeRequest): RangeResponse {
     return applyRange(new ReadTxn(this.tables, this.state), req);
   }
@@ -184,7 +184,7 @@ export class KvStore {
     return this.tables.rangeAt(keyRange(key), rev, rev === this.state.current, 1, false)[0];
   }
 
-  /** etcd's HashKV at `revision` (0: current). Throws EtcdError (compacted, future revision). */
+  /** etcd's HashKV at `revision` (0: current). Throws KvError (compacted, future revision). */
   hashKv(revision = 0): HashKvResult {
     return hashKv(this.tables, this.state, revision);
   }
@@ -197,7 +197,7 @@ export class KvStore {
   /**
    * hashKv in a worker thread, off the event loop: on a large store hashing takes
    * seconds (about 2.6 s per million revisions). Reads one consistent state, at or
-   * after the call. Rejects with EtcdError (compacted, future revision).
+   * after the call. Rejects with KvError (compacted, future revision).
    */
   hashKvAsync(revision = 0): Promise<HashKvResult> {
     return this.inWorker({ kind: 'hashKv', dbPath: this.path, revision }) as Promise<HashKvResult>;
@@ -342,7 +342,7 @@ export class KvStore {
     try {
       return { response: applyKvRequest(this.ctx, req) };
     } catch (err) {
-      if (err instanceof EtcdError) return { error: err };
+      if (err instanceof KvError) return { error: err };
       throw err;
     }
   }

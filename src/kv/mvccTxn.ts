@@ -3,7 +3,7 @@
 // and sub = its position among the transaction's changes. The revision becomes
 // current when the transaction ends with at least one change.
 
-import { ErrCompacted, ErrFutureRev } from '../errors.js';
+import { ErrCompacted, ErrFutureRev } from './errors.js';
 import type { KeyRange, RevisionTables } from './revisionTables.js';
 import type { KeyValue } from './types.js';
 

@@ -4,7 +4,7 @@
 // loop (Raft ticks, heartbeats) is not blocked for the time they take.
 
 import { Worker } from 'node:worker_threads';
-import { ErrCompacted, ErrFutureRev, type EtcdError } from '../errors.js';
+import { kvErrorOf, type KvErrorKind } from './errors.js';
 import type { HashKvResult } from './types.js';
 import type { KvSnapshotInfo } from './snapshotFile.js';
 
@@ -14,10 +14,9 @@ export type ReadJob =
   | { kind: 'hash'; dbPath: string }
   | { kind: 'checkpoint'; dbPath: string };
 
-export type ReadJobReply = { result: KvSnapshotInfo | HashKvResult | number } | { etcdError: string } | { error: string };
+export type ReadJobReply = { result: KvSnapshotInfo | HashKvResult | number } | { kvError: KvErrorKind } | { error: string };
 
-// etcd errors cross the thread boundary by text and come back as the shared constants.
-const ETCD_ERRORS: EtcdError[] = [ErrCompacted, ErrFutureRev];
+// The store's errors cross the thread boundary by kind and come back as the shared constants.
 
 export function runReadJob(job: ReadJob): Promise<KvSnapshotInfo | HashKvResult | number> {
   return new Promise((resolve, reject) => {
@@ -26,7 +25,7 @@ export function runReadJob(job: ReadJob): Promise<KvSnapshotInfo | HashKvResult 
     worker.once('message', (m: ReadJobReply) => {
       settled = true;
       if ('result' in m) resolve(m.result);
-      else if ('etcdError' in m) reject(ETCD_ERRORS.find((e) => e.message === m.etcdError) ?? new Error(m.etcdError));
+      else if ('kvError' in m) reject(kvErrorOf(m.kvError));
       else reject(new Error(m.error));
     });
     worker.once('error', (err) => {

@@ -3,7 +3,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { fsyncFile } from './fsyncFile.js';
 import Database from 'better-sqlite3';
-import { EtcdError } from '../errors.js';
+import { KvError } from './errors.js';
 import { hashKv, hashStore } from './kvHash.js';
 import type { ReadJob, ReadJobReply } from './readJob.js';
 import type { KvSnapshotInfo } from './snapshotFile.js';
@@ -54,6 +54,6 @@ let reply: ReadJobReply;
 try {
   reply = { result: run(workerData as ReadJob) };
 } catch (err) {
-  reply = err instanceof EtcdError ? { etcdError: err.message } : { error: err instanceof Error ? err.message : String(err) };
+  reply = err instanceof KvError ? { kvError: err.kind } : { error: err instanceof Error ? err.message : String(err) };
 }
 parentPort!.postMessage(reply);

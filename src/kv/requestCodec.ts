@@ -1,11 +1,15 @@
-// Binary codec for the KV requests Raft entries carry. The bytes are etcd's own
-// InternalRaftRequest protobuf (ID=1, range=3, put=4, delete_range=5, txn=6,
-// compaction=7; etcdserverpb field numbers inside), so the encoding is compact,
-// versionable, and other request kinds (lease_grant=8, alarm=10, ...) can join the
-// same message later: the decoder skips fields it does not know.
+// The one codec of the requests Raft entries carry: etcd's InternalRaftRequest
+// protobuf. KV requests use etcd's field numbers and messages (ID=1, range=3,
+// put=4, delete_range=5, txn=6, compaction=7; etcdserverpb inside), and so do
+// lease grants and revocations (lease_grant=8: LeaseGrantRequest{TTL=1, ID=2};
+// lease_revoke=9: LeaseRevokeRequest{ID=1}). The member's own requests besides
+// leases ride in the same message: alarm=10 and publish=20 (JSON bodies). One
+// entry is one request of either kind; the decoder skips fields it does not know.
 
+import { formatId, parseId } from '../common/ids.js';
 import { ProtoReader, ProtoWriter } from './protobufWire.js';
 import type {
+  AlarmType,
   CompactionRequest,
   Compare,
   DeleteRangeRequest,
@@ -23,7 +27,28 @@ const F = {
   deleteRange: 5,
   txn: 6,
   compaction: 7,
+  leaseGrant: 8,
+  leaseRevoke: 9,
+  alarm: 10,
+  publish: 20,
 } as const;
+
+/** The member's own requests: publishing its name and client URLs, alarms, lease grants and revocations. */
+export type ServerRequest =
+  | { publish: { memberId: bigint; name: string; clientURLs: string[] } }
+  | { alarm: { action: 'ACTIVATE' | 'DEACTIVATE'; memberId: bigint; alarm: AlarmType } }
+  | { leaseGrant: { id: bigint; ttl: number } }
+  | { leaseRevoke: { id: bigint } };
+
+/** A whole InternalRaftRequest as decoded from an entry. */
+export interface DecodedEntryRequest {
+  /** InternalRaftRequest.ID: the proposer's request ID (0n when none was given). */
+  id: bigint;
+  /** The KV request, if the entry holds one. */
+  kv?: KvRequest;
+  /** The member's own request, if the entry holds one. */
+  server?: ServerRequest;
+}
 
 export interface DecodedRequest {
   /** InternalRaftRequest.ID: the proposer's request ID (0n when none was given). */
@@ -32,7 +57,8 @@ export interface DecodedRequest {
   request?: KvRequest;
 }
 
-export function encodeKvRequest(request: KvRequest, id: bigint = 0n): Buffer {
+/** Encodes a KV request or one of the member's own. */
+export function encodeRequest(request: KvRequest | ServerRequest, id: bigint = 0n): Buffer {
   const w = new ProtoWriter(128);
   w.int(F.id, id);
   if ('range' in request) w.message(F.range, (m) => writeRange(m, request.range));
@@ -40,14 +66,29 @@ export function encodeKvRequest(request: KvRequest, id: bigint = 0n): Buffer {
   else if ('deleteRange' in request) w.message(F.deleteRange, (m) => writeDeleteRange(m, request.deleteRange));
   else if ('txn' in request) w.message(F.txn, (m) => writeTxn(m, request.txn));
   else if ('compaction' in request) w.message(F.compaction, (m) => writeCompaction(m, request.compaction));
-  else throw new Error(`encodeKvRequest: unknown request kind ${Object.keys(request).join(',')}`);
+  else if ('publish' in request) {
+    const p = request.publish;
+    w.bytes(F.publish, Buffer.from(JSON.stringify({ id: formatId(p.memberId), name: p.name, clientURLs: p.clientURLs })));
+  } else if ('leaseGrant' in request) {
+    const g = request.leaseGrant;
+    w.message(F.leaseGrant, (m) => m.int(1, g.ttl).int(2, g.id));
+  } else if ('leaseRevoke' in request) {
+    const lease = request.leaseRevoke.id;
+    w.message(F.leaseRevoke, (m) => m.int(1, lease));
+  } else if ('alarm' in request) {
+    const a = request.alarm;
+    w.bytes(F.alarm, Buffer.from(JSON.stringify({ action: a.action, memberId: formatId(a.memberId), alarm: a.alarm })));
+  } else throw new Error(`encodeRequest: unknown request kind ${Object.keys(request).join(',')}`);
   return w.finish();
 }
 
-/** Decodes an entry; the keys and values returned are views into `data`. */
-export function decodeKvRequest(data: Uint8Array): DecodedRequest {
+/**
+ * Decodes an entry's whole request, once; the keys and values returned are views
+ * into `data`. The last KV field and the first server field count.
+ */
+export function decodeRequest(data: Uint8Array): DecodedEntryRequest {
   const r = new ProtoReader(data);
-  const out: DecodedRequest = { id: 0n };
+  const out: DecodedEntryRequest = { id: 0n };
   while (!r.done) {
     const { field, wire } = r.tag();
     switch (field) {
@@ -55,25 +96,93 @@ export function decodeKvRequest(data: Uint8Array): DecodedRequest {
         out.id = r.uint64();
         break;
       case F.range:
-        out.request = { range: readRange(r.bytes()) };
+        out.kv = { range: readRange(r.bytes()) };
         break;
       case F.put:
-        out.request = { put: readPut(r.bytes()) };
+        out.kv = { put: readPut(r.bytes()) };
         break;
       case F.deleteRange:
-        out.request = { deleteRange: readDeleteRange(r.bytes()) };
+        out.kv = { deleteRange: readDeleteRange(r.bytes()) };
         break;
       case F.txn:
-        out.request = { txn: readTxn(r.bytes()) };
+        out.kv = { txn: readTxn(r.bytes()) };
         break;
       case F.compaction:
-        out.request = { compaction: readCompaction(r.bytes()) };
+        out.kv = { compaction: readCompaction(r.bytes()) };
         break;
+      case F.publish: {
+        const body = r.bytes();
+        if (!out.server) {
+          const j = JSON.parse(body.toString('utf8')) as { id: string; name: string; clientURLs: string[] };
+          out.server = { publish: { memberId: parseId(j.id), name: j.name, clientURLs: j.clientURLs } };
+        }
+        break;
+      }
+      case F.alarm: {
+        const body = r.bytes();
+        if (!out.server) {
+          const j = JSON.parse(body.toString('utf8')) as { action: 'ACTIVATE' | 'DEACTIVATE'; memberId: string; alarm: AlarmType };
+          out.server = { alarm: { action: j.action, memberId: parseId(j.memberId), alarm: j.alarm } };
+        }
+        break;
+      }
+      case F.leaseGrant: {
+        const g = readLeaseGrant(r.bytes());
+        out.server ??= { leaseGrant: g };
+        break;
+      }
+      case F.leaseRevoke: {
+        const lease = readLeaseId(r.bytes(), 1);
+        out.server ??= { leaseRevoke: { id: lease } };
+        break;
+      }
       default:
         r.skip(wire);
     }
   }
   return out;
+}
+
+export function encodeKvRequest(request: KvRequest, id: bigint = 0n): Buffer {
+  return encodeRequest(request, id);
+}
+
+/** The KV request in an entry, if any (the member's own requests yield none). */
+export function decodeKvRequest(data: Uint8Array): DecodedRequest {
+  const { id, kv } = decodeRequest(data);
+  return kv ? { id, request: kv } : { id };
+}
+
+export function encodeServerRequest(req: ServerRequest, id: bigint): Buffer {
+  return encodeRequest(req, id);
+}
+
+/** The member's own request in an entry, if it holds one (KV requests yield undefined). */
+export function decodeServerRequest(data: Uint8Array): ServerRequest | undefined {
+  return decodeRequest(data).server;
+}
+
+function readLeaseGrant(data: Uint8Array): { id: bigint; ttl: number } {
+  const r = new ProtoReader(data);
+  const g = { id: 0n, ttl: 0 };
+  while (!r.done) {
+    const { field, wire } = r.tag();
+    if (field === 1) g.ttl = r.int64Number();
+    else if (field === 2) g.id = r.int64();
+    else r.skip(wire);
+  }
+  return g;
+}
+
+function readLeaseId(data: Uint8Array, idField: number): bigint {
+  const r = new ProtoReader(data);
+  let id = 0n;
+  while (!r.done) {
+    const { field, wire } = r.tag();
+    if (field === idField) id = r.int64();
+    else r.skip(wire);
+  }
+  return id;
 }
 
 // --- RangeRequest: key=1 range_end=2 limit=3 revision=4 sort_order=5 sort_target=6

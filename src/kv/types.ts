@@ -4,7 +4,7 @@
 // versions and counts are numbers (2^53 revisions is beyond any store we keep);
 // lease IDs are int64 and often above 2^53, so they are bigint (0n = no lease).
 
-import type { EtcdError } from '../errors.js';
+import type { KvError } from './errors.js';
 
 export interface KeyValue {
   key: Buffer;
@@ -165,7 +165,7 @@ export type KvResponse =
   | { compaction: CompactionResponse };
 
 /** Outcome of applying one request: an etcd error is an outcome, not a failure to apply. */
-export type KvApplyResult = { response: KvResponse; error?: undefined } | { response?: undefined; error: EtcdError };
+export type KvApplyResult = { response: KvResponse; error?: undefined } | { response?: undefined; error: KvError };
 
 export interface HashKvResult {
   hash: number;

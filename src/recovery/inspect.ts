@@ -9,7 +9,7 @@ import { EntryType } from '../raft/types.js';
 import { kvPath, parseSnapshotName, snapDir, walDir } from '../storage/layout.js';
 import { RaftStorage } from '../storage/raftStorage.js';
 import { StorageError } from '../storage/errors.js';
-import { readMarker } from '../server/markers.js';
+import { readMarker } from '../storage/markers.js';
 
 export interface InspectedMember {
   id: string;

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { KvStore } from '../kv/index.js';
 import { InputError } from '../common/errors.js';
 import { checkTrailer, looksLikeBolt, scanEtcdDb, type EtcdDbSummary } from '../etcdfile/index.js';
-import { clusterIdFor } from '../server/identity.js';
+import { clusterIdFor } from '../storage/identity.js';
 
 const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
 const BBOLT_MAGIC = 0xed0cdaed;

@@ -1,5 +1,7 @@
 // A member's configuration, from etcd's flag names, validated as a whole before
 // anything is written. Every problem is one line naming the flag and the fix.
+// Settings without a flag come from LIFEBOAT_* environment variables, read here
+// only (failpoints excepted: common/failpoint.ts).
 import { isValidMemberUrl } from '../transport/urls.js';
 
 export interface ServerConfig {
@@ -21,7 +23,12 @@ export interface ServerConfig {
   electionMs: number;
   snapshotCount: number;
   quotaBackendBytes: number;
+  /** Watch progress notifications (etcd's --experimental-watch-progress-notify-interval); undefined: etcd's default. */
+  watchProgressNotifyMs?: number;
 }
+
+/** Overrides the watch progress notification interval (ms); tests set it short. */
+export const WATCH_PROGRESS_NOTIFY_ENV = 'LIFEBOAT_WATCH_PROGRESS_NOTIFY_INTERVAL_MS';
 
 export interface RawServerFlags {
   name: string;
@@ -73,10 +80,6 @@ export function parseInitialCluster(value: string): Map<string, string[]> {
   return out;
 }
 
-export function formatInitialCluster(members: Map<string, string[]>): string {
-  return [...members].flatMap(([name, urls]) => urls.map((u) => `${name}=${u}`)).join(',');
-}
-
 export function buildServerConfig(f: RawServerFlags): ServerConfig {
   if (!/^[A-Za-z0-9._-]+$/.test(f.name)) throw new ConfigError(`--name: "${f.name}" may only hold letters, digits, '.', '_' and '-'`);
   const state = f['initial-cluster-state'];
@@ -100,6 +103,7 @@ export function buildServerConfig(f: RawServerFlags): ServerConfig {
     electionMs: f['election-timeout'],
     snapshotCount: f['snapshot-count'],
     quotaBackendBytes: f['quota-backend-bytes'],
+    watchProgressNotifyMs: Number(process.env[WATCH_PROGRESS_NOTIFY_ENV]) || undefined,
   };
   if (cfg.listenPeerUrls.length === 0) throw new ConfigError('--listen-peer-urls is empty; give at least one URL');
   if (cfg.listenClientUrls.length === 0) throw new ConfigError('--listen-client-urls is empty; give at least one URL');

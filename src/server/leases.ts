@@ -15,18 +15,12 @@
 // - A leader answers only once it has applied an entry of its own term, so it never
 //   calls a lease unknown that the previous leader granted.
 import { randomBytes } from 'node:crypto';
-import {
-  ErrLeaseExist,
-  ErrLeaseNotFound,
-  ErrLeaseTTLTooLarge,
-  ErrNoLeader,
-  ErrNotLeader,
-  ErrStopped,
-  ErrTimeout,
-  EtcdError,
-  GrpcCode,
-} from '../errors.js';
+import * as grpcErrors from '../api/errors.js';
+import { EtcdError, GrpcCode, toEtcdError } from '../api/errors.js';
+import { ErrLeaseExist, ErrLeaseTTLTooLarge, ErrNoLeader, ErrNotLeader, ErrStopped, ErrTimeout, type MemberError } from '../common/memberErrors.js';
+import { ErrLeaseNotFound, type KvError } from '../kv/errors.js';
 import type { LeaseTimeToLive } from '../api/leaseService.js';
+import { formatIdPadded } from '../common/ids.js';
 import type { KvStore, KvWriter } from '../kv/index.js';
 import type { ForwardReply } from '../transport/peerTransport.js';
 import type { Logger } from './logger.js';
@@ -45,7 +39,7 @@ export function minLeaseTtl(electionMs: number): number {
 
 /** Lease IDs as etcdctl prints them (%016x). */
 export function leaseHex(id: bigint): string {
-  return BigInt.asUintN(64, id).toString(16).padStart(16, '0');
+  return formatIdPadded(BigInt.asUintN(64, id));
 }
 
 export interface LeaseHost {
@@ -56,8 +50,8 @@ export interface LeaseHost {
   hasLeader(): boolean;
   /** The leader has applied an entry of its own term: its lease records are current. */
   leaderCaughtUp(): boolean;
-  proposeLease(req: { leaseGrant: { id: bigint; ttl: number } } | { leaseRevoke: { id: bigint } }): Promise<{ error?: EtcdError }>;
-  /** Calls `method` on the current leader (Member.forward there). */
+  proposeLease(req: { leaseGrant: { id: bigint; ttl: number } } | { leaseRevoke: { id: bigint } }): Promise<{ error?: Error }>;
+  /** Calls `method` on the current leader (PeerHost.forward there). */
   forwardToLeader(method: string, json: string, timeoutMs: number): Promise<ForwardReply>;
   stopping(): boolean;
 }
@@ -125,7 +119,7 @@ export class Leases {
 
   // ---- apply (inside the entry's transaction; identical on every member) -----------
 
-  applyGrant(w: KvWriter, id: bigint, ttl: number): EtcdError | undefined {
+  applyGrant(w: KvWriter, id: bigint, ttl: number): MemberError | KvError | undefined {
     if (id === 0n) return ErrLeaseNotFound;
     if (ttl > MAX_LEASE_TTL) return ErrLeaseTTLTooLarge;
     if (w.cluster.lease(id)) return ErrLeaseExist;
@@ -133,7 +127,7 @@ export class Leases {
     return undefined;
   }
 
-  applyRevoke(w: KvWriter, id: bigint): EtcdError | undefined {
+  applyRevoke(w: KvWriter, id: bigint): KvError | undefined {
     return w.revokeLease(id).found ? undefined : ErrLeaseNotFound;
   }
 
@@ -188,7 +182,7 @@ export class Leases {
     );
   }
 
-  /** A method a follower forwarded (Member.forward on the leader); undefined: not ours. */
+  /** A method a follower forwarded (PeerHost.forward on the leader); undefined: not ours. */
   async forwarded(method: string, args: Record<string, unknown>): Promise<unknown> {
     if (method === 'LeaseRenew') return this.renewHere(BigInt(args.id as string));
     if (method === 'LeaseTimeToLive') {
@@ -251,12 +245,14 @@ export class Leases {
           throw new EtcdError(reply.error_code as GrpcCode, reply.error_message);
         }
       } catch (e) {
-        if (e instanceof EtcdError && !retryable(e)) throw e;
+        // Errors of this member and the leader's alike, by what clients would see.
+        const etcd = toEtcdError(e);
+        if (etcd && !retryable(etcd)) throw e;
         last = e as Error;
       }
       await sleep(50);
     }
-    throw last instanceof EtcdError && ErrNoLeader.is(last) ? ErrNoLeader : ErrTimeout;
+    throw toEtcdError(last)?.is(grpcErrors.ErrNoLeader) ? ErrNoLeader : ErrTimeout;
   }
 
   /** Leader only: propose the revocation of every lease past its deadline (bounded per check). */
@@ -279,5 +275,5 @@ export class Leases {
 }
 
 function retryable(e: EtcdError): boolean {
-  return [ErrNotLeader, ErrNoLeader, ErrTimeout].some((x) => x.is(e)) || e.code === GrpcCode.Unavailable;
+  return [grpcErrors.ErrNotLeader, grpcErrors.ErrNoLeader, grpcErrors.ErrTimeout].some((x) => x.is(e)) || e.code === GrpcCode.Unavailable;
 }

@@ -1,6 +1,7 @@
 // The member table's records and the runtime-reconfiguration rules of
 // SEMANTICS.md: what a MemberAdd/Remove/Update/Promote must pass before it is
 // proposed, each refusal being etcd's own error.
+import { formatId, parseId } from '../common/ids.js';
 import {
   ErrMemberBadURLs,
   ErrMemberExist,
@@ -10,8 +11,8 @@ import {
   ErrPeerURLExist,
   ErrTooManyLearners,
   ErrUnhealthy,
-  type EtcdError,
-} from '../errors.js';
+  type MemberError,
+} from '../common/memberErrors.js';
 import type { Member } from '../kv/types.js';
 import { isValidMemberUrl } from '../transport/urls.js';
 
@@ -21,15 +22,15 @@ export type MemberRecord = Member;
 /** What a conf-change entry carries: the member as it should be after the change, and the proposal's request ID. */
 export function encodeMemberContext(m: MemberRecord, reqId: bigint): Uint8Array {
   return Buffer.from(
-    JSON.stringify({ id: m.id.toString(16), name: m.name, peerURLs: m.peerURLs, clientURLs: m.clientURLs, isLearner: m.isLearner, req: reqId.toString(16) }),
+    JSON.stringify({ id: formatId(m.id), name: m.name, peerURLs: m.peerURLs, clientURLs: m.clientURLs, isLearner: m.isLearner, req: formatId(reqId) }),
   );
 }
 
 export function decodeMemberContext(b: Uint8Array): { member: MemberRecord; reqId: bigint } {
   const j = JSON.parse(Buffer.from(b).toString('utf8')) as { id: string; name?: string; peerURLs?: string[]; clientURLs?: string[]; isLearner?: boolean; req?: string };
   return {
-    member: { id: BigInt('0x' + j.id), name: j.name ?? '', peerURLs: j.peerURLs ?? [], clientURLs: j.clientURLs ?? [], isLearner: !!j.isLearner },
-    reqId: j.req ? BigInt('0x' + j.req) : 0n,
+    member: { id: parseId(j.id), name: j.name ?? '', peerURLs: j.peerURLs ?? [], clientURLs: j.clientURLs ?? [], isLearner: !!j.isLearner },
+    reqId: j.req ? parseId(j.req) : 0n,
   };
 }
 
@@ -41,7 +42,7 @@ function quorum(n: number): number {
   return Math.floor(n / 2) + 1;
 }
 
-export function checkAdd(members: MemberRecord[], peerURLs: string[], newId: bigint, isLearner: boolean, maxLearners: number): EtcdError | undefined {
+export function checkAdd(members: MemberRecord[], peerURLs: string[], newId: bigint, isLearner: boolean, maxLearners: number): MemberError | undefined {
   if (peerURLs.length === 0 || !peerURLs.every(isValidMemberUrl)) return ErrMemberBadURLs;
   if (members.some((m) => m.id === newId)) return ErrMemberExist;
   if (members.some((m) => m.peerURLs.some((u) => peerURLs.includes(u)))) return ErrPeerURLExist;
@@ -49,14 +50,14 @@ export function checkAdd(members: MemberRecord[], peerURLs: string[], newId: big
   return undefined;
 }
 
-export function checkUpdate(members: MemberRecord[], id: bigint, peerURLs: string[]): EtcdError | undefined {
+export function checkUpdate(members: MemberRecord[], id: bigint, peerURLs: string[]): MemberError | undefined {
   if (peerURLs.length === 0 || !peerURLs.every(isValidMemberUrl)) return ErrMemberBadURLs;
   if (!members.some((m) => m.id === id)) return ErrMemberNotFound;
   if (members.some((m) => m.id !== id && m.peerURLs.some((u) => peerURLs.includes(u)))) return ErrPeerURLExist;
   return undefined;
 }
 
-export function checkPromote(members: MemberRecord[], id: bigint): EtcdError | undefined {
+export function checkPromote(members: MemberRecord[], id: bigint): MemberError | undefined {
   const m = members.find((x) => x.id === id);
   if (!m) return ErrMemberNotFound;
   if (!m.isLearner) return ErrMemberNotLearner;
@@ -74,7 +75,7 @@ export function strictAddCheck(
   addsVoter: boolean,
   connected: (id: bigint) => boolean,
   self: bigint,
-): EtcdError | undefined {
+): MemberError | undefined {
   const voters = members.filter((m) => !m.isLearner);
   if (voters.length === 1 && voters[0].id === self) return undefined;
   if (addsVoter) {
@@ -93,7 +94,7 @@ export function strictAddCheck(
  * remaining voters; a member that is down may always go, otherwise the members
  * connected for the last 5 s, less the one removed, must still be a quorum.
  */
-export function strictRemoveCheck(members: MemberRecord[], id: bigint, connected: (id: bigint) => boolean, self: bigint): EtcdError | undefined {
+export function strictRemoveCheck(members: MemberRecord[], id: bigint, connected: (id: bigint) => boolean, self: bigint): MemberError | undefined {
   const target = members.find((m) => m.id === id);
   if (!target) return ErrMemberNotFound;
   if (target.isLearner) return undefined;

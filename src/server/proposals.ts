@@ -1,7 +1,7 @@
 // Requests waiting on Raft: proposals wait for their entry to be applied, reads
 // for a confirmed read index to be applied. Every wait is bounded by a timeout.
 import { randomBytes } from 'node:crypto';
-import { ErrTimeout, type EtcdError } from '../errors.js';
+import { ErrTimeout, type MemberError } from '../common/memberErrors.js';
 
 interface Waiter<T> {
   resolve(v: T): void;
@@ -23,7 +23,7 @@ export class PendingProposals<T = unknown> {
   }
 
   /** Waits for `id` to be resolved; rejects with etcd's timeout after timeoutMs. */
-  wait(id: bigint, timeoutError: EtcdError = ErrTimeout): Promise<T> {
+  wait(id: bigint, timeoutError: MemberError = ErrTimeout): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters.delete(id);

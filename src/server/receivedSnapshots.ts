@@ -6,6 +6,7 @@
 // the snapshot and installing it is repaired at restart from the same file.
 import fs from 'node:fs';
 import path from 'node:path';
+import { formatId } from '../common/ids.js';
 import { memberDir } from '../storage/layout.js';
 
 const PREFIX = 'received-';
@@ -13,7 +14,7 @@ const REF_MAGIC = 'lifeboat-snapshot-ref/1 ';
 
 /** A new file name in the member dir for a snapshot arriving from `from`. */
 export function incomingSnapshotFile(dataDir: string, from: bigint): string {
-  return path.join(memberDir(dataDir), `${PREFIX}${from.toString(16)}-${Date.now()}.db`);
+  return path.join(memberDir(dataDir), `${PREFIX}${formatId(from)}-${Date.now()}.db`);
 }
 
 /** Snapshot data that names a received file (in the member dir) instead of holding it. */

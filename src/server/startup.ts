@@ -14,10 +14,12 @@ import type { MemberMeta } from '../storage/memberMeta.js';
 import { RaftStorage } from '../storage/raftStorage.js';
 import { PeerTransport } from '../transport/peerTransport.js';
 import type { ServerConfig } from './config.js';
-import { formatInitialCluster, ticksOf } from './config.js';
-import { clusterIdFor, hex, memberIdFor, newClusterId } from './identity.js';
+import { formatInitialCluster } from '../common/initialCluster.js';
+import { ticksOf } from './config.js';
+import { formatId, parseId } from '../common/ids.js';
+import { clusterIdFor, memberIdFor, newClusterId } from '../storage/identity.js';
 import type { Logger } from './logger.js';
-import { readMarker, writeMarker } from './markers.js';
+import { readMarker, writeMarker } from '../storage/markers.js';
 import { Member, MemberExit } from './member.js';
 import { referencedFile, removeReceivedSnapshots } from './receivedSnapshots.js';
 import { encodeMemberContext, type MemberRecord } from './membership.js';
@@ -44,9 +46,9 @@ function checkKvIdentity(cfg: ServerConfig, kv: KvStore, meta: MemberMeta): void
   const kvMember = kv.cluster.memberId();
   const kvCluster = kv.cluster.clusterId();
   const foreign = (what: string) =>
-    new MemberExit(1, `data dir ${cfg.dataDir}: ${file} belongs to ${what}, but this data dir is member ${hex(meta.memberId)} of cluster ${hex(meta.clusterId)}; put back this member's own kv.db, or ${recoveryHint(cfg.dataDir)}`);
-  if (kvMember !== undefined && kvMember !== meta.memberId) throw foreign(`member ${hex(kvMember)}`);
-  if (kvCluster !== undefined && kvCluster !== meta.clusterId) throw foreign(`cluster ${hex(kvCluster)}`);
+    new MemberExit(1, `data dir ${cfg.dataDir}: ${file} belongs to ${what}, but this data dir is member ${formatId(meta.memberId)} of cluster ${formatId(meta.clusterId)}; put back this member's own kv.db, or ${recoveryHint(cfg.dataDir)}`);
+  if (kvMember !== undefined && kvMember !== meta.memberId) throw foreign(`member ${formatId(kvMember)}`);
+  if (kvCluster !== undefined && kvCluster !== meta.clusterId) throw foreign(`cluster ${formatId(kvCluster)}`);
   if (kvMember === undefined) kv.writeLocal((c) => c.setMemberId(meta.memberId));
 }
 
@@ -113,7 +115,7 @@ async function bootstrap(cfg: ServerConfig, log: Logger): Promise<Member> {
     c.setMemberId(memberId);
     for (const m of members) c.putMember(m);
   });
-  const l = log.child({ member: hex(memberId), cluster: hex(clusterId) });
+  const l = log.child({ member: formatId(memberId), cluster: formatId(clusterId) });
   l.info({ initialCluster: formatInitialCluster(cfg.initialCluster) }, 'starting a new cluster');
   return new Member({ cfg, log: l, storage, kv, raft: raftFor(cfg, memberId, state, 0), memberId });
 }
@@ -137,13 +139,13 @@ async function join(cfg: ServerConfig, log: Logger): Promise<Member> {
   }
   if (!reply) throw new MemberExit(1, `cannot fetch the cluster's membership from any peer in --initial-cluster (${errors.join('; ')}); check that the cluster is up`);
   const clusterId = BigInt(reply.cluster_id);
-  const members = (JSON.parse(reply.members_json) as Array<Omit<MemberRecord, 'id'> & { id: string }>).map((m) => ({ ...m, id: BigInt('0x' + m.id) }));
-  const described = `{ClusterID:${hex(clusterId)} Members:[${members.map((m) => `&{ID:${hex(m.id)} PeerURLs:[${m.peerURLs.join(' ')}] Name:${m.name}}`).join(' ')}]}`;
+  const members = (JSON.parse(reply.members_json) as Array<Omit<MemberRecord, 'id'> & { id: string }>).map((m) => ({ ...m, id: parseId(m.id) }));
+  const described = `{ClusterID:${formatId(clusterId)} Members:[${members.map((m) => `&{ID:${formatId(m.id)} PeerURLs:[${m.peerURLs.join(' ')}] Name:${m.name}}`).join(' ')}]}`;
   if (members.length !== cfg.initialCluster.size) throw new MemberExit(1, `error validating peerURLs ${described}: member count is unequal`);
   const flagged = [...cfg.initialCluster.values()];
   for (const m of members) {
     if (!flagged.some((urls) => sameUrls(urls, m.peerURLs))) {
-      throw new MemberExit(1, `error validating peerURLs ${described}: PeerURLs: no match found for existing member (${hex(m.id)}, ${m.peerURLs.join(',')})`);
+      throw new MemberExit(1, `error validating peerURLs ${described}: PeerURLs: no match found for existing member (${formatId(m.id)}, ${m.peerURLs.join(',')})`);
     }
   }
   const self = members.find((m) => sameUrls(m.peerURLs, cfg.initialAdvertisePeerUrls));
@@ -159,7 +161,7 @@ async function join(cfg: ServerConfig, log: Logger): Promise<Member> {
     if (parent !== 0n) c.setParentClusterId(parent);
     for (const m of members) c.putMember(m);
   });
-  const l = log.child({ member: hex(self.id), cluster: hex(clusterId) });
+  const l = log.child({ member: formatId(self.id), cluster: formatId(clusterId) });
   l.info({ peers: members.length - 1 }, 'joining an existing cluster');
   return new Member({ cfg, log: l, storage, kv, raft: raftFor(cfg, self.id, emptyState(), 0), memberId: self.id });
 }
@@ -175,7 +177,7 @@ async function restart(cfg: ServerConfig, log: Logger): Promise<Member> {
     checkKvIdentity(cfg, kv, member);
     kv = await ensureKvCovers(cfg, storage, kv, state, member.memberId);
     const clusterId = kv.cluster.clusterId() ?? member.clusterId;
-    const l = log.child({ member: hex(member.memberId), cluster: hex(clusterId) });
+    const l = log.child({ member: formatId(member.memberId), cluster: formatId(clusterId) });
     await checkNotSuperseded(cfg, kv, member.memberId, clusterId, l);
     const aligned = alignLogWithKv(storage, state, kv, l);
     l.info({ applied: kv.appliedIndex(), commit: aligned.hardState.commit, lastIndex: lastIndexOf(aligned) }, 'restarting member');
@@ -252,8 +254,8 @@ async function checkNotSuperseded(cfg: ServerConfig, kv: KvStore, memberId: bigi
   for (const a of answers) {
     if (a.status !== 'fulfilled') continue;
     if (a.value.superseded) {
-      const msg = `cluster superseded by ${hex(BigInt(a.value.cluster_id))}`;
-      log.warn({ supersededBy: hex(BigInt(a.value.cluster_id)) }, msg);
+      const msg = `cluster superseded by ${formatId(BigInt(a.value.cluster_id))}`;
+      log.warn({ supersededBy: formatId(BigInt(a.value.cluster_id)) }, msg);
       writeMarker(cfg.dataDir, 'superseded', `${new Date().toISOString()} ${msg}\n`);
       throw new MemberExit(78, `${msg}; this member's cluster was replaced by a recovery, do not restart it`);
     }
@@ -297,8 +299,8 @@ async function forceNewCluster(cfg: ServerConfig, log: Logger): Promise<Member> 
     c.putMember({ id: member.memberId, name: self?.name ?? '', peerURLs: cfg.initialAdvertisePeerUrls, clientURLs: self?.clientURLs ?? [], isLearner: false });
   });
   storage.setClusterId(clusterId);
-  writeMarker(cfg.dataDir, 'forced', `${new Date().toISOString()} forced new cluster ${hex(clusterId)} from ${hex(oldClusterId)}\n`);
-  const l = log.child({ member: hex(member.memberId), cluster: hex(clusterId) });
-  l.warn({ parent: hex(oldClusterId), keptEntries: forced.entries.length }, 'forced a new cluster from this data dir');
+  writeMarker(cfg.dataDir, 'forced', `${new Date().toISOString()} forced new cluster ${formatId(clusterId)} from ${formatId(oldClusterId)}\n`);
+  const l = log.child({ member: formatId(member.memberId), cluster: formatId(clusterId) });
+  l.warn({ parent: formatId(oldClusterId), keptEntries: forced.entries.length }, 'forced a new cluster from this data dir');
   return new Member({ cfg, log: l, storage, kv, raft: raftFor(cfg, member.memberId, forced, kv.appliedIndex()), memberId: member.memberId });
 }

@@ -20,7 +20,7 @@
 // - A store restored with `--bump-revision N --mark-compacted` counts everything
 //   before its new revision as compacted, so a client resuming from an old revision
 //   gets its watch cancelled as compacted and relists.
-import { ErrCompacted } from '../errors.js';
+import { ErrCompacted } from '../api/errors.js';
 import type { WatchCreate, WatchEventOut, WatchSession, WatchSink } from '../api/watchService.js';
 import { keyRange, type KeyRange } from '../kv/index.js';
 import { EventType, type HistoryBatch, type KeyValue } from '../kv/types.js';

@@ -1,6 +1,6 @@
 // Errors an operator reads: one line each, saying what is wrong and what to do next.
 
-import { formatId } from './u64.js';
+import { formatId } from '../common/ids.js';
 
 export class StorageError extends Error {
   constructor(message: string) {

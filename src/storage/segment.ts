@@ -13,7 +13,8 @@ import { crc32c } from '@node-rs/crc32';
 import type { HardState } from '../raft/types.js';
 import { StorageCorruptError } from './errors.js';
 import { findIntactRecord, readRecord, RecordType, type LogRecord } from './logRecord.js';
-import { formatId, getId, getU64, putId, putU64 } from './u64.js';
+import { formatId } from '../common/ids.js';
+import { getId, getU64, putId, putU64 } from './u64.js';
 
 export const SEGMENT_HEADER = 80;
 const MAGIC = Buffer.from('LBWAL001');

@@ -16,7 +16,8 @@ import type { NodeId, Snapshot, SnapshotMeta } from '../raft/types.js';
 import { StorageCorruptError } from './errors.js';
 import type { FileSystem } from './fileSystem.js';
 import { parseSnapshotName, snapDir, snapshotName, TEMP_SUFFIX } from './layout.js';
-import { asBuffer, formatId, getId, getU64, putId, putU64 } from './u64.js';
+import { formatId } from '../common/ids.js';
+import { asBuffer, getId, getU64, putId, putU64 } from './u64.js';
 
 const MAGIC = Buffer.from('LBSNAP01');
 const FIXED = 40; // magic .. learner count

@@ -22,11 +22,6 @@ export function getId(buf: Buffer, offset: number): bigint {
   return buf.readBigUInt64LE(offset);
 }
 
-/** IDs print as etcd prints them: lowercase hex without padding. */
-export function formatId(id: bigint): string {
-  return id.toString(16);
-}
-
 export function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }

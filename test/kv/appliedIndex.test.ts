@@ -4,7 +4,7 @@ import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { ErrFutureRev } from '../../src/errors.js';
+import { ErrFutureRev } from '../../src/kv/errors.js';
 import { KvStore } from '../../src/kv/kvStore.js';
 import { Applier, b, pairs, tempDir, thrown } from './kvFixture.js';
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { ErrCompacted, ErrFutureRev } from '../../src/errors.js';
+import { ErrCompacted, ErrFutureRev } from '../../src/kv/errors.js';
 import { Applier, b, pairs, tempDir, thrown } from './kvFixture.js';
 
 /** The (key, main, tombstone) rows physically stored, read through a second connection. */

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after } from 'node:test';
-import type { EtcdError } from '../../src/errors.js';
+import type { KvError as EtcdError } from '../../src/kv/errors.js';
 import { KvStore } from '../../src/kv/kvStore.js';
 import type {
   DeleteRangeRequest,

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { ErrCompacted, ErrFutureRev, ErrKeyNotFound, ErrLeaseNotFound } from '../../src/errors.js';
+import { ErrCompacted, ErrFutureRev, ErrKeyNotFound, ErrLeaseNotFound } from '../../src/kv/errors.js';
 import { KvStore } from '../../src/kv/kvStore.js';
 import {
   CompareResult,

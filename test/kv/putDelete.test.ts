@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ErrKeyNotFound, ErrLeaseNotFound } from '../../src/errors.js';
+import { ErrKeyNotFound, ErrLeaseNotFound } from '../../src/kv/errors.js';
 import { Applier, b, pairs } from './kvFixture.js';
 
 const LEASE = 0x390da202416ae00an; // above 2^53, as etcd's lease IDs usually are

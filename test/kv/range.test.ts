@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ErrCompacted, ErrFutureRev } from '../../src/errors.js';
+import { ErrCompacted, ErrFutureRev } from '../../src/kv/errors.js';
 import { SortOrder, SortTarget } from '../../src/kv/types.js';
 import { Applier, b, pairs, thrown } from './kvFixture.js';
 

@@ -9,8 +9,8 @@ import {
   ErrValueProvided,
   EtcdError,
   GrpcCode,
-} from '../../src/errors.js';
-import { checkPutRequest, checkRangeRequest, checkTxnRequest } from '../../src/kv/requestCheck.js';
+} from '../../src/api/errors.js';
+import { checkPutRequest, checkRangeRequest, checkTxnRequest } from '../../src/api/requestCheck.js';
 import type { RequestOp, TxnRequest } from '../../src/kv/types.js';
 import { b, thrown } from './kvFixture.js';
 

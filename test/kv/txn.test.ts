@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ErrCompacted, ErrFutureRev, ErrKeyNotFound, ErrLeaseNotFound } from '../../src/errors.js';
+import { ErrCompacted, ErrFutureRev, ErrKeyNotFound, ErrLeaseNotFound } from '../../src/kv/errors.js';
 import {
   CompareResult,
   CompareTarget,

@@ -3,11 +3,12 @@
 // apply rules (exists, not found, too large) on a real store.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ErrLeaseExist, ErrLeaseNotFound, ErrLeaseTTLTooLarge } from '../../src/errors.js';
+import { ErrLeaseExist, ErrLeaseTTLTooLarge } from '../../src/common/memberErrors.js';
+import { ErrLeaseNotFound } from '../../src/kv/errors.js';
 import { decodeKvRequest, encodeKvRequest } from '../../src/kv/index.js';
 import { createLogger } from '../../src/server/logger.js';
 import { leaseHex, Leases, MAX_LEASE_TTL, minLeaseTtl } from '../../src/server/leases.js';
-import { decodeServerRequest, encodeServerRequest } from '../../src/server/serverRequests.js';
+import { decodeServerRequest, encodeServerRequest } from '../../src/kv/requestCodec.js';
 import { Applier, b } from '../kv/kvFixture.js';
 
 describe('lease requests', () => {

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { fragments, type WatchCreate, type WatchResponseOut, type WatchSession, type WatchSink } from '../../src/api/watchService.js';
-import { ErrCompacted } from '../../src/errors.js';
+import { ErrCompacted } from '../../src/api/errors.js';
 import { EventType } from '../../src/kv/types.js';
 import type { KvStore } from '../../src/kv/kvStore.js';
 import { createLogger } from '../../src/server/logger.js';

@@ -1,7 +1,11 @@
-// etcd's error texts and their gRPC status codes. Clients (clientv3, etcdctl, npm
-// etcd3) recognise these errors by the exact message text, so nothing else in
-// Lifeboat spells them: import the constant. A leaf module; imports nothing of ours.
+// The gRPC edge's errors: etcd's error texts and their gRPC status codes, and the
+// one table mapping the store's and the member's errors (src/kv/errors.ts,
+// src/common/errors.ts) to them, as etcd's api/v3rpc/util.go. Clients (clientv3,
+// etcdctl, npm etcd3) recognise these errors by the exact message text, so
+// nothing else in Lifeboat spells them: import the constant.
 // Source: etcd v3.4 etcdserver/api/v3rpc/rpctypes/error.go.
+import { KvError, type KvErrorKind } from '../kv/errors.js';
+import { MemberError, type MemberErrorKind } from '../common/memberErrors.js';
 
 /** gRPC status codes (google.golang.org/grpc/codes), numbered as on the wire. */
 export enum GrpcCode {
@@ -91,3 +95,48 @@ export const ErrLeaderChanged = e(GrpcCode.Unavailable, 'etcdserver: leader chan
 export const ErrNotCapable = e(GrpcCode.Unavailable, 'etcdserver: not capable');
 /** Lifeboat: a second membership change while one is still being applied. */
 export const ErrConfChangePending = e(GrpcCode.FailedPrecondition, 'etcdserver: a membership change is already in progress; retry when it is applied');
+
+/** The store's errors as clients see them. */
+const KV_ERRORS: Record<KvErrorKind, EtcdError> = {
+  compacted: ErrCompacted,
+  futureRev: ErrFutureRev,
+  keyNotFound: ErrKeyNotFound,
+  leaseNotFound: ErrLeaseNotFound,
+};
+
+/** The member's errors as clients see them (a bare code: the text as made, see below). */
+const MEMBER_ERRORS: Record<MemberErrorKind, EtcdError | GrpcCode> = {
+  noSpace: ErrNoSpace,
+  noLeader: ErrNoLeader,
+  notLeader: ErrNotLeader,
+  timeout: ErrTimeout,
+  timeoutLeaderTransfer: ErrTimeoutLeaderTransfer,
+  stopped: ErrStopped,
+  badLeaderTransferee: ErrBadLeaderTransferee,
+  leaseExist: ErrLeaseExist,
+  leaseTTLTooLarge: ErrLeaseTTLTooLarge,
+  memberNotFound: ErrMemberNotFound,
+  memberExist: ErrMemberExist,
+  peerURLExist: ErrPeerURLExist,
+  memberBadURLs: ErrMemberBadURLs,
+  tooManyLearners: ErrTooManyLearners,
+  memberNotLearner: ErrMemberNotLearner,
+  learnerNotReady: ErrLearnerNotReady,
+  notEnoughStartedMembers: ErrNotEnoughStartedMembers,
+  unhealthy: ErrUnhealthy,
+  confChangePending: ErrConfChangePending,
+  // Texts made at the time (`etcdserver: <Raft's reason>`), passed through with a code.
+  proposalRefused: GrpcCode.Unavailable,
+  confChangeRefused: GrpcCode.FailedPrecondition,
+};
+
+/** The etcd error clients see for `e`, or undefined when it is none of ours (a bug: Unknown). */
+export function toEtcdError(e: unknown): EtcdError | undefined {
+  if (e instanceof EtcdError) return e;
+  if (e instanceof KvError) return KV_ERRORS[e.kind];
+  if (e instanceof MemberError) {
+    const m = MEMBER_ERRORS[e.kind];
+    return m instanceof EtcdError ? m : new EtcdError(m, e.message);
+  }
+  return undefined;
+}

@@ -38,15 +38,3 @@ export function newClusterId(oldClusterId: bigint, newMemberId: bigint, ancestor
   }
   throw new Error('could not draw a fresh cluster ID');
 }
-
-/** IDs print as lowercase hex without padding (etcd's %x). */
-export function hex(id: bigint): string {
-  return id.toString(16);
-}
-
-/** Parses a hex member ID as an operator types it; undefined when malformed. */
-export function parseHexId(s: string): bigint | undefined {
-  const t = s.trim().toLowerCase().replace(/^0x/, '');
-  if (!/^[0-9a-f]{1,16}$/.test(t)) return undefined;
-  return BigInt('0x' + t);
-}

@@ -9,8 +9,8 @@ import {
   ErrLeaseProvided,
   ErrTooManyOps,
   ErrValueProvided,
-} from '../errors.js';
-import type { DeleteRangeRequest, PutRequest, RangeRequest, RequestOp, TxnRequest } from './types.js';
+} from './errors.js';
+import type { DeleteRangeRequest, PutRequest, RangeRequest, RequestOp, TxnRequest } from '../kv/types.js';
 
 /** etcd's --max-txn-ops default. */
 export const DEFAULT_MAX_TXN_OPS = 128;

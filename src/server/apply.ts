@@ -1,0 +1,198 @@
+// Apply of committed entries, in log order, one SQLite transaction per batch:
+// KV requests, the member's own requests (publish, lease grant/revoke, alarm) and
+// membership changes. Entries kv.db already holds are skipped (etcd's consistent
+// index). Each proposer's outcome is handed back only after the whole batch is
+// committed, and then the side effects run (lease timers, peers, logs), in order.
+// Past the space quota, writes fail with ErrNoSpace until the alarm is disarmed.
+// A snapshot from the leader replaces kv.db whole (installLeaderSnapshot).
+import fs from 'node:fs';
+import { ErrNoSpace } from '../common/memberErrors.js';
+import { crashAt } from '../common/failpoint.js';
+import { decodeRequest, KvStore, type KvWriter } from '../kv/index.js';
+import { AlarmType, type Alarm, type KvApplyResult, type KvRequest, type Member as MemberInfo } from '../kv/types.js';
+import { decodeConfChange } from '../raft/confChange.js';
+import { EntryType, type ConfChange, type Entry, type Snapshot } from '../raft/types.js';
+import { kvPath } from '../storage/layout.js';
+import { formatId } from '../common/ids.js';
+import type { Logger } from './logger.js';
+import { decodeMemberContext } from './membership.js';
+import { incomingSnapshotFile, referencedFile, removeReceivedSnapshots } from './receivedSnapshots.js';
+
+/** What a proposer learns once its entry is applied. */
+export type ApplyOutcome = { kv?: KvApplyResult; members?: MemberInfo[]; member?: MemberInfo; error?: Error };
+
+/** The lease side of applying grants and revocations (Leases). */
+export interface LeaseApply {
+  applyGrant(w: KvWriter, id: bigint, ttl: number): Error | undefined;
+  afterGrant(id: bigint, ttl: number): void;
+  applyRevoke(w: KvWriter, id: bigint): Error | undefined;
+  afterRevoke(id: bigint, found: boolean): void;
+}
+
+export interface ApplyHost {
+  readonly memberId: bigint;
+  readonly log: Logger;
+  readonly leases: LeaseApply;
+  kv(): KvStore;
+  /** The proposer of request `id` gets its outcome (the batch is committed). */
+  resolve(id: bigint, outcome: ApplyOutcome): void;
+  /** After a batch of `count` entries and its side effects. */
+  afterBatch(count: number): void;
+  /** A membership change was applied: the peers to talk to may differ. */
+  membersChanged(): void;
+  /** This member's own removal was applied. */
+  removed(): void;
+}
+
+export class EntryApplier {
+  constructor(private readonly host: ApplyHost) {}
+
+  applyEntries(entries: Entry[]): void {
+    const kv = this.host.kv();
+    const outcomes: Array<[bigint, ApplyOutcome]> = [];
+    const events: Array<() => void> = [];
+    // kv.db may be ahead of the log's commit index (a power cut kept a checkpoint
+    // but not the unsynced hard state that moved the commit): entries it already
+    // holds are skipped, as etcd skips those at or below its consistent index.
+    const applied = kv.appliedIndex();
+    kv.batch(() => {
+      for (const e of entries) {
+        if (e.index <= applied) this.skipApplied(kv, e, applied, events);
+        else if (e.type === EntryType.ConfChange) this.applyConfChange(kv, e, outcomes, events);
+        else this.applyNormal(kv, e, outcomes, events);
+      }
+    });
+    for (const [id, o] of outcomes) this.host.resolve(id, o);
+    for (const ev of events) ev();
+    this.host.afterBatch(entries.length);
+  }
+
+  /** An entry kv.db already holds: nothing to apply; a membership change still updates the peers. */
+  private skipApplied(kv: KvStore, e: Entry, applied: number, events: Array<() => void>): void {
+    if (e.index === applied && e.term !== kv.appliedTerm()) {
+      throw new Error(`kv: entry ${e.index} has term ${e.term}, but kv.db applied index ${applied} at term ${kv.appliedTerm()}: the raft log and kv.db disagree`);
+    }
+    if (e.type !== EntryType.ConfChange) return;
+    const cc = decodeConfChange(e.data);
+    events.push(() => this.afterConfChange(cc, kv.cluster.member(cc.nodeId)));
+  }
+
+  private applyNormal(kv: KvStore, e: Entry, outcomes: Array<[bigint, ApplyOutcome]>, events: Array<() => void>): void {
+    if (e.data.length === 0) {
+      kv.apply(e.index, e.term, () => undefined);
+      return;
+    }
+    const { id, kv: request, server } = decodeRequest(e.data);
+    if (server) {
+      const outcome: ApplyOutcome = {};
+      const leases = this.host.leases;
+      kv.apply(e.index, e.term, (w) => {
+        if ('publish' in server) {
+          const m = w.cluster.member(server.publish.memberId);
+          if (m) w.cluster.putMember({ ...m, name: server.publish.name, clientURLs: server.publish.clientURLs });
+        } else if ('leaseGrant' in server) {
+          const { id: lease, ttl } = server.leaseGrant;
+          outcome.error = leases.applyGrant(w, lease, ttl);
+          if (!outcome.error) events.push(() => leases.afterGrant(lease, ttl));
+        } else if ('leaseRevoke' in server) {
+          const lease = server.leaseRevoke.id;
+          outcome.error = leases.applyRevoke(w, lease);
+          const found = !outcome.error;
+          events.push(() => leases.afterRevoke(lease, found));
+        } else if (server.alarm.action === 'ACTIVATE') {
+          if (w.cluster.activateAlarm({ memberId: server.alarm.memberId, alarm: server.alarm.alarm })) {
+            events.push(() => this.host.log.warn({ alarm: AlarmType[server.alarm.alarm], member: formatId(server.alarm.memberId) }, 'alarm raised'));
+          }
+        } else {
+          w.cluster.deactivateAlarm({ memberId: server.alarm.memberId, alarm: server.alarm.alarm });
+        }
+      });
+      outcomes.push([id, outcome]);
+      return;
+    }
+    let noSpace = false;
+    const result = kv.apply(e.index, e.term, (w) => {
+      if (!request) return undefined;
+      if ((noSpace = spaceExceeded(request, w.cluster.alarms()))) return undefined;
+      return w.request(request);
+    });
+    if (noSpace) outcomes.push([id, { error: ErrNoSpace }]);
+    else if (result) outcomes.push([id, { kv: result }]);
+  }
+
+  private applyConfChange(kv: KvStore, e: Entry, outcomes: Array<[bigint, ApplyOutcome]>, events: Array<() => void>): void {
+    const cc = decodeConfChange(e.data);
+    const ctx = cc.context.length > 0 ? decodeMemberContext(cc.context) : undefined;
+    const reqId = ctx?.reqId ?? 0n;
+    let changed: MemberInfo | undefined;
+    kv.apply(e.index, e.term, (w) => {
+      const existing = w.cluster.member(cc.nodeId);
+      switch (cc.type) {
+        case 'addVoter':
+        case 'addLearner':
+          if (ctx) w.cluster.putMember((changed = { ...ctx.member, isLearner: cc.type === 'addLearner' }));
+          break;
+        case 'promote':
+          if (existing) w.cluster.putMember((changed = { ...existing, isLearner: false }));
+          break;
+        case 'remove':
+          w.cluster.deleteMember(cc.nodeId);
+          w.cluster.addRemovedMember(cc.nodeId);
+          break;
+        case 'update':
+          if (existing && ctx) w.cluster.putMember((changed = { ...existing, peerURLs: ctx.member.peerURLs }));
+          break;
+      }
+    });
+    const members = kv.cluster.members();
+    outcomes.push([reqId, { members, member: changed }]);
+    events.push(() => this.afterConfChange(cc, changed));
+  }
+
+  private afterConfChange(cc: ConfChange, changed: MemberInfo | undefined): void {
+    const log = this.host.log;
+    const fields = { id: formatId(cc.nodeId), peerURLs: changed?.peerURLs };
+    if (cc.type === 'addVoter' || cc.type === 'addLearner') log.info({ ...fields, learner: cc.type === 'addLearner' }, 'added member');
+    else if (cc.type === 'remove') log.info(fields, 'removed member');
+    else if (cc.type === 'promote') log.info(fields, 'promoted member');
+    else log.info(fields, 'updated member');
+    this.host.membersChanged();
+    if (cc.type === 'remove' && cc.nodeId === this.host.memberId) this.host.removed();
+  }
+}
+
+/** Past the quota, writes fail until space is freed and the alarm disarmed (etcd's NOSPACE). */
+export function spaceExceeded(req: KvRequest, alarms: Alarm[]): boolean {
+  if (!alarms.some((a) => a.alarm === AlarmType.NoSpace)) return false;
+  return 'put' in req || ('txn' in req && (req.txn.success?.length ?? 0) + (req.txn.failure?.length ?? 0) > 0);
+}
+
+/** Whether the leader should raise the NOSPACE alarm: kv.db outgrew the quota and no such alarm is active. */
+export function quotaNewlyExceeded(kv: KvStore, quotaBackendBytes: number): boolean {
+  if (quotaBackendBytes <= 0 || kv.dbSize() <= quotaBackendBytes) return false;
+  return !kv.cluster.alarms().some((a) => a.alarm === AlarmType.NoSpace);
+}
+
+/**
+ * Installs the leader's snapshot (its whole KV state, received into a file) as
+ * this member's kv.db: closes `current` and returns the store opened on it.
+ */
+export function installLeaderSnapshot(s: Snapshot, current: KvStore, dataDir: string, memberId: bigint, log: Logger): KvStore {
+  let file = referencedFile(dataDir, s.data);
+  if (!file) {
+    // Data held in memory (not from our transport): put it in a file first.
+    file = incomingSnapshotFile(dataDir, 0n);
+    fs.writeFileSync(file, s.data);
+  }
+  log.info({ index: s.meta.index, term: s.meta.term, bytes: fs.statSync(file).size }, 'applying snapshot from leader');
+  const dbPath = kvPath(dataDir);
+  // Failpoint: die with the snapshot recorded by Raft but not yet installed.
+  crashAt('before-snapshot-install');
+  current.close();
+  KvStore.installSnapshotSync(file, dbPath);
+  removeReceivedSnapshots(dataDir, file);
+  const kv = KvStore.open(dbPath, { autoCheckpoint: false });
+  // It carries the leader's member ID: the file is ours now.
+  kv.writeLocal((c) => c.setMemberId(memberId));
+  return kv;
+}

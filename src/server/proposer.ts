@@ -1,0 +1,91 @@
+// Proposing to Raft and waiting for the apply: each proposal gets a request ID
+// (carried in its entry, or in a conf change's context) and waits, bounded by the
+// request timeout, until apply.ts hands back its outcome. A proposal made while
+// there is no leader waits for one (until its own deadline) instead of failing;
+// Raft's other refusals become etcd's errors.
+import { confChangeRefused, ErrConfChangePending, ErrNotLeader, ErrStopped, proposalRefused } from '../common/memberErrors.js';
+import type { Member as MemberInfo } from '../kv/types.js';
+import type { Raft } from '../raft/raft.js';
+import { RaftError, type ConfChange } from '../raft/types.js';
+import type { ApplyOutcome } from './apply.js';
+import { encodeMemberContext } from './membership.js';
+import { PendingProposals } from './proposals.js';
+
+export interface ProposerHost {
+  /** Runs `fn` on the Raft core and lets the driver process what it produced. */
+  withRaft(fn: (r: Raft) => void): void;
+  stopping(): boolean;
+  readonly metrics: { proposalsPending: number; proposalsFailed: number };
+}
+
+export class Proposer {
+  /** Proposals waiting for their apply, by request ID. */
+  readonly pending: PendingProposals<ApplyOutcome>;
+  /** Proposals that found no leader: retried when one is elected, until their deadline. */
+  private noLeaderQueue: Array<{ data: Uint8Array; id: bigint; deadline: number }> = [];
+
+  constructor(
+    private readonly host: ProposerHost,
+    private readonly requestTimeoutMs: number,
+  ) {
+    this.pending = new PendingProposals(requestTimeoutMs);
+  }
+
+  /** Proposes the entry `encode` makes with the request ID; resolves once it is applied. */
+  propose(encode: (id: bigint) => Uint8Array): Promise<ApplyOutcome> {
+    if (this.host.stopping()) return Promise.reject(ErrStopped);
+    const metrics = this.host.metrics;
+    const id = this.pending.nextId();
+    const done = this.pending.wait(id);
+    metrics.proposalsPending++;
+    this.proposeData(encode(id), id, Date.now() + this.requestTimeoutMs);
+    return done.finally(() => metrics.proposalsPending--).catch((e) => {
+      metrics.proposalsFailed++;
+      throw e;
+    });
+  }
+
+  async proposeConf(cc: Omit<ConfChange, 'context'>, member: MemberInfo | undefined): Promise<ApplyOutcome> {
+    if (this.host.stopping()) throw ErrStopped;
+    const id = this.pending.nextId();
+    const done = this.pending.wait(id);
+    const context = member ? encodeMemberContext(member, id) : encodeMemberContext({ id: cc.nodeId, name: '', peerURLs: [], clientURLs: [], isLearner: false }, id);
+    try {
+      this.host.withRaft((r) => r.proposeConfChange({ ...cc, context }));
+    } catch (e) {
+      this.pending.reject(id, confError(e));
+    }
+    return done;
+  }
+
+  /** A leader is known again: the proposals that waited for one go now. */
+  leaderElected(): void {
+    if (this.noLeaderQueue.length === 0) return;
+    const queued = this.noLeaderQueue;
+    this.noLeaderQueue = [];
+    const now = Date.now();
+    for (const q of queued) if (q.deadline > now) this.proposeData(q.data, q.id, q.deadline);
+  }
+
+  private proposeData(data: Uint8Array, id: bigint, deadline: number): void {
+    try {
+      this.host.withRaft((r) => r.propose(data));
+    } catch (e) {
+      if (e instanceof RaftError && e.code === 'ProposalDropped') {
+        // No leader yet: wait for one (bounded by the request's own timeout).
+        this.noLeaderQueue.push({ data, id, deadline });
+        return;
+      }
+      this.pending.reject(id, e instanceof RaftError ? proposalRefused(e.message) : (e as Error));
+    }
+  }
+}
+
+function confError(e: unknown): Error {
+  if (e instanceof RaftError) {
+    if (e.code === 'ConfChangePending') return ErrConfChangePending;
+    if (e.code === 'NotLeader') return ErrNotLeader;
+    return confChangeRefused(e.message);
+  }
+  return e as Error;
+}

@@ -1,0 +1,229 @@
+// The backend the v3 API serves (KV, Maintenance; the Cluster calls are handed to
+// clusterApi.ts, Watch to the watch hub, Lease to the lessor): reads are linearizable unless serializable (a
+// ReadIndex round first), writes are proposed and answered once applied, and the
+// maintenance calls (status, hash, snapshot, alarm, defragment, move-leader) read
+// this member's store and Raft state. Errors thrown are the member's and the
+// store's; src/api/errors.ts turns them into what clients see.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import * as grpcErrors from '../api/errors.js';
+import { ErrBadLeaderTransferee, ErrNoLeader, ErrNotLeader, ErrTimeoutLeaderTransfer } from '../common/memberErrors.js';
+import type { EtcdBackend, Header, SnapshotToSend, StatusInfo } from '../api/services.js';
+import type { LeaseBackend, LeaseTimeToLive } from '../api/leaseService.js';
+import type { WatchBackend, WatchSession, WatchSink } from '../api/watchService.js';
+import type { KvStore, ServerRequest } from '../kv/index.js';
+import {
+  AlarmType,
+  type Alarm,
+  type CompactionRequest,
+  type DeleteRangeRequest,
+  type DeleteRangeResponse,
+  type KvApplyResult,
+  type KvRequest,
+  type Member as MemberInfo,
+  type PutRequest,
+  type PutResponse,
+  type RangeRequest,
+  type RangeResponse,
+  type TxnRequest,
+  type TxnResponse,
+} from '../kv/types.js';
+import type { Raft } from '../raft/raft.js';
+import { NONE, RaftError } from '../raft/types.js';
+import type { ClusterApi } from './clusterApi.js';
+import type { Leases } from './leases.js';
+
+export const SERVER_VERSION = '3.4.23-lifeboat';
+
+export interface V3Host {
+  readonly memberId: bigint;
+  readonly cfg: { electionMs: number; heartbeatMs: number };
+  kv(): KvStore;
+  raft(): Raft;
+  clusterId(): bigint;
+  isLeader(): boolean;
+  /** The leader this member follows (NONE when there is none). */
+  leader(): bigint;
+  /** Resolves once this member has applied up to the leader's commit index at the call (ReadIndex). */
+  readIndex(): Promise<void>;
+  /** Proposes a KV write; resolves once applied, throws its error. */
+  proposeKv(req: KvRequest): Promise<KvApplyResult>;
+  /** Proposes one of the member's own requests; resolves once applied. */
+  proposeServer(req: ServerRequest): Promise<unknown>;
+  transferLeader(target: bigint): void;
+  readonly watches: { open(sink: WatchSink): WatchSession };
+  readonly leases: Pick<Leases, 'grant' | 'revoke' | 'renew' | 'timeToLive' | 'list'>;
+}
+
+export class V3Backend implements EtcdBackend, WatchBackend, LeaseBackend {
+  constructor(
+    private readonly host: V3Host,
+    private readonly cluster: ClusterApi,
+  ) {}
+
+  header(revision: number): Header {
+    return {
+      cluster_id: this.host.clusterId().toString(),
+      member_id: this.host.memberId.toString(),
+      revision: String(revision),
+      raft_term: String(this.host.raft().status().term),
+    };
+  }
+
+  currentRevision(): number {
+    return this.host.kv().currentRevision();
+  }
+
+  isLearner(): boolean {
+    return this.host.raft().status().conf.learners.includes(this.host.memberId);
+  }
+
+  async range(r: RangeRequest): Promise<RangeResponse> {
+    if (!r.serializable) await this.linearizable();
+    return this.host.kv().range(r);
+  }
+
+  private async linearizable(): Promise<void> {
+    try {
+      await this.host.readIndex();
+    } catch (e) {
+      if (e instanceof RaftError) throw ErrNoLeader;
+      throw e;
+    }
+  }
+
+  async put(r: PutRequest): Promise<PutResponse> {
+    const res = await this.host.proposeKv({ put: r });
+    return (res.response as { put: PutResponse }).put;
+  }
+
+  async deleteRange(r: DeleteRangeRequest): Promise<DeleteRangeResponse> {
+    const res = await this.host.proposeKv({ deleteRange: r });
+    return (res.response as { deleteRange: DeleteRangeResponse }).deleteRange;
+  }
+
+  async txn(r: TxnRequest): Promise<TxnResponse> {
+    const res = await this.host.proposeKv({ txn: r });
+    return (res.response as { txn: TxnResponse }).txn;
+  }
+
+  async compact(r: CompactionRequest): Promise<void> {
+    await this.host.proposeKv({ compaction: r });
+  }
+
+  memberAdd(peerURLs: string[], isLearner: boolean): Promise<{ member: MemberInfo; members: MemberInfo[] }> {
+    return this.cluster.memberAdd(peerURLs, isLearner);
+  }
+
+  memberRemove(id: bigint): Promise<MemberInfo[]> {
+    return this.cluster.memberRemove(id);
+  }
+
+  memberUpdate(id: bigint, peerURLs: string[]): Promise<MemberInfo[]> {
+    return this.cluster.memberUpdate(id, peerURLs);
+  }
+
+  memberPromote(id: bigint): Promise<MemberInfo[]> {
+    return this.cluster.memberPromote(id);
+  }
+
+  async memberList(): Promise<MemberInfo[]> {
+    return this.host.kv().cluster.members();
+  }
+
+  async status(): Promise<StatusInfo> {
+    const kv = this.host.kv();
+    const st = this.host.raft().status();
+    const errors: string[] = [];
+    if (st.lead === NONE) errors.push(grpcErrors.ErrNoLeader.message);
+    for (const a of kv.cluster.alarms()) errors.push(`memberID:${a.memberId} alarm:${AlarmType[a.alarm].toUpperCase()} `);
+    return {
+      version: SERVER_VERSION,
+      dbSize: kv.dbSize(),
+      dbSizeInUse: kv.dbSizeInUse(),
+      leader: st.lead,
+      raftIndex: st.lastIndex,
+      raftTerm: st.term,
+      raftAppliedIndex: kv.appliedIndex(),
+      errors,
+      isLearner: st.conf.learners.includes(this.host.memberId),
+    };
+  }
+
+  async hashKV(revision: number): Promise<{ hash: number; compactRevision: number; revision: number }> {
+    return this.host.kv().hashKvAsync(revision);
+  }
+
+  async hash(): Promise<number> {
+    return this.host.kv().hashAsync();
+  }
+
+  async snapshot(): Promise<SnapshotToSend> {
+    const tmp = path.join(os.tmpdir(), `lifeboat-snapshot-${process.pid}-${Date.now()}.db`);
+    const done = () => fs.rmSync(tmp, { force: true });
+    try {
+      // The file ends with the sha256 of the database: the stream sends both as they are.
+      const info = await this.host.kv().saveSnapshot(tmp);
+      return { file: tmp, size: info.size - 32, done };
+    } catch (e) {
+      done();
+      throw e;
+    }
+  }
+
+  async moveLeader(target: bigint): Promise<void> {
+    if (!this.host.isLeader()) throw ErrNotLeader;
+    const st = this.host.raft().status();
+    if (!st.conf.voters.includes(target)) throw ErrBadLeaderTransferee;
+    if (target === this.host.memberId) return;
+    this.host.transferLeader(target);
+    const deadline = Date.now() + Math.max(this.host.cfg.electionMs * 3, 3000);
+    while (Date.now() < deadline) {
+      if (this.host.leader() === target) return;
+      await new Promise((r) => setTimeout(r, this.host.cfg.heartbeatMs));
+    }
+    throw ErrTimeoutLeaderTransfer;
+  }
+
+  async alarm(action: 'GET' | 'ACTIVATE' | 'DEACTIVATE', memberId: bigint, alarm: AlarmType): Promise<Alarm[]> {
+    const kv = this.host.kv();
+    if (action === 'GET') return kv.cluster.alarms();
+    const target = memberId === 0n ? this.host.memberId : memberId;
+    const had = kv.cluster.alarms().filter((a) => a.memberId === target && a.alarm === alarm);
+    await this.host.proposeServer({ alarm: { action, memberId: target, alarm } });
+    // As etcd answers: the alarm raised, or the one cleared (none if it was not active),
+    // not every alarm left; `alarm disarm` prints what it disarmed from this.
+    return action === 'ACTIVATE' ? [{ memberId: target, alarm }] : had;
+  }
+
+  async defragment(): Promise<void> {
+    this.host.kv().defragment();
+  }
+
+  // ---- Watch, Lease ----------------------------------------------------------
+
+  openWatchSession(sink: WatchSink): WatchSession {
+    return this.host.watches.open(sink);
+  }
+
+  leaseGrant(ttl: number, id: bigint): Promise<{ id: bigint; ttl: number }> {
+    return this.host.leases.grant(ttl, id);
+  }
+
+  leaseRevoke(id: bigint): Promise<void> {
+    return this.host.leases.revoke(id);
+  }
+
+  leaseRenew(id: bigint): Promise<number> {
+    return this.host.leases.renew(id);
+  }
+
+  leaseTimeToLive(id: bigint, keys: boolean): Promise<LeaseTimeToLive> {
+    return this.host.leases.timeToLive(id, keys);
+  }
+
+  async leaseLeases(): Promise<bigint[]> {
+    return this.host.leases.list();
+  }
+}
