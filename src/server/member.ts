@@ -21,7 +21,7 @@ import {
   EtcdError,
   GrpcCode,
 } from '../errors.js';
-import { listenWithAuthorityRewrite, type AuthorityRewriteListener } from '../api/authorityRewrite.js';
+import { listenWithAuthorityRewrite, type AuthorityRewriteListener } from '../net/authorityListener.js';
 import { registerEtcdServices, type EtcdBackend, type Header, type SnapshotToSend, type StatusInfo } from '../api/services.js';
 import { registerLeaseService, type LeaseBackend, type LeaseTimeToLive } from '../api/leaseService.js';
 import { OpenStreams, registerWatchService, type WatchBackend, type WatchSession, type WatchSink } from '../api/watchService.js';
