@@ -1,6 +1,6 @@
 // Byte builders shared by the test/net tests: HPACK integers and string
 // literals, Huffman encodings, HTTP/2 frames, the rewriter run over chunks,
-// and a seeded generator. Moved from test/api/authorityRewrite.test.ts.
+// and a seeded generator (mulberry32).
 import { replacementAuthority } from '../../src/net/hpack.js';
 import type { AuthorityRewriter } from '../../src/net/h2Frames.js';
 
