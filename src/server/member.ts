@@ -8,7 +8,7 @@
 // answers the peer transport.
 import * as grpc from '@grpc/grpc-js';
 import { ErrNoSpace, ErrStopped, proposalRefused } from '../common/memberErrors.js';
-import { listenWithAuthorityRewrite, type AuthorityRewriteListener } from '../api/authorityRewrite.js';
+import { listenWithAuthorityRewrite, type AuthorityRewriteListener } from '../net/authorityListener.js';
 import { registerEtcdServices } from '../api/services.js';
 import { registerLeaseService } from '../api/leaseService.js';
 import { OpenStreams, registerWatchService } from '../api/watchService.js';

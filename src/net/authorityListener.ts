@@ -1,0 +1,221 @@
+// A TCP listener for a grpc-js server that also accepts etcdctl 3.4's invalid
+// ":authority". listenWithAuthorityRewrite() binds like server.bindAsync (every
+// address a host name resolves to, port 0 picks one) and hands each accepted
+// socket to grpc-js as a Duplex whose client→server bytes pass through
+// AuthorityRewriter (h2Frames.ts); server→client bytes, close, EOF and
+// back-pressure map one to one onto the socket. Depends only on node built-ins
+// and @grpc/grpc-js.
+//
+// etcdctl 3.4 (`endpoint status`, `endpoint hashkv`, `move-leader`) dials each
+// endpoint through grpc-go's passthrough resolver with the endpoint string as
+// the target, so its requests carry `:authority: http://127.0.0.1:2379`. nghttp2
+// (inside Node's http2) rejects an :authority holding "/" (or any character
+// outside RFC 3986's authority set) with RST_STREAM PROTOCOL_ERROR; etcd's Go
+// server accepts it. We never read :authority, so we accept TCP connections
+// ourselves and hand grpc-js a Duplex over each socket in which the client's
+// HEADERS frames have such an :authority replaced by a valid one. Everything
+// else passes byte for byte; the server→client direction is untouched.
+//
+// The HPACK details are at the top of hpack.ts.
+import * as grpc from '@grpc/grpc-js';
+import dns from 'node:dns/promises';
+import { EventEmitter } from 'node:events';
+import net from 'node:net';
+import { Duplex } from 'node:stream';
+import { AuthorityRewriter } from './h2Frames.js';
+import { replacementAuthority } from './hpack.js';
+
+// ---- the connection and the listener ----------------------------------------
+
+/**
+ * A client socket as grpc-js/http2 sees it: reads rewritten, writes as they
+ * are. http2 wraps a non-net.Socket Duplex in its JSStreamSocket; close, error,
+ * EOF (and, through the socket's allowHalfOpen=false, the automatic end that
+ * follows it), back-pressure and shutdown map one to one onto the socket.
+ */
+class RewritingConnection extends Duplex {
+  private readonly rewriter: AuthorityRewriter;
+  /** The client's address, in net.Socket's `_peername` form. */
+  readonly peer: { address?: string; port?: number; family?: string };
+
+  constructor(private readonly socket: net.Socket, replacement: (len: number) => Uint8Array) {
+    super({ allowHalfOpen: true });
+    this.peer = { address: socket.remoteAddress, port: socket.remotePort, family: socket.remoteFamily };
+    this.rewriter = new AuthorityRewriter(replacement);
+    socket.on('data', (chunk: Buffer) => {
+      let out: Buffer[];
+      try {
+        out = this.rewriter.push(chunk);
+      } catch (e) {
+        this.destroy(e as Error); // a bug here costs this connection, never the process
+        return;
+      }
+      let more = true;
+      for (const b of out) more = this.push(b);
+      if (!more) socket.pause();
+    });
+    socket.on('end', () => {
+      for (const b of this.rewriter.end()) this.push(b);
+      this.push(null);
+    });
+    socket.on('error', (err) => this.destroy(err));
+    socket.on('close', () => this.destroy());
+  }
+
+  override _read(): void {
+    this.socket.resume();
+  }
+
+  override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    this.socket.write(chunk, cb);
+  }
+
+  override _writev(chunks: Array<{ chunk: Buffer }>, cb: (err?: Error | null) => void): void {
+    this.socket.cork();
+    for (let i = 0; i < chunks.length; i++) {
+      if (i === chunks.length - 1) this.socket.write(chunks[i]!.chunk, cb);
+      else this.socket.write(chunks[i]!.chunk);
+    }
+    this.socket.uncork();
+  }
+
+  override _final(cb: (err?: Error | null) => void): void {
+    // Socket errors reach us through 'error'; here only the FIN matters.
+    this.socket.end(() => cb());
+  }
+
+  override _destroy(err: Error | null, cb: (err?: Error | null) => void): void {
+    this.socket.destroy();
+    cb(err);
+  }
+}
+
+/**
+ * So grpc-js's call.getPeer() and traces name the client, as with a plain
+ * socket: http2's JSStreamSocket has no peer address of its own, but reports
+ * `_peername` when set. We set it from a 'session' listener that runs before
+ * grpc-js's; finding the injector's http2 server takes a look at grpc-js's
+ * internals, so this is best effort (getPeer() says "unknown" otherwise).
+ */
+function forwardPeers(server: grpc.Server, before: Set<unknown>): void {
+  try {
+    const servers = (server as unknown as { http2Servers?: Map<unknown, unknown> }).http2Servers;
+    const h2 = servers && [...servers.keys()].find((k) => !before.has(k));
+    if (!(h2 instanceof EventEmitter)) return;
+    h2.prependListener('session', (session: { socket?: Record<string, unknown> }) => {
+      try {
+        const socket = session.socket;
+        const conn = socket?.stream;
+        if (socket && conn instanceof RewritingConnection) socket._peername = conn.peer;
+      } catch {
+        // cosmetic only
+      }
+    });
+  } catch {
+    // cosmetic only
+  }
+}
+
+function http2ServersOf(server: grpc.Server): Set<unknown> {
+  const servers = (server as unknown as { http2Servers?: Map<unknown, unknown> }).http2Servers;
+  return new Set(servers instanceof Map ? servers.keys() : []);
+}
+
+export interface AuthorityRewriteListener {
+  /** The port bound (the one asked for, or the one chosen for port 0). */
+  readonly port: number;
+  /** Refuses new connections from now on; connections already open carry on. */
+  stopAccepting(): void;
+  /** Stops accepting, drops the connections still open, resolves once all are gone. */
+  close(): Promise<void>;
+}
+
+/** "127.0.0.1:2379", "[::1]:2379", "::1:2379" (as transport/urls hostPort writes it), ":2379". */
+function splitHostPort(hostPort: string): { host: string; port: number } {
+  const m = /^\[([^\]]*)\]:(\d+)$/.exec(hostPort) ?? /^(.*):(\d+)$/.exec(hostPort);
+  if (!m) throw new Error(`bad address ${hostPort}: expected host:port`);
+  const port = Number(m[2]);
+  if (port > 65535) throw new Error(`bad port in ${hostPort}`);
+  return { host: m[1]!, port };
+}
+
+/**
+ * Binds the gRPC server's services on `hostPort` through the :authority
+ * rewrite (instead of server.bindAsync). Like bindAsync, a host name binds
+ * every address it resolves to, succeeding if at least one binds; port 0
+ * picks a free port (the same one for every address).
+ */
+export async function listenWithAuthorityRewrite(server: grpc.Server, hostPort: string): Promise<AuthorityRewriteListener> {
+  const { host, port: wanted } = splitHostPort(hostPort);
+  const addresses = host === '' ? ['::'] : net.isIP(host) ? [host] : (await dns.lookup(host, { all: true })).map((a) => a.address);
+  const before = http2ServersOf(server);
+  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+  forwardPeers(server, before);
+  const sockets = new Set<net.Socket>();
+  const servers: net.Server[] = [];
+  const serverClosed: Array<Promise<void>> = [];
+  let port = wanted;
+  let firstError: Error | undefined;
+
+  const onConnection = (socket: net.Socket) => {
+    const local = socket.localAddress;
+    const localPort = socket.localPort;
+    if (local === undefined || localPort === undefined) {
+      socket.destroy(); // reset before we saw it
+      return;
+    }
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    socket.on('error', () => {}); // reported through the connection; never unhandled
+    socket.setNoDelay(true); // what http2 does to a plain socket (it cannot to a wrapped one)
+    const h = local.includes(':') && local.startsWith('::ffff:') && net.isIPv4(local.slice(7)) ? local.slice(7) : local;
+    const cache = new Map<number, Buffer>();
+    const conn = new RewritingConnection(socket, (len) => {
+      let v = cache.get(len);
+      if (!v) cache.set(len, (v = Buffer.from(replacementAuthority(h, localPort, len), 'latin1')));
+      return v;
+    });
+    injector.injectConnection(conn);
+  };
+
+  for (const address of addresses) {
+    const srv = net.createServer({ allowHalfOpen: false }, onConnection);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        srv.once('error', reject);
+        srv.listen({ host: address, port }, () => {
+          srv.off('error', reject);
+          resolve();
+        });
+      });
+      srv.on('error', () => {}); // accept errors (EMFILE...) are retried by libuv
+      port = (srv.address() as net.AddressInfo).port;
+      servers.push(srv);
+      serverClosed.push(new Promise<void>((resolve) => srv.once('close', () => resolve())));
+    } catch (e) {
+      firstError ??= e as Error;
+    }
+  }
+  if (servers.length === 0) {
+    injector.destroy();
+    throw firstError ?? new Error(`no address to listen on for ${hostPort}`);
+  }
+
+  const stopAccepting = () => {
+    for (const s of servers) if (s.listening) s.close();
+  };
+  let closed: Promise<void> | undefined;
+  return {
+    port,
+    stopAccepting,
+    close() {
+      closed ??= (async () => {
+        stopAccepting();
+        for (const s of sockets) s.destroy();
+        injector.destroy();
+        await Promise.all(serverClosed);
+      })();
+      return closed;
+    },
+  };
+}

@@ -1,0 +1,89 @@
+// The server side of the peer service (lifeboat.peer.Peer): the message stream
+// (envelopes from strangers answered with a refusal, one ack per accepted
+// stream, malformed messages dropped and logged), SendSnapshot (received by
+// snapshotStream.ts), Identity and Forward. Contact with peers is reported
+// through PeerContact; everything else goes to the TransportHost.
+import * as grpc from '@grpc/grpc-js';
+import { decodeMessage } from '../raft/codec.js';
+import type { Message, NodeId } from '../raft/types.js';
+import { REFUSED_MISMATCH, refusal, type Ack, type Envelope, type ForwardReply, type IdentityReply, type TransportHost } from './peerProtocol.js';
+import { receiveSnapshot } from './snapshotStream.js';
+
+/** What the handlers tell the connection side about peers reaching us. */
+export interface PeerContact {
+  /** A welcome peer was heard from (a batch or a stored snapshot). */
+  heard(id: NodeId): void;
+  /** The peer's stream to us broke or ended. */
+  forget(id: NodeId): void;
+  /** The peer reached us, so it is listening: our side may stop backing off. */
+  peerIsUp(id: NodeId): void;
+}
+
+export function peerHandlers(host: TransportHost, contact: PeerContact): grpc.UntypedServiceImplementation {
+  return {
+    Stream: (call: grpc.ServerDuplexStream<Envelope, Ack>) => onStream(host, contact, call),
+    SendSnapshot: (call: grpc.ServerReadableStream<Record<string, unknown>, Ack>, cb: grpc.sendUnaryData<Ack>) => receiveSnapshot(host, (id) => contact.heard(id), call, cb),
+    Identity: (call: grpc.ServerUnaryCall<{ cluster_id: string; from: string }, IdentityReply>, cb: grpc.sendUnaryData<IdentityReply>) => {
+      cb(null, host.identity({ clusterId: BigInt(call.request.cluster_id || '0'), from: BigInt(call.request.from || '0') }));
+    },
+    Forward: (call: grpc.ServerUnaryCall<{ cluster_id: string; method: string; json: string }, ForwardReply>, cb: grpc.sendUnaryData<ForwardReply>) => {
+      if (BigInt(call.request.cluster_id || '0') !== host.clusterId()) {
+        cb(null, { json: '', error_code: grpc.status.FAILED_PRECONDITION, error_message: REFUSED_MISMATCH });
+        return;
+      }
+      host.forward(call.request.method, call.request.json).then(
+        (r) => cb(null, r),
+        (e: Error) => cb(null, { json: '', error_code: grpc.status.UNKNOWN, error_message: e.message }),
+      );
+    },
+  };
+}
+
+function onStream(host: TransportHost, contact: PeerContact, call: grpc.ServerDuplexStream<Envelope, Ack>): void {
+  call.sendMetadata(new grpc.Metadata());
+  let warned = false;
+  let acked = false;
+  let sender: NodeId | undefined;
+  call.on('data', (env: Envelope) => {
+    const from = BigInt(env.from);
+    const clusterId = BigInt(env.cluster_id);
+    const no = refusal(host, clusterId, from);
+    if (no) {
+      if (!warned) {
+        warned = true;
+        host.logEvent('warn', no.refused === REFUSED_MISMATCH ? 'cluster ID mismatch' : `refused messages from ${no.refused}`, {
+          peer: from.toString(16),
+          remoteCluster: clusterId.toString(16),
+          localCluster: host.clusterId().toString(16),
+        });
+      }
+      call.write(no);
+      return;
+    }
+    contact.heard(from);
+    contact.peerIsUp(from);
+    sender = from;
+    // One ack per stream tells the sender its messages are delivered (it resets its backoff).
+    if (!acked) {
+      acked = true;
+      call.write({ refused: '', superseded_by: '0' });
+    }
+    for (const b of env.messages) {
+      let m: Message;
+      try {
+        m = decodeMessage(b);
+      } catch (e) {
+        host.logEvent('warn', 'dropped a malformed peer message', { peer: from.toString(16), error: (e as Error).message });
+        continue;
+      }
+      host.deliver(m);
+    }
+  });
+  call.on('error', () => {
+    if (sender !== undefined) contact.forget(sender);
+  });
+  call.on('end', () => {
+    if (sender !== undefined) contact.forget(sender);
+    call.end();
+  });
+}

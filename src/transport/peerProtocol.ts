@@ -1,0 +1,87 @@
+// The peer service's shapes and rules, shared by both ends of the transport:
+// the messages on the wire (envelopes, acks, identity and forward replies),
+// what the transport asks of its member (TransportHost), the REFUSED_* texts
+// and the one rule deciding who is refused. No I/O here.
+import type * as grpc from '@grpc/grpc-js';
+import type { Message, NodeId } from '../raft/types.js';
+
+export const REFUSED_MISMATCH = 'cluster ID mismatch';
+export const REFUSED_REMOVED = 'removed member';
+export const REFUSED_SUPERSEDED = 'cluster superseded';
+
+export interface IdentityReply {
+  cluster_id: string;
+  member_id: string;
+  parent_cluster_id: string;
+  superseded: boolean;
+  removed: boolean;
+  members_json: string;
+}
+
+export interface ForwardReply {
+  json: string;
+  error_code: number;
+  error_message: string;
+}
+
+export interface TransportHost {
+  memberId: NodeId;
+  clusterId(): bigint;
+  /** Clusters this one replaced (parent first); their members are told they were superseded. */
+  ancestors(): bigint[];
+  isRemoved(id: NodeId): boolean;
+  deliver(m: Message): void;
+  identity(asker: { clusterId: bigint; from: NodeId }): IdentityReply;
+  forward(method: string, json: string): Promise<ForwardReply>;
+  /** A peer refused our messages; reason is one of the REFUSED_* texts. */
+  refused(peer: NodeId, reason: string, supersededBy: bigint): void;
+  unreachable(peer: NodeId): void;
+  /**
+   * Take the data of an outgoing snapshot message (at send time) into a file the
+   * transport streams from and then hands back with done().
+   */
+  snapshotData(m: Message): Promise<OutgoingSnapshot>;
+  snapshotSent(peer: NodeId, ok: boolean): void;
+  /** Where to keep a snapshot arriving from a peer: the transport writes `<file>.tmp`, fsyncs it, renames it to `file`. */
+  incomingSnapshotFile(from: NodeId): string;
+  /** A peer's snapshot is complete, checksummed and durable in `file`; the message carries no data. */
+  snapshotReceived(m: Message, file: string): void;
+  logEvent(level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>): void;
+}
+
+export interface OutgoingSnapshot {
+  message: Message;
+  file: string;
+  /** called once the file is no longer needed (sent or failed) */
+  done(): void;
+}
+
+export interface Envelope {
+  cluster_id: string;
+  from: string;
+  to: string;
+  messages: Buffer[];
+}
+
+export interface Ack {
+  refused: string;
+  superseded_by: string;
+}
+
+export type PeerClient = grpc.Client & {
+  Stream(): grpc.ClientDuplexStream<Envelope, Ack>;
+  SendSnapshot(cb: (err: grpc.ServiceError | null, ack?: Ack) => void): grpc.ClientWritableStream<unknown>;
+  Identity(req: unknown, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, r?: IdentityReply) => void): void;
+  Forward(req: unknown, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, r?: ForwardReply) => void): void;
+};
+
+/** Why a sender is refused, or undefined if it is welcome. */
+export function refusal(host: TransportHost, clusterId: bigint, from: NodeId): Ack | undefined {
+  const ours = host.clusterId();
+  if (clusterId !== ours) {
+    if (host.ancestors().includes(clusterId)) return { refused: REFUSED_SUPERSEDED, superseded_by: ours.toString() };
+    return { refused: REFUSED_MISMATCH, superseded_by: '0' };
+  }
+  if (host.isRemoved(from)) return { refused: REFUSED_REMOVED, superseded_by: '0' };
+  return undefined;
+}

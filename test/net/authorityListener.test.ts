@@ -1,0 +1,273 @@
+// The :authority rewrite in front of grpc-js (src/net/authorityListener.ts)
+// with real clients end to end — etcdctl (whose endpoint commands send
+// `:authority: http://host:port`), grpc-js, and Node's http2 client filling
+// and evicting the HPACK table — and closing the listener.
+import * as grpc from '@grpc/grpc-js';
+import assert from 'node:assert/strict';
+import { execFile, execFileSync } from 'node:child_process';
+import http2 from 'node:http2';
+import net from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { listenWithAuthorityRewrite, type AuthorityRewriteListener } from '../../src/net/authorityListener.js';
+import { service } from '../../src/api/protos.js';
+import { freePorts } from '../support/ports.js';
+import { frame, PREFACE, prng, SETTINGS } from './h2Bytes.js';
+
+// ---- end to end -------------------------------------------------------------
+
+const Maintenance = service('etcdserverpb.Maintenance');
+const asIs = (b: Buffer) => b;
+/** Raw bytes both ways: big messages, to push DATA and flow control through the wrapper. */
+const Bulk: grpc.ServiceDefinition = {
+  Echo: { path: '/test.Bulk/Echo', requestStream: false, responseStream: false, requestSerialize: asIs, requestDeserialize: asIs, responseSerialize: asIs, responseDeserialize: asIs },
+};
+const HEADER = { cluster_id: '17', member_id: '42', revision: '7', raft_term: '3' };
+
+function requireEtcdctl(): void {
+  try {
+    execFileSync('sh', ['-c', 'command -v etcdctl'], { stdio: 'ignore' });
+  } catch {
+    const msg = 'etcd-client is required: apt-get install -y etcd-client';
+    const err = new Error(msg);
+    err.stack = `Error: ${msg}`;
+    throw err;
+  }
+}
+
+function etcdctl(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile('etcdctl', args, { timeout: 20_000, env: { ...process.env, ETCDCTL_API: '3' } }, (err, stdout, stderr) =>
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+describe('end to end, a grpc-js server behind the rewrite', () => {
+  let server: grpc.Server;
+  let listener: AuthorityRewriteListener;
+  let port: number;
+  const peers: string[] = [];
+  /** The x-request metadata of each Status call, as the server decoded it. */
+  const xRequests: string[] = [];
+
+  before(async () => {
+    requireEtcdctl();
+    [port] = (await freePorts(1, 'authorityRewrite')) as [number];
+    server = new grpc.Server({ 'grpc.max_receive_message_length': 8 << 20 });
+    server.addService(Bulk, { Echo: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, call.request) });
+    server.addService(Maintenance.service, {
+      Status: (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+        peers.push(call.getPeer());
+        xRequests.push(String(call.metadata.get('x-request')[0] ?? ''));
+        cb(null, { header: HEADER, version: '3.4.23', dbSize: '4096', leader: '42', raftIndex: '9', raftTerm: '3', raftAppliedIndex: '9', dbSizeInUse: '4096' });
+      },
+      HashKV: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, { header: HEADER, hash: 123456, compact_revision: '0' }),
+    });
+    listener = await listenWithAuthorityRewrite(server, `127.0.0.1:${port}`);
+    assert.equal(listener.port, port);
+  });
+
+  after(async () => {
+    await new Promise<void>((resolve) => server?.tryShutdown(() => resolve()));
+    server?.forceShutdown();
+    await listener?.close();
+  });
+
+  test('etcdctl endpoint status/hashkv with an http:// endpoint (:authority "http://...")', async () => {
+    const st = await etcdctl('--endpoints', `http://127.0.0.1:${port}`, 'endpoint', 'status', '-w', 'json');
+    assert.equal(st.code, 0, st.stderr);
+    const status = JSON.parse(st.stdout) as Array<{ Endpoint: string; Status: { version: string; leader: number; header: { member_id: number } } }>;
+    assert.equal(status[0]!.Endpoint, `http://127.0.0.1:${port}`);
+    assert.equal(status[0]!.Status.version, '3.4.23');
+    assert.equal(status[0]!.Status.header.member_id, 42);
+    const hk = await etcdctl('--endpoints', `http://127.0.0.1:${port}`, 'endpoint', 'hashkv', '-w', 'json');
+    assert.equal(hk.code, 0, hk.stderr);
+    assert.equal((JSON.parse(hk.stdout) as Array<{ HashKV: { hash: number } }>)[0]!.HashKV.hash, 123456);
+  });
+
+  test('etcdctl with a plain host:port endpoint', async () => {
+    const st = await etcdctl('--endpoints', `127.0.0.1:${port}`, 'endpoint', 'status', '-w', 'json');
+    assert.equal(st.code, 0, st.stderr);
+    assert.equal((JSON.parse(st.stdout) as Array<{ Status: { version: string } }>)[0]!.Status.version, '3.4.23');
+  });
+
+  test('grpc-js: 500 sequential calls on one connection, each with its own deadline', async () => {
+    const client = new Maintenance(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
+      Status(req: object, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: { version: string }) => void): void;
+    };
+    try {
+      for (let i = 0; i < 500; i++) {
+        const res = await new Promise<{ version: string }>((resolve, reject) =>
+          client.Status({}, { deadline: Date.now() + 10_000 + i * 7 }, (err, r) => (err ? reject(err) : resolve(r))),
+        );
+        assert.equal(res.version, '3.4.23');
+      }
+    } finally {
+      client.close();
+    }
+    assert.match(peers.at(-1)!, /^127\.0\.0\.1:\d+$/, 'getPeer() names the client');
+  });
+
+  /** One raw gRPC Status call over a Node http2 session; checks what the server decoded. */
+  async function h2Status(session: http2.ClientHttp2Session, authority: string, xRequest: string, i: number): Promise<void> {
+    const res = await new Promise<{ status: number; grpcStatus: string | undefined; body: Buffer }>((resolve, reject) => {
+      const req = session.request({
+        ':method': 'POST',
+        ':path': '/etcdserverpb.Maintenance/Status',
+        ':authority': authority,
+        'content-type': 'application/grpc',
+        te: 'trailers',
+        'grpc-timeout': `${10_000 + i}m`,
+        'x-request': xRequest,
+      });
+      let status = 0;
+      let grpcStatus: string | undefined;
+      const body: Buffer[] = [];
+      req.on('response', (h) => {
+        status = Number(h[':status']);
+        if (h['grpc-status'] !== undefined) grpcStatus = String(h['grpc-status']);
+      });
+      req.on('trailers', (t) => (grpcStatus = String(t['grpc-status'])));
+      req.on('data', (c: Buffer) => body.push(c));
+      req.on('end', () => resolve({ status, grpcStatus, body: Buffer.concat(body) }));
+      req.on('error', reject);
+      req.end(Buffer.alloc(5)); // one empty StatusRequest message
+    });
+    assert.equal(res.status, 200, `request ${i} (${authority})`);
+    assert.equal(res.grpcStatus, '0', `request ${i} (${authority})`);
+    assert.ok(res.body.length > 5 && res.body.includes(Buffer.from('3.4.23')), `request ${i}: a StatusResponse`);
+    assert.equal(xRequests.at(-1), xRequest, `request ${i}: the server decoded the very headers sent`);
+  }
+
+  test('Node http2: 400 requests with bad and good :authority values of many lengths, filling and evicting the HPACK table', async () => {
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    session.on('error', () => {});
+    const seen: string[] = [];
+    const sentX: string[] = [];
+    const rnd = prng(12345);
+    try {
+      for (let i = 0; i < 400; i++) {
+        let authority: string;
+        const pick = rnd(10);
+        if (pick < 2 && seen.length > 0) authority = seen[rnd(seen.length)]!; // reuse: maybe an indexed field
+        else if (pick < 4) authority = `127.0.0.1:${port}`;
+        else if (pick < 6) authority = `a/${i}`; // shorter than host:port
+        else authority = `http://h${i}.example:${port}/${'p'.repeat(rnd(120))}`;
+        seen.push(authority);
+        // New values enter the dynamic table; reused ones come back as indexed fields.
+        const xRequest = rnd(3) === 0 && sentX.length > 0 ? sentX[rnd(sentX.length)]! : `r${i}-${'q'.repeat(rnd(60))}`;
+        sentX.push(xRequest);
+        await h2Status(session, authority, xRequest, i);
+      }
+    } finally {
+      session.close();
+    }
+  });
+
+  test('Node http2: the server\'s HPACK table stays in step with the client\'s (entries keep their size)', async () => {
+    // Every request adds a short invalid :authority ("a/17"; a replacement of another
+    // length would make the server's table evict at other moments than the client's),
+    // then refers back to an x-request value sent k requests before, for k up to about
+    // the table's reach: the oldest entries the client still indexes.
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    session.on('error', () => {});
+    const sentX: string[] = [];
+    try {
+      for (let i = 0; i < 300; i++) {
+        const k = 1 + (i % 30);
+        const xRequest = i % 2 === 1 && sentX.length >= k ? sentX[sentX.length - k]! : `r${i}-${'q'.repeat(i % 40)}`;
+        sentX.push(xRequest);
+        await h2Status(session, `a/${i}`, xRequest, i);
+      }
+    } finally {
+      session.close();
+    }
+  });
+
+  test('big messages both ways, several at once (DATA frames, flow control, back-pressure)', async () => {
+    const BulkClient = grpc.makeGenericClientConstructor(Bulk, 'Bulk');
+    const client = new BulkClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), {
+      'grpc.max_send_message_length': 8 << 20,
+      'grpc.max_receive_message_length': 8 << 20,
+    }) as unknown as grpc.Client & { Echo(req: Buffer, cb: (err: grpc.ServiceError | null, res: Buffer) => void): void };
+    try {
+      for (let round = 0; round < 3; round++) {
+        await Promise.all(
+          [1, 2, 3, 4].map(async (k) => {
+            const msg = Buffer.alloc(3 * 1024 * 1024 + k * 1000);
+            for (let i = 0; i < msg.length; i += 4) msg.writeUInt32LE((i * 2654435761 + k) >>> 0, i & ~3);
+            const back = await new Promise<Buffer>((resolve, reject) => client.Echo(msg, (err, res) => (err ? reject(err) : resolve(res))));
+            assert.ok(back.equals(msg), `message ${k} came back intact`);
+          }),
+        );
+      }
+    } finally {
+      client.close();
+    }
+  });
+
+  test('a client closing its side (FIN) is answered as a plain socket would be: the server closes too', async () => {
+    const events = await new Promise<string[]>((resolve) => {
+      const ev: string[] = [];
+      const s = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true }, () => {
+        s.write(Buffer.concat([PREFACE, SETTINGS]));
+        setTimeout(() => s.end(), 50);
+      });
+      s.resume();
+      s.on('end', () => ev.push('end'));
+      s.on('error', (e) => ev.push(`error ${(e as NodeJS.ErrnoException).code}`));
+      s.on('close', () => resolve(ev));
+      setTimeout(() => s.destroy(), 5000).unref();
+    });
+    assert.deepEqual(events, ['end']);
+  });
+
+  test('a client that connects and vanishes, or sends garbage, leaves the server serving', async () => {
+    for (const bytes of [Buffer.alloc(0), PREFACE.subarray(0, 10), Buffer.from('GET / HTTP/1.1\r\n\r\n'), Buffer.concat([PREFACE, frame(0x1, 0x4, 1, Buffer.from([0xff]))])]) {
+      await new Promise<void>((resolve) => {
+        const s = net.connect(port, '127.0.0.1', () => {
+          s.write(bytes);
+          setTimeout(() => s.destroy(), 20);
+        });
+        s.on('error', () => {});
+        s.on('close', () => resolve());
+      });
+    }
+    const st = await etcdctl('--endpoints', `http://127.0.0.1:${port}`, 'endpoint', 'status', '-w', 'json');
+    assert.equal(st.code, 0, st.stderr);
+  });
+});
+
+describe('closing', () => {
+  test('close() refuses new connections and drops the open ones', async () => {
+    const [port] = (await freePorts(1, 'authorityRewrite-close')) as [number];
+    const server = new grpc.Server();
+    server.addService(Maintenance.service, { Status: (_c: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, { version: 'x' }) });
+    const l = await listenWithAuthorityRewrite(server, `127.0.0.1:${port}`);
+    const open = net.connect(port, '127.0.0.1');
+    open.on('error', () => {});
+    open.resume(); // read, so that the server's FIN is seen
+    await new Promise((r) => open.once('connect', r));
+    const closed = new Promise((r) => open.once('close', r));
+    l.stopAccepting();
+    await assert.rejects(
+      new Promise((resolve, reject) => net.connect(port, '127.0.0.1', () => resolve(undefined)).once('error', reject)),
+      /ECONNREFUSED/,
+    );
+    await l.close();
+    await closed;
+    await l.close(); // twice is fine
+    server.forceShutdown();
+  });
+
+  test('a port in use fails with the listen error', async () => {
+    const [port] = (await freePorts(1, 'authorityRewrite-busy')) as [number];
+    const blocker = net.createServer();
+    await new Promise<void>((r) => blocker.listen(port, '127.0.0.1', () => r()));
+    try {
+      await assert.rejects(listenWithAuthorityRewrite(new grpc.Server(), `127.0.0.1:${port}`), /EADDRINUSE/);
+    } finally {
+      blocker.close();
+    }
+  });
+});
