@@ -31,8 +31,12 @@ import {
 } from '../kv/types.js';
 import type { Raft } from '../raft/raft.js';
 import { NONE, RaftError } from '../raft/types.js';
+import { failpointSet } from '../common/failpoint.js';
 import type { ClusterApi } from './clusterApi.js';
 import type { Leases } from './leases.js';
+
+/** Failpoint `stale-local-reads`, a planted bug: linearizable reads skip ReadIndex (the fault suite must catch it). */
+const STALE_LOCAL_READS = failpointSet('stale-local-reads');
 
 export const SERVER_VERSION = '3.4.23-lifeboat';
 
@@ -80,7 +84,7 @@ export class V3Backend implements EtcdBackend, WatchBackend, LeaseBackend {
   }
 
   async range(r: RangeRequest): Promise<RangeResponse> {
-    if (!r.serializable) await this.linearizable();
+    if (!r.serializable && !STALE_LOCAL_READS) await this.linearizable();
     return this.host.kv().range(r);
   }
 

@@ -6,7 +6,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { decodeMessage } from '../raft/codec.js';
 import type { Message, NodeId } from '../raft/types.js';
-import { REFUSED_MISMATCH, refusal, type Ack, type Envelope, type ForwardReply, type IdentityReply, type TransportHost } from './peerProtocol.js';
+import { partitioned, REFUSED_MISMATCH, refusal, type Ack, type Envelope, type ForwardReply, type IdentityReply, type TransportHost } from './peerProtocol.js';
 import { receiveSnapshot } from './snapshotStream.js';
 
 /** What the handlers tell the connection side about peers reaching us. */
@@ -60,6 +60,7 @@ function onStream(host: TransportHost, contact: PeerContact, call: grpc.ServerDu
       call.write(no);
       return;
     }
+    if (partitioned('from', from)) return;
     contact.heard(from);
     contact.peerIsUp(from);
     sender = from;

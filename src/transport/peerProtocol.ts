@@ -3,6 +3,7 @@
 // what the transport asks of its member (TransportHost), the REFUSED_* texts
 // and the one rule deciding who is refused. No I/O here.
 import type * as grpc from '@grpc/grpc-js';
+import { anyFailpoint, failpointSet } from '../common/failpoint.js';
 import type { Message, NodeId } from '../raft/types.js';
 
 export const REFUSED_MISMATCH = 'cluster ID mismatch';
@@ -84,4 +85,9 @@ export function refusal(host: TransportHost, clusterId: bigint, from: NodeId): A
   }
   if (host.isRemoved(from)) return { refused: REFUSED_REMOVED, superseded_by: '0' };
   return undefined;
+}
+
+/** A partition a test made (failpoints drop-to / drop-from): traffic with that peer is lost. */
+export function partitioned(direction: 'to' | 'from', peer: NodeId): boolean {
+  return anyFailpoint() && failpointSet(`drop-${direction}:${peer.toString(16)}`);
 }

@@ -10,7 +10,7 @@ import { encodeMessage } from '../raft/codec.js';
 import { MessageType, type Message, type NodeId } from '../raft/types.js';
 import { service } from '../api/protos.js';
 import { peerHandlers } from './handlers.js';
-import type { Ack, Envelope, ForwardReply, IdentityReply, PeerClient, TransportHost } from './peerProtocol.js';
+import { partitioned, type Ack, type Envelope, type ForwardReply, type IdentityReply, type PeerClient, type TransportHost } from './peerProtocol.js';
 import { streamSnapshot } from './snapshotStream.js';
 import { hostPort } from './urls.js';
 
@@ -211,7 +211,7 @@ export class PeerTransport {
 
   send(messages: Message[]): void {
     for (const m of messages) {
-      const s = this.senders.get(m.to);
+      const s = partitioned('to', m.to) ? undefined : this.senders.get(m.to);
       if (!s) {
         if (m.type === MessageType.Snap) this.host.snapshotSent(m.to, false);
         continue;
@@ -257,7 +257,7 @@ export class PeerTransport {
 
   /** Hands a client request to the leader. */
   async forward(leader: NodeId, method: string, json: string, timeoutMs: number): Promise<ForwardReply> {
-    const s = this.senders.get(leader);
+    const s = partitioned('to', leader) ? undefined : this.senders.get(leader);
     if (!s) throw new Error(`no connection to leader ${leader.toString(16)}`);
     return s.call<ForwardReply>(
       (c, deadline, cb) => c.Forward({ cluster_id: this.host.clusterId().toString(), from: this.host.memberId.toString(), method, json }, { deadline }, cb),

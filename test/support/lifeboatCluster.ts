@@ -109,6 +109,8 @@ export interface SpawnOptions {
   env?: Record<string, string>;
   /** arguments for node itself, e.g. --cpu-prof */
   nodeArgs?: string[];
+  /** a command that runs the member, e.g. ['nsenter', '-t', PID, '-m', '--'] (it must exec, not fork) */
+  wrap?: string[];
 }
 
 export class LifeboatCluster {
@@ -197,7 +199,8 @@ export class LifeboatCluster {
     // Settings given as variables: none may leak in from the test's own environment.
     const env: NodeJS.ProcessEnv = { ...process.env };
     if (opts.env && Object.keys(opts.env).length > 0) for (const k of Object.keys(env)) if (k.startsWith('LIFEBOAT_')) delete env[k];
-    const p = spawn(process.execPath, [...(opts.nodeArgs ?? []), BIN, 'server', ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...env, ...opts.env }, cwd: opts.cwd });
+    const command = [...(opts.wrap ?? []), process.execPath, ...(opts.nodeArgs ?? []), BIN, 'server', ...args];
+    const p = spawn(command[0]!, command.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], env: { ...env, ...opts.env }, cwd: opts.cwd });
     m.proc = p;
     m.log = [];
     let partial = '';
