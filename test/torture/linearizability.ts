@@ -77,8 +77,19 @@ function strHash(s: string | null | typeof ANY): number {
   return h >>> 0;
 }
 
-/** Drops what constrains nothing (unknown or failed reads, failed writes) and normalises the rest. */
-function prepare(ops: readonly Operation[]): Prepared[] {
+/**
+ * Drops what constrains nothing (unknown or failed reads, failed writes), normalises the rest, and
+ * closes what it can of the operations left open ('unknown'), which otherwise stay pending to the
+ * end and multiply the search: for an open write or cas whose value no other operation writes (nor
+ * is the initial absence),
+ *  - if some read saw the value, or some cas succeeded expecting it, the operation took effect (a cas
+ *    then succeeded) before the earliest of those returned: it becomes definite, returning then;
+ *  - if nothing observed the value and no failed cas (which can lean on any value but its `expect`)
+ *    was still running after it was invoked, having taken effect or not cannot matter: it is dropped.
+ * Both keep the history linearizable exactly when the original is; the first only from a known
+ * initial state (from ANY the value may have been there already), so it is skipped then.
+ */
+function prepare(ops: readonly Operation[], initial: State = null): Prepared[] {
   const out: Prepared[] = [];
   for (const op of ops) {
     if (op.kind === 'read' && op.result !== 'ok') continue;
@@ -91,8 +102,29 @@ function prepare(ops: readonly Operation[]): Prepared[] {
     if (!(ret >= op.invoke)) throw new Error(`operation ${op.id}: complete ${op.complete} before invoke ${op.invoke}`);
     out.push({ op, kind, value, valueHash: strHash(value), expect: op.expect ?? null, output, outputHash: strHash(output), call: op.invoke, ret, definite });
   }
-  out.sort((a, b) => a.call - b.call || a.op.id - b.op.id);
-  return out;
+  const writers = new Map<string, number>();
+  const seenBy = new Map<string, number>(); // value → earliest return of an operation that observed it
+  let lastFailedCas = -Infinity;
+  for (const p of out) {
+    if ((p.kind === 'write' || p.kind === 'cas-ok' || p.kind === 'cas-maybe') && p.value !== null) writers.set(p.value, (writers.get(p.value) ?? 0) + 1);
+    const seen = p.kind === 'read' ? p.output : p.kind === 'cas-ok' ? p.expect : null;
+    if (seen !== null) seenBy.set(seen, Math.min(seenBy.get(seen) ?? Infinity, p.ret));
+    if (p.kind === 'cas-fail') lastFailedCas = Math.max(lastFailedCas, p.ret);
+  }
+  const kept = out.filter((p) => {
+    if (p.definite || p.value === null || writers.get(p.value) !== 1) return true;
+    const observed = seenBy.get(p.value);
+    if (observed !== undefined) {
+      if (initial === ANY) return true;
+      p.definite = true;
+      p.ret = Math.max(p.call, observed);
+      if (p.kind === 'cas-maybe') p.kind = 'cas-ok';
+      return true;
+    }
+    return lastFailedCas >= p.call;
+  });
+  kept.sort((a, b) => a.call - b.call || a.op.id - b.op.id);
+  return kept;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -266,13 +298,16 @@ function search(ops: readonly Prepared[], initial: State, deadline: number, coun
 }
 
 // ---------------------------------------------------------------------------------------------
-// Shrinking a violation. Every candidate window is checked and kept only if it still fails, and
-// it is cut so that failing proves the whole history fails:
+// Shrinking a violation. A window is a list of the key's operations, checked as a history of its
+// own (prepared afresh), and kept only if it still fails; each cut or removal is one under which
+// failing proves the whole history fails:
 //  - a front cut drops definite operations that all returned before every kept definite operation
 //    was invoked (open operations are kept: they may have taken effect inside the window); the
 //    window then starts from ANY;
 //  - a back cut drops every operation invoked after all kept definite operations returned;
-//  - reads and failed cas change nothing, so dropping one from any linearization leaves it valid.
+//  - a read or failed cas changes nothing, so dropping it from any linearization leaves it valid;
+//  - so does dropping a write or cas whose value no other operation observes, while no failed cas
+//    is in the window (the value is overwritten before anything looks).
 
 function quiescentCuts(ops: readonly Prepared[]): number[] {
   // Indices i into the definite operations (in invoke order) where all of def[0..i) returned before def[i] was invoked.
@@ -286,29 +321,34 @@ function quiescentCuts(ops: readonly Prepared[]): number[] {
   return cuts;
 }
 
-function frontCut(ops: readonly Prepared[], i: number): Prepared[] {
-  const def = ops.filter((p) => p.definite);
-  const dropped = new Set(def.slice(0, i));
-  return ops.filter((p) => !dropped.has(p));
+function frontCut(ops: readonly Prepared[], i: number): Operation[] {
+  const dropped = new Set(ops.filter((p) => p.definite).slice(0, i));
+  return ops.filter((p) => !dropped.has(p)).map((p) => p.op);
 }
 
-function backCut(ops: readonly Prepared[], i: number): Prepared[] {
+function backCut(ops: readonly Prepared[], i: number): Operation[] {
   const def = ops.filter((p) => p.definite);
   let maxRet = -Infinity;
   for (let k = 0; k < i; k++) maxRet = Math.max(maxRet, def[k].ret);
-  return ops.filter((p) => p.call <= maxRet);
+  return ops.filter((p) => p.call <= maxRet).map((p) => p.op);
 }
 
-function shrink(ops: Prepared[], deadline: number): { window: Prepared[]; initial: State } {
-  let window = ops;
-  let initial: State = null;
-  const fails = (w: readonly Prepared[], init: State): boolean => search(w, init, deadline, { steps: 0 }) === 'violation';
+function removable(window: readonly Operation[], op: Operation): boolean {
+  if (op.kind === 'read' || (op.kind === 'cas' && op.result === 'fail')) return true;
+  if (window.some((o) => o.kind === 'cas' && o.result === 'fail')) return false;
+  const v = op.value ?? null;
+  return !window.some((o) => o !== op && ((o.kind === 'read' && o.result === 'ok' && (o.output ?? null) === v) || (o.kind === 'cas' && o.result === 'ok' && (o.expect ?? null) === v)));
+}
 
-  // Operations that change nothing, one at a time, latest first (the last one is where it fails).
+function shrink(ops: readonly Operation[], deadline: number): { window: Operation[]; initial: State } {
+  let initial: State = null;
+  let window = prepare(ops, initial).map((p) => p.op);
+  const fails = (w: readonly Operation[], init: State): boolean => search(prepare(w, init), init, deadline, { steps: 0 }) === 'violation';
+
+  // Operations that can go, one at a time, latest first (the last one is where it fails).
   const dropInert = (): void => {
     for (let i = window.length - 1; i >= 0 && performance.now() < deadline; i--) {
-      const k = window[i].kind;
-      if (k !== 'read' && k !== 'cas-fail') continue;
+      if (!removable(window, window[i])) continue;
       const without = window.filter((_, j) => j !== i);
       if (fails(without, initial)) window = without;
     }
@@ -317,39 +357,43 @@ function shrink(ops: Prepared[], deadline: number): { window: Prepared[]; initia
   for (let round = 0; round < 4 && performance.now() < deadline; round++) {
     const before = window.length;
     // Back first, so the window ends where the history first fails: the earliest cut that still fails.
-    let cuts = quiescentCuts(window);
+    let prepared = prepare(window, initial);
+    let cuts = quiescentCuts(prepared);
     let lo = 0;
     let hi = cuts.length - 1;
-    let best = -1;
+    let best: Operation[] | undefined;
     while (lo <= hi && performance.now() < deadline) {
       const mid = (lo + hi) >> 1;
-      if (fails(backCut(window, cuts[mid]), initial)) {
-        best = mid;
+      const candidate = backCut(prepared, cuts[mid]);
+      if (fails(candidate, initial)) {
+        best = candidate;
         hi = mid - 1;
       } else lo = mid + 1;
     }
-    if (best >= 0) window = backCut(window, cuts[best]);
+    if (best) window = best;
     dropInert();
     // Front: the latest cut that still fails (failing at a cut implies failing at every earlier one).
-    cuts = quiescentCuts(window);
+    prepared = prepare(window, initial);
+    cuts = quiescentCuts(prepared);
     lo = 0;
     hi = cuts.length - 1;
-    best = -1;
+    best = undefined;
     while (lo <= hi && performance.now() < deadline) {
       const mid = (lo + hi) >> 1;
-      if (fails(frontCut(window, cuts[mid]), ANY)) {
-        best = mid;
+      const candidate = frontCut(prepared, cuts[mid]);
+      if (fails(candidate, ANY)) {
+        best = candidate;
         lo = mid + 1;
       } else hi = mid - 1;
     }
-    if (best >= 0) {
-      window = frontCut(window, cuts[best]);
+    if (best) {
+      window = best;
       initial = ANY;
     }
     dropInert();
     if (window.length === before) break;
   }
-  return { window, initial };
+  return { window: prepare(window, initial).map((p) => p.op), initial };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -380,9 +424,9 @@ export function check(history: readonly Operation[], options: CheckOptions = {})
     }
     keysChecked++;
     if (verdict === 'violation') {
-      const { window, initial } = shrink(ops, performance.now() + (options.shrinkMs ?? timeoutMs));
+      const { window, initial } = shrink(byKey.get(key)!, performance.now() + (options.shrinkMs ?? timeoutMs));
       const windowStart = initial === ANY ? 'any' : 'absent';
-      return { verdict, key, window: window.map((p) => p.op), windowStart, explored: counter.steps, keysChecked, undecided, elapsedMs: performance.now() - started };
+      return { verdict, key, window, windowStart, explored: counter.steps, keysChecked, undecided, elapsedMs: performance.now() - started };
     }
   }
   const elapsedMs = performance.now() - started;
