@@ -237,7 +237,13 @@ test("a budget too small to decide returns 'unknown', never 'ok'", () => {
   assert.deepEqual(res.undecided, ['x']);
   assert.equal(res.keysChecked, 1);
   // Without the hopeless read, the same writes are decided at once.
-  assert.equal(check(h.filter((o) => o.output !== 'never'), { timeoutMs: 1000 }).verdict, 'ok');
+  assert.equal(
+    check(
+      h.filter((o) => o.output !== 'never'),
+      { timeoutMs: 1000 },
+    ).verdict,
+    'ok',
+  );
 });
 
 test('formatWindow prints one line per operation with times from the first invoke', () => {
@@ -258,8 +264,18 @@ test('the recorder times each call and leaves calls never answered as unknown', 
   assert.equal(done({ result: 'fail' }), false);
   rec.invoke('c2', { kind: 'cas', key: 'x', expect: 'a', value: 'b' });
   now = 7;
-  await rec.run('c3', { kind: 'read', key: 'x' }, async () => 'a', (v) => ({ result: 'ok', output: v }));
-  await rec.run('c4', { kind: 'read', key: 'x' }, () => Promise.reject(new Error('timeout')), () => ({ result: 'ok' }));
+  await rec.run(
+    'c3',
+    { kind: 'read', key: 'x' },
+    () => Promise.resolve('a'),
+    (v) => ({ result: 'ok', output: v }),
+  );
+  await rec.run(
+    'c4',
+    { kind: 'read', key: 'x' },
+    () => Promise.reject(new Error('timeout')),
+    () => ({ result: 'ok' }),
+  );
   const h = rec.history();
   assert.deepEqual(
     h.map((o) => [o.client, o.result, o.invoke, o.complete, o.output]),
@@ -331,9 +347,12 @@ test('the checker agrees with brute force on small random histories, and every w
       // As the window claims: operations overlapping its edges may or may not have taken effect in it.
       const from = res.windowFrom ?? -Infinity;
       const until = res.windowUntil ?? Infinity;
-      const relaxed = res.window!.map((o) => (o.result !== 'unknown' && (o.invoke < from || (o.complete ?? Infinity) > until) ? { ...o, result: 'unknown' as const } : o));
+      const relaxed = res.window!.map((o) =>
+        o.result !== 'unknown' && (o.invoke < from || (o.complete ?? Infinity) > until) ? { ...o, result: 'unknown' as const } : o,
+      );
       const starts = res.windowStart === 'any' ? [null, ...vals] : [null];
-      for (const start of starts) assert.equal(bruteForce(relaxed, start), false, `window from ${start}:\n${formatWindow(res.window!, res)}of\n${formatWindow(h)}`);
+      for (const start of starts)
+        assert.equal(bruteForce(relaxed, start), false, `window from ${start}:\n${formatWindow(res.window!, res)}of\n${formatWindow(h)}`);
     }
   }
   assert.ok(violations > 300, `only ${violations} violations among the random histories`);

@@ -103,7 +103,8 @@ function prepare(ops: readonly Operation[], initial: State = null, from = -Infin
   for (const op of ops) {
     if (op.kind === 'read' && op.result !== 'ok') continue;
     if (op.kind === 'write' && op.result === 'fail') continue;
-    let kind: Prepared['kind'] = op.kind === 'read' ? 'read' : op.kind === 'write' ? 'write' : op.result === 'ok' ? 'cas-ok' : op.result === 'fail' ? 'cas-fail' : 'cas-maybe';
+    let kind: Prepared['kind'] =
+      op.kind === 'read' ? 'read' : op.kind === 'write' ? 'write' : op.result === 'ok' ? 'cas-ok' : op.result === 'fail' ? 'cas-fail' : 'cas-maybe';
     const value = op.value ?? null;
     const output = op.output ?? null;
     let definite = op.result !== 'unknown';
@@ -431,10 +432,17 @@ function shrink(ops: readonly Operation[], searchFrontier: number, deadline: num
     const before = window.ops.length;
     // Back first, so the window ends where the history first fails: the earliest end that still
     // fails (failing there implies failing at every later end), looked for around the search's frontier.
-    const ends = times(prepareWindow(window).filter((p) => p.definite).map((p) => p.ret));
+    const ends = times(
+      prepareWindow(window)
+        .filter((p) => p.definite)
+        .map((p) => p.ret),
+    );
     const hint = ends.findIndex((t) => t >= frontier);
     const w0 = window;
-    window = firstFailing(ends.length, hint < 0 ? ends.length - 1 : hint, (i) => failing({ ...w0, ops: w0.ops.filter((o) => o.invoke <= ends[i]), until: Math.min(w0.until, ends[i]) })) ?? window;
+    window =
+      firstFailing(ends.length, hint < 0 ? ends.length - 1 : hint, (i) =>
+        failing({ ...w0, ops: w0.ops.filter((o) => o.invoke <= ends[i]), until: Math.min(w0.until, ends[i]) }),
+      ) ?? window;
     dropInert();
     // Front: the latest start that still fails (failing there implies failing at every earlier one),
     // trying the small windows first.
