@@ -321,11 +321,19 @@ function bruteForce(h: readonly Operation[], initial: string | null): boolean {
 test('the checker agrees with brute force on small random histories, and every window alone fails from the start it names', () => {
   const rng = new Rng(42);
   let violations = 0;
-  for (let n = 0; n < 4000; n++) {
+  for (let n = 0; n < 6000; n++) {
     // Few values (so writes repeat them) or many (so most are unique, which prepare exploits).
     const vals = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'].slice(0, rng.pick([2, 3, 8]));
     const h: Operation[] = [];
     const size = rng.between(2, 7);
+    // Reads and cas mostly name values already written, so open operations get observed.
+    const written: string[] = [];
+    const some = (): string => (written.length > 0 && rng.chance(0.7) ? rng.pick(written) : rng.pick(vals));
+    const fresh = (): string => {
+      const v = rng.pick(vals);
+      written.push(v);
+      return v;
+    };
     for (let i = 0; i < size; i++) {
       const invoke = rng.int(10);
       const complete = invoke + rng.int(4); // integer times: ties between one's return and another's call happen
@@ -335,9 +343,9 @@ test('the checker agrees with brute force on small random histories, and every w
         ['unknown', 1],
       ])!;
       const kind = rng.pick(['read', 'write', 'cas'] as const);
-      if (kind === 'read') h.push(r('x', rng.chance(0.2) ? null : rng.pick(vals), invoke, complete, result));
-      else if (kind === 'write') h.push(w('x', rng.pick(vals), invoke, result === 'unknown' ? undefined : complete, result));
-      else h.push(cas('x', rng.chance(0.2) ? undefined : rng.pick(vals), rng.pick(vals), invoke, result === 'unknown' ? undefined : complete, result));
+      if (kind === 'read') h.push(r('x', rng.chance(0.2) ? null : some(), invoke, complete, result));
+      else if (kind === 'write') h.push(w('x', fresh(), invoke, result === 'unknown' ? undefined : complete, result));
+      else h.push(cas('x', rng.chance(0.2) ? undefined : some(), fresh(), invoke, result === 'unknown' ? undefined : complete, result));
     }
     const res = check(h);
     const expected = bruteForce(h, null);
