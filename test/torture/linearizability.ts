@@ -90,8 +90,9 @@ function strHash(s: string | null | typeof ANY): number {
  * is the initial absence),
  *  - if some read saw the value, or some cas succeeded expecting it, the operation took effect (a cas
  *    then succeeded) before the earliest of those returned: it becomes definite, returning then;
- *  - if nothing observed the value and no failed cas (which can lean on any value but its `expect`)
- *    was still running after it was invoked, having taken effect or not cannot matter: it is dropped.
+ *  - if no operation reads or expects the value (not even an open cas), and no failed cas (which can
+ *    lean on any value but its `expect`) was still running after it was invoked, having taken effect
+ *    or not cannot matter: it is dropped.
  * Both keep the history linearizable exactly when the original is; the first only from a known
  * initial state (from ANY the value may have been there already), so it is skipped then.
  * In a window cut out of a history (see shrink), a definite operation invoked before `from` or
