@@ -31,7 +31,8 @@ export interface Operation {
 }
 
 /** What a call asks for. */
-export type Call = { kind: 'read'; key: string } | { kind: 'write'; key: string; value?: string } | { kind: 'cas'; key: string; expect?: string; value?: string };
+export type Call =
+  { kind: 'read'; key: string } | { kind: 'write'; key: string; value?: string } | { kind: 'cas'; key: string; expect?: string; value?: string };
 
 /** What the call's caller learned. */
 export interface Outcome {

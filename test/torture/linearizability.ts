@@ -19,6 +19,12 @@ export interface CheckResult {
   window?: Operation[];
   /** violation: the register's value before the window — 'absent' (the window starts the key's history) or 'any' (it fails whatever the value). */
   windowStart?: 'absent' | 'any';
+  /**
+   * violation: the window's edges (-/+Infinity if not cut there). Its operations invoked before
+   * windowFrom or returning after windowUntil may or may not have taken effect inside it.
+   */
+  windowFrom?: number;
+  windowUntil?: number;
   /** Search steps spent deciding (not counting the shrinking). */
   explored: number;
   /** Keys decided (ok or violation). */
@@ -84,31 +90,44 @@ function strHash(s: string | null | typeof ANY): number {
  * is the initial absence),
  *  - if some read saw the value, or some cas succeeded expecting it, the operation took effect (a cas
  *    then succeeded) before the earliest of those returned: it becomes definite, returning then;
- *  - if nothing observed the value and no failed cas (which can lean on any value but its `expect`)
- *    was still running after it was invoked, having taken effect or not cannot matter: it is dropped.
+ *  - if no operation reads or expects the value (not even an open cas), and no failed cas (which can
+ *    lean on any value but its `expect`) was still running after it was invoked, having taken effect
+ *    or not cannot matter: it is dropped.
  * Both keep the history linearizable exactly when the original is; the first only from a known
  * initial state (from ANY the value may have been there already), so it is skipped then.
+ * In a window cut out of a history (see shrink), a definite operation invoked before `from` or
+ * returning after `until` overlaps an edge and may have taken effect outside the window: it is
+ * relaxed to an open one (a read or failed cas, then constraining nothing, is dropped).
  */
-function prepare(ops: readonly Operation[], initial: State = null): Prepared[] {
+function prepare(ops: readonly Operation[], initial: State = null, from = -Infinity, until = Infinity): Prepared[] {
   const out: Prepared[] = [];
   for (const op of ops) {
     if (op.kind === 'read' && op.result !== 'ok') continue;
     if (op.kind === 'write' && op.result === 'fail') continue;
-    const kind: Prepared['kind'] = op.kind === 'read' ? 'read' : op.kind === 'write' ? 'write' : op.result === 'ok' ? 'cas-ok' : op.result === 'fail' ? 'cas-fail' : 'cas-maybe';
+    let kind: Prepared['kind'] =
+      op.kind === 'read' ? 'read' : op.kind === 'write' ? 'write' : op.result === 'ok' ? 'cas-ok' : op.result === 'fail' ? 'cas-fail' : 'cas-maybe';
     const value = op.value ?? null;
     const output = op.output ?? null;
-    const definite = op.result !== 'unknown';
-    const ret = definite && op.complete !== undefined ? op.complete : Infinity;
+    let definite = op.result !== 'unknown';
+    let ret = definite && op.complete !== undefined ? op.complete : Infinity;
     if (!(ret >= op.invoke)) throw new Error(`operation ${op.id}: complete ${op.complete} before invoke ${op.invoke}`);
+    if (definite && (op.invoke < from || ret > until)) {
+      if (kind === 'read' || kind === 'cas-fail') continue;
+      if (kind === 'cas-ok') kind = 'cas-maybe';
+      definite = false;
+      ret = Infinity;
+    }
     out.push({ op, kind, value, valueHash: strHash(value), expect: op.expect ?? null, output, outputHash: strHash(output), call: op.invoke, ret, definite });
   }
   const writers = new Map<string, number>();
   const seenBy = new Map<string, number>(); // value → earliest return of an operation that observed it
+  const mentioned = new Set<string | null>(); // values some operation reads or expects (an open cas may have relied on one)
   let lastFailedCas = -Infinity;
   for (const p of out) {
     if ((p.kind === 'write' || p.kind === 'cas-ok' || p.kind === 'cas-maybe') && p.value !== null) writers.set(p.value, (writers.get(p.value) ?? 0) + 1);
     const seen = p.kind === 'read' ? p.output : p.kind === 'cas-ok' ? p.expect : null;
     if (seen !== null) seenBy.set(seen, Math.min(seenBy.get(seen) ?? Infinity, p.ret));
+    if (p.kind !== 'write') mentioned.add(p.kind === 'read' ? p.output : p.expect);
     if (p.kind === 'cas-fail') lastFailedCas = Math.max(lastFailedCas, p.ret);
   }
   const kept = out.filter((p) => {
@@ -121,7 +140,7 @@ function prepare(ops: readonly Operation[], initial: State = null): Prepared[] {
       if (p.kind === 'cas-maybe') p.kind = 'cas-ok';
       return true;
     }
-    return lastFailedCas >= p.call;
+    return mentioned.has(p.value) || lastFailedCas >= p.call;
   });
   kept.sort((a, b) => a.call - b.call || a.op.id - b.op.id);
   return kept;
@@ -212,7 +231,14 @@ type SearchVerdict = 'ok' | 'violation' | 'unknown';
  * backtracking. Operations that are still open (unknown result) need not be linearized: they can
  * always go last.
  */
-function search(ops: readonly Prepared[], initial: State, deadline: number, counter: { steps: number }): SearchVerdict {
+interface Progress {
+  /** Search steps (list entries visited). */
+  steps: number;
+  /** The latest return any branch reached with everything before it linearized: a violation is witnessed by then. */
+  frontier: number;
+}
+
+function search(ops: readonly Prepared[], initial: State, deadline: number, counter: Progress): SearchVerdict {
   const n = ops.length;
   if (n === 0) return 'ok';
   const events: { t: number; call: boolean; p: number }[] = [];
@@ -284,6 +310,7 @@ function search(ops: readonly Prepared[], initial: State, deadline: number, coun
       entry = node.next;
     } else {
       // A return whose call is still pending: this branch cannot be completed.
+      if (ops[node.p].ret > counter.frontier) counter.frontier = ops[node.p].ret;
       const top = stack.pop();
       if (!top) return 'violation';
       state = top.state;
@@ -298,102 +325,142 @@ function search(ops: readonly Prepared[], initial: State, deadline: number, coun
 }
 
 // ---------------------------------------------------------------------------------------------
-// Shrinking a violation. A window is a list of the key's operations, checked as a history of its
-// own (prepared afresh), and kept only if it still fails; each cut or removal is one under which
-// failing proves the whole history fails:
-//  - a front cut drops definite operations that all returned before every kept definite operation
-//    was invoked (open operations are kept: they may have taken effect inside the window); the
-//    window then starts from ANY;
-//  - a back cut drops every operation invoked after all kept definite operations returned;
-//  - a read or failed cas changes nothing, so dropping it from any linearization leaves it valid;
-//  - so does dropping a write or cas whose value no other operation observes, while no failed cas
-//    is in the window (the value is overwritten before anything looks).
+// Shrinking a violation. A window is a list of the key's operations with a start state (absent, or
+// ANY once its front is cut) and edges `from`/`until`; it is checked as a history of its own (see
+// prepare for the edges) and kept only if it still fails. Each cut or removal is one under which
+// "the window fails" implies "the history fails" (a linearization of the history, restricted to
+// the window, would linearize it):
+//  - a front cut at time T drops the operations that must take effect, and returned, before T, and
+//    sets from = T: operations invoked before T then may or may not take effect inside; start ANY;
+//  - a back cut at time T drops the operations invoked after T, and sets until = T;
+//  - a read or failed cas changes nothing: dropping it from a linearization leaves it valid;
+//  - so does dropping a write or cas whose value no other operation reads or expects, while no
+//    failed cas is in the window (the value is overwritten before anything looks at it).
 
-function quiescentCuts(ops: readonly Prepared[]): number[] {
-  // Indices i into the definite operations (in invoke order) where all of def[0..i) returned before def[i] was invoked.
-  const def = ops.filter((p) => p.definite);
-  const cuts: number[] = [];
-  let maxRet = -Infinity;
-  for (let i = 0; i < def.length; i++) {
-    if (i > 0 && maxRet < def[i].call) cuts.push(i);
-    maxRet = Math.max(maxRet, def[i].ret);
-  }
-  return cuts;
+interface Window {
+  ops: Operation[];
+  initial: State;
+  from: number;
+  until: number;
 }
 
-function frontCut(ops: readonly Prepared[], i: number): Operation[] {
-  const dropped = new Set(ops.filter((p) => p.definite).slice(0, i));
-  return ops.filter((p) => !dropped.has(p)).map((p) => p.op);
-}
+const prepareWindow = (w: Window): Prepared[] => prepare(w.ops, w.initial, w.from, w.until);
 
-function backCut(ops: readonly Prepared[], i: number): Operation[] {
-  const def = ops.filter((p) => p.definite);
-  let maxRet = -Infinity;
-  for (let k = 0; k < i; k++) maxRet = Math.max(maxRet, def[k].ret);
-  return ops.filter((p) => p.call <= maxRet).map((p) => p.op);
-}
-
-function removable(window: readonly Operation[], op: Operation): boolean {
+function removable(ops: readonly Operation[], op: Operation): boolean {
   if (op.kind === 'read' || (op.kind === 'cas' && op.result === 'fail')) return true;
-  if (window.some((o) => o.kind === 'cas' && o.result === 'fail')) return false;
+  if (ops.some((o) => o.kind === 'cas' && o.result === 'fail')) return false;
   const v = op.value ?? null;
-  return !window.some((o) => o !== op && ((o.kind === 'read' && o.result === 'ok' && (o.output ?? null) === v) || (o.kind === 'cas' && o.result === 'ok' && (o.expect ?? null) === v)));
+  return !ops.some((o) => o !== op && ((o.kind === 'read' && (o.output ?? null) === v) || (o.kind === 'cas' && (o.expect ?? null) === v)));
 }
 
-function shrink(ops: readonly Operation[], deadline: number): { window: Operation[]; initial: State } {
-  let initial: State = null;
-  let window = prepare(ops, initial).map((p) => p.op);
-  const fails = (w: readonly Operation[], init: State): boolean => search(prepare(w, init), init, deadline, { steps: 0 }) === 'violation';
+/** Distinct finite values, ascending. */
+const times = (ts: number[]): number[] => [...new Set(ts.filter((t) => Number.isFinite(t)))].sort((a, b) => a - b);
 
-  // Operations that can go, one at a time, latest first (the last one is where it fails).
+/** Windows the search can afford to drop operations from one at a time. */
+const SMALL = 400;
+
+/**
+ * The least i in [0, n) for which `probe(i)` gives a window, assuming that once it does it does for
+ * every greater i; galloping out from `hint`, so the probes stay near it (and cheap when near 0).
+ */
+function firstFailing(n: number, hint: number, probe: (i: number) => Window | undefined): Window | undefined {
+  if (n === 0) return undefined;
+  let known: { i: number; w: Window } | undefined; // least index known to fail
+  let below = -1; // greatest index known not to fail
+  const h = Math.min(Math.max(hint, 0), n - 1);
+  const first = probe(h);
+  if (first) {
+    known = { i: h, w: first };
+    for (let step = 1; known.i > 0; step *= 2) {
+      const i = Math.max(known.i - step, 0);
+      const w = probe(i);
+      if (!w) {
+        below = i;
+        break;
+      }
+      known = { i, w };
+    }
+  } else {
+    below = h;
+    for (let step = 1; ; step *= 2) {
+      const i = Math.min(below + step, n - 1);
+      const w = probe(i);
+      if (w) {
+        known = { i, w };
+        break;
+      }
+      below = i;
+      if (i === n - 1) return undefined;
+    }
+  }
+  // Between below (not failing, or -1) and known.i (failing): bisect.
+  let lo = below + 1;
+  let hi = known.i - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const w = probe(mid);
+    if (w) {
+      known = { i: mid, w };
+      hi = mid - 1;
+    } else lo = mid + 1;
+  }
+  return known.w;
+}
+
+function shrink(ops: readonly Operation[], searchFrontier: number, deadline: number): Window {
+  let frontier = searchFrontier;
+  const tidy = (w: Window): Window => ({ ...w, ops: prepareWindow(w).map((p) => p.op) });
+  const inTime = (): boolean => performance.now() < deadline;
+  const failing = (w: Window): Window | undefined => {
+    if (!inTime()) return undefined;
+    const t = tidy(w);
+    return search(prepareWindow(t), t.initial, deadline, { steps: 0, frontier: -Infinity }) === 'violation' ? t : undefined;
+  };
+  let window = tidy({ ops: [...ops], initial: null, from: -Infinity, until: Infinity });
+
   const dropInert = (): void => {
-    for (let i = window.length - 1; i >= 0 && performance.now() < deadline; i--) {
-      if (!removable(window, window[i])) continue;
-      const without = window.filter((_, j) => j !== i);
-      if (fails(without, initial)) window = without;
+    if (window.ops.length > SMALL) return;
+    // Latest first: the last operation is where the window fails.
+    for (let i = window.ops.length - 1; i >= 0 && inTime(); i--) {
+      // (Tidying after a removal may drop more, such as an open write nobody can observe any more.)
+      if (i >= window.ops.length || !removable(window.ops, window.ops[i])) continue;
+      const without = failing({ ...window, ops: window.ops.filter((_, j) => j !== i) });
+      if (without) window = without;
     }
   };
 
-  for (let round = 0; round < 4 && performance.now() < deadline; round++) {
-    const before = window.length;
-    // Back first, so the window ends where the history first fails: the earliest cut that still fails.
-    let prepared = prepare(window, initial);
-    let cuts = quiescentCuts(prepared);
-    let lo = 0;
-    let hi = cuts.length - 1;
-    let best: Operation[] | undefined;
-    while (lo <= hi && performance.now() < deadline) {
-      const mid = (lo + hi) >> 1;
-      const candidate = backCut(prepared, cuts[mid]);
-      if (fails(candidate, initial)) {
-        best = candidate;
-        hi = mid - 1;
-      } else lo = mid + 1;
-    }
-    if (best) window = best;
+  for (let round = 0; round < 4 && inTime(); round++) {
+    const before = window.ops.length;
+    // Back first, so the window ends where the history first fails: the earliest end that still
+    // fails (failing there implies failing at every later end), looked for around the search's frontier.
+    const ends = times(
+      prepareWindow(window)
+        .filter((p) => p.definite)
+        .map((p) => p.ret),
+    );
+    const hint = ends.findIndex((t) => t >= frontier);
+    const w0 = window;
+    window =
+      firstFailing(ends.length, hint < 0 ? ends.length - 1 : hint, (i) =>
+        failing({ ...w0, ops: w0.ops.filter((o) => o.invoke <= ends[i]), until: Math.min(w0.until, ends[i]) }),
+      ) ?? window;
     dropInert();
-    // Front: the latest cut that still fails (failing at a cut implies failing at every earlier one).
-    prepared = prepare(window, initial);
-    cuts = quiescentCuts(prepared);
-    lo = 0;
-    hi = cuts.length - 1;
-    best = undefined;
-    while (lo <= hi && performance.now() < deadline) {
-      const mid = (lo + hi) >> 1;
-      const candidate = frontCut(prepared, cuts[mid]);
-      if (fails(candidate, ANY)) {
-        best = candidate;
-        lo = mid + 1;
-      } else hi = mid - 1;
-    }
-    if (best) {
-      window = best;
-      initial = ANY;
-    }
+    // Front: the latest start that still fails (failing there implies failing at every earlier one),
+    // trying the small windows first.
+    const definite = prepareWindow(window).filter((p) => p.definite);
+    const starts = times(definite.map((p) => p.call)).reverse();
+    const w1 = window;
+    window =
+      firstFailing(starts.length, 0, (i) => {
+        const t = starts[i];
+        const gone = new Set(definite.filter((p) => p.ret < t).map((p) => p.op));
+        return failing({ ops: w1.ops.filter((o) => !gone.has(o)), initial: ANY, from: Math.max(w1.from, t), until: w1.until });
+      }) ?? window;
     dropInert();
-    if (window.length === before) break;
+    if (window.ops.length === before) break;
+    frontier = Infinity;
   }
-  return { window: prepare(window, initial).map((p) => p.op), initial };
+  return window;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -412,11 +479,12 @@ export function check(history: readonly Operation[], options: CheckOptions = {})
   // Small keys first: a violation there is cheap to find, and a large key that exhausts the budget
   // leaves fewer keys undecided.
   const keys = [...byKey.keys()].sort((a, b) => byKey.get(a)!.length - byKey.get(b)!.length || (a < b ? -1 : a > b ? 1 : 0));
-  const counter = { steps: 0 };
+  const counter: Progress = { steps: 0, frontier: -Infinity };
   const undecided: string[] = [];
   let keysChecked = 0;
   for (const key of keys) {
     const ops = prepare(byKey.get(key)!);
+    counter.frontier = -Infinity;
     const verdict = performance.now() > deadline ? 'unknown' : search(ops, null, deadline, counter);
     if (verdict === 'unknown') {
       undecided.push(key);
@@ -424,9 +492,9 @@ export function check(history: readonly Operation[], options: CheckOptions = {})
     }
     keysChecked++;
     if (verdict === 'violation') {
-      const { window, initial } = shrink(byKey.get(key)!, performance.now() + (options.shrinkMs ?? timeoutMs));
-      const windowStart = initial === ANY ? 'any' : 'absent';
-      return { verdict, key, window, windowStart, explored: counter.steps, keysChecked, undecided, elapsedMs: performance.now() - started };
+      const w = shrink(byKey.get(key)!, counter.frontier, performance.now() + (options.shrinkMs ?? timeoutMs));
+      const edges = { windowStart: w.initial === ANY ? ('any' as const) : ('absent' as const), windowFrom: w.from, windowUntil: w.until };
+      return { verdict, key, window: w.ops, ...edges, explored: counter.steps, keysChecked, undecided, elapsedMs: performance.now() - started };
     }
   }
   const elapsedMs = performance.now() - started;
@@ -437,17 +505,22 @@ export function check(history: readonly Operation[], options: CheckOptions = {})
 const show = (v: string | null | undefined): string => (v === null || v === undefined ? 'absent' : JSON.stringify(v));
 
 /**
- * One line per operation, times in ms from the first invoke, for a file a person reads; with
- * `start` (CheckResult.windowStart) a first line says what the register held before the window.
+ * One line per operation, times in ms from the first invoke, for a file a person reads. Given the
+ * CheckResult (or its window fields), first lines say what the register held before the window, and
+ * operations overlapping a cut edge of the window are marked '~'.
  */
-export function formatWindow(ops: readonly Operation[], start?: 'absent' | 'any'): string {
+export function formatWindow(ops: readonly Operation[], context: Pick<CheckResult, 'windowStart' | 'windowFrom' | 'windowUntil'> = {}): string {
   if (ops.length === 0) return '(no operations)\n';
   const sorted = [...ops].sort((a, b) => a.invoke - b.invoke || a.id - b.id);
   const t0 = sorted[0].invoke;
   const ms = (t: number | undefined): string => (t === undefined || !Number.isFinite(t) ? '∞' : (t - t0).toFixed(3)).padStart(10);
+  const from = context.windowFrom ?? -Infinity;
+  const until = context.windowUntil ?? Infinity;
+  const edge = (op: Operation): boolean => op.result !== 'unknown' && (op.invoke < from || (op.complete ?? Infinity) > until);
   const lines: string[] = [];
-  if (start === 'absent') lines.push('the register is absent before the first operation (this is the start of its history)');
-  if (start === 'any') lines.push('these operations are not linearizable whatever value the register held before them');
+  if (context.windowStart === 'absent') lines.push('the register is absent before the first operation (this is the start of its history)');
+  if (context.windowStart === 'any') lines.push('these operations are not linearizable whatever value the register held before them');
+  if (sorted.some(edge)) lines.push('~ = overlaps an edge of the window: may have taken effect outside it, so may or may not count here');
   lines.push(`times in ms from t0 = ${t0.toFixed(3)} (monotonic clock); ∞ = never answered`);
   for (const op of sorted) {
     const span = `[${ms(op.invoke)} .. ${op.result === 'unknown' ? ms(undefined) : ms(op.complete)}]`;
@@ -455,7 +528,7 @@ export function formatWindow(ops: readonly Operation[], start?: 'absent' | 'any'
     if (op.kind === 'read') what = `read  ${op.key} -> ${op.result === 'ok' ? show(op.output) : '?'}`;
     else if (op.kind === 'write') what = `write ${op.key} := ${show(op.value)}`;
     else what = `cas   ${op.key} ${show(op.expect)} -> ${show(op.value)}`;
-    lines.push(`${span}  #${String(op.id).padEnd(6)} ${op.client.padEnd(10)} ${what.padEnd(48)} ${op.result}`);
+    lines.push(`${edge(op) ? '~' : ' '}${span}  #${String(op.id).padEnd(6)} ${op.client.padEnd(10)} ${what.padEnd(48)} ${op.result}`);
   }
   return lines.join('\n') + '\n';
 }
