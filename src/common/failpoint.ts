@@ -5,8 +5,8 @@
 //
 //   LIFEBOAT_FAULT=<point>[,<point>...]      a point is `name` or `name:arg`; read once
 //   LIFEBOAT_FAULT_FILE=<file>               points (one per line) read at start and again
-//                                            on every SIGUSR2: faults a test turns on and off
-//                                            while the process runs (partitions, failing fsyncs)
+//                                            whenever the file changes (polled every 50 ms): faults
+//                                            a test turns on and off while the process runs
 //
 // Points in use (this list is the documentation; add a point here first):
 //   before-snapshot-install   member: die after Raft recorded a leader's snapshot, before kv.db is replaced
@@ -52,7 +52,8 @@ function points(): readonly string[] {
         all = [...(fixed ?? []), ...runtime];
       };
       reload();
-      process.on('SIGUSR2', reload);
+      // Polled, not signalled: a signal sent before the handler exists would kill the process.
+      fs.watchFile(file, { interval: 50, persistent: false }, reload);
     }
     all = [...fixed, ...runtime];
   }

@@ -1,6 +1,6 @@
 // The nemesis: faults injected into a running cluster of real members, each one
 // undone by heal(). Partitions and failing fsyncs go through the members'
-// runtime failpoints (LIFEBOAT_FAULT_FILE + SIGUSR2); a full disk is a
+// runtime failpoints (LIFEBOAT_FAULT_FILE, which they poll); a full disk is a
 // size-limited tmpfs in a mount namespace of its own (unshare -m, as root).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -71,7 +71,6 @@ export class Nemesis {
 
   private setPoints(m: MemberProc, points: string[]): void {
     fs.writeFileSync(this.faultFile(m), points.join('\n') + '\n');
-    if (m.proc && m.proc.exitCode === null && m.proc.signalCode === null) m.proc.kill('SIGUSR2');
   }
 
   async kill(m: MemberProc): Promise<void> {
@@ -122,7 +121,7 @@ export class Nemesis {
     this.count('disk-full');
     const { m, holder } = this.disk;
     const used = Number(execFileSync('nsenter', ['-t', String(holder.pid), '-m', '--', 'df', '-B1', '--output=used', m.dataDir]).toString().trim().split('\n').pop());
-    const size = Math.max(used + 64 * 1024, 1 * MiB);
+    const size = Math.max(used, 1 * MiB);
     this.log(`disk full on ${m.name} (tmpfs shrunk to ${size} bytes)`);
     execFileSync('nsenter', ['-t', String(holder.pid), '-m', '--', 'mount', '-o', `remount,size=${size}`, m.dataDir]);
     this.diskFull = true;
