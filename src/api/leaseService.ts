@@ -4,7 +4,7 @@
 // an error; LeaseKeepAlive answers each request in order on its stream.
 import * as grpc from '@grpc/grpc-js';
 import { ErrLearnerNotSupported } from './errors.js';
-import { service } from './protos.js';
+import { service } from '../proto/load.js';
 import { toStatus, type Header } from './services.js';
 import { endWith, type OpenStreams } from './watchService.js';
 

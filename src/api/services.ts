@@ -18,7 +18,7 @@ import {
   txnFromWire,
   txnToWire,
 } from './convert.js';
-import { service } from './protos.js';
+import { service } from '../proto/load.js';
 
 export interface Header {
   cluster_id: string;

@@ -13,7 +13,7 @@ import * as grpc from '@grpc/grpc-js';
 import { ErrLearnerNotSupported, ErrNoLeader, ErrStopped } from './errors.js';
 import { EventType, type KeyValue } from '../kv/types.js';
 import { kvToWire } from './convert.js';
-import { service } from './protos.js';
+import { service } from '../proto/load.js';
 import { toStatus, type Header } from './services.js';
 
 /** A WatchCreateRequest, typed. */

@@ -8,7 +8,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { encodeMessage } from '../raft/codec.js';
 import { MessageType, type Message, type NodeId } from '../raft/types.js';
-import { service } from '../api/protos.js';
+import { service } from '../proto/load.js';
 import { peerHandlers } from './handlers.js';
 import { partitioned, type Ack, type Envelope, type ForwardReply, type IdentityReply, type PeerClient, type TransportHost } from './peerProtocol.js';
 import { streamSnapshot } from './snapshotStream.js';

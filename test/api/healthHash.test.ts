@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
-import { service } from '../../src/api/protos.js';
+import { service } from '../../src/proto/load.js';
 import { EtcdClient } from '../../src/client/etcdClient.js';
 import { LifeboatCluster } from '../support/lifeboatCluster.js';
 

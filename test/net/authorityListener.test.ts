@@ -9,7 +9,7 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { listenWithAuthorityRewrite, type AuthorityRewriteListener } from '../../src/net/authorityListener.js';
-import { service } from '../../src/api/protos.js';
+import { service } from '../../src/proto/load.js';
 import { freePorts } from '../support/ports.js';
 import { frame, PREFACE, prng, SETTINGS } from './h2Bytes.js';
 

@@ -6,11 +6,11 @@ import * as protoLoader from '@grpc/proto-loader';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 
-/** src/api/proto, found from both src/ (ts) and dist/src/ (compiled js). */
+/** src/proto, found from both src/ (ts) and dist/src/ (compiled js). */
 export const PROTO_DIR = (() => {
   const here = path.dirname(fileURLToPath(import.meta.url));
   const root = here.includes(`${path.sep}dist${path.sep}`) ? path.resolve(here, '../../..') : path.resolve(here, '../..');
-  return path.join(root, 'src', 'api', 'proto');
+  return path.join(root, 'src', 'proto');
 })();
 
 export const LOADER_OPTIONS: protoLoader.Options = {
