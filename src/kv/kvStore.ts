@@ -14,8 +14,8 @@ import { keyRange, ReadTxn, WriteTxn, type Revisions } from './mvccTxn.js';
 import { runReadJob, type ReadJob } from './readJob.js';
 import { RevisionTables, type KeyRange } from './revisionTables.js';
 import type { StoredRevision } from './keyValueCodec.js';
-import { installSnapshotSync, restoreSnapshot, saveSnapshot, verifySnapshot, type KvSnapshotInfo } from './snapshotFile.js';
-import { EventType, type HashKvResult, type HistoryBatch, type KeyValue, type KvApplyResult, type KvEvent, type KvRequest, type RangeRequest, type RangeResponse } from './types.js';
+import { installSnapshotSync, restoreSnapshot, saveSnapshot, verifySnapshot } from './snapshotFile.js';
+import { EventType, type HashKvResult, type HistoryBatch, type KvSnapshotInfo, type KeyValue, type KvApplyResult, type KvEvent, type KvRequest, type RangeRequest, type RangeResponse } from './types.js';
 
 const EMPTY = Buffer.alloc(0);
 

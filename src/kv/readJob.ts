@@ -6,7 +6,7 @@
 import { Worker } from 'node:worker_threads';
 import { kvErrorOf, type KvErrorKind } from './errors.js';
 import type { HashKvResult } from './types.js';
-import type { KvSnapshotInfo } from './snapshotFile.js';
+import type { KvSnapshotInfo } from './types.js';
 
 export type ReadJob =
   | { kind: 'snapshot'; dbPath: string; dest: string }

@@ -6,7 +6,7 @@ import Database from 'better-sqlite3';
 import { KvError } from './errors.js';
 import { hashKv, hashStore } from './kvHash.js';
 import type { ReadJob, ReadJobReply } from './readJob.js';
-import type { KvSnapshotInfo } from './snapshotFile.js';
+import type { KvSnapshotInfo } from './types.js';
 import type { HashKvResult } from './types.js';
 import { RevisionTables } from './revisionTables.js';
 import { writeSnapshotSync } from './snapshotFile.js';

@@ -15,17 +15,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { openKvDatabase } from './kvSchema.js';
 import { runReadJob } from './readJob.js';
-
-export interface KvSnapshotInfo {
-  path: string;
-  /** File size, trailer included. */
-  size: number;
-  sha256: string;
-  appliedIndex: number;
-  appliedTerm: number;
-  revision: number;
-  compactRevision: number;
-}
+import type { KvSnapshotInfo } from './types.js';
 
 export const SNAPSHOT_TRAILER = 32;
 const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');

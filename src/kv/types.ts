@@ -219,3 +219,15 @@ export interface LeaseRecord {
   id: bigint;
   ttl: number;
 }
+
+/** A snapshot file of the store: where, how big, its sha256, and the state it holds. */
+export interface KvSnapshotInfo {
+  path: string;
+  /** File size, trailer included. */
+  size: number;
+  sha256: string;
+  appliedIndex: number;
+  appliedTerm: number;
+  revision: number;
+  compactRevision: number;
+}

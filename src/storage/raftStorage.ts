@@ -20,6 +20,7 @@ import { StorageError } from './errors.js';
 import { NodeFileSystem, type FileHandle, type FileSystem } from './fileSystem.js';
 import { DirLock } from './dirLock.js';
 import { memberDir, segmentName, snapDir, TEMP_SUFFIX, walDir } from './layout.js';
+import type { OpenOptions } from './openOptions.js';
 import { recoverDataDir } from './recoverDataDir.js';
 import { encodeRecords, RecordType, type LogRecord } from './logRecord.js';
 import { writeMemberMeta, type MemberMeta } from './memberMeta.js';
@@ -28,28 +29,7 @@ import { encodeSegmentHeader, SEGMENT_HEADER, type SegmentInfo } from './segment
 import { listSnapshots, readSnapshotFile, writeSnapshotFile } from './snapshotFile.js';
 import type { StorageWarning } from './warning.js';
 
-export interface OpenOptions {
-  /** Defaults to the real disk. */
-  fs?: FileSystem;
-  /** Identity to record in a new data dir (required to create one); checked against an existing one. */
-  identity?: MemberMeta;
-  /** Refuse a data dir that belongs to another member. */
-  expectMemberId?: NodeId;
-  /** Roll over to a new segment once one reaches this size (default 64 MiB). */
-  segmentBytes?: number;
-  /** Grow segment files with zeros in steps of this size, so an fsync rarely has to update the file size (default 4 MiB; 0: never). */
-  preallocBytes?: number;
-  /** Writes at least this big skip preallocation (default 64 KiB). */
-  largeWriteBytes?: number;
-  /** Snapshot files to keep (default 2: the newest for the member, the one before for an operator). */
-  keepSnapshots?: number;
-  /**
-   * Inspect without changing anything (recovery planning): no temp-file cleanup,
-   * no torn tail cut (it is left out of the state all the same), every write refused.
-   * The lock is still taken, so a running member's data dir is never read mid-write.
-   */
-  readOnly?: boolean;
-}
+export type { OpenOptions } from './openOptions.js';
 
 export interface OpenResult {
   storage: RaftStorage;

@@ -11,7 +11,7 @@ import { memberDir, metaPath, parseSegmentName, snapDir, TEMP_SUFFIX, walDir } f
 import { endOfNonZero, RecordType } from './logRecord.js';
 import { readMemberMeta, writeMemberMeta, type MemberMeta } from './memberMeta.js';
 import { MemLog } from './memLog.js';
-import type { OpenOptions } from './raftStorage.js';
+import type { OpenOptions } from './openOptions.js';
 import { scanSegment, type SegmentInfo } from './segment.js';
 import { listSnapshots, readSnapshotFile } from './snapshotFile.js';
 import type { StorageWarning } from './warning.js';
