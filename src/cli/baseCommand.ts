@@ -6,7 +6,7 @@
 // - EtcdCommand: BaseCommand plus the connection flags (--endpoints, timeouts,
 //   TLS, --debug) and a client built from them, closed when the command ends.
 import { Command, Flags, type Interfaces } from '@oclif/core';
-import { EtcdClient } from '../client/etcdClient.js';
+import { clientFor, EtcdClient, type ConnectionOptions } from '../client/etcdClient.js';
 import { InputError, RefusedError } from '../common/errors.js';
 import { parseDuration } from '../common/durations.js';
 import { EXIT } from './exitCodes.js';
@@ -112,20 +112,8 @@ export abstract class EtcdCommand extends BaseCommand {
 
   /** A client from the global flags; closed when the command finishes. */
   protected client(flags: EtcdFlags<typeof EtcdCommand>): EtcdClient {
-    if (flags.debug) process.env.LIFEBOAT_DEBUG = '1';
     silenceTlsServerNameWarning();
-    const client = new EtcdClient({
-      endpoints: flags.endpoints,
-      dialTimeoutMs: flags['dial-timeout'],
-      commandTimeoutMs: flags['command-timeout'],
-      tls: {
-        caFile: flags.cacert,
-        certFile: flags.cert,
-        keyFile: flags.key,
-        insecureSkipVerify: flags['insecure-skip-tls-verify'],
-      },
-      debug: flags.debug ? (line) => process.stderr.write(`debug: ${line}\n`) : undefined,
-    });
+    const client = clientFor(flags.endpoints, connectionFromFlags(flags));
     this.clients.push(client);
     return client;
   }
@@ -150,3 +138,30 @@ export const yesFlag = Flags.boolean({
   char: 'y',
   description: 'confirm without asking (needed when there is no terminal to ask on)',
 });
+
+interface ConnectionFlags {
+  'dial-timeout': number;
+  'command-timeout': number;
+  cacert?: string;
+  cert?: string;
+  key?: string;
+  'insecure-skip-tls-verify'?: boolean;
+  debug?: boolean;
+}
+
+/** The connection options the EtcdCommand flags give (for clients and for playbook steps). */
+export function connectionFromFlags(flags: ConnectionFlags): ConnectionOptions {
+  if (flags.debug) process.env.LIFEBOAT_DEBUG = '1';
+  const tls = {
+    ...(flags.cacert ? { caFile: flags.cacert } : {}),
+    ...(flags.cert ? { certFile: flags.cert } : {}),
+    ...(flags.key ? { keyFile: flags.key } : {}),
+    ...(flags['insecure-skip-tls-verify'] ? { insecureSkipVerify: true } : {}),
+  };
+  return {
+    dialTimeoutMs: flags['dial-timeout'],
+    commandTimeoutMs: flags['command-timeout'],
+    ...(Object.keys(tls).length ? { tls } : {}),
+    ...(flags.debug ? { debug: (line: string) => process.stderr.write(`debug: ${line}\n`) } : {}),
+  };
+}

@@ -3,8 +3,9 @@
 // exit code of its outcome, and printing a refused playbook one problem per line.
 import { Flags, type Command } from '@oclif/core';
 import { PlaybookInvalidError } from '../playbook/errors.js';
-import type { Connection, SessionResult } from '../playbook/session.js';
+import type { SessionResult } from '../playbook/session.js';
 import { EtcdCommand, type WriteOut } from './baseCommand.js';
+export { connectionFromFlags } from './baseCommand.js';
 import { EXIT, exitCodeFor } from './exitCodes.js';
 
 export const playbookYesFlag = Flags.boolean({
@@ -14,28 +15,6 @@ export const playbookYesFlag = Flags.boolean({
 });
 
 export const reasonFlag = Flags.string({ description: 'why you are running this, recorded in the audit log (asked for on a terminal when missing)', helpValue: 'TEXT' });
-
-interface ConnectionFlags {
-  'dial-timeout': number;
-  'command-timeout': number;
-  cacert?: string;
-  cert?: string;
-  key?: string;
-  'insecure-skip-tls-verify'?: boolean;
-  debug?: boolean;
-}
-
-/** StepContext.connection from the EtcdCommand flags. */
-export function connectionFromFlags(flags: ConnectionFlags): Connection {
-  if (flags.debug) process.env.LIFEBOAT_DEBUG = '1';
-  const tls = {
-    ...(flags.cacert ? { caFile: flags.cacert } : {}),
-    ...(flags.cert ? { certFile: flags.cert } : {}),
-    ...(flags.key ? { keyFile: flags.key } : {}),
-    ...(flags['insecure-skip-tls-verify'] ? { insecureSkipVerify: true } : {}),
-  };
-  return { dialTimeoutMs: flags['dial-timeout'], commandTimeoutMs: flags['command-timeout'], ...(Object.keys(tls).length ? { tls } : {}) };
-}
 
 /** Whether the operator gave a flag (on the command line or through its environment variable) rather than taking its default. */
 export function flagGiven(metadata: { flags: Record<string, { setFromDefault?: boolean } | undefined> }, name: string): boolean {

@@ -61,6 +61,14 @@ export interface EtcdClientOptions {
   debug?: (line: string) => void;
 }
 
+/** How to reach a cluster, apart from its endpoints: what the connection flags give. */
+export type ConnectionOptions = Omit<EtcdClientOptions, 'endpoints'> & { dialTimeoutMs: number; commandTimeoutMs: number };
+
+/** The one way the toolkit builds a client from its connection options. */
+export function clientFor(endpoints: string | readonly string[], conn: ConnectionOptions): EtcdClient {
+  return new EtcdClient({ ...conn, endpoints });
+}
+
 type ServiceName = 'kv' | 'cluster' | 'maintenance';
 
 export class EtcdClient {

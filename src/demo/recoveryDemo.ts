@@ -10,13 +10,14 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { EtcdClient } from '../client/etcdClient.js';
+import { clientFor, type ConnectionOptions } from '../client/etcdClient.js';
 import { prefixEnd } from '../client/keyRange.js';
 import { killDetachedMembers } from './detachedMembers.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const BIN = path.join(ROOT, 'bin', 'run.js');
 const KEYS = 10_000;
+const DEMO_CONNECTION: ConnectionOptions = { dialTimeoutMs: 5000, commandTimeoutMs: 10_000 };
 
 const started = Date.now();
 const say = (msg: string) => console.log(`[${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s] ${msg}`);
@@ -90,7 +91,7 @@ async function main(): Promise<void> {
 
   say('starting a 3-member Lifeboat cluster on 127.0.0.1');
   const running = old.map((m) => server(m.name, m.dataDir, m.peer, m.client, ic));
-  const connect = () => new EtcdClient({ endpoints: old.map((m) => m.client), dialTimeoutMs: 5000, commandTimeoutMs: 10_000 });
+  const connect = () => clientFor(old.map((m) => m.client), DEMO_CONNECTION);
   // A fresh client each try: one whose first dial came before the members listened does not dial again.
   await until('a leader', async () => {
     const c = connect();
@@ -140,7 +141,7 @@ async function main(): Promise<void> {
 
   // The demo's claims are checked, not only printed: any failed check fails the demo (exit 1).
   const failures: string[] = [];
-  const after = new EtcdClient({ endpoints: [recovered.client], dialTimeoutMs: 5000, commandTimeoutMs: 10_000 });
+  const after = clientFor([recovered.client], DEMO_CONNECTION);
   console.log('');
   const got = await after.range('demo/', { rangeEnd: prefixEnd(Buffer.from('demo/')), keysOnly: true });
   const have = new Set(got.kvs.map((kv) => kv.key.toString()));
@@ -156,7 +157,7 @@ async function main(): Promise<void> {
   // Healthy: every voter answers its own status and names the same leader.
   const leaders = await Promise.all(
     voters.map(async (m) => {
-      const c = new EtcdClient({ endpoints: m.clientURLs, dialTimeoutMs: 5000, commandTimeoutMs: 10_000 });
+      const c = clientFor(m.clientURLs, DEMO_CONNECTION);
       try {
         return (await c.status()).leader.toString(16);
       } catch (e) {

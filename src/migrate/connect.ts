@@ -1,7 +1,7 @@
 // Connecting a migration: a client for each cluster (its endpoints, TLS files
 // and timeouts), the prefixes and the default progress file. The caller closes
 // the clients (close()) when the migration ends.
-import { EtcdClient } from '../client/etcdClient.js';
+import { clientFor } from '../client/etcdClient.js';
 import { progressPath, type MigrateOptions } from './migration.js';
 
 /** One side of a migration: endpoints (comma-separated) and its TLS files. */
@@ -38,8 +38,7 @@ export type MigrationConnection = Pick<MigrateOptions, 'src' | 'dst' | 'sourcePr
 
 export function connectMigration(req: MigrationRequest): MigrationConnection {
   const client = (side: ClusterSide) =>
-    new EtcdClient({
-      endpoints: side.endpoints,
+    clientFor(side.endpoints, {
       dialTimeoutMs: req.dialTimeoutMs,
       commandTimeoutMs: req.commandTimeoutMs,
       tls: { caFile: side.cacert, certFile: side.cert, keyFile: side.key, insecureSkipVerify: req.insecureSkipVerify },

@@ -1,19 +1,11 @@
 // Cluster operations over the client, for recovery and the other playbooks: status,
 // member list, the leader, wait for health, wait until a learner caught up (through
 // Maintenance.Status, so real etcd too), promote, check agreement. Every wait is bounded.
-import { EtcdClient } from '../client/etcdClient.js';
+import { clientFor, type ConnectionOptions } from '../client/etcdClient.js';
 import { EtcdClientError } from '../client/errors.js';
 import type { Member, StatusResult } from '../client/types.js';
 
-export interface Connection {
-  dialTimeoutMs: number;
-  commandTimeoutMs: number;
-  tls?: { caFile?: string; certFile?: string; keyFile?: string; insecureSkipVerify?: boolean };
-}
-
-export function clientFor(endpoints: string[], conn: Connection): EtcdClient {
-  return new EtcdClient({ endpoints, dialTimeoutMs: conn.dialTimeoutMs, commandTimeoutMs: conn.commandTimeoutMs, tls: conn.tls });
-}
+type Connection = ConnectionOptions;
 
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {

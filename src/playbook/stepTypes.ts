@@ -1,6 +1,7 @@
 // The contract between the playbook engine and the step library: every step
 // type declares its parameters (validated before anything runs), says what it
 // would change (dry-run), and runs idempotently, checking its preconditions.
+import type { ConnectionOptions } from '../client/etcdClient.js';
 
 /** Types a playbook variable or step parameter may have. */
 export type ParamType = 'string' | 'int' | 'url' | 'list' | 'member' | 'bool' | 'duration' | 'path';
@@ -42,7 +43,7 @@ export interface StepContext {
   /** Aborted when the operator interrupts the run. */
   signal: AbortSignal;
   /** The client connection flags the run was started with (endpoints resolved per step). */
-  connection: { dialTimeoutMs: number; commandTimeoutMs: number; tls?: { caFile?: string; certFile?: string; keyFile?: string; insecureSkipVerify?: boolean } };
+  connection: ConnectionOptions;
 }
 
 /** Thrown by a step whose safety check fails: the run stops with exit 3, never overridden by --yes. */

@@ -1,7 +1,8 @@
 // Steps for space and data-dir maintenance: compact, defrag (one member at a
 // time), disarm-alarm, check-writes, pack-data-dir, unpack-data-dir.
 import { packDataDir, unpackDataDir } from '../../recovery/dataDirArchive.js';
-import { clientFor, findLeader, memberList } from '../../ops/memberOps.js';
+import { clientFor } from '../../client/etcdClient.js';
+import { findLeader, memberList } from '../../ops/memberOps.js';
 import type { StepDefinition } from '../stepTypes.js';
 
 const endpointsParam = { type: 'list' as const, required: true, description: 'client URLs of the cluster' };

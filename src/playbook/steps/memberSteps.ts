@@ -5,12 +5,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { lockPath } from '../../storage/layout.js';
+import { clientFor } from '../../client/etcdClient.js';
 import { parseMemberId } from '../../client/ids.js';
 import type { Member, MemberListResult } from '../../client/types.js';
 import { answers } from '../../recovery/fence.js';
 import {
   checkCluster,
-  clientFor,
   promoteWhenReady,
   statusOf,
   LearnerStalledError,

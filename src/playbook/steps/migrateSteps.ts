@@ -2,7 +2,7 @@
 // the same parameters — before a cut-over and after the writers stopped — the
 // second run goes on from the first one's progress, so the cut-over window is
 // only the changes made in between.
-import { clientFor } from '../../ops/memberOps.js';
+import { clientFor } from '../../client/etcdClient.js';
 import { migrate, progressPath } from '../../migrate/migration.js';
 import type { StepDefinition } from '../stepTypes.js';
 
