@@ -1,6 +1,7 @@
 // Where the audit database lives.
 import { homedir } from 'node:os';
 import path from 'node:path';
+import { lifeboatStateDir } from '../common/stateDir.js';
 
 export const AUDIT_DB_ENV = 'LIFEBOAT_AUDIT_DB';
 
@@ -16,11 +17,4 @@ export function resolveAuditDbPath(flag?: string, env: NodeJS.ProcessEnv = proce
   const fromEnv = env[AUDIT_DB_ENV];
   if (fromEnv !== undefined && fromEnv !== '') return path.resolve(fromEnv);
   return path.join(lifeboatStateDir(env, home), 'audit.db');
-}
-
-/** $XDG_STATE_HOME/lifeboat (XDG_STATE_HOME only when absolute), else ~/.local/state/lifeboat. */
-export function lifeboatStateDir(env: NodeJS.ProcessEnv = process.env, home: string = homedir()): string {
-  const xdg = env.XDG_STATE_HOME;
-  const stateHome = xdg !== undefined && path.isAbsolute(xdg) ? xdg : path.join(home, '.local', 'state');
-  return path.join(stateHome, 'lifeboat');
 }

@@ -5,7 +5,7 @@
 // Progress is recorded (progressFile.ts) so a killed run goes on where it stopped.
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { lifeboatStateDir } from '../audit/location.js';
+import { lifeboatStateDir } from '../common/stateDir.js';
 import type { EtcdClient } from '../client/etcdClient.js';
 import { InputError, RefusedError } from '../common/errors.js';
 import { dieNow, failpointArg } from '../common/failpoint.js';

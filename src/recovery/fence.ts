@@ -2,7 +2,7 @@
 // are probed; if any answers, recovery is refused (a live old member could serve
 // the old cluster next to the new one). --assume-dead is the only override.
 import net from 'node:net';
-import { hostPort } from '../transport/urls.js';
+import { hostPort } from '../common/urls.js';
 
 export interface OldMember {
   id: string;

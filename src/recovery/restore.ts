@@ -14,7 +14,7 @@ import { formatId as hex } from '../common/ids.js';
 import { memberIdFor, newClusterId } from '../storage/identity.js';
 import { kvPath } from '../storage/layout.js';
 import { RaftStorage } from '../storage/raftStorage.js';
-import { isValidMemberUrl } from '../transport/urls.js';
+import { isValidMemberUrl } from '../common/urls.js';
 import { importEtcdDb, requireTrailer, TrailerError } from '../etcdfile/index.js';
 import { derivedEtcdClusterId, snapshotKind } from './snapshotFormat.js';
 

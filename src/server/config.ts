@@ -2,7 +2,7 @@
 // anything is written. Every problem is one line naming the flag and the fix.
 // Settings without a flag come from LIFEBOAT_* environment variables, read here
 // only (failpoints excepted: common/failpoint.ts).
-import { isValidMemberUrl } from '../transport/urls.js';
+import { isValidMemberUrl } from '../common/urls.js';
 
 export interface ServerConfig {
   name: string;

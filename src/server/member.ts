@@ -18,7 +18,7 @@ import type { Raft } from '../raft/raft.js';
 import { NONE, StateType, type Message, type Ready, type Snapshot, type SoftState } from '../raft/types.js';
 import type { RaftStorage } from '../storage/raftStorage.js';
 import { PeerTransport } from '../transport/peerTransport.js';
-import { hostPort } from '../transport/urls.js';
+import { hostPort } from '../common/urls.js';
 import { EntryApplier, installLeaderSnapshot, quotaNewlyExceeded, spaceExceeded, type ApplyOutcome } from './apply.js';
 import { ClusterApi } from './clusterApi.js';
 import type { ServerConfig } from './config.js';

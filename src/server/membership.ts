@@ -14,7 +14,7 @@ import {
   type MemberError,
 } from '../common/memberErrors.js';
 import type { Member } from '../kv/types.js';
-import { isValidMemberUrl } from '../transport/urls.js';
+import { isValidMemberUrl } from '../common/urls.js';
 
 /** A member as the KV's member table holds it; `name` is empty until it has started. */
 export type MemberRecord = Member;

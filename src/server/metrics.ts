@@ -1,7 +1,7 @@
 // Prometheus text metrics under etcd's names, so existing dashboards and alerts
 // work, plus Lifeboat's batch counters that show group commit at work.
 import http from 'node:http';
-import { hostPort } from '../transport/urls.js';
+import { hostPort } from '../common/urls.js';
 
 const BUCKETS = [0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096, 8.192];
 

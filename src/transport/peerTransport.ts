@@ -12,7 +12,7 @@ import { service } from '../proto/load.js';
 import { peerHandlers } from './handlers.js';
 import { partitioned, type Ack, type Envelope, type ForwardReply, type IdentityReply, type PeerClient, type TransportHost } from './peerProtocol.js';
 import { streamSnapshot } from './snapshotStream.js';
-import { hostPort } from './urls.js';
+import { hostPort } from '../common/urls.js';
 
 export { REFUSED_MISMATCH, REFUSED_REMOVED, REFUSED_SUPERSEDED, type ForwardReply, type IdentityReply, type OutgoingSnapshot, type TransportHost } from './peerProtocol.js';
 
