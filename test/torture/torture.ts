@@ -47,7 +47,8 @@ export async function torture(o: TortureOptions): Promise<TortureResult> {
   const rnd = seeded(o.seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
   const c = await LifeboatCluster.create(`torture-${o.seed}`, o.members + 1);
-  const nemesis = new Nemesis(c, (line) => log(`  fault: ${line}`));
+  const t0 = Date.now();
+  const nemesis = new Nemesis(c, (line) => log(`  ${((Date.now() - t0) / 1000).toFixed(1).padStart(6)}s fault: ${line}`));
   const problems: string[] = [];
   const kinds = o.kinds ?? (process.getuid?.() === 0 ? FAULT_KINDS : FAULT_KINDS.filter((k) => k !== 'disk-full'));
   const windows: Array<[number, number]> = [];
@@ -109,8 +110,11 @@ export async function torture(o: TortureOptions): Promise<TortureResult> {
   } finally {
     if (workload) await workload.stop().catch(() => undefined);
     nemesis.heal();
+    // A run with problems keeps its members' logs and data dirs for a person to read.
+    if (problems.length > 0) process.env.LIFEBOAT_KEEP_TEST_DIRS = '1';
     await c.stopAll();
     nemesis.close();
+    if (problems.length > 0) log(`members' logs and data dirs kept in ${c.dir}`);
   }
 
   function start(m: MemberProc): void {
@@ -160,7 +164,10 @@ export async function torture(o: TortureOptions): Promise<TortureResult> {
     // Bounded: a member that cannot start shows up as a problem, not a hang.
     await sleep(300);
     for (const m of c.members) {
-      if (!alive(m) && m.proc?.exitCode !== 78) problems.push(`${m.name} exited with ${m.proc?.exitCode ?? m.proc?.signalCode} at restart: ${m.log.slice(-1).join('')}`);
+      if (!alive(m) && m.proc?.exitCode !== 78) {
+        const why = m.log.filter((l) => l.includes('"level":"error"') || l.includes('"level":"fatal"')).slice(-2);
+        problems.push(`${m.name} exited with ${m.proc?.exitCode ?? m.proc?.signalCode} at restart: ${(why.length > 0 ? why : m.log.slice(-3)).join(' | ')}`);
+      }
     }
   }
 
