@@ -120,10 +120,19 @@ export class Nemesis {
     if (!this.disk) return undefined;
     this.count('disk-full');
     const { m, holder } = this.disk;
-    const used = Number(execFileSync('nsenter', ['-t', String(holder.pid), '-m', '--', 'df', '-B1', '--output=used', m.dataDir]).toString().trim().split('\n').pop());
-    const size = Math.max(used, 1 * MiB);
-    this.log(`disk full on ${m.name} (tmpfs shrunk to ${size} bytes)`);
-    execFileSync('nsenter', ['-t', String(holder.pid), '-m', '--', 'mount', '-o', `remount,size=${size}`, m.dataDir]);
+    const ns = ['-t', String(holder.pid), '-m', '--'];
+    const used = Number(execFileSync('nsenter', [...ns, 'df', '-B1', '--output=used', m.dataDir]).toString().trim().split('\n').pop());
+    // tmpfs refuses a size below what it holds; df may count a little less than that.
+    for (const slack of [0, 64 * 1024, 256 * 1024, MiB, 4 * MiB]) {
+      const size = Math.max(used + slack, MiB);
+      try {
+        execFileSync('nsenter', [...ns, 'mount', '-o', `remount,size=${size}`, m.dataDir], { stdio: 'ignore' });
+        this.log(`disk full on ${m.name} (tmpfs shrunk to ${size} bytes)`);
+        break;
+      } catch {
+        // a little more room, and again
+      }
+    }
     this.diskFull = true;
     return m;
   }

@@ -155,16 +155,21 @@ export async function torture(o: TortureOptions): Promise<TortureResult> {
   }
 
   async function restartDead(): Promise<void> {
+    // A member stopping by itself (a full disk, a failed fsync) is let finish first.
+    for (const m of c.members) {
+      if (alive(m) && m.log.some((l) => l.includes('"msg":"member stopped on an internal error"'))) await c.exitOf(m, 10_000).catch(() => c.kill(m));
+    }
+    const started: MemberProc[] = [];
     for (const m of c.members) {
       if (alive(m)) continue;
-      const code = m.proc?.exitCode;
-      if (code === 78) continue; // removed by churn: it comes back through churn
+      if (m.proc?.exitCode === 78) continue; // removed by churn: it comes back through churn
       start(m);
+      started.push(m);
     }
     // Bounded: a member that cannot start shows up as a problem, not a hang.
-    await sleep(300);
-    for (const m of c.members) {
-      if (!alive(m) && m.proc?.exitCode !== 78) {
+    await sleep(1000);
+    for (const m of started) {
+      if (!alive(m)) {
         const why = m.log.filter((l) => l.includes('"level":"error"') || l.includes('"level":"fatal"')).slice(-2);
         problems.push(`${m.name} exited with ${m.proc?.exitCode ?? m.proc?.signalCode} at restart: ${(why.length > 0 ? why : m.log.slice(-3)).join(' | ')}`);
       }
