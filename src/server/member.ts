@@ -352,7 +352,7 @@ export class Member {
       return;
     }
     this.proposeServer({ publish: { memberId: this.memberId, name: this.cfg.name, clientURLs: this.cfg.advertiseClientUrls } }).then(
-      () => this.log.info({ name: this.cfg.name, clientURLs: this.cfg.advertiseClientUrls }, 'published local member to cluster through raft'),
+      () => this.log.info({ clientURLs: this.cfg.advertiseClientUrls }, 'published local member to cluster through raft'),
       () => undefined,
     );
   }

@@ -3,6 +3,7 @@
 // against the live membership), restart from its own state, or force a new
 // single-member cluster from it. Nothing is written before every check passed.
 import fs from 'node:fs';
+import net from 'node:net';
 import { randomInt } from 'node:crypto';
 import { KvDamagedError, KvStore } from '../kv/index.js';
 import { bootstrapState, emptyState, forceNewClusterState } from '../raft/bootstrap.js';
@@ -52,7 +53,33 @@ function checkKvIdentity(cfg: ServerConfig, kv: KvStore, meta: MemberMeta): void
   if (kvMember === undefined) kv.writeLocal((c) => c.setMemberId(meta.memberId));
 }
 
+/**
+ * Every URL the member will listen on must be free before anything is written
+ * (as etcd binds first): a port in use would otherwise leave a half-made data dir
+ * whose next start keeps the flags of this one.
+ */
+async function checkListenUrls(cfg: ServerConfig): Promise<void> {
+  const urls: Array<[string, string]> = [
+    ...cfg.listenPeerUrls.map((u): [string, string] => ['peer', u]),
+    ...cfg.listenClientUrls.map((u): [string, string] => ['client', u]),
+    ...cfg.listenMetricsUrls.map((u): [string, string] => ['metrics', u]),
+  ];
+  for (const [kind, url] of urls) {
+    const { hostname, port } = new URL(url.includes('://') ? url : `http://${url}`);
+    const host = hostname.replace(/^\[|\]$/g, '');
+    const error = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
+      const srv = net.createServer();
+      srv.once('error', (e: NodeJS.ErrnoException) => resolve(e));
+      srv.listen({ host, port: Number(port), exclusive: true }, () => srv.close(() => resolve(undefined)));
+    });
+    if (!error) continue;
+    const why = error.code === 'EADDRINUSE' ? 'the address is in use (another member or program listens there)' : error.code === 'EADDRNOTAVAIL' ? 'no interface of this host has that address' : error.message;
+    throw new MemberExit(1, `cannot listen on ${kind} URL ${url}: ${why}; nothing was written to ${cfg.dataDir}`);
+  }
+}
+
 export async function startMember(cfg: ServerConfig, log: Logger): Promise<Member> {
+  await checkListenUrls(cfg);
   const removed = readMarker(cfg.dataDir, 'removed');
   if (removed !== undefined) throw new MemberExit(78, `${REMOVED} (data dir ${cfg.dataDir}, marked ${removed.trim().split(' ')[0]}); do not restart it`);
   const superseded = readMarker(cfg.dataDir, 'superseded');
