@@ -149,6 +149,7 @@ export function openAuditDatabase(file: string, opts: OpenAuditOptions = {}): Da
     return db;
   } catch (err) {
     db.close();
+    if ((err as { code?: string }).code === 'SQLITE_NOTADB') throw new Error(`${file} is not a Lifeboat audit log (not an SQLite database); check --audit-db`);
     throw err;
   }
 }

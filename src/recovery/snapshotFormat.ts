@@ -138,6 +138,9 @@ function etcdStatus(file: string, kind: SnapshotKind): SnapshotStatus {
  */
 export async function snapshotStatus(file: string): Promise<SnapshotStatus> {
   if (!fs.existsSync(file)) throw new InputError(`snapshot ${file} does not exist; check the path`);
+  if (fs.statSync(file).isDirectory()) {
+    throw new InputError(`${file} is a directory, not a snapshot file; give the file itself (an etcd data dir's is ${path.join(file, 'member', 'snap', 'db')}; for a data dir use 'lifeboat datadir inspect ${file}')`);
+  }
   const kind = await snapshotKind(file);
   if (kind.format === 'etcd') return etcdStatus(file, kind);
   if (kind.format !== 'lifeboat') throw new InputError(`${file} is not a snapshot lifeboat can read (${kind.detail}); give a file saved by 'lifeboat snapshot save' or 'etcdctl snapshot save'`);

@@ -2,6 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EXIT } from '../../src/cli/exitCodes.js';
@@ -205,6 +206,14 @@ test('audit verify of an intact log exits 0 and prints the head and row count', 
   assert.equal(withHead.stdout, `audit log ${file} is intact: 10 rows, head ${head} (matches --head)\n`);
   const json = lifeboat(['audit', 'verify', '-w', 'json', '--audit-db', file]);
   assert.deepEqual(JSON.parse(json.stdout), { auditDb: file, expectedHead: null, ok: true, head, rows: 10 });
+});
+
+test('audit verify of a file that is not a database names the file (the same command passes on a real log)', () => {
+  const notDb = path.join(scratchHome, 'not-an-audit.db');
+  fs.writeFileSync(notDb, 'these bytes are not SQLite\n'.repeat(200));
+  const r = lifeboat(['audit', 'verify', '--audit-db', notDb]);
+  assertOneLineError(r, EXIT.FAILURE, `Error: ${notDb} is not a Lifeboat audit log (not an SQLite database); check --audit-db`);
+  assert.equal(lifeboat(['audit', 'verify', '--audit-db', file]).code, EXIT.OK);
 });
 
 test('audit verify --head with a different hash exits 1 with one line', () => {

@@ -34,6 +34,11 @@ describe('snapshot and data dir commands', () => {
     assert.equal(s.members[0].name, 'm1');
     const table = await lifeboat('snapshot', 'status', snap, '-w', 'table');
     assert.match(table.stdout, /\|\s+HASH\s+\|\s+REVISION\s+\|\s+TOTAL KEYS\s+\|\s+TOTAL SIZE\s+\|/);
+     // The directory the snapshot sits in, given by mistake: one line naming it, exit 2 (no raw EISDIR).
+    const dir = await lifeboat('snapshot', 'status', path.dirname(snap));
+    assert.equal(dir.code, 2, dir.stderr);
+    assert.equal(dir.stderr.trim().split('\n').length, 1, dir.stderr);
+    assert.match(dir.stderr, new RegExp(`${path.dirname(snap)} is a directory, not a snapshot file`));
   });
 
   test('restore: a new one-member cluster with a new cluster ID, every key, the revision bumped', async () => {
