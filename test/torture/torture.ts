@@ -48,7 +48,8 @@ export async function torture(o: TortureOptions): Promise<TortureResult> {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
   const c = await LifeboatCluster.create(`torture-${o.seed}`, o.members + 1);
   const t0 = Date.now();
-  const nemesis = new Nemesis(c, (line) => log(`  ${((Date.now() - t0) / 1000).toFixed(1).padStart(6)}s fault: ${line}`));
+  const faultLog = (line: string) => log(`  ${((Date.now() - t0) / 1000).toFixed(1).padStart(6)}s fault: ${line}`);
+  const nemesis = new Nemesis(c, faultLog);
   const problems: string[] = [];
   const kinds = o.kinds ?? (process.getuid?.() === 0 ? FAULT_KINDS : FAULT_KINDS.filter((k) => k !== 'disk-full'));
   const windows: Array<[number, number]> = [];
@@ -179,7 +180,7 @@ export async function torture(o: TortureOptions): Promise<TortureResult> {
   /** Removes a member, wipes it, adds it back as a learner, starts it and promotes it. */
   async function churn(m: MemberProc): Promise<void> {
     nemesis.counts.set('churn', (nemesis.counts.get('churn') ?? 0) + 1);
-    log(`  fault: churn ${m.name}: remove, re-add as a learner, promote`);
+    faultLog(`churn ${m.name}: remove, re-add as a learner, promote`);
     const id = BigInt('0x' + (await nemesis.idOf(m)));
     const others = c.members.filter((x) => x !== m && alive(x));
     const client = new EtcdClient({ endpoints: c.endpoints(others), commandTimeoutMs: 5_000 });
