@@ -2,6 +2,7 @@ import { Command, Flags } from '@oclif/core';
 import { EXIT } from '../src/cli/exitCodes.js';
 import { buildServerConfig, ConfigError } from '../src/server/config.js';
 import { createLogger } from '../src/server/logger.js';
+import { DataDirLockedError } from '../src/storage/errors.js';
 import { MemberExit } from '../src/server/member.js';
 import { startMember } from '../src/server/startup.js';
 
@@ -55,7 +56,8 @@ Exit codes: 0 clean stop, 1 failure, 2 bad usage, 3 refused by a safety check, 7
       member = await startMember(cfg, log);
       await member.start();
     } catch (e) {
-      const code = e instanceof MemberExit ? e.code : EXIT.FAILURE;
+      // A data dir locked by a running member is a refusal (3), as for every command.
+      const code = e instanceof MemberExit ? e.code : e instanceof DataDirLockedError ? EXIT.REFUSED : EXIT.FAILURE;
       log.error({ error: (e as Error).message }, 'member did not start');
       if (member) await member.stop().catch(() => undefined);
       this.error((e as Error).message, { exit: code });

@@ -2,12 +2,13 @@
 // so each command only calls into src/ and hands its result to `print`.
 //
 // - BaseCommand: --write-out, printing, and the mapping of our error classes to
-//   exit codes (InputError → 2, RefusedError → 3, anything else → 1).
+//   exit codes (InputError → 2, RefusedError and a locked data dir → 3, anything else → 1).
 // - EtcdCommand: BaseCommand plus the connection flags (--endpoints, timeouts,
 //   TLS, --debug) and a client built from them, closed when the command ends.
 import { Command, Flags, type Interfaces } from '@oclif/core';
 import { clientFor, EtcdClient, type ConnectionOptions } from '../client/etcdClient.js';
 import { InputError, RefusedError } from '../common/errors.js';
+import { DataDirLockedError } from '../storage/errors.js';
 import { parseDuration } from '../common/durations.js';
 import { EXIT } from './exitCodes.js';
 import { toJson } from './output/json.js';
@@ -45,7 +46,7 @@ export abstract class BaseCommand extends Command {
     if (typeof err === 'object' && err !== null) {
       if (err.commandId === undefined) err.commandId = this.id;
       if (err instanceof InputError) err.oclif = { exit: EXIT.USAGE };
-      else if (err instanceof RefusedError) err.oclif = { exit: EXIT.REFUSED };
+      else if (err instanceof RefusedError || err instanceof DataDirLockedError) err.oclif = { exit: EXIT.REFUSED };
     }
     return super.catch(err);
   }

@@ -4,7 +4,8 @@
 // the command that applies the plan.
 import fs from 'node:fs';
 import path from 'node:path';
-import { InputError } from '../common/errors.js';
+import { InputError, RefusedError } from '../common/errors.js';
+import { DataDirLockedError } from '../storage/errors.js';
 import { inspectDataDir, type DataDirReport } from './inspect.js';
 import { snapshotStatus, type SnapshotStatus } from './snapshotFormat.js';
 
@@ -18,6 +19,8 @@ export interface PlanSource {
   snapshot?: SnapshotStatus;
   /** Why this source cannot be used (damaged, locked, unreadable). */
   error?: string;
+  /** The source is a data dir a running member holds. */
+  locked?: boolean;
   /**
    * Seconds since the snapshot was taken, when the plan was made: a snapshot file's
    * modification time; a data dir's newest Raft snapshot file. null: a data dir
@@ -78,7 +81,7 @@ async function load(input: PlanInput): Promise<PlanSource[]> {
       const report = await inspectDataDir(dir);
       out.push(withAge({ kind: 'data-dir', path: path.resolve(dir), report }, report.snapshotTakenAt, now));
     } catch (e) {
-      out.push({ kind: 'data-dir', path: path.resolve(dir), error: (e as Error).message });
+      out.push({ kind: 'data-dir', path: path.resolve(dir), error: (e as Error).message, ...(e instanceof DataDirLockedError ? { locked: true } : {}) });
     }
   }
   for (const file of input.inspectFiles) {
@@ -113,7 +116,9 @@ export async function planRecovery(input: PlanInput): Promise<RecoveryPlan> {
   const sources = await load(input);
   const usable = sources.map((s, i) => ({ s, i })).filter(({ s }) => !s.error);
   if (usable.length === 0) {
-    throw new Error(`no usable source: ${sources.map((s) => s.error).join('; ')}`);
+    const message = `no usable source: ${sources.map((s) => s.error).join('; ')}`;
+    // A running member's data dir is a refusal (exit 3), as everywhere else.
+    throw sources.some((s) => s.locked) ? new RefusedError(message) : new Error(message);
   }
   const warnings: string[] = [];
   for (const s of sources) if (s.error) warnings.push(`${s.path} cannot be used: ${s.error}`);

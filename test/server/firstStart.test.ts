@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { LifeboatCluster, etcdctl, lifeboat, type MemberProc } from '../support/lifeboatCluster.js';
+import { LifeboatCluster, etcdctl, lifeboat, waitFor, type MemberProc } from '../support/lifeboatCluster.js';
 
 describe('lifeboat server with a port in use', () => {
   let c: LifeboatCluster;
@@ -42,8 +42,24 @@ describe('lifeboat server with a port in use', () => {
   test('the next start with a free port serves, with the corrected client URL', async () => {
     c.spawn(m, ['--initial-cluster', `${m.name}=${m.peerUrl}`]);
     await c.waitForLeader([m]);
-    const r = await etcdctl(m.client, 'member', 'list');
-    assert.equal(r.code, 0, r.stderr);
-    assert.ok(r.stdout.includes(m.clientUrl) && !r.stdout.includes(busyUrl), r.stdout);
+    const list = await waitFor('the member to publish its client URL', async () => {
+      const r = await etcdctl(m.client, 'member', 'list');
+      return r.code === 0 && r.stdout.includes(', started, ') ? r.stdout : undefined;
+    });
+    assert.ok(list.includes(m.clientUrl) && !list.includes(busyUrl), list);
+  });
+
+  test('a second member on a running member\'s data dir, and recover plan on it, are refused with exit 3', async () => {
+    const again = await lifeboat(
+      'server', '--name', m.name, '--data-dir', m.dataDir,
+      '--listen-peer-urls', `http://127.0.0.1:${Number(new URL(busyUrl).port) + 1000}`, '--initial-advertise-peer-urls', m.peerUrl,
+      '--listen-client-urls', `http://127.0.0.1:${Number(new URL(busyUrl).port) + 1001}`, '--advertise-client-urls', m.clientUrl,
+      '--initial-cluster', `${m.name}=${m.peerUrl}`,
+    );
+    assert.equal(again.code, 3, again.stderr);
+    assert.match(again.stderr, /is locked by pid \d+/);
+    const plan = await lifeboat('recover', 'plan', '--from-data-dir', m.dataDir);
+    assert.equal(plan.code, 3, plan.stdout + plan.stderr);
+    assert.match(plan.stderr, /is locked by pid \d+/);
   });
 });
