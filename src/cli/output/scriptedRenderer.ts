@@ -30,6 +30,7 @@ export class ScriptedRenderer implements RunView {
       let skipped = false;
       let started = false;
       const start = Date.now();
+      const quiet = new ProgressThrottle();
       const begin = () => {
         if (!started) this.line(`step ${stepLabel(node.id, title)}`);
         started = true;
@@ -40,7 +41,7 @@ export class ScriptedRenderer implements RunView {
         },
         progress: (text) => {
           begin();
-          this.line(`  ${node.id}: ${text}`);
+          if (quiet.due(text, this.now().getTime())) this.line(`  ${node.id}: ${text}`);
         },
         event: (kind, message) => {
           begin();
@@ -71,4 +72,23 @@ export class ScriptedRenderer implements RunView {
 
 function took(ms: number): string {
   return ms < 1000 ? `${ms}ms` : `${(ms / 1000).toFixed(1)}s`;
+}
+
+/**
+ * A step's progress in a log: a line when what it says changes (the same words with
+ * other numbers do not count), otherwise at most one every PROGRESS_EVERY_MS.
+ */
+export const PROGRESS_EVERY_MS = 5000;
+
+export class ProgressThrottle {
+  private shape: string | undefined;
+  private at = -Infinity;
+
+  due(text: string, now: number): boolean {
+    const shape = text.replace(/[0-9]+(\.[0-9]+)?/g, '#');
+    if (shape === this.shape && now - this.at < PROGRESS_EVERY_MS) return false;
+    this.shape = shape;
+    this.at = now;
+    return true;
+  }
 }
