@@ -23,7 +23,7 @@ export default class SnapshotStatusCommand extends BaseCommand {
       simple: (s: SnapshotStatus) =>
         s.etcd ? etcdLines(s, s.etcd).join('\n') : [
           `${s.hash}, ${s.revision}, ${s.totalKeys}, ${s.totalSize}`,
-          `sha256 ${s.sha256} (verified)`,
+          `database sha256 ${s.sha256} (the trailer's digest of the database, verified)`,
           `cluster ${s.clusterId}${s.parentClusterId ? ` (parent ${s.parentClusterId})` : ''}, applied index ${s.appliedIndex}`,
           ...s.members.map((m) => `member ${m.id.padStart(16, '0')} ${m.name || '(unstarted)'} ${m.peerURLs.join(',')}${m.isLearner ? ' learner' : ''}`),
         ].join('\n'),
@@ -41,7 +41,7 @@ export default class SnapshotStatusCommand extends BaseCommand {
 
 function etcdLines(s: SnapshotStatus, e: EtcdFileStatus): string[] {
   const trailer =
-    e.trailer === 'verified' ? `sha256 ${s.sha256} (verified)`
+    e.trailer === 'verified' ? `database sha256 ${s.sha256} (the trailer's digest of the database, verified)`
     : e.trailer === 'absent' ? 'no sha256 trailer (a raw member/snap/db; restore needs --skip-hash-check)'
     : `sha256 trailer WRONG: stored ${e.storedSha256}, computed ${s.sha256} (restore will refuse it)`;
   return [

@@ -23,6 +23,9 @@ describe('snapshot and data dir commands', () => {
     const save = await lifeboat('snapshot', 'save', snap, '--endpoints', c.members[0].client);
     assert.equal(save.code, 0, save.stderr);
     assert.match(save.stdout, /revision 51, 50 keys/);
+    // Each digest says what it is of: save prints the whole file's, status the trailer's (the database's).
+    const fileSha = createHash('sha256').update(fs.readFileSync(snap)).digest('hex');
+    assert.ok(save.stdout.includes(`file sha256 ${fileSha} (the whole file, trailer included`), save.stdout);
     assert.ok(!fs.existsSync(`${snap}.part`));
     const status = await lifeboat('snapshot', 'status', snap, '-w', 'json');
     assert.equal(status.code, 0, status.stderr);

@@ -52,7 +52,7 @@ export const snapshotSaveOutput: Renderer<SnapshotSaved> = {
     [
       `Snapshot saved at ${s.path}`,
       `from ${s.endpoint}: ${humanBytes(s.size)} (${s.size} bytes), revision ${s.revision}, ${s.keyCount} keys`,
-      `sha256 ${s.sha256} (database digest in the trailer verified)`,
+      `file sha256 ${s.sha256} (the whole file, trailer included; the trailer's digest of the database was verified)`,
       `took ${s.seconds.toFixed(2)}s, ${mbps(s).toFixed(2)} MB/s`,
     ].join('\n'),
   table: (s) =>
