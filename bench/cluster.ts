@@ -125,7 +125,7 @@ async function benchSystem(name: SystemName, o: ClusterOptions, figures: FigureS
     };
     for (const keys of o.snapshotKeys) {
       await fillTo(keys);
-      const s = await measureSnapshot(sys, endpoints[0]!, keys, scratch);
+      const s = await measureSnapshot(sys, endpoints[0], keys, scratch);
       log(`${name}: snapshot of ${keys.toLocaleString('en-US')} keys: ${(s.bytes / 1e6).toFixed(1)} MB saved in ${s.saveSeconds.toFixed(2)} s (${s.saveMBps.toFixed(1)} MB/s), restored in ${s.restoreSeconds.toFixed(2)} s`);
       raw[`snapshot-${keys}`] = s;
       const k = keys >= 1e6 ? `${keys / 1e6}M` : keys >= 1e3 ? `${keys / 1e3}k` : String(keys);
@@ -138,7 +138,7 @@ async function benchSystem(name: SystemName, o: ClusterOptions, figures: FigureS
       const k = o.learnerKeys >= 1e6 ? `${o.learnerKeys / 1e6}M` : `${o.learnerKeys / 1e3}k`;
       log(`${name}: learner catch-up on ${k} keys`);
       try {
-        const r = await measureCatchUp(sys, endpoints[0]!, o.learnerTimeoutSeconds * 1000);
+        const r = await measureCatchUp(sys, endpoints[0], o.learnerTimeoutSeconds * 1000);
         log(`${name}: learner caught up to index ${r.targetIndex} in ${r.seconds.toFixed(2)} s`);
         raw.learner = r;
         figures.set(name, { id: 'learner', label: `learner catch-up, ${k} keys`, unit: 's', better: 'lower' }, r.seconds);

@@ -50,7 +50,7 @@ export function parseClusterOptions(args: string[]): ClusterOptions {
     learnerTimeoutSeconds: quick ? 60 : 180,
   };
   for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
+    const a = args[i];
     const v = () => {
       const x = args[++i];
       if (x === undefined) throw new Error(`${a} needs a value\n${USAGE}`);

@@ -17,7 +17,7 @@ async function retried<T>(what: string, fn: () => Promise<T>): Promise<T> {
 }
 
 export async function clearAndCompact(endpoints: string[], prefixes: string[]): Promise<void> {
-  const c = new EtcdClient({ endpoints: [endpoints[0]!], dialTimeoutMs: 3000, commandTimeoutMs: 120_000 });
+  const c = new EtcdClient({ endpoints: [endpoints[0]], dialTimeoutMs: 3000, commandTimeoutMs: 120_000 });
   try {
     let revision = 0;
     for (const prefix of prefixes) revision = (await retried(`deleting ${prefix}`, () => c.deleteRange(prefix, { rangeEnd: prefixEnd(Buffer.from(prefix)) }))).header.revision;

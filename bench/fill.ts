@@ -17,7 +17,7 @@ export async function fillKeys(o: { endpoints: string[]; from: number; to: numbe
     valueSize: o.valueSize,
     durationMs: FILL_TIME_LIMIT_MS,
   });
-  const c = new EtcdClient({ endpoints: [o.endpoints[0]!], dialTimeoutMs: 3000, commandTimeoutMs: 60_000 });
+  const c = new EtcdClient({ endpoints: [o.endpoints[0]], dialTimeoutMs: 3000, commandTimeoutMs: 60_000 });
   try {
     const prefix = Buffer.from(FILL_PREFIX);
     const { count } = await c.range(prefix, { rangeEnd: prefixEnd(prefix), countOnly: true });

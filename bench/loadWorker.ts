@@ -52,7 +52,7 @@ async function execute(j: LoadJob): Promise<FromWorker> {
   let nextFill = op.kind === 'fill' ? op.from : 0;
 
   const loop = async (n: number): Promise<void> => {
-    const client = clients[(j.firstClient + n) % clients.length]!;
+    const client = clients[(j.firstClient + n) % clients.length];
     for (let i = 0; i < MAX_OPS_PER_CLIENT && performance.now() < deadline; i++) {
       let request: () => Promise<unknown>;
       if (op.kind === 'fill') {

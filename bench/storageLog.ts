@@ -101,7 +101,7 @@ class Runner {
 
   median(): number {
     const sorted = [...this.rates].sort((a, b) => a - b);
-    return sorted[Math.floor(sorted.length / 2)]!;
+    return sorted[Math.floor(sorted.length / 2)];
   }
 
   close(): void {
@@ -126,7 +126,7 @@ export const logAppendSection: BenchSection = {
     for (const batch of opts.batches) {
       const dirs = CANDIDATES.map(() => fs.mkdtempSync(path.join(root, 'lifeboat-bench-')));
       try {
-        const runners = CANDIDATES.map((c, i) => new Runner(c.open(dirs[i]!), batch, opts.entryBytes));
+        const runners = CANDIDATES.map((c, i) => new Runner(c.open(dirs[i]), batch, opts.entryBytes));
         // Interleaved rounds, so that a disk that is busy now and then hurts every candidate alike.
         for (let r = 0; r < opts.rounds; r++) for (const runner of runners) runner.round(opts.seconds / opts.rounds);
         runners.forEach((runner, i) => {
@@ -134,7 +134,7 @@ export const logAppendSection: BenchSection = {
           const entriesPerSec = rate * batch;
           rows.push([
             String(batch),
-            CANDIDATES[i]!.name,
+            CANDIDATES[i].name,
             rate.toFixed(0),
             entriesPerSec.toFixed(0),
             ((entriesPerSec * opts.entryBytes) / 1e6).toFixed(1),

@@ -49,7 +49,7 @@ async function leaderFirst(endpoints: string[]): Promise<string[]> {
     }),
   );
   const i = statuses.indexOf(true);
-  return i <= 0 ? endpoints : [endpoints[i]!, ...endpoints.filter((_, j) => j !== i)];
+  return i <= 0 ? endpoints : [endpoints[i], ...endpoints.filter((_, j) => j !== i)];
 }
 
 async function addLearnerMember(endpoints: string[], name: string, peerUrl: string): Promise<string> {

@@ -24,10 +24,10 @@ export function parseEndpoint(text: string): Endpoint {
   let rest = t;
   const m = /^([a-zA-Z][a-zA-Z0-9+.-]*):\/\/(.*)$/.exec(t);
   if (m) {
-    const s = m[1]!.toLowerCase();
+    const s = m[1].toLowerCase();
     if (s !== 'http' && s !== 'https') throw invalid(text, `scheme ${s}:// is not supported`);
     scheme = s;
-    rest = m[2]!.replace(/\/+$/, '');
+    rest = m[2].replace(/\/+$/, '');
   }
   let u: URL;
   try {

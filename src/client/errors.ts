@@ -47,7 +47,7 @@ const SERVER_HINTS: Array<[string, string]> = [
 /** "Last error: Error: connect ECONNREFUSED 127.0.0.1:1. Resolution note: " → a short reason. */
 export function connectReason(details: string): string {
   const m = /Last error: (?:Error: )?(.*?)(?:\. Resolution note:.*)?$/s.exec(details);
-  const raw = opensslReason((m ? m[1]! : details).trim().replace(/\s*\(\d{4}-\d\d-\d\dT[\d:.]+Z\)$/, ''));
+  const raw = opensslReason((m ? m[1] : details).trim().replace(/\s*\(\d{4}-\d\d-\d\dT[\d:.]+Z\)$/, ''));
   if (/ECONNREFUSED/.test(raw)) return 'connection refused';
   if (/ENOTFOUND|EAI_AGAIN/.test(raw)) return 'host not found';
   if (/EHOSTUNREACH|ENETUNREACH/.test(raw)) return 'no route to host';
@@ -61,7 +61,7 @@ export function connectReason(details: string): string {
 /** "80FC…:error:0A000412:SSL routines:ssl3_read_bytes:sslv3 alert bad certificate:../x.c:1601:SSL alert number 42" → "sslv3 alert bad certificate". */
 export function opensslReason(text: string): string {
   const m = /(?:^|[\s:])(?:[0-9A-F]+:)?error:[0-9A-F]+:[^:]*:[^:]*:([^:]+)/.exec(text);
-  return m ? m[1]!.trim() : text;
+  return m ? m[1].trim() : text;
 }
 
 const TLS_PATTERN =

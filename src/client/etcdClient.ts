@@ -291,7 +291,7 @@ export class EtcdClient {
     const winner = await new Promise<Connection | undefined>((resolve) => {
       let pending = conns.length;
       conns.forEach((c, i) =>
-        dials[i]!.then(
+        dials[i].then(
           () => resolve(c),
           (e: EtcdClientError) => {
             errors[i] = e;
@@ -305,7 +305,7 @@ export class EtcdClient {
       return winner;
     }
     for (const c of conns) c.close();
-    if (errors.length === 1) throw errors[0]!;
+    if (errors.length === 1) throw errors[0];
     throw new EtcdClientError(
       `cannot reach any of ${conns.length} endpoints within ${formatDuration(this.dialTimeoutMs)}: ${errors
         .map((e) => e.message.replace(/^cannot reach /, '').replace(/ within [^ ]+ /, ' ').replace(/; [^;]*$/, ''))

@@ -14,8 +14,8 @@ export function toBytes(b: Buffer | string | undefined): Buffer {
 export function prefixEnd(prefix: Buffer): Buffer {
   const end = Buffer.from(prefix);
   for (let i = end.length - 1; i >= 0; i--) {
-    if (end[i]! < 0xff) {
-      end[i]! += 1;
+    if (end[i] < 0xff) {
+      end[i] += 1;
       return end.subarray(0, i + 1);
     }
   }

@@ -12,7 +12,7 @@ export function parseDuration(text: string, what = 'duration'): number {
   let consumed = 0;
   let m: RegExpExecArray | null;
   while ((m = re.exec(s)) !== null) {
-    total += Number(m[1]) * UNIT_MS[m[2]!]!;
+    total += Number(m[1]) * UNIT_MS[m[2]];
     consumed = re.lastIndex;
   }
   if (s === '' || consumed !== s.length) {

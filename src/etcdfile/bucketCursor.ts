@@ -72,7 +72,7 @@ export class BucketCursor {
       stack.push({ page: this.enter(bucket.root, bucket.referrer, `bucket ${bucket.name}'s root`, onPath, tracker, bucket.referrerOffset), index: 0 });
     }
     while (stack.length > 0) {
-      const top = stack[stack.length - 1]!;
+      const top = stack[stack.length - 1];
       const page = top.page;
       if (top.index >= page.count) {
         stack.pop();

@@ -10,7 +10,7 @@ let c: LifeboatCluster;
 let client: EtcdClient;
 before(async () => {
   c = await LifeboatCluster.start('health-hash', 1);
-  client = new EtcdClient({ endpoints: c.endpoints()[0]!, commandTimeoutMs: 10_000 });
+  client = new EtcdClient({ endpoints: c.endpoints()[0], commandTimeoutMs: 10_000 });
 });
 after(async () => {
   client?.close();
@@ -19,7 +19,7 @@ after(async () => {
 
 test('grpc.health.v1.Health: Check answers SERVING for the server and for etcd\'s service name', async () => {
   const Health = service('grpc.health.v1.Health');
-  const h = new Health(c.endpoints()[0]!, grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  const h = new Health(c.endpoints()[0], grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>;
   try {
     for (const name of ['', 'etcdserverpb.KV']) {
       const r = await new Promise<{ status: string }>((resolve, reject) =>

@@ -119,7 +119,7 @@ test('events keep every prompt and its answer, notes and overrides, in the order
       ['note', 'paged the on-call', null, null],
     ],
   );
-  assert.equal(events[0]!.at, '2026-11-22T08:30:15.005Z');
+  assert.equal(events[0].at, '2026-11-22T08:30:15.005Z');
   assert.deepEqual(
     log.timeline(id).map((e) => e.type),
     ['step', 'event', 'event', 'event'],

@@ -50,9 +50,9 @@ test('audit list prints one line per run, oldest first', () => {
   assert.equal(r.code, EXIT.OK, r.stderr);
   const lines = r.stdout.trimEnd().split('\n');
   assert.equal(lines.length, 3);
-  assert.match(lines[0]!, /^ID\s+STARTED\s+PLAYBOOK\s+WHO\s+OUTCOME\s+REASON$/);
-  assert.match(lines[1]!, new RegExp(`^${sample.runId}  2026-11-22T08:30:15Z  restore-3-members  alice@db-admin-1  failed\\s+m1 lost its disk$`));
-  assert.match(lines[2]!, new RegExp(`^${second.id}  2026-11-22T08:31:16Z  add-member\\s+alice@db-admin-1  running\\s+grow to 5`));
+  assert.match(lines[0], /^ID\s+STARTED\s+PLAYBOOK\s+WHO\s+OUTCOME\s+REASON$/);
+  assert.match(lines[1], new RegExp(`^${sample.runId}  2026-11-22T08:30:15Z  restore-3-members  alice@db-admin-1  failed\\s+m1 lost its disk$`));
+  assert.match(lines[2], new RegExp(`^${second.id}  2026-11-22T08:31:16Z  add-member\\s+alice@db-admin-1  running\\s+grow to 5`));
 });
 
 test('audit list -w json prints every run with all its fields', () => {
@@ -63,8 +63,8 @@ test('audit list -w json prints every run with all its fields', () => {
     [sample.runId, 'failed', 'm1 lost its disk', 'alice', 'db-admin-1'],
     [second.id, 'running', 'grow to 5, "quoted", with commas', 'alice', 'db-admin-1'],
   ]);
-  assert.equal(runs[0]!.playbookSha256, 'ab'.repeat(32));
-  assert.deepEqual(runs[0]!.memberIdsBefore, ['a1', 'b2', 'c3']);
+  assert.equal(runs[0].playbookSha256, 'ab'.repeat(32));
+  assert.deepEqual(runs[0].memberIdsBefore, ['a1', 'b2', 'c3']);
 });
 
 test('audit list finds the log through LIFEBOAT_AUDIT_DB and XDG_STATE_HOME', () => {
@@ -130,8 +130,8 @@ test('audit show -w json prints the run and its timeline', () => {
     out.timeline.map((e) => [e.entry, e.seq, e.status ?? e.kind]),
     [['step', 2, 'succeeded'], ['event', 3, 'prompt'], ['event', 5, 'assume-dead'], ['step', 6, 'failed'], ['run', 8, 'run.end']],
   );
-  assert.deepEqual(out.timeline[1]!.data, { answer: 'yes' });
-  assert.equal(out.timeline[3]!.durationMs, 300);
+  assert.deepEqual(out.timeline[1].data, { answer: 'yes' });
+  assert.equal(out.timeline[3].durationMs, 300);
 });
 
 test('audit show of an unknown run is one line and exit 1', () => {
@@ -189,10 +189,10 @@ test('audit export --format csv has a header and one row per step and event, quo
       [second.id, '10', 'event', 'warning', '', ''],
     ],
   );
-  assert.equal(records[1]!.message, 'Is m1 really dead?');
-  assert.deepEqual(JSON.parse(records[1]!.data!), { answer: 'yes' });
-  assert.equal(records[3]!.error, 'data dir /srv/m1 is locked by pid 4121 (a member is running); stop it first');
-  assert.equal(records[4]!.message, 'line one\nline two', 'a newline survives quoting');
+  assert.equal(records[1].message, 'Is m1 really dead?');
+  assert.deepEqual(JSON.parse(records[1].data), { answer: 'yes' });
+  assert.equal(records[3].error, 'data dir /srv/m1 is locked by pid 4121 (a member is running); stop it first');
+  assert.equal(records[4].message, 'line one\nline two', 'a newline survives quoting');
   assert.match(r.stdout, /"{""file"":""\/srv\/backup.db""}"/, 'JSON cells are quoted with doubled quotes');
 });
 
@@ -262,7 +262,7 @@ function parseCsv(text: string): string[][] {
   let cell = '';
   let quoted = false;
   for (let i = 0; i < text.length; i++) {
-    const ch = text[i]!;
+    const ch = text[i];
     if (quoted) {
       if (ch === '"' && text[i + 1] === '"') {
         cell += '"';

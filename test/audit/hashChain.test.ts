@@ -122,7 +122,7 @@ test('two rows swapped are detected at the first of them', () => {
 test('swapping contents but keeping seq, prev_hash and hash in place is detected', () => {
   const { file } = sampleLog();
   const rows = chainRows(file);
-  const [a, b] = [rows[3]!, rows[4]!];
+  const [a, b] = [rows[3], rows[4]];
   const set = (target: RawChainRow, from: RawChainRow) =>
     `UPDATE chain SET at = '${from.at}', kind = '${from.kind}', payload = '${from.payload.replaceAll("'", "''")}' WHERE seq = ${target.seq}`;
   tamper(file, set(a, b), set(b, a));
@@ -132,13 +132,13 @@ test('swapping contents but keeping seq, prev_hash and hash in place is detected
 test('a row inserted in the middle is detected, even with the rest renumbered', () => {
   const { file } = sampleLog();
   const rows = chainRows(file);
-  const forged = rows[2]!; // an event
+  const forged = rows[2]; // an event
   tamper(
     file,
     `UPDATE chain SET seq = seq + 100 WHERE seq >= 3`,
     `UPDATE chain SET seq = seq - 99 WHERE seq >= 103`,
     `INSERT INTO chain (seq, at, kind, run_id, payload, prev_hash, hash) VALUES (3, '${forged.at}', 'event', '${forged.run_id}',
-       '{"kind":"note","message":"approved by the CTO"}', '${rows[1]!.hash}', '${'0'.repeat(64)}')`,
+       '{"kind":"note","message":"approved by the CTO"}', '${rows[1].hash}', '${'0'.repeat(64)}')`,
   );
   assertBadAt(verify(file), 3, /hash does not match the row/);
 });
@@ -146,7 +146,7 @@ test('a row inserted in the middle is detected, even with the rest renumbered', 
 test('a row rewritten with a recomputed hash is caught at the next row', () => {
   const { file } = sampleLog();
   const rows = chainRows(file);
-  const r = rows[6]!;
+  const r = rows[6];
   const payload = canonicalJson({ ...JSON.parse(r.payload), status: 'succeeded', error: undefined });
   const hash = linkHash(r.prev_hash, { seq: r.seq, at: r.at, kind: r.kind, runId: r.run_id, payload });
   tamper(file, `UPDATE chain SET payload = '${payload}', hash = '${hash}' WHERE seq = 7`);

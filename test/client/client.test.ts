@@ -14,7 +14,6 @@ import { InputError } from '../../src/common/errors.js';
 import { saveSnapshot, verifySnapshotTrailer, TrailerCheck } from '../../src/client/snapshotSave.js';
 import { freePorts } from '../support/ports.js';
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
 
 /** What the fake Maintenance.Snapshot sends next. */
 let snapshotPlan: (call: grpc.ServerWritableStream<any, any>) => void = () => {};
@@ -132,7 +131,7 @@ test('server errors keep etcd\'s text and name the endpoint', async () => {
   try {
     await assert.rejects(c.memberRemove(0x1234n), (e: Error) => e instanceof EtcdClientError && e.message === `${endpoint}: etcdserver: member not found` && e.kind === 'server');
     const promoted = await c.memberPromote(0x8e9e05c52164694dn);
-    assert.equal(promoted.members[0]!.id, 0x8e9e05c52164694dn, 'IDs travel as decimal strings and come back as bigint');
+    assert.equal(promoted.members[0].id, 0x8e9e05c52164694dn, 'IDs travel as decimal strings and come back as bigint');
     assert.equal(promoted.header.clusterId, 14443903163313418560n);
   } finally {
     c.close();
@@ -180,10 +179,10 @@ test('unreadable TLS files are usage errors, before any dial', () => {
 
 test('a single-key range or delete sends no range_end at all (etcd 3.4 reads an empty one as "every key from here")', () => {
   const kv = service('etcdserverpb.KV').service;
-  const single = kv.Range!.requestSerialize(rangeToWire('/a', { rangeEnd: Buffer.alloc(0) }));
+  const single = kv.Range.requestSerialize(rangeToWire('/a', { rangeEnd: Buffer.alloc(0) }));
   assert.equal(single.includes(Buffer.from([0x12, 0x00])), false, `no field 2 in ${single.toString('hex')}`);
-  const del = kv.DeleteRange!.requestSerialize(deleteToWire('/a', {}));
+  const del = kv.DeleteRange.requestSerialize(deleteToWire('/a', {}));
   assert.equal(del.includes(Buffer.from([0x12, 0x00])), false, `no field 2 in ${del.toString('hex')}`);
-  const ranged = kv.Range!.requestSerialize(rangeToWire('/a', { rangeEnd: '/b' }));
+  const ranged = kv.Range.requestSerialize(rangeToWire('/a', { rangeEnd: '/b' }));
   assert.ok(ranged.includes(Buffer.concat([Buffer.from([0x12, 0x02]), Buffer.from('/b')])));
 });

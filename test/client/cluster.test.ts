@@ -20,7 +20,7 @@ let first: string[];
 before(async () => {
   c = await LifeboatCluster.start('client-cluster', 3);
   all = ['--endpoints', c.endpoints().join(',')];
-  first = ['--endpoints', c.members[0]!.client];
+  first = ['--endpoints', c.members[0].client];
 }, { timeout: 60_000 });
 
 after(async () => c?.stopAll(), { timeout: 60_000 });
@@ -37,16 +37,16 @@ async function formats(...args: string[]): Promise<{ simple: string; json: any; 
 interface Row { id: string; status: string; name: string; peer: string; client: string; learner: boolean }
 
 /** etcdctl's member list (hex IDs): the ground truth. */
-async function truth(endpoint = c.endpoints()[0]!): Promise<Row[]> {
+async function truth(endpoint = c.endpoints()[0]): Promise<Row[]> {
   const r = await etcdctl('--endpoints', endpoint, 'member', 'list');
   assert.equal(r.code, 0, r.stderr);
   return lines(r.stdout).map((l) => {
     const [id, status, name, peer, client, learner] = l.split(', ');
-    return { id: id!, status: status!, name: name!, peer: peer!, client: client!, learner: learner === 'true' };
+    return { id: id, status: status, name: name, peer: peer, client: client, learner: learner === 'true' };
   });
 }
 
-async function clusterIdHex(endpoint = c.endpoints()[0]!): Promise<string> {
+async function clusterIdHex(endpoint = c.endpoints()[0]): Promise<string> {
   const r = await etcdctl('--endpoints', endpoint, 'member', 'list', '-w', 'json');
   return BigInt(parseEtcdJson(r.stdout).header.cluster_id).toString(16);
 }
@@ -55,7 +55,7 @@ const idOf = async (m: MemberProc) => (await truth()).find((r) => r.name === m.n
 
 /** The leader's hex ID, asked through etcdctl (cheaper than a CLI start for a poll). */
 async function leaderId(): Promise<string> {
-  const r = await etcdctl('--endpoints', c.endpoints()[0]!, 'endpoint', 'status', '-w', 'json');
+  const r = await etcdctl('--endpoints', c.endpoints()[0], 'endpoint', 'status', '-w', 'json');
   return BigInt(parseEtcdJson(r.stdout)[0].Status.leader).toString(16);
 }
 
@@ -90,8 +90,8 @@ test('put, get and del in each format', async () => {
   const putJson = JSON.parse(ok(await lifeboat('put', '/e/b', '2', ...all, '-w', 'json')));
   assert.equal(putJson.header.cluster_id, await clusterIdHex());
   assert.match(putJson.header.member_id, HEX);
-  assert.equal((await etcdctl('--endpoints', c.members[0]!.client, 'put', '/e/a', '10')).code, 0);
-  assert.equal((await etcdctl('--endpoints', c.members[1]!.client, 'get', '/e/a', '--print-value-only')).stdout, '10\n', 'etcdctl sees the write');
+  assert.equal((await etcdctl('--endpoints', c.members[0].client, 'put', '/e/a', '10')).code, 0);
+  assert.equal((await etcdctl('--endpoints', c.members[1].client, 'get', '/e/a', '--print-value-only')).stdout, '10\n', 'etcdctl sees the write');
 
   const got = await formats('get', '/e/', '--prefix', ...all);
   assert.equal(got.simple, '/e/a\n10\n/e/b\n2\n');
@@ -104,7 +104,7 @@ test('put, get and del in each format', async () => {
   assert.equal(ok(await lifeboat('del', '/e/a', '--prev-kv', ...all)), '1\n/e/a\n10\n');
   assert.equal(JSON.parse(ok(await lifeboat('del', '/e/b', ...all, '-w', 'json'))).deleted, 1);
   assert.match(ok(await lifeboat('del', '/e/', '--prefix', ...all, '-w', 'table')), /0/);
-  assert.equal((await etcdctl('--endpoints', c.members[2]!.client, 'get', '/e/', '--prefix')).stdout, '', 'etcdctl sees them gone');
+  assert.equal((await etcdctl('--endpoints', c.members[2].client, 'get', '/e/', '--prefix')).stdout, '', 'etcdctl sees them gone');
 });
 
 test('endpoint status, health and hashkv in each format, per endpoint and --cluster', async () => {
@@ -142,7 +142,7 @@ test('endpoint status, health and hashkv in each format, per endpoint and --clus
 
 test('alarm list and disarm in each format', async () => {
   assert.deepEqual(JSON.parse(ok(await lifeboat('alarm', 'list', ...all, '-w', 'json'))).alarms, []);
-  const id = await idOf(c.members[1]!);
+  const id = await idOf(c.members[1]);
   const client = new EtcdClient({ endpoints: c.endpoints().join(',') });
   try {
     await client.alarm('ACTIVATE', BigInt(`0x${id}`), 'NOSPACE');
@@ -161,14 +161,14 @@ test('alarm list and disarm in each format', async () => {
 });
 
 test('compaction, defrag and move-leader in each format', async () => {
-  for (let i = 0; i < 4; i++) assert.equal((await etcdctl('--endpoints', c.endpoints()[0]!, 'put', '/e/compact', String(i))).code, 0);
-  const rev = Number(parseEtcdJson((await etcdctl('--endpoints', c.endpoints()[0]!, 'get', '/e/compact', '-w', 'json')).stdout).header.revision);
+  for (let i = 0; i < 4; i++) assert.equal((await etcdctl('--endpoints', c.endpoints()[0], 'put', '/e/compact', String(i))).code, 0);
+  const rev = Number(parseEtcdJson((await etcdctl('--endpoints', c.endpoints()[0], 'get', '/e/compact', '-w', 'json')).stdout).header.revision);
   assert.equal(ok(await lifeboat('compaction', String(rev - 3), ...all)), `compacted revision ${rev - 3}\n`);
   const cj = JSON.parse(ok(await lifeboat('compaction', String(rev - 2), ...all, '-w', 'json')));
   assert.equal(cj.revision, rev - 2);
   assert.match(cj.header.member_id, HEX);
   assert.equal(ok(await lifeboat('compaction', String(rev - 1), '--physical', ...all, '-w', 'table')), `compacted revision ${rev - 1}\n`);
-  assert.match((await etcdctl('--endpoints', c.endpoints()[0]!, 'get', '/e/compact', '--rev', String(rev - 2))).stderr, /required revision has been compacted/);
+  assert.match((await etcdctl('--endpoints', c.endpoints()[0], 'get', '/e/compact', '--rev', String(rev - 2))).stderr, /required revision has been compacted/);
 
   const defrag = await formats('defrag', '--cluster', ...first);
   assert.deepEqual(lines(defrag.simple).sort(), c.members.map((m) => `Finished defragmenting etcd member[${m.clientUrl}]`).sort());
@@ -196,9 +196,9 @@ test('member add --learner, start it from the printed environment, promote, upda
   const added = await retried('member add to pass the strict reconfiguration check', ['member', 'add', 'm4', '--peer-urls', m4.peerUrl, '--learner', ...all], /unhealthy cluster/);
   const id = new RegExp(`^Member ([0-9a-f]+) added as learner to cluster ${cid}\\n`).exec(added.stdout)?.[1];
   assert.ok(id, added.stdout);
-  const env = Object.fromEntries([...added.stdout.matchAll(/^(LIFEBOAT_[A-Z_]+)="(.*)"$/gm)].map((mm) => [mm[1]!, mm[2]!]));
+  const env = Object.fromEntries([...added.stdout.matchAll(/^(LIFEBOAT_[A-Z_]+)="(.*)"$/gm)].map((mm) => [mm[1], mm[2]]));
   assert.deepEqual(Object.keys(env), ['LIFEBOAT_NAME', 'LIFEBOAT_INITIAL_CLUSTER', 'LIFEBOAT_INITIAL_ADVERTISE_PEER_URLS', 'LIFEBOAT_INITIAL_CLUSTER_STATE']);
-  assert.deepEqual(env.LIFEBOAT_INITIAL_CLUSTER!.split(',').sort(), [...c.members, m4].map((m) => `${m.name}=${m.peerUrl}`).sort());
+  assert.deepEqual(env.LIFEBOAT_INITIAL_CLUSTER.split(',').sort(), [...c.members, m4].map((m) => `${m.name}=${m.peerUrl}`).sort());
   assert.deepEqual((await truth()).find((r) => r.id === id), { id, status: 'unstarted', name: '', peer: m4.peerUrl, client: '', learner: true });
 
   // Phase 2 from the printed variables: only where to listen and store comes as flags.

@@ -26,8 +26,8 @@ export function leafPage(id: number, items: LeafItem[], size: number): Buffer {
     b.writeUInt32LE(data - e, e + 4);
     b.writeUInt32LE(buf(it.key).length, e + 8);
     b.writeUInt32LE(it.value.length, e + 12);
-    parts[i]!.copy(b, data);
-    data += parts[i]!.length;
+    parts[i].copy(b, data);
+    data += parts[i].length;
   });
   return b;
 }

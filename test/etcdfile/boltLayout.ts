@@ -32,7 +32,7 @@ export function layoutOf(file: string): Layout {
     const reachable = [...tracker.keys()].sort((a, b) => a - b);
     const overflowPages: number[] = [];
     for (let i = 0; i < reachable.length; i++) {
-      const id = reachable[i]!;
+      const id = reachable[i];
       if (id < 2 || (db.meta.freelist < db.meta.pgid && id === Number(db.meta.freelist))) continue;
       const p = db.pages.page(id, 'test');
       if (p.overflow > 0) overflowPages.push(id);

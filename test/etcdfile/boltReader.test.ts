@@ -71,7 +71,7 @@ describe('bbolt reader', () => {
   });
 
   test('page size found from meta page 1 when meta page 0 is damaged; the newer valid meta wins', () => {
-    const f = sampleFile('ps1024.db', 1024, (p) => (p[0]![16] ^= 0xff));
+    const f = sampleFile('ps1024.db', 1024, (p) => (p[0][16] ^= 0xff));
     const db = BoltDb.open(f);
     try {
       assert.equal(db.pageSize, 1024);
@@ -88,11 +88,11 @@ describe('bbolt reader', () => {
 
   const cases: Array<[string, (p: Buffer[]) => void, RegExp]> = [
     ['a root page beyond the high-water mark', (p) => { p[0] = metaPage(0, { pageSize: 4096, root: 9, pgid: 6, txid: 8 }); p[1] = metaPage(1, { pageSize: 4096, root: 9, pgid: 6, txid: 7 }); }, /root bucket page 9 is outside pages 2\.\.5 \(page 0, byte offset 32\)/],
-    ['a page that is not where its header says', (p) => p[4]!.writeBigUInt64LE(7n, 0), /page header says page 7, but it was read as page 4 \(branch page 3 element 0\) \(page 4, byte offset 16384\)/],
-    ['a branch pointing to a meta page', (p) => p[3]!.writeBigUInt64LE(1n, 16 + 8), /branch page 3 element 0 points to page 1, a meta page \(page 3, byte offset 12304\)/],
-    ['a branch pointing to itself', (p) => p[3]!.writeBigUInt64LE(3n, 32 + 8), /cycle: branch page 3 element 1 points back to page 3/],
-    ['two branch elements to one page', (p) => p[3]!.writeBigUInt64LE(4n, 32 + 8), /branch page 3 element 1 points to page 4, which page 3 already references/],
-    ['an element count beyond the page', (p) => p[5]!.writeUInt16LE(300, 10), /page says it holds 300 elements, 4816 bytes, but it has 4096 \(page 5, byte offset 20490\)/],
+    ['a page that is not where its header says', (p) => p[4].writeBigUInt64LE(7n, 0), /page header says page 7, but it was read as page 4 \(branch page 3 element 0\) \(page 4, byte offset 16384\)/],
+    ['a branch pointing to a meta page', (p) => p[3].writeBigUInt64LE(1n, 16 + 8), /branch page 3 element 0 points to page 1, a meta page \(page 3, byte offset 12304\)/],
+    ['a branch pointing to itself', (p) => p[3].writeBigUInt64LE(3n, 32 + 8), /cycle: branch page 3 element 1 points back to page 3/],
+    ['two branch elements to one page', (p) => p[3].writeBigUInt64LE(4n, 32 + 8), /branch page 3 element 1 points to page 4, which page 3 already references/],
+    ['an element count beyond the page', (p) => p[5].writeUInt16LE(300, 10), /page says it holds 300 elements, 4816 bytes, but it has 4096 \(page 5, byte offset 20490\)/],
     ['an inline bucket too short for its page header', (p) => (p[2] = leafPage(2, [{ key: 'a', value: Buffer.alloc(20), bucket: true }], 4096)), /inline bucket a: 4 bytes cannot hold a page header \(page 2, byte offset 8225\)/],
     ['a key out of order', (p) => (p[5] = leafPage(5, [{ key: revisionKey(1, 0, false), value: Buffer.from([10, 1, 0x6b]) }], 4096)), /bucket key: key 0x0000000000000001.* comes after 0x0000000000000003.*; keys are out of order/],
     ['a high-water mark past the end of the file', (p) => { p.pop(); }, /truncated: meta page 0 says 6 pages of 4096 bytes \(24576 bytes\), the file has 20480 bytes/],

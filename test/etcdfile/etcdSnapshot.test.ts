@@ -230,7 +230,7 @@ describe('etcd files: snapshot status and restore against real etcd 3.4', { time
   });
 
   test('a raw member/snap/db of a stopped member: status as etcdctl; restore needs --skip-hash-check', async () => {
-    const member = etcd!.members[0]!;
+    const member = etcd!.members[0];
     await etcd!.stopMember(member);
     const raw = path.join(dir, 'raw.db');
     fs.copyFileSync(path.join(member.dataDir, 'member', 'snap', 'db'), raw);

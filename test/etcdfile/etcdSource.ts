@@ -15,7 +15,6 @@ import { etcdctl, requireTool, ROOT, stopProcess, waitFor } from '../support/too
 export { seeded as rng };
 
 /** etcdctl -w json prints uint64/int64 IDs as bare numbers above 2^53: keep them as strings. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export function etcdJson<T = any>(text: string): T {
   return JSON.parse(text.replace(/("(?:lease|ID|cluster_id|member_id|hash|revision|raft_term|compact_revision|create_revision|mod_revision|version)":)(-?\d+)/g, '$1"$2"')) as T;
 }
@@ -53,7 +52,7 @@ export async function fillEtcd(endpoint: string, o: FillOptions): Promise<FillRe
   try {
     for (let round = 0; round < o.rounds; round++) {
       const values = ids.map((i) => value(round, i));
-      await inChunks(ids, 200, (i) => client.put(keyName(i)).value(values[i]!));
+      await inChunks(ids, 200, (i) => client.put(keyName(i)).value(values[i]));
       if (o.compactAfter > 0 && round + 1 === o.compactAfter) {
         // Deletes and a re-create before the compaction too: tombstones at or below it are dropped.
         await inChunks(ids.filter((i) => i % 13 === 0), 200, (i) => client.delete().key(keyName(i)));
@@ -132,7 +131,7 @@ export async function startRestoredMember(dataDir: string, name: string, peerUrl
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
-  proc.stderr!.on('data', (d: Buffer) => log.push(d.toString()));
+  proc.stderr.on('data', (d: Buffer) => log.push(d.toString()));
   const stop = () => stopProcess(proc);
   try {
     await waitFor(`restored member ${name} at ${client} to be healthy`, async () => {

@@ -30,7 +30,7 @@ describe('raw etcd db files with structural damage', { timeout: 100_000 }, () =>
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-etcddamage-'));
     etcd = await startEtcd('etcdfile-damage');
     await fillEtcd(etcd.endpoints, { keys: 1500, rounds: 2, seed: 11, compactAfter: 0, leases: 1, keysPerLease: 10, bigValues: [9000] });
-    const m = etcd.members[0]!;
+    const m = etcd.members[0];
     await etcd.stopMember(m);
     raw = path.join(dir, 'db');
     fs.copyFileSync(path.join(m.dataDir, 'member', 'snap', 'db'), raw);
@@ -89,7 +89,7 @@ describe('raw etcd db files with structural damage', { timeout: 100_000 }, () =>
 
   test(`fuzz: ${FUZZ_CASES} seeded byte flips each end in a clear error or a consistent read, within ${CASE_TIME_LIMIT_MS} ms`, async () => {
     const rand = rng(20241122);
-    const pick = <T>(xs: T[]) => xs[Math.floor(rand() * xs.length)]!;
+    const pick = <T>(xs: T[]) => xs[Math.floor(rand() * xs.length)];
     const used = layout.reachable.filter((id) => id > 1);
     const cases: FuzzCase[] = Array.from({ length: FUZZ_CASES }, (_, i) => {
       const r = rand();
@@ -105,7 +105,7 @@ describe('raw etcd db files with structural damage', { timeout: 100_000 }, () =>
     const errors = outcomes.filter((o) => !o.ok);
     if (process.env.LIFEBOAT_FUZZ_DUMP) for (const o of outcomes) console.log(JSON.stringify({ ...o, ...cases[o.index] }));
     for (const o of errors) {
-      const c = cases[o.index]!;
+      const c = cases[o.index];
       const where = `case ${o.index} (offset ${c.offset} ^ 0x${c.xor.toString(16)})`;
       assert.ok(o.errorName === 'BoltFormatError' || o.errorName === 'EtcdDataError', `${where}: ${o.errorName}: ${o.message}`);
       assert.ok(!o.message!.includes('\n'), `${where}: a multi-line message`);

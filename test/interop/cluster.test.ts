@@ -22,7 +22,7 @@ before(async () => {
   requireEtcdTools();
   cluster = await EtcdCluster.start({ size: 3, portSeed: 'interop/cluster.test' });
   all = ['--endpoints', cluster.endpoints];
-  first = ['--endpoints', cluster.endpointOf(cluster.members[0]!)];
+  first = ['--endpoints', cluster.endpointOf(cluster.members[0])];
 }, { timeout: 60_000 });
 
 after(async () => {
@@ -42,17 +42,17 @@ interface Row {
 
 /** etcdctl's own member list (simple output, hex IDs): the ground truth. */
 async function etcdctlMembers(): Promise<Row[]> {
-  const r = await etcdctl('--endpoints', all[1]!, 'member', 'list');
+  const r = await etcdctl('--endpoints', all[1], 'member', 'list');
   assert.equal(r.code, 0, r.stderr);
   return lines(r.stdout).map((l) => {
     const [id, status, name, peer, client, learner] = l.split(', ');
-    return { id: id!, status: status!, name: name!, peer: peer!, client: client!, learner: learner === 'true' };
+    return { id: id, status: status, name: name, peer: peer, client: client, learner: learner === 'true' };
   });
 }
 
 async function clusterIdHex(): Promise<string> {
-  const r = await etcdctl('--endpoints', all[1]!, 'member', 'list', '-w', 'json');
-  return BigInt(/"cluster_id":(\d+)/.exec(r.stdout)![1]!).toString(16);
+  const r = await etcdctl('--endpoints', all[1], 'member', 'list', '-w', 'json');
+  return BigInt(/"cluster_id":(\d+)/.exec(r.stdout)![1]).toString(16);
 }
 
 interface StatusJson {
@@ -63,7 +63,7 @@ interface StatusJson {
 async function leaderAndFollowers(): Promise<{ leader: string; followers: string[] }> {
   const r = await lifeboat('endpoint', 'status', ...all, '-w', 'json');
   const list = JSON.parse(ok(r)) as StatusJson[];
-  const leader = list[0]!.Status.leader;
+  const leader = list[0].Status.leader;
   return { leader, followers: list.map((s) => s.Status.header.member_id).filter((id) => id !== leader) };
 }
 
@@ -72,7 +72,7 @@ test('member list: simple output matches etcdctl; table and json carry the same 
   assert.equal(truth.length, 3);
 
   const simple = ok(await lifeboat('member', 'list', ...all));
-  const etcdctlSimple = (await etcdctl('--endpoints', all[1]!, 'member', 'list')).stdout;
+  const etcdctlSimple = (await etcdctl('--endpoints', all[1], 'member', 'list')).stdout;
   assert.deepEqual(lines(simple).sort(), lines(etcdctlSimple).sort(), 'same lines as etcdctl member list');
   for (const m of cluster.members) assert.ok(simple.includes(`, started, ${m.name}, ${m.peerUrl}, ${m.clientUrl}, false`), simple);
 
@@ -96,16 +96,16 @@ test('member list: simple output matches etcdctl; table and json carry the same 
 
 test('put, get and del: simple, json and table, --prefix, ranges, --rev, --limit, --keys-only, --count-only, --prev-kv', async () => {
   assert.equal(ok(await lifeboat('put', '/lb/a', '1', ...all)), 'OK\n');
-  const firstRev = (JSON.parse(ok(await lifeboat('get', '/lb/a', ...all, '-w', 'json'))) as { kvs: Array<{ mod_revision: number }> }).kvs[0]!.mod_revision;
+  const firstRev = (JSON.parse(ok(await lifeboat('get', '/lb/a', ...all, '-w', 'json'))) as { kvs: Array<{ mod_revision: number }> }).kvs[0].mod_revision;
   assert.equal(ok(await lifeboat('put', '/lb/b', '2', ...all)), 'OK\n');
   assert.equal(ok(await lifeboat('put', '/lb/c', '3', ...first)), 'OK\n');
   assert.equal(ok(await lifeboat('put', '/lb/a', '10', '--prev-kv', ...all)), 'OK\n/lb/a\n1\n');
-  assert.equal((await etcdctl('--endpoints', all[1]!, 'get', '/lb/a', '--print-value-only')).stdout, '10\n', 'etcdctl sees the write');
+  assert.equal((await etcdctl('--endpoints', all[1], 'get', '/lb/a', '--print-value-only')).stdout, '10\n', 'etcdctl sees the write');
 
   assert.equal(ok(await lifeboat('get', '/lb/a', ...all)), '/lb/a\n10\n');
   const prefix = ok(await lifeboat('get', '/lb/', '--prefix', ...all));
   assert.equal(prefix, '/lb/a\n10\n/lb/b\n2\n/lb/c\n3\n');
-  assert.equal(prefix, (await etcdctl('--endpoints', all[1]!, 'get', '/lb/', '--prefix')).stdout, 'same as etcdctl get --prefix');
+  assert.equal(prefix, (await etcdctl('--endpoints', all[1], 'get', '/lb/', '--prefix')).stdout, 'same as etcdctl get --prefix');
   assert.equal(ok(await lifeboat('get', '/lb/a', '/lb/c', ...all)), '/lb/a\n10\n/lb/b\n2\n', '[KEY, END)');
   assert.equal(ok(await lifeboat('get', '/lb/b', '--from-key', ...all)), '/lb/b\n2\n/lb/c\n3\n');
   assert.deepEqual(lines(ok(await lifeboat('get', '/lb/', '--prefix', '--keys-only', ...all))), ['/lb/a', '/lb/b', '/lb/c']);
@@ -122,9 +122,9 @@ test('put, get and del: simple, json and table, --prefix, ranges, --rev, --limit
   assert.equal(limited.kvs.length, 2);
   assert.equal(limited.more, true);
   assert.equal(limited.count, 3);
-  assert.equal(Buffer.from(limited.kvs[0]!.key, 'base64').toString(), '/lb/a');
-  assert.equal(Buffer.from(limited.kvs[0]!.value, 'base64').toString(), '10');
-  assert.equal(limited.kvs[0]!.version, 2);
+  assert.equal(Buffer.from(limited.kvs[0].key, 'base64').toString(), '/lb/a');
+  assert.equal(Buffer.from(limited.kvs[0].value, 'base64').toString(), '10');
+  assert.equal(limited.kvs[0].version, 2);
   assert.equal(limited.header.cluster_id, await clusterIdHex());
   assert.match(limited.header.member_id, /^[0-9a-f]+$/);
 
@@ -137,13 +137,13 @@ test('put, get and del: simple, json and table, --prefix, ranges, --rev, --limit
   const delJson = JSON.parse(ok(await lifeboat('del', '/lb/', '--prefix', ...all, '-w', 'json'))) as { deleted: number };
   assert.equal(delJson.deleted, 2);
   assert.equal(ok(await lifeboat('get', '/lb/', '--prefix', ...all)), '');
-  assert.equal((await etcdctl('--endpoints', all[1]!, 'get', '/lb/', '--prefix')).stdout, '', 'etcdctl sees them gone');
+  assert.equal((await etcdctl('--endpoints', all[1], 'get', '/lb/', '--prefix')).stdout, '', 'etcdctl sees them gone');
 });
 
 test('endpoint status, health and hashkv: each endpoint on its own, and --cluster', async () => {
   const truth = await etcdctlMembers();
   const status = JSON.parse(ok(await lifeboat('endpoint', 'status', ...all, '-w', 'json'))) as StatusJson[];
-  assert.deepEqual(status.map((s) => s.Endpoint), all[1]!.split(','));
+  assert.deepEqual(status.map((s) => s.Endpoint), all[1].split(','));
   assert.deepEqual(status.map((s) => s.Status.header.member_id).sort(), truth.map((t) => t.id).sort(), 'each endpoint answered for itself');
   assert.equal(new Set(status.map((s) => s.Status.leader)).size, 1, 'one leader');
   assert.ok(status.every((s) => s.Status.version === '3.4.23' && !s.Status.isLearner));
@@ -159,24 +159,24 @@ test('endpoint status, health and hashkv: each endpoint on its own, and --cluste
 
   const health = lines(ok(await lifeboat('endpoint', 'health', ...all)));
   assert.equal(health.length, 3);
-  for (const [i, ep] of all[1]!.split(',').entries()) {
-    assert.match(health[i]!, new RegExp(`^${ep} is healthy: successfully committed proposal: took = [\\d.]+(µs|ms|s)$`));
+  for (const [i, ep] of all[1].split(',').entries()) {
+    assert.match(health[i], new RegExp(`^${ep} is healthy: successfully committed proposal: took = [\\d.]+(µs|ms|s)$`));
   }
   const healthCluster = lines(ok(await lifeboat('endpoint', 'health', '--cluster', ...first)));
   assert.deepEqual(healthCluster.map((l) => l.split(' ')[0]).sort(), cluster.members.map((m) => m.clientUrl).sort());
   const healthJson = JSON.parse(ok(await lifeboat('endpoint', 'health', ...first, '-w', 'json'))) as Array<{ endpoint: string; health: boolean; took: string }>;
-  assert.equal(healthJson[0]!.health, true);
+  assert.equal(healthJson[0].health, true);
 
   // At one revision every member must hash the same; compare with etcdctl's numbers.
-  const rev = status[0]!.Status.header.revision;
+  const rev = status[0].Status.header.revision;
   const hashes = lines(ok(await lifeboat('endpoint', 'hashkv', '--cluster', '--rev', String(rev), ...first)));
   assert.equal(hashes.length, 3);
   assert.equal(new Set(hashes.map((l) => l.split(', ')[1])).size, 1, `same hash everywhere: ${hashes.join(' / ')}`);
-  const etcdctlHash = lines((await etcdctl('--endpoints', all[1]!, 'endpoint', 'hashkv', '--rev', String(rev))).stdout);
+  const etcdctlHash = lines((await etcdctl('--endpoints', all[1], 'endpoint', 'hashkv', '--rev', String(rev))).stdout);
   assert.deepEqual(hashes.map((l) => l.split(', ')[1]), etcdctlHash.map((l) => l.split(', ')[1]));
   const hashJson = JSON.parse(ok(await lifeboat('endpoint', 'hashkv', '--rev', String(rev), ...first, '-w', 'json'))) as Array<{ HashKV: { header: { member_id: string }; hash: number } }>;
-  assert.equal(String(hashJson[0]!.HashKV.hash), hashes[0]!.split(', ')[1]);
-  assert.ok(truth.some((t) => t.id === hashJson[0]!.HashKV.header.member_id), 'member_id as a hex string');
+  assert.equal(String(hashJson[0].HashKV.hash), hashes[0].split(', ')[1]);
+  assert.ok(truth.some((t) => t.id === hashJson[0].HashKV.header.member_id), 'member_id as a hex string');
 
   // One endpoint down: the others still report, the dead one is one error line, exit 1.
   const [deadPort] = await freePorts(1, 'interop/cluster.test/dead');
@@ -189,18 +189,18 @@ test('endpoint status, health and hashkv: each endpoint on its own, and --cluste
 test('alarm list is empty; a raised NOSPACE alarm is listed and disarmed', async () => {
   assert.equal(ok(await lifeboat('alarm', 'list', ...all)), '');
   const truth = await etcdctlMembers();
-  const target = BigInt(`0x${truth[0]!.id}`);
-  const client = new EtcdClient({ endpoints: all[1]! });
+  const target = BigInt(`0x${truth[0].id}`);
+  const client = new EtcdClient({ endpoints: all[1] });
   try {
     await client.alarm('ACTIVATE', target, 'NOSPACE');
   } finally {
     client.close();
   }
-  assert.equal(ok(await lifeboat('alarm', 'list', ...all)), `memberID:${truth[0]!.id} alarm:NOSPACE\n`);
-  assert.match((await etcdctl('--endpoints', all[1]!, 'alarm', 'list')).stdout, /alarm:NOSPACE/);
+  assert.equal(ok(await lifeboat('alarm', 'list', ...all)), `memberID:${truth[0].id} alarm:NOSPACE\n`);
+  assert.match((await etcdctl('--endpoints', all[1], 'alarm', 'list')).stdout, /alarm:NOSPACE/);
   const listJson = JSON.parse(ok(await lifeboat('alarm', 'list', ...all, '-w', 'json'))) as { alarms: Array<{ memberID: string; alarm: string }> };
-  assert.deepEqual(listJson.alarms, [{ memberID: truth[0]!.id, alarm: 'NOSPACE' }]);
-  assert.equal(ok(await lifeboat('alarm', 'disarm', ...all)), `memberID:${truth[0]!.id} alarm:NOSPACE\n`);
+  assert.deepEqual(listJson.alarms, [{ memberID: truth[0].id, alarm: 'NOSPACE' }]);
+  assert.equal(ok(await lifeboat('alarm', 'disarm', ...all)), `memberID:${truth[0].id} alarm:NOSPACE\n`);
   assert.equal(ok(await lifeboat('alarm', 'list', ...all)), '');
   assert.equal(ok(await lifeboat('put', '/lb/after-alarm', 'x', ...all)), 'OK\n', 'writes work again');
 });
@@ -255,7 +255,7 @@ test('snapshot save: one endpoint only; the file has the sha256 trailer and matc
 
 test('move-leader: to a follower via all endpoints, and back via a follower\'s endpoint alone', async () => {
   const { leader, followers } = await leaderAndFollowers();
-  const target = followers[0]!;
+  const target = followers[0];
   assert.equal(ok(await lifeboat('move-leader', target, ...all)), `Leadership transferred from ${leader} to ${target}\n`);
   await waitFor('the new leader', async () => (await leaderAndFollowers()).leader === target, { timeoutMs: 30_000 });
 
@@ -334,7 +334,7 @@ test('member add --learner, start it for real from the printed settings, promote
   const out = added.stdout;
   const idMatch = new RegExp(`^Member ([0-9a-f]+) added as learner to cluster ${cid}\\n`).exec(out);
   assert.ok(idMatch, out);
-  const id = idMatch[1]!;
+  const id = idMatch[1];
   const expected = [...cluster.members.map((m) => `${m.name}=${m.peerUrl}`), `infra4=${peerUrl}`].sort();
   const initialCluster = /^LIFEBOAT_INITIAL_CLUSTER="(.*)"$/m.exec(out)?.[1] ?? '';
   assert.deepEqual(initialCluster.split(',').sort(), expected, 'every member by name, and the new one');
@@ -348,9 +348,9 @@ test('member add --learner, start it for real from the printed settings, promote
   assert.match(ok(await lifeboat('member', 'list', ...all)), new RegExp(`^${id}, unstarted, , ${peerUrl}, , true$`, 'm'));
 
   // Phase 2: real etcd, configured by the printed environment (ETCD_ for LIFEBOAT_).
-  const env = Object.fromEntries([...out.matchAll(/^LIFEBOAT_([A-Z_]+)="(.*)"$/gm)].map((mm) => [`ETCD_${mm[1]}`, mm[2]!]));
+  const env = Object.fromEntries([...out.matchAll(/^LIFEBOAT_([A-Z_]+)="(.*)"$/gm)].map((mm) => [`ETCD_${mm[1]}`, mm[2]]));
   assert.equal(Object.keys(env).length, 4);
-  const learner = await cluster.startJoining('infra4', clientPort!, peerPort!, env, { learner: true });
+  const learner = await cluster.startJoining('infra4', clientPort, peerPort, env, { learner: true });
   await waitFor('the learner to publish its name', async () => (await etcdctlMembers()).find((r) => r.id === id)?.status === 'started');
   assert.match(ok(await lifeboat('member', 'list', ...all)), new RegExp(`^${id}, started, infra4, ${peerUrl}, ${learner.clientUrl}, true$`, 'm'));
 

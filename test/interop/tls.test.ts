@@ -21,7 +21,7 @@ before(async () => {
   requireTool('openssl');
   certs = await makeCerts(mkdtempSync(path.join(os.tmpdir(), 'lifeboat-tls-')));
   cluster = await EtcdCluster.start({ size: 1, portSeed: 'interop/tls.test', tls: certs });
-  ep = cluster.members[0]!.clientUrl;
+  ep = cluster.members[0].clientUrl;
   tls = ['--endpoints', ep, '--cacert', certs.ca, '--cert', certs.clientCert, '--key', certs.clientKey];
 }, { timeout: 60_000 });
 
@@ -47,15 +47,15 @@ function failsWithOneLine(r: RunResult, code: number, ...mentions: string[]): st
 
 test('with --cacert --cert --key: member list, put, get, endpoint status/health and snapshot save work', async () => {
   const list = ok(await lifeboat('member', 'list', ...tls));
-  assert.match(list, new RegExp(`^[0-9a-f]+, started, infra1, ${cluster.members[0]!.peerUrl}, ${ep}, false\\n$`));
+  assert.match(list, new RegExp(`^[0-9a-f]+, started, infra1, ${cluster.members[0].peerUrl}, ${ep}, false\\n$`));
   assert.equal(ok(await lifeboat('put', '/tls/k', 'secret', ...tls)), 'OK\n');
   assert.equal(ok(await lifeboat('get', '/tls/k', ...tls)), '/tls/k\nsecret\n');
   const etc = await etcdctl('--endpoints', ep, '--cacert', certs.ca, '--cert', certs.clientCert, '--key', certs.clientKey, 'get', '/tls/k', '--print-value-only');
   assert.equal(etc.stdout, 'secret\n', etc.stderr);
 
   const status = JSON.parse(ok(await lifeboat('endpoint', 'status', ...tls, '-w', 'json'))) as Array<{ Endpoint: string; Status: { leader: string; header: { member_id: string } } }>;
-  assert.equal(status[0]!.Endpoint, ep);
-  assert.equal(status[0]!.Status.leader, status[0]!.Status.header.member_id);
+  assert.equal(status[0].Endpoint, ep);
+  assert.equal(status[0].Status.leader, status[0].Status.header.member_id);
   assert.match(ok(await lifeboat('endpoint', 'health', '--cluster', ...tls)), new RegExp(`^${ep} is healthy`));
 
   const file = path.join(certs.dir, 'tls-backup.db');
@@ -77,7 +77,7 @@ test('with client mutual TLS: del, alarm list, member add --learner, start it, p
   const added = ok(await lifeboat('member', 'add', 'infra2', '--peer-urls', peerUrl, '--learner', ...tls));
   const id = /^Member ([0-9a-f]+) added as learner to cluster [0-9a-f]+\n/.exec(added)?.[1];
   assert.ok(id, added);
-  const env = Object.fromEntries([...added.matchAll(/^LIFEBOAT_([A-Z_]+)="(.*)"$/gm)].map((mm) => [`ETCD_${mm[1]}`, mm[2]!]));
+  const env = Object.fromEntries([...added.matchAll(/^LIFEBOAT_([A-Z_]+)="(.*)"$/gm)].map((mm) => [`ETCD_${mm[1]}`, mm[2]]));
   const learner = await cluster.startJoining('infra2', clientPort, peerPort, env, { learner: true });
   await waitFor('the learner to publish its name', async () => ok(await lifeboat('member', 'list', ...tls)).includes(`${id}, started, infra2, ${peerUrl}, ${learner.clientUrl}, true`));
 

@@ -81,10 +81,10 @@ describe('Compaction', () => {
     a.put('k', '2'); // 4
     a.compact(3);
     assert.deepEqual(a.get('k', undefined, { revision: 3 }).kvs, []);
-    const kv = a.get('k').kvs[0]!;
+    const kv = a.get('k').kvs[0];
     assert.deepEqual([kv.createRevision, kv.version], [4, 1]);
     assert.deepEqual(pairs(a.get('k', undefined, { revision: 4 }).kvs), ['k=2']);
     assert.equal(a.get('\0', '\0', { revision: 3, countOnly: true }).count, 0);
-    assert.deepEqual(b('k'), a.get('k').kvs[0]!.key);
+    assert.deepEqual(b('k'), a.get('k').kvs[0].key);
   });
 });

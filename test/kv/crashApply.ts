@@ -4,7 +4,7 @@
 
 import { KvStore } from '../../src/kv/kvStore.js';
 
-const kv = KvStore.open(process.argv[2]!);
+const kv = KvStore.open(process.argv[2]);
 const put = (i: number) => ({ put: { key: Buffer.from(`key${i}`), value: Buffer.from(`value${i}`) } });
 
 kv.applyBatch(Array.from({ length: 100 }, (_, i) => ({ index: i + 1, term: 1, request: put(i + 1) })));

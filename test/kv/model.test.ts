@@ -45,7 +45,7 @@ class Rng {
     return lo + Math.floor(this.next() * (hi - lo + 1));
   }
   pick<T>(xs: readonly T[]): T {
-    return xs[Math.floor(this.next() * xs.length)]!;
+    return xs[Math.floor(this.next() * xs.length)];
   }
   chance(p: number): boolean {
     return this.next() < p;

@@ -15,7 +15,7 @@ describe('Put', () => {
   test('the first write gets revision 2; a new key has version 1 and create = mod', () => {
     const a = Applier.memory();
     assert.equal(a.put('a', '1').header.revision, 2);
-    const kv = a.get('a').kvs[0]!;
+    const kv = a.get('a').kvs[0];
     assert.deepEqual([kv.createRevision, kv.modRevision, kv.version], [2, 2, 1]);
   });
 
@@ -24,7 +24,7 @@ describe('Put', () => {
     a.put('a', '1');
     a.put('b', 'x');
     a.put('a', '2');
-    const kv = a.get('a').kvs[0]!;
+    const kv = a.get('a').kvs[0];
     assert.deepEqual([kv.createRevision, kv.modRevision, kv.version, kv.value.toString()], [2, 4, 2, '2']);
   });
 
@@ -34,7 +34,7 @@ describe('Put', () => {
     a.put('a', '2');
     a.del('a');
     a.put('a', '3'); // rev 5
-    const kv = a.get('a').kvs[0]!;
+    const kv = a.get('a').kvs[0];
     assert.deepEqual([kv.createRevision, kv.modRevision, kv.version], [5, 5, 1]);
   });
 
@@ -56,7 +56,7 @@ describe('Put', () => {
     const a = withLease();
     a.put('a', 'keep');
     a.put('a', '', { ignoreValue: true, lease: LEASE });
-    const kv = a.get('a').kvs[0]!;
+    const kv = a.get('a').kvs[0];
     assert.equal(kv.value.toString(), 'keep');
     assert.equal(kv.lease, LEASE);
     assert.equal(kv.version, 2);
@@ -66,7 +66,7 @@ describe('Put', () => {
     const a = withLease();
     a.put('a', '1', { lease: LEASE });
     a.put('a', '2', { ignoreLease: true });
-    const kv = a.get('a').kvs[0]!;
+    const kv = a.get('a').kvs[0];
     assert.equal(kv.lease, LEASE);
     assert.equal(kv.value.toString(), '2');
   });
@@ -88,7 +88,7 @@ describe('Put', () => {
   test('a lease above 2^53 is kept exactly', () => {
     const a = withLease();
     a.put('a', '1', { lease: LEASE });
-    assert.equal(a.get('a').kvs[0]!.lease, LEASE);
+    assert.equal(a.get('a').kvs[0].lease, LEASE);
     assert.deepEqual(a.kv.leaseKeys(LEASE), [b('a')]);
   });
 });

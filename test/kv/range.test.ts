@@ -23,7 +23,7 @@ describe('Range', () => {
   test('a single key returns its latest key-value with revisions and version', () => {
     const r = abc().get('a');
     assert.equal(r.kvs.length, 1);
-    const kv = r.kvs[0]!;
+    const kv = r.kvs[0];
     assert.deepEqual(
       { key: kv.key.toString(), value: kv.value.toString(), create: kv.createRevision, mod: kv.modRevision, version: kv.version, lease: kv.lease },
       { key: 'a', value: '4', create: 2, mod: 5, version: 2, lease: 0n },
@@ -77,7 +77,7 @@ describe('Range', () => {
   test('keys_only leaves values out but keeps revisions', () => {
     const r = abc().get('a', 'z', { keysOnly: true });
     assert.deepEqual(pairs(r.kvs), ['a=', 'b=', 'c=']);
-    assert.equal(r.kvs[0]!.modRevision, 5);
+    assert.equal(r.kvs[0].modRevision, 5);
   });
 
   test('a historical revision reads the state as of that revision', () => {
@@ -87,7 +87,7 @@ describe('Range', () => {
     assert.deepEqual(pairs(a.get('\0', '\0', { revision: 5 }).kvs), ['a=4', 'b=2', 'c=3']);
     assert.deepEqual(pairs(a.get('\0', '\0', { revision: 6 }).kvs), ['a=4', 'c=3']);
     const at3 = a.get('a', undefined, { revision: 3 });
-    assert.equal(at3.kvs[0]!.version, 1);
+    assert.equal(at3.kvs[0].version, 1);
     assert.equal(at3.count, 1);
   });
 
@@ -190,6 +190,6 @@ describe('Range', () => {
     a.put('\x00a', 'low');
     a.put('m', 'mid');
     assert.deepEqual(pairs(a.get('\0', '\0').kvs), ['\x00a=low', 'm=mid', '\xff=high']);
-    assert.deepEqual(a.get('\xff').kvs[0]!.key, b('\xff'));
+    assert.deepEqual(a.get('\xff').kvs[0].key, b('\xff'));
   });
 });

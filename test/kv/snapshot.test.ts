@@ -109,7 +109,7 @@ describe('Snapshots', () => {
     const snap = join(dir, 'snap.db');
     await a.kv.saveSnapshot(snap);
     const bytes = readFileSync(snap);
-    bytes[Math.floor(bytes.length / 2)]! ^= 0x01;
+    bytes[Math.floor(bytes.length / 2)] ^= 0x01;
     writeFileSync(snap, bytes);
 
     const target = join(dir, 'restored.db');

@@ -118,7 +118,7 @@ describe('Txn', () => {
   test('a key written twice in one txn gets two versions at the same revision', () => {
     const a = Applier.memory();
     a.txn({ success: [put('k', '1'), put('k', '2')] });
-    const kv = a.get('k').kvs[0]!;
+    const kv = a.get('k').kvs[0];
     assert.deepEqual([kv.value.toString(), kv.version, kv.createRevision, kv.modRevision], ['2', 2, 2, 2]);
   });
 
@@ -126,10 +126,10 @@ describe('Txn', () => {
     const a = store();
     const r = a.txn({ success: [get('n'), put('n', '1'), get('n')] });
     const [before, , after] = r.responses as { responseRange: RangeResponse }[];
-    assert.deepEqual(before!.responseRange.kvs, []);
-    assert.equal(before!.responseRange.header.revision, 3);
-    assert.deepEqual(pairs(after!.responseRange.kvs), ['n=1']);
-    assert.equal(after!.responseRange.header.revision, 4);
+    assert.deepEqual(before.responseRange.kvs, []);
+    assert.equal(before.responseRange.header.revision, 3);
+    assert.deepEqual(pairs(after.responseRange.kvs), ['n=1']);
+    assert.equal(after.responseRange.header.revision, 4);
   });
 
   test('a txn without writes uses no revision', () => {

@@ -65,10 +65,10 @@ describe('lifeboat migrate', { timeout: 240_000 }, () => {
 
   test('from real etcd to Lifeboat while writes go on: killed in the copy and while following, resumed, finished by SIGINT, verified equal', async () => {
     const src = open(etcd.endpoints);
-    const dst = open(lb.endpoints()[0]!);
+    const dst = open(lb.endpoints()[0]);
     await fill(src, 'app/', 2500);
     const file = path.join(tmp, 'to-lifeboat.json');
-    const args = [BIN, 'migrate', '--from', etcd.endpoints, '--to', lb.endpoints()[0]!, '--prefix', 'app/', '--dest-prefix', 'moved/', '--progress-file', file];
+    const args = [BIN, 'migrate', '--from', etcd.endpoints, '--to', lb.endpoints()[0], '--prefix', 'app/', '--dest-prefix', 'moved/', '--progress-file', file];
 
     // Killed by the fault hook once two 1000-key pages of the copy are recorded.
     const killed = await run(process.execPath, args, { env: { LIFEBOAT_FAULT: 'migrate-copy:2' }, timeoutMs: 60_000 });
@@ -105,10 +105,10 @@ describe('lifeboat migrate', { timeout: 240_000 }, () => {
   });
 
   test('from Lifeboat to real etcd with --once while writes go on; the next --once catches up; both verified equal', async () => {
-    const src = open(lb.endpoints()[0]!);
+    const src = open(lb.endpoints()[0]);
     const dst = open(etcd.endpoints);
     await fill(src, 'svc/', 1500);
-    const args = ['migrate', '--from', lb.endpoints()[0]!, '--to', etcd.endpoints, '--prefix', 'svc/', '--once', '--progress-file', path.join(tmp, 'to-etcd.json')];
+    const args = ['migrate', '--from', lb.endpoints()[0], '--to', etcd.endpoints, '--prefix', 'svc/', '--once', '--progress-file', path.join(tmp, 'to-etcd.json')];
     const [first] = await Promise.all([lifeboat(...args), writeLoad(src, 'svc/', 200, 'd')]);
     assert.equal(first.code, 0, first.stderr);
     assert.match(first.stdout, /copied \d+ keys at revision \d+/);
@@ -134,10 +134,10 @@ describe('lifeboat migrate', { timeout: 240_000 }, () => {
 
   test('the migrate-from-etcd playbook, scripted: without --yes it stops at the cut-over (exit 3); with it, copies, catches up and verifies', async () => {
     const src = open(etcd.endpoints);
-    const dst = open(lb.endpoints()[0]!);
+    const dst = open(lb.endpoints()[0]);
     await fill(src, 'pb/', 400);
     const auditDb = path.join(tmp, 'audit.db');
-    const args = ['playbook', 'run', 'migrate-from-etcd', '--reason', 'test: migrate', '--audit-db', auditDb, '--set', `source=${etcd.endpoints}`, '--set', `destination=${lb.endpoints()[0]!}`, '--set', 'prefix=pb/'];
+    const args = ['playbook', 'run', 'migrate-from-etcd', '--reason', 'test: migrate', '--audit-db', auditDb, '--set', `source=${etcd.endpoints}`, '--set', `destination=${lb.endpoints()[0]}`, '--set', 'prefix=pb/'];
     const stopped = await lifeboat(...args);
     assert.equal(stopped.code, 3, stopped.stdout + stopped.stderr);
     assert.match(stopped.stdout + stopped.stderr, /cut-over/);
@@ -152,7 +152,7 @@ describe('lifeboat migrate', { timeout: 240_000 }, () => {
   });
 
   test('refused: a non-empty destination, a prefix that feeds itself, a progress record of another migration, a damaged record', async () => {
-    const ep = lb.endpoints()[0]!;
+    const ep = lb.endpoints()[0];
     const full = await lifeboat('migrate', '--from', etcd.endpoints, '--to', ep, '--prefix', 'app/', '--dest-prefix', 'moved/', '--once', '--progress-file', path.join(tmp, 'fresh.json'));
     assert.equal(full.code, 3, full.stderr);
     assert.match(full.stderr, /already holds \d+ keys under "moved\/"/);

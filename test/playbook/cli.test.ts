@@ -86,9 +86,9 @@ steps:
   test('show FILE: variables and steps, as text and JSON', () => {
     const r = lifeboat(t.dir, ['playbook', 'show', playbook]);
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /^  members \(list of member\) required; at least 1 items\n      prompt: Members to re-add$/m);
-    assert.match(r.stdout, /^  2\. readd: for each m in \$\{vars\.members\}$/m);
-    assert.match(r.stdout, /^     2\.1\. add \[record\] Add \$\{m\.name\}$/m);
+    assert.match(r.stdout, /^ {2}members \(list of member\) required; at least 1 items\n {6}prompt: Members to re-add$/m);
+    assert.match(r.stdout, /^ {2}2\. readd: for each m in \$\{vars\.members\}$/m);
+    assert.match(r.stdout, /^ {5}2\.1\. add \[record\] Add \$\{m\.name\}$/m);
     const j = JSON.parse(lifeboat(t.dir, ['playbook', 'show', playbook, '-w', 'json']).stdout);
     assert.equal(j.name, 'readd-test');
     assert.deepEqual(j.variables.map((v: { name: string }) => v.name), ['members', 'label', 'log']);
@@ -103,18 +103,18 @@ steps:
     assert.equal(r.code, 0, r.stderr);
     const out = r.stdout;
     assert.match(out, /^Dry run of playbook readd-test .*nothing is changed, nothing is recorded\.$/m);
-    assert.match(out, /^  members = m2=http:\/\/10\.0\.0\.2:2380,http:\/\/10\.0\.0\.2:2379; m3=http:\/\/10\.0\.0\.3:2380,http:\/\/10\.0\.0\.3:2379  \(--set\)$/m);
-    assert.match(out, /^  label   = run  \(default\)$/m);
-    assert.match(out, /^  1\. start \[record\] Start run$/m);
-    assert.match(out, /^  for-each readd: for each m in \$\{vars\.members\} \(2 items\)$/m);
-    assert.match(out, /^    2\. readd\[1\]\.add \[record\] Add m2$/m);
-    assert.match(out, /^         label: add-m2-http:\/\/10\.0\.0\.2:2380$/m);
+    assert.match(out, /^ {2}members = m2=http:\/\/10\.0\.0\.2:2380,http:\/\/10\.0\.0\.2:2379; m3=http:\/\/10\.0\.0\.3:2380,http:\/\/10\.0\.0\.3:2379 {2}\(--set\)$/m);
+    assert.match(out, /^ {2}label {3}= run {2}\(default\)$/m);
+    assert.match(out, /^ {2}1\. start \[record\] Start run$/m);
+    assert.match(out, /^ {2}for-each readd: for each m in \$\{vars\.members\} \(2 items\)$/m);
+    assert.match(out, /^ {4}2\. readd\[1\]\.add \[record\] Add m2$/m);
+    assert.match(out, /^ {9}label: add-m2-http:\/\/10\.0\.0\.2:2380$/m);
     assert.match(out, new RegExp(`^         → append "add-m2-http://10\\.0\\.0\\.2:2380" to ${log.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}$`, 'm'));
-    assert.match(out, /^    3\. readd\[1\]\.promote \[record\]$/m);
-    assert.match(out, /^         label: promote-<steps\.add\.label>$/m);
-    assert.match(out, /^         → known at run time \(uses \$\{steps\.add\.label\}\)$/m);
-    assert.match(out, /^    5\. readd\[2\]\.promote \[record\]$/m);
-    assert.match(out, /^  6\. done \[note\]$/m);
+    assert.match(out, /^ {4}3\. readd\[1\]\.promote \[record\]$/m);
+    assert.match(out, /^ {9}label: promote-<steps\.add\.label>$/m);
+    assert.match(out, /^ {9}→ known at run time \(uses \$\{steps\.add\.label\}\)$/m);
+    assert.match(out, /^ {4}5\. readd\[2\]\.promote \[record\]$/m);
+    assert.match(out, /^ {2}6\. done \[note\]$/m);
     assert.ok(!existsSync(log), 'no step ran');
     assert.ok(!existsSync(db), 'no audit log was written');
     assert.ok(!existsSync(t.path('state')), 'nothing under XDG_STATE_HOME');
@@ -134,7 +134,7 @@ steps:
     // Plain log lines, no terminal control codes.
     assert.doesNotMatch(r.stdout, /\x1b\[/);
     assert.match(r.stdout, /^\d\d:\d\d:\d\d step readd\[1\]\.add: Add m2$/m);
-    assert.match(r.stdout, /^\d\d:\d\d:\d\d   done: note: re-added from-set$/m);
+    assert.match(r.stdout, /^\d\d:\d\d:\d\d {3}done: note: re-added from-set$/m);
     assert.match(r.stdout, /^Run r-\S+ succeeded: 4 steps run\.$/m);
     const { runId, head } = runInfo(r.stdout);
 
@@ -148,7 +148,7 @@ steps:
       const steps = audit.steps(runId);
       assert.deepEqual(steps.map((s) => s.stepId), ['start', 'readd[1].add', 'readd[1].promote', 'done']);
       assert.ok(steps.every((s) => s.status === 'succeeded' && s.endedAt !== null));
-      assert.deepEqual(steps[1]!.inputs, { log, label: 'add-m2-http://10.0.0.2:2380' });
+      assert.deepEqual(steps[1].inputs, { log, label: 'add-m2-http://10.0.0.2:2380' });
       assert.equal(audit.headHash(), head);
       assert.ok(audit.events(runId).some((e) => e.kind === 'warning' && /LIFEBOAT_TEST_STEPS/.test(e.message)), 'test steps are recorded as such');
     } finally {

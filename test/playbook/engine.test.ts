@@ -114,8 +114,8 @@ steps:
       steps.map((s) => [s.ordinal, s.stepId, s.status]),
       result.ran.map((id, i) => [i + 1, id, 'succeeded']),
     );
-    assert.deepEqual(steps[2]!.inputs, { log: l, label: 'after-item-a-start' });
-    assert.deepEqual(steps[2]!.outputs, { label: 'after-item-a-start', calls: 1 });
+    assert.deepEqual(steps[2].inputs, { log: l, label: 'after-item-a-start' });
+    assert.deepEqual(steps[2].outputs, { label: 'after-item-a-start', calls: 1 });
     assert.equal(audit.run(result.runId)!.outcome, 'succeeded');
     assert.equal(result.head, audit.headHash());
     assert.deepEqual(audit.verify(result.head), { ok: true, head: result.head, rows: audit.rowCount() });
@@ -162,7 +162,7 @@ steps:
     assert.equal(result.failedStep, 'fence');
     assert.match(result.error!.message, /^step fence \(unsafe\): member m2 answers/);
     assert.deepEqual(recorded(l), []);
-    assert.equal(audit.steps(result.runId)[0]!.status, 'succeeded', 'the confirm passed with yes');
+    assert.equal(audit.steps(result.runId)[0].status, 'succeeded', 'the confirm passed with yes');
     audit.close();
   });
 
@@ -177,7 +177,7 @@ steps:
     assert.match(result.error!.message, /^step go \(confirm\): needs confirmation \("Remove member m2\?"\) and there is no terminal to ask on; resume with 'lifeboat playbook resume r-\S+ --yes'/);
     const prompts = audit.events(result.runId).filter((e) => e.kind === 'prompt');
     assert.equal(prompts.length, 1);
-    assert.match(prompts[0]!.message, /Remove member m2\?/);
+    assert.match(prompts[0].message, /Remove member m2\?/);
     audit.close();
   });
 
@@ -266,7 +266,7 @@ steps:
       { sets: ['m=m2=http://10.0.0.2:2380,http://10.0.0.2:2379'], endpoints: 'http://10.0.0.1:2379,http://10.0.0.2:2379' },
     );
     assert.equal(result.outcome, 'succeeded', result.error?.message);
-    assert.deepEqual(audit.steps(result.runId)[0]!.outputs, {
+    assert.deepEqual(audit.steps(result.runId)[0].outputs, {
       url: 'http://h:1',
       count: 42,
       member: { name: 'm2', peerUrl: 'http://10.0.0.2:2380', clientUrl: 'http://10.0.0.2:2379' },
@@ -328,8 +328,8 @@ steps:
         [null, 'later[*].inner', null, ['${item}']],
       ],
     );
-    assert.deepEqual(steps[0]!.describe, [`append "start" to ${l}`]);
-    assert.equal(steps[1]!.partialParams?.label, 'a-<steps.first.label>');
+    assert.deepEqual(steps[0].describe, [`append "start" to ${l}`]);
+    assert.equal(steps[1].partialParams?.label, 'a-<steps.first.label>');
     assert.ok(!existsSync(l), 'nothing ran');
   });
 

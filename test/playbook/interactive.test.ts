@@ -113,10 +113,10 @@ steps:
     const audit = AuditLog.open(db, { readonly: true });
     try {
       const [run] = audit.runs();
-      assert.equal(run!.outcome, 'succeeded');
-      assert.equal(run!.reason, 'INC-42 tty test');
-      assert.deepEqual(run!.variables, { colour: 'blue', label: 'nightly', quiet: 3 });
-      const prompts = audit.events(run!.id).filter((e) => e.kind === 'prompt');
+      assert.equal(run.outcome, 'succeeded');
+      assert.equal(run.reason, 'INC-42 tty test');
+      assert.deepEqual(run.variables, { colour: 'blue', label: 'nightly', quiet: 3 });
+      const prompts = audit.events(run.id).filter((e) => e.kind === 'prompt');
       assert.deepEqual(
         prompts.map((p) => [p.message, (p.data as { answer: unknown }).answer]),
         [

@@ -43,7 +43,7 @@ steps:
   function runIdOf(stdout: string, stderr: string): string {
     const m = /run (r-\d{8}-\d{6}-[0-9a-f]{4})/.exec(stdout + stderr);
     assert.ok(m, `no run ID in:\n${stdout}\n${stderr}`);
-    return m[1]!;
+    return m[1];
   }
 
   test('killed right after readd[2].add-learner ran: resume runs it again (idempotent by contract) and everything after it once', () => {
@@ -85,7 +85,7 @@ steps:
       'promote-m4-after-add-m4',
       'check-restore',
     ]);
-    const head = /^Audit chain head: ([0-9a-f]{64})$/m.exec(resumed.stdout)![1]!;
+    const head = /^Audit chain head: ([0-9a-f]{64})$/m.exec(resumed.stdout)![1];
 
     audit = AuditLog.open(db, { readonly: true });
     try {
@@ -104,7 +104,7 @@ steps:
         [8, 'check', 1, 'succeeded'],
       ]);
       // The resumed steps used the recorded output of a step done before the crash.
-      assert.deepEqual(latest[7]!.inputs, { log, label: 'check-restore' });
+      assert.deepEqual(latest[7].inputs, { log, label: 'check-restore' });
     } finally {
       audit.close();
     }

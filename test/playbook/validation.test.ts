@@ -142,11 +142,11 @@ describe('playbook validation (CLI)', () => {
       assert.equal(r.code, 2, r.stderr);
       const lines = r.stderr.trimEnd().split('\n');
       assert.equal(lines.length, 5, r.stderr);
-      assert.match(lines[0]!, /bad\.yaml:8:11: steps\[2\]\.type: unknown step type "recrod" \(did you mean "record"\?\)/);
-      assert.match(lines[1]!, /bad\.yaml:11:17: steps\[3\]\.with\.url: url parameter: "htp:\/\/x:1" is not an http\(s\):\/\/host:port URL/);
-      assert.match(lines[2]!, /bad\.yaml:11:37: steps\[3\]\.with\.count: \$\{vars\.nope\}: no variable nope/);
-      assert.match(lines[3]!, /bad\.yaml:13:5: steps\[4\]\.wiht: unknown key "wiht" in a step \(did you mean "with"\?\)/);
-      assert.match(lines[4]!, /^Error: refused: 4 problems \(above\); nothing was run$/);
+      assert.match(lines[0], /bad\.yaml:8:11: steps\[2\]\.type: unknown step type "recrod" \(did you mean "record"\?\)/);
+      assert.match(lines[1], /bad\.yaml:11:17: steps\[3\]\.with\.url: url parameter: "htp:\/\/x:1" is not an http\(s\):\/\/host:port URL/);
+      assert.match(lines[2], /bad\.yaml:11:37: steps\[3\]\.with\.count: \$\{vars\.nope\}: no variable nope/);
+      assert.match(lines[3], /bad\.yaml:13:5: steps\[4\]\.wiht: unknown key "wiht" in a step \(did you mean "with"\?\)/);
+      assert.match(lines[4], /^Error: refused: 4 problems \(above\); nothing was run$/);
       assert.equal(r.stdout, '');
       assert.ok(!existsSync(t.path('calls.log')), 'no step ran');
       assert.ok(!existsSync(t.path('audit.db')), 'no audit log was created');

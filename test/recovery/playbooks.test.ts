@@ -57,7 +57,7 @@ describe('resume after the toolkit is killed mid-run', () => {
     const runId = /\br-\d{8}-\d{6}-[0-9a-f]+\b/.exec(killed.stdout + killed.stderr)?.[0] ?? /\br-\d{8}-\d{6}-[0-9a-f]+\b/.exec((await lifeboat('audit', 'list', '--audit-db', auditDb)).stdout)?.[0];
     assert.ok(runId, 'no run ID');
 
-    const resumed = await run(process.execPath, [BIN, 'playbook', 'resume', runId!, '--yes', '--audit-db', auditDb], { timeoutMs: 120_000 });
+    const resumed = await run(process.execPath, [BIN, 'playbook', 'resume', runId, '--yes', '--audit-db', auditDb], { timeoutMs: 120_000 });
     assert.equal(resumed.code, 0, `${resumed.stdout}\n${resumed.stderr}`);
     assert.match(resumed.stdout + resumed.stderr, /already a member/);
     const after = parseEtcdJson((await etcdctl(c.members[0].client, 'member', 'list', '-w', 'json')).stdout);

@@ -24,7 +24,7 @@ interface TimelineEntry {
 async function timelineOf(auditDb: string, out: string): Promise<{ run: { outcome: string; error: string | null }; timeline: TimelineEntry[] }> {
   const runId = /\br-\d{8}-\d{6}-[0-9a-f]+\b/.exec(out)?.[0];
   assert.ok(runId, `no run ID printed:\n${out}`);
-  const show = await lifeboat('audit', 'show', runId!, '--audit-db', auditDb, '-w', 'json');
+  const show = await lifeboat('audit', 'show', runId, '--audit-db', auditDb, '-w', 'json');
   assert.equal(show.code, 0, show.stderr);
   return JSON.parse(show.stdout);
 }

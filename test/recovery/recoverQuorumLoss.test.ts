@@ -126,9 +126,9 @@ describe('recovery from permanent quorum loss', () => {
     }
 
     // The audit log holds the run, and its chain ends at the printed head.
-    const verify = await lifeboat('audit', 'verify', '--audit-db', auditDb, '--head', head!);
+    const verify = await lifeboat('audit', 'verify', '--audit-db', auditDb, '--head', head);
     assert.equal(verify.code, 0, verify.stderr);
-    const show = await lifeboat('audit', 'show', runId!, '--audit-db', auditDb, '-w', 'json');
+    const show = await lifeboat('audit', 'show', runId, '--audit-db', auditDb, '-w', 'json');
     assert.equal(show.code, 0, show.stderr);
     const { run: rec, timeline } = JSON.parse(show.stdout) as {
       run: { outcome: string; clusterIdBefore: string; memberIdsBefore: string[]; clusterIdAfter: string; memberIdsAfter: string[] };
@@ -214,7 +214,7 @@ describe('recover plan with a lagging survivor, and fencing', () => {
     assert.ok(!fs.existsSync(target));
     const runId = /\br-\d{8}-\d{6}-[0-9a-f]+\b/.exec(out)?.[0];
     assert.ok(runId, out);
-    const show = JSON.parse((await lifeboat('audit', 'show', runId!, '--audit-db', auditDb, '-w', 'json')).stdout) as {
+    const show = JSON.parse((await lifeboat('audit', 'show', runId, '--audit-db', auditDb, '-w', 'json')).stdout) as {
       timeline: Array<{ entry: string; stepId?: string; status?: string; outputs?: Record<string, unknown>; kind?: string; message?: string; data?: Record<string, unknown> }>;
     };
     const override = show.timeline.find((e) => e.entry === 'event' && e.kind === 'override');

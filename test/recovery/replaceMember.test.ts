@@ -50,7 +50,7 @@ describe('replace-failed-member', () => {
 
     const runId = /\br-\d{8}-\d{6}-[0-9a-f]+\b/.exec(out)?.[0];
     assert.ok(runId, out);
-    const show = JSON.parse((await lifeboat('audit', 'show', runId!, '--audit-db', auditDb, '-w', 'json')).stdout) as { run: { outcome: string; memberIdsBefore: string[]; memberIdsAfter: string[] } };
+    const show = JSON.parse((await lifeboat('audit', 'show', runId, '--audit-db', auditDb, '-w', 'json')).stdout) as { run: { outcome: string; memberIdsBefore: string[]; memberIdsAfter: string[] } };
     assert.equal(show.run.outcome, 'succeeded');
     assert.ok(show.run.memberIdsBefore.includes(m3id), 'the dead member is not among the IDs before');
     assert.ok(!show.run.memberIdsAfter.includes(m3id));

@@ -239,24 +239,24 @@ describe('snapshot and data dir commands', () => {
       await tar.create({ gzip: true, file, cwd: src, portable: true }, ['lifeboat-manifest.json', ...Object.keys(present)]);
       return file;
     };
-    const flipped = Buffer.from(files['member/snap/db']!);
+    const flipped = Buffer.from(files['member/snap/db']);
     flipped[4000] ^= 0x01;
     const cases: Array<[string, string, RegExp]> = [
       ['changed', await build('changed', files, { ...files, 'member/snap/db': flipped }), /member\/snap\/db has sha256 [0-9a-f]{16}…, the manifest says [0-9a-f]{16}…; it is damaged or was altered/],
-      ['missing', await build('missing', files, { 'member/snap/db': files['member/snap/db']! }), /is missing member\/wal\/0\.wal listed in its manifest/],
+      ['missing', await build('missing', files, { 'member/snap/db': files['member/snap/db'] }), /is missing member\/wal\/0\.wal listed in its manifest/],
       ['extra', await build('extra', files, { ...files, 'member/snap/extra': Buffer.from('x') }), /holds member\/snap\/extra, which its manifest does not list/],
     ];
     const good = await build('good', files, files);
     const results = await Promise.all([...cases.map(([name, file]) => lifeboat('datadir', 'unpack', file, '--data-dir', path.join(c.dir, `into-${name}`))), lifeboat('datadir', 'unpack', good, '--data-dir', path.join(c.dir, 'into-good'))]);
     for (const [i, [name, , message]] of cases.entries()) {
-      const r = results[i]!;
+      const r = results[i];
       assert.equal(r.code, 1, `${name}: ${r.stderr}`);
       assert.match(r.stderr, message, name);
       assert.equal(r.stderr.trim().split('\n').length, 1);
       const target = path.join(c.dir, `into-${name}`);
       assert.ok(!fs.existsSync(target) && !fs.existsSync(`${target}.part`), `${name}: nothing written`);
     }
-    assert.equal(results[3]!.code, 0, `the same archive with a true manifest unpacks: ${results[3]!.stderr}`);
+    assert.equal(results[3].code, 0, `the same archive with a true manifest unpacks: ${results[3].stderr}`);
     assert.deepEqual(fs.readFileSync(path.join(c.dir, 'into-good', 'member/snap/db')), files['member/snap/db']);
   });
 });

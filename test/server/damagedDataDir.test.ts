@@ -51,8 +51,8 @@ describe('lifeboat server on a damaged or foreign data dir', () => {
     const human = r.stderr.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('{'));
     assert.equal(human.length, 1, `expected one line:\n${r.stderr}`);
     assert.doesNotMatch(r.stderr, /^\s+at /m, 'a stack trace');
-    assert.match(human[0]!, want);
-    return human[0]!;
+    assert.match(human[0], want);
+    return human[0];
   }
 
   test('kv.db with flipped bytes', async () => {
@@ -60,7 +60,7 @@ describe('lifeboat server on a damaged or foreign data dir', () => {
       const file = kvPath(d);
       const buf = fs.readFileSync(file);
       // The type byte of every b-tree page after the first.
-      for (let page = 4096; page < buf.length; page += 4096) buf[page]! ^= 0x5a;
+      for (let page = 4096; page < buf.length; page += 4096) buf[page] ^= 0x5a;
       fs.writeFileSync(file, buf);
     });
     const line = await assertRefused(dir, /is damaged: .*kv\.db: /);
@@ -94,13 +94,13 @@ describe('lifeboat server on a damaged or foreign data dir', () => {
   test('raft log segment with a flipped byte in a record that has records after it', async () => {
     let where = '';
     const dir = damagedCopy((d) => {
-      const file = path.join(walDir(d), fs.readdirSync(walDir(d)).filter((f) => f.endsWith('.wal')).sort()[0]!);
+      const file = path.join(walDir(d), fs.readdirSync(walDir(d)).filter((f) => f.endsWith('.wal')).sort()[0]);
       const buf = fs.readFileSync(file);
       const { memberId } = readMemberMeta(new NodeFileSystem(), d)!;
       const { records } = scanSegment(buf, { dataDir: d, file, memberId, seq: 1 });
       assert.ok(records.length > 3, `only ${records.length} records`);
-      const victim = records[1]!.offset;
-      buf[victim + 20]! ^= 0x40;
+      const victim = records[1].offset;
+      buf[victim + 20] ^= 0x40;
       fs.writeFileSync(file, buf);
       where = `${file} at offset ${victim}`;
     });

@@ -38,7 +38,7 @@ describe('a member whose KV lost its last transactions', () => {
   after(async () => c?.stopAll());
 
   test('replays them from the raft log at restart: same revision, same HashKV, same keys', async () => {
-    const m = c.members[0]!;
+    const m = c.members[0];
     const restart = async () => {
       c.spawn(m, []);
       await c.waitForLeader([m]);

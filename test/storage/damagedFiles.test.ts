@@ -43,7 +43,7 @@ function edit(file: string, f: (b: Buffer) => Buffer): void {
 
 function flip(file: string, offset: number): void {
   edit(file, (b) => {
-    b[offset]! ^= 0x40;
+    b[offset] ^= 0x40;
     return b;
   });
 }
@@ -77,14 +77,14 @@ describe('damaged data dirs', () => {
     const newest = segments(t.dir).at(-1)!;
     const recs = records(newest);
     assert.ok(recs.length > 4);
-    const victim = recs[2]!;
+    const victim = recs[2];
     flip(newest, victim.offset + 12);
     assertCorrupt(t.dir, newest, victim.offset, /record checksum mismatch, and intact records follow at offset \d+/);
   });
 
   it('stops at a flipped byte in an older segment', () => {
     populate(t.dir);
-    const older = segments(t.dir)[1]!;
+    const older = segments(t.dir)[1];
     const victim = records(older).at(-2)!;
     flip(older, victim.offset + 20);
     assertCorrupt(t.dir, older, victim.offset, /record checksum mismatch/);
@@ -99,7 +99,7 @@ describe('damaged data dirs', () => {
     // Read-only inspection leaves the file alone but gives the same state.
     const before = fs.readFileSync(newest);
     const inspected = RaftStorage.open(t.dir, { readOnly: true });
-    assert.equal(inspected.warnings[0]!.msg, 'left out a torn record at the end of the raft log (it was never acknowledged)');
+    assert.equal(inspected.warnings[0].msg, 'left out a torn record at the end of the raft log (it was never acknowledged)');
     assert.equal(inspected.state.entries.at(-1)!.index, 299);
     assert.throws(() => inspected.storage.save({ entries: entries(300, 300, 2) }, { sync: true }), /is open read-only/);
     inspected.storage.close();
@@ -107,9 +107,9 @@ describe('damaged data dirs', () => {
 
     const { storage, state, warnings } = open(t.dir);
     assert.equal(warnings.length, 1);
-    assert.equal(warnings[0]!.msg, 'cut off a torn record at the end of the raft log (it was never acknowledged)');
-    assert.equal(warnings[0]!.file, newest);
-    assert.equal(warnings[0]!.offset, entry.offset);
+    assert.equal(warnings[0].msg, 'cut off a torn record at the end of the raft log (it was never acknowledged)');
+    assert.equal(warnings[0].file, newest);
+    assert.equal(warnings[0].offset, entry.offset);
     assert.equal(state.entries.at(-1)!.index, 299);
     assert.ok(last.offset > entry.offset);
     // Appends continue where the torn record was, and a reopen is clean.
@@ -131,7 +131,7 @@ describe('damaged data dirs', () => {
     });
     const { storage, state, warnings } = open(t.dir);
     assert.equal(warnings.length, 1);
-    assert.equal(warnings[0]!.offset, victim.offset);
+    assert.equal(warnings[0].offset, victim.offset);
     assert.ok(state.entries.at(-1)!.index < 300);
     storage.close();
   });
@@ -140,9 +140,9 @@ describe('damaged data dirs', () => {
     populate(t.dir);
     const newest = segments(t.dir).at(-1)!;
     const recs = records(newest);
-    const victim = recs[1]!;
+    const victim = recs[1];
     edit(newest, (b) => {
-      b.fill(0, victim.offset, recs[3]!.offset);
+      b.fill(0, victim.offset, recs[3].offset);
       return b;
     });
     assertCorrupt(t.dir, newest, victim.offset, /intact records follow at offset/);
@@ -150,7 +150,7 @@ describe('damaged data dirs', () => {
 
   it('stops at a truncated older segment', () => {
     populate(t.dir);
-    const older = segments(t.dir)[1]!;
+    const older = segments(t.dir)[1];
     const seal = records(older).at(-1)!;
     edit(older, (b) => b.subarray(0, seal.offset));
     assertCorrupt(t.dir, older, seal.offset, /ends without its seal record/);
@@ -162,8 +162,8 @@ describe('damaged data dirs', () => {
     try {
       populate(other.dir, OTHER);
       // Copied over one of ours, under our file name.
-      const dest = segments(t.dir)[0]!;
-      fs.copyFileSync(segments(other.dir)[0]!, dest);
+      const dest = segments(t.dir)[0];
+      fs.copyFileSync(segments(other.dir)[0], dest);
       assertCorrupt(t.dir, dest, 8, /segment belongs to member 91bc3c398fb3c146, not 8e9e05c52164694d \(a file from another data dir\?\)/);
     } finally {
       other.cleanup();
@@ -173,8 +173,8 @@ describe('damaged data dirs', () => {
   it('stops when a segment is missing', () => {
     populate(t.dir);
     const all = segments(t.dir);
-    fs.unlinkSync(all[2]!);
-    assertCorrupt(t.dir, all[3]!, 24, /segment sequence jumps from \d+ to \d+: a segment is missing/);
+    fs.unlinkSync(all[2]);
+    assertCorrupt(t.dir, all[3], 24, /segment sequence jumps from \d+ to \d+: a segment is missing/);
   });
 
   it('stops at a damaged segment header', () => {
@@ -186,7 +186,7 @@ describe('damaged data dirs', () => {
 
   it('stops at a damaged snapshot file', () => {
     populate(t.dir);
-    const snap = path.join(snapDir(t.dir), fs.readdirSync(snapDir(t.dir))[0]!);
+    const snap = path.join(snapDir(t.dir), fs.readdirSync(snapDir(t.dir))[0]);
     const size = fs.statSync(snap).size;
     flip(snap, size - 6); // inside the data
     const dataAt = size - 4 - 'kv state'.length;

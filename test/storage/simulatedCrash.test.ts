@@ -125,7 +125,7 @@ export function run(seed: number, crashes: number): RunStats {
     assert.ok(state.snapshot.index >= durableSnapshot, `${where}: snapshot ${durableSnapshot} was saved but ${state.snapshot.index} came back`);
     const failure = checkRecovered(state, candidates);
     assert.equal(failure, undefined, `${where}: ${failure}`);
-    model = LogModel.from(state as PersistedState);
+    model = LogModel.from(state);
     candidates = [model.clone()];
     durableSnapshot = state.snapshot.index;
   }

@@ -89,7 +89,7 @@ export class EtcdCluster {
   /** Two free ports for a member added later: [client, peer]. */
   async freePorts(): Promise<[number, number]> {
     const [c, p] = await freePorts(2, this.opts.portSeed);
-    return [c!, p!];
+    return [c, p];
   }
 
   /**

@@ -32,7 +32,7 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
   while (Date.now() < deadline) {
     try {
       const v = await fn();
-      if (v !== undefined && v !== false) return v as T;
+      if (v !== undefined && v !== false) return v;
     } catch (e) {
       last = e;
     }
@@ -42,7 +42,6 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
 }
 
 /** etcdctl's JSON prints uint64 IDs as numbers above 2^53: read them as decimal strings. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export function parseEtcdJson<T = any>(text: string): T {
   return JSON.parse(text.replace(/("(?:ID|cluster_id|member_id|leader|memberID|raft_term)":)(\d{16,})/g, '$1"$2"')) as T;
 }
@@ -204,7 +203,7 @@ export class LifeboatCluster {
     m.proc = p;
     m.log = [];
     let partial = '';
-    p.stderr!.on('data', (d: Buffer) => {
+    p.stderr.on('data', (d: Buffer) => {
       const lines = (partial + d.toString()).split('\n');
       partial = lines.pop() ?? '';
       m.log.push(...lines);

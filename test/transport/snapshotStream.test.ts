@@ -65,9 +65,9 @@ test('a snapshot of several chunks arrives whole in a file, with its metadata; t
   while ((sent === undefined || delivered.length === 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   assert.equal(sent, true, 'the sender was not told the snapshot arrived');
   assert.equal(delivered.length, 1);
-  assert.equal(delivered[0]!.m.snapshot!.meta.index, 42);
-  assert.ok(fs.readFileSync(delivered[0]!.file).equals(data), 'the received file differs from the sent one');
-  assert.deepEqual(fs.readdirSync(into), [path.basename(delivered[0]!.file)], 'no temporary file is left');
+  assert.equal(delivered[0].m.snapshot!.meta.index, 42);
+  assert.ok(fs.readFileSync(delivered[0].file).equals(data), 'the received file differs from the sent one');
+  assert.deepEqual(fs.readdirSync(into), [path.basename(delivered[0].file)], 'no temporary file is left');
   assert.ok(released, 'the snapshot file was not handed back');
 });
 
@@ -77,7 +77,7 @@ test('a snapshot whose checksum does not match is discarded: DATA_LOSS, nothing 
   const into = path.join(dir, 'bad');
   await receiver(port, delivered, into);
   const Peer = service('lifeboat.peer.Peer');
-  const client = new Peer(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  const client = new Peer(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>;
   try {
     const err = await new Promise<grpc.ServiceError | null>((resolve) => {
       const call = client.SendSnapshot((e: grpc.ServiceError | null) => resolve(e));

@@ -72,7 +72,6 @@ export function watchJsonEvents(stdout: string): SeenEvent[] {
   return out;
 }
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
 export interface RawResponse {
   watch_id: string;
   created: boolean;
