@@ -23,11 +23,15 @@ export async function checkPerf(endpoints: string[], load: PerfLoad): Promise<Ch
   const out = `${r.stdout}\n${r.stderr}`;
   const throughput = /Throughput (?:is|too low:) (\d+(?:\.\d+)?) writes\/s/.exec(out);
   const verdict = /^(PASS|FAIL)\s*$/m.exec(out);
-  if (!throughput || !verdict) throw new Error(`etcdctl check perf --load=${load} gave no verdict (exit ${r.code}): ${out.trim().split('\n').slice(-3).join(' | ')}`);
+  if (!throughput || !verdict)
+    throw new Error(`etcdctl check perf --load=${load} gave no verdict (exit ${r.code}): ${out.trim().split('\n').slice(-3).join(' | ')}`);
   return {
     load,
     pass: verdict[1] === 'PASS',
     writesPerSecond: Number(throughput[1]),
-    failures: out.split('\n').filter((l) => l.startsWith('FAIL:')).map((l) => l.trim()),
+    failures: out
+      .split('\n')
+      .filter((l) => l.startsWith('FAIL:'))
+      .map((l) => l.trim()),
   };
 }

@@ -43,7 +43,14 @@ async function measureCeiling(o: ClusterOptions): Promise<Ceiling[]> {
   try {
     const out: Ceiling[] = [];
     for (const clients of new Set([1, Math.max(...o.putClients)])) {
-      const result = await runLoad({ endpoints: servers.endpoints, clients, workers: o.workers, op: { kind: 'put', keyPrefix: PUT_PREFIX, keySpace: o.keySpace }, valueSize: o.valueSize, durationMs: o.seconds * 1000 });
+      const result = await runLoad({
+        endpoints: servers.endpoints,
+        clients,
+        workers: o.workers,
+        op: { kind: 'put', keyPrefix: PUT_PREFIX, keySpace: o.keySpace },
+        valueSize: o.valueSize,
+        durationMs: o.seconds * 1000,
+      });
       log(`generator ceiling (${servers.endpoints.length} no-op gRPC server processes, ${o.workers} worker processes), ${clients} clients: ${fmt(result)}`);
       out.push({ clients, result });
     }
@@ -54,7 +61,14 @@ async function measureCeiling(o: ClusterOptions): Promise<Ceiling[]> {
   }
 }
 
-async function benchSystem(name: SystemName, o: ClusterOptions, figures: FigureSet, scratch: string, ceiling: Ceiling[], raw: Record<string, unknown>): Promise<void> {
+async function benchSystem(
+  name: SystemName,
+  o: ClusterOptions,
+  figures: FigureSet,
+  scratch: string,
+  ceiling: Ceiling[],
+  raw: Record<string, unknown>,
+): Promise<void> {
   log(`${name}: starting 3 members`);
   const sys = name === 'etcd' ? await startEtcd() : await startLifeboat();
   try {
@@ -79,7 +93,10 @@ async function benchSystem(name: SystemName, o: ClusterOptions, figures: FigureS
       figures.set(name, { id: `put-${clients}-max`, label: `put max, ${clients} clients`, unit: 'ms', better: 'lower' }, r.maxMs);
       if (rss) figures.set(name, { id: 'rss-load', label: `member RSS, ${clients}-client puts`, unit: 'MiB', better: 'lower' }, rss.stop());
       const top = ceiling.find((c) => c.clients === clients);
-      if (top && r.perSecond > GENERATOR_BOUND * top.result.perSecond) log(`WARNING: ${name} at ${clients} clients is within ${Math.round((1 - GENERATOR_BOUND) * 100)}% of the generator's ceiling; the figure is a lower bound`);
+      if (top && r.perSecond > GENERATOR_BOUND * top.result.perSecond)
+        log(
+          `WARNING: ${name} at ${clients} clients is within ${Math.round((1 - GENERATOR_BOUND) * 100)}% of the generator's ceiling; the figure is a lower bound`,
+        );
     }
 
     for (const serializable of [false, true]) {
@@ -104,9 +121,16 @@ async function benchSystem(name: SystemName, o: ClusterOptions, figures: FigureS
         raw[`check-perf-${perfLoad}`] = { error: (e as Error).message };
         continue;
       }
-      log(`${name}: check perf ${perfLoad}: ${r.pass ? 'PASS' : 'FAIL'}, ${r.writesPerSecond} writes/s${r.failures.length ? ` (${r.failures.join('; ')})` : ''}`);
+      log(
+        `${name}: check perf ${perfLoad}: ${r.pass ? 'PASS' : 'FAIL'}, ${r.writesPerSecond} writes/s${r.failures.length ? ` (${r.failures.join('; ')})` : ''}`,
+      );
       raw[`check-perf-${perfLoad}`] = r;
-      figures.set(name, { id: `check-perf-${perfLoad}`, label: `etcdctl check perf --load=${perfLoad}, writes/s`, unit: '', better: 'higher' }, r.writesPerSecond, r.pass ? 'PASS' : 'FAIL');
+      figures.set(
+        name,
+        { id: `check-perf-${perfLoad}`, label: `etcdctl check perf --load=${perfLoad}, writes/s`, unit: '', better: 'higher' },
+        r.writesPerSecond,
+        r.pass ? 'PASS' : 'FAIL',
+      );
     }
 
     // The stores for snapshots hold the fill keys and no history of the load tests.
@@ -126,7 +150,9 @@ async function benchSystem(name: SystemName, o: ClusterOptions, figures: FigureS
     for (const keys of o.snapshotKeys) {
       await fillTo(keys);
       const s = await measureSnapshot(sys, endpoints[0], keys, scratch);
-      log(`${name}: snapshot of ${keys.toLocaleString('en-US')} keys: ${(s.bytes / 1e6).toFixed(1)} MB saved in ${s.saveSeconds.toFixed(2)} s (${s.saveMBps.toFixed(1)} MB/s), restored in ${s.restoreSeconds.toFixed(2)} s`);
+      log(
+        `${name}: snapshot of ${keys.toLocaleString('en-US')} keys: ${(s.bytes / 1e6).toFixed(1)} MB saved in ${s.saveSeconds.toFixed(2)} s (${s.saveMBps.toFixed(1)} MB/s), restored in ${s.restoreSeconds.toFixed(2)} s`,
+      );
       raw[`snapshot-${keys}`] = s;
       const k = keys >= 1e6 ? `${keys / 1e6}M` : keys >= 1e3 ? `${keys / 1e3}k` : String(keys);
       figures.set(name, { id: `snapshot-size-${keys}`, label: `snapshot size, ${k} keys`, unit: 'MB', better: 'lower' }, s.bytes / 1e6);
@@ -146,10 +172,16 @@ async function benchSystem(name: SystemName, o: ClusterOptions, figures: FigureS
         // A learner that never catches up is a finding, not a reason to lose the run.
         log(`${name}: learner: ${(e as Error).message}`);
         raw.learner = { error: (e as Error).message };
-        figures.set(name, { id: 'learner', label: `learner catch-up, ${k} keys`, unit: 's', better: 'lower' }, NaN, `not caught up in ${o.learnerTimeoutSeconds} s`);
+        figures.set(
+          name,
+          { id: 'learner', label: `learner catch-up, ${k} keys`, unit: 's', better: 'lower' },
+          NaN,
+          `not caught up in ${o.learnerTimeoutSeconds} s`,
+        );
       }
     }
-    if (filled > 0) figures.set(name, { id: 'fill', label: 'bulk load (Txns of 128 puts, 32 clients), keys/s', unit: '/s', better: 'higher' }, filled / fillSeconds);
+    if (filled > 0)
+      figures.set(name, { id: 'fill', label: 'bulk load (Txns of 128 puts, 32 clients), keys/s', unit: '/s', better: 'higher' }, filled / fillSeconds);
   } finally {
     log(`${name}: stopping`);
     await sys.stop();
@@ -176,7 +208,17 @@ export async function run(args: string[]): Promise<void> {
     if (written) return;
     written = true;
     const ceiling = (raw.ceiling as Ceiling[] | undefined)?.at(-1)?.result;
-    const base = writeReport({ tag: o.tag, outDir: o.outDir ?? path.join(ROOT, 'bench', 'results'), options: o, machine, figures: figures.figures, raw, status, ceiling, minutes: (performance.now() - t0) / 60_000 });
+    const base = writeReport({
+      tag: o.tag,
+      outDir: o.outDir ?? path.join(ROOT, 'bench', 'results'),
+      options: o,
+      machine,
+      figures: figures.figures,
+      raw,
+      status,
+      ceiling,
+      minutes: (performance.now() - t0) / 60_000,
+    });
     log(`wrote ${base}.json, .md and .svg`);
   };
   // Registered first, so on Ctrl-C it runs last: whatever was measured is kept.
@@ -187,11 +229,21 @@ export async function run(args: string[]): Promise<void> {
     for (const name of o.systems) await benchSystem(name, o, figures, scratch, ceiling, (raw[name] = {}));
     if (o.recoveryKeys > 0) {
       const r = await measureRecovery({ keys: o.recoveryKeys, stabilizationSeconds: o.stabilizationSeconds, workers: o.workers, valueSize: o.valueSize, log });
-      log(`lifeboat: recovered ${r.recoveredKeys} keys to ${r.voters} voters in ${r.totalSeconds.toFixed(2)} s (${r.toolSeconds.toFixed(2)} s tool time + ${r.stabilizationSeconds} s configured stabilization)`);
+      log(
+        `lifeboat: recovered ${r.recoveredKeys} keys to ${r.voters} voters in ${r.totalSeconds.toFixed(2)} s (${r.toolSeconds.toFixed(2)} s tool time + ${r.stabilizationSeconds} s configured stabilization)`,
+      );
       raw.recovery = r;
       const k = o.recoveryKeys >= 1e3 ? `${o.recoveryKeys / 1e3}k` : String(o.recoveryKeys);
-      figures.set('lifeboat', { id: 'recovery-tool', label: `full recovery, ${k} keys: tool time`, unit: 's', better: 'lower', note: '(etcd: no scripted equivalent)' }, r.toolSeconds);
-      figures.set('lifeboat', { id: 'recovery-waits', label: `full recovery, ${k} keys: configured stabilization waits`, unit: 's', better: 'lower' }, r.stabilizationSeconds);
+      figures.set(
+        'lifeboat',
+        { id: 'recovery-tool', label: `full recovery, ${k} keys: tool time`, unit: 's', better: 'lower', note: '(etcd: no scripted equivalent)' },
+        r.toolSeconds,
+      );
+      figures.set(
+        'lifeboat',
+        { id: 'recovery-waits', label: `full recovery, ${k} keys: configured stabilization waits`, unit: 's', better: 'lower' },
+        r.stabilizationSeconds,
+      );
     }
     report('complete');
   } catch (e) {

@@ -57,25 +57,65 @@ export function parseClusterOptions(args: string[]): ClusterOptions {
       return x;
     };
     switch (a) {
-      case '--quick': break;
-      case '--systems': { const x = v(); o.systems = x === 'none' ? [] : (x.split(',') as SystemName[]); break; }
-      case '--seconds': o.seconds = Number(v()); break;
-      case '--workers': o.workers = Number(v()); break;
-      case '--put-clients': o.putClients = list(v()); break;
-      case '--get-clients': o.getClients = list(v()); break;
-      case '--check-perf': { const x = v(); o.checkPerf = x === 'none' ? [] : (x.split(',') as PerfLoad[]); break; }
-      case '--snapshot-keys': o.snapshotKeys = list(v()).sort((p, q) => p - q); break;
-      case '--learner-keys': o.learnerKeys = Number(v()); break;
-      case '--recovery-keys': o.recoveryKeys = Number(v()); break;
-      case '--stabilization': o.stabilizationSeconds = Number(v()); break;
-      case '--out': o.outDir = v(); break;
-      case '--tag': o.tag = v(); break;
-      case '--learner-timeout': o.learnerTimeoutSeconds = Number(v()); break;
-      default: throw new Error(`unknown option ${a}\n${USAGE}`);
+      case '--quick':
+        break;
+      case '--systems': {
+        const x = v();
+        o.systems = x === 'none' ? [] : (x.split(',') as SystemName[]);
+        break;
+      }
+      case '--seconds':
+        o.seconds = Number(v());
+        break;
+      case '--workers':
+        o.workers = Number(v());
+        break;
+      case '--put-clients':
+        o.putClients = list(v());
+        break;
+      case '--get-clients':
+        o.getClients = list(v());
+        break;
+      case '--check-perf': {
+        const x = v();
+        o.checkPerf = x === 'none' ? [] : (x.split(',') as PerfLoad[]);
+        break;
+      }
+      case '--snapshot-keys':
+        o.snapshotKeys = list(v()).sort((p, q) => p - q);
+        break;
+      case '--learner-keys':
+        o.learnerKeys = Number(v());
+        break;
+      case '--recovery-keys':
+        o.recoveryKeys = Number(v());
+        break;
+      case '--stabilization':
+        o.stabilizationSeconds = Number(v());
+        break;
+      case '--out':
+        o.outDir = v();
+        break;
+      case '--tag':
+        o.tag = v();
+        break;
+      case '--learner-timeout':
+        o.learnerTimeoutSeconds = Number(v());
+        break;
+      default:
+        throw new Error(`unknown option ${a}\n${USAGE}`);
     }
   }
   const counts = [...o.putClients, ...o.getClients, ...o.snapshotKeys];
-  if (!(o.seconds > 0) || !(o.workers >= 1) || counts.some((n) => !Number.isInteger(n) || n < 1) || !(o.learnerKeys >= 0) || !(o.recoveryKeys >= 0) || !(o.stabilizationSeconds > 0) || !(o.learnerTimeoutSeconds > 0)) {
+  if (
+    !(o.seconds > 0) ||
+    !(o.workers >= 1) ||
+    counts.some((n) => !Number.isInteger(n) || n < 1) ||
+    !(o.learnerKeys >= 0) ||
+    !(o.recoveryKeys >= 0) ||
+    !(o.stabilizationSeconds > 0) ||
+    !(o.learnerTimeoutSeconds > 0)
+  ) {
     throw new Error(`sizes, clients, --seconds and --workers must be positive numbers\n${USAGE}`);
   }
   if (o.systems.some((s) => s !== 'etcd' && s !== 'lifeboat')) throw new Error(`--systems takes etcd and/or lifeboat\n${USAGE}`);

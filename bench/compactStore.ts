@@ -20,7 +20,8 @@ export async function clearAndCompact(endpoints: string[], prefixes: string[]): 
   const c = new EtcdClient({ endpoints: [endpoints[0]], dialTimeoutMs: 3000, commandTimeoutMs: 120_000 });
   try {
     let revision = 0;
-    for (const prefix of prefixes) revision = (await retried(`deleting ${prefix}`, () => c.deleteRange(prefix, { rangeEnd: prefixEnd(Buffer.from(prefix)) }))).header.revision;
+    for (const prefix of prefixes)
+      revision = (await retried(`deleting ${prefix}`, () => c.deleteRange(prefix, { rangeEnd: prefixEnd(Buffer.from(prefix)) }))).header.revision;
     await retried('compacting', () => c.compact(revision, { physical: true }));
   } finally {
     c.close();

@@ -53,6 +53,9 @@ export function summarize(file: string, top = 25): { total: number; byArea: Shar
     fn.set(key, (fn.get(key) ?? 0) + ms);
   }
   const list = (m: Map<string, number>) =>
-    [...m.entries()].sort((x, y) => y[1] - x[1]).slice(0, top).map(([name, ms]) => ({ name, ms, percent: (100 * ms) / total }));
+    [...m.entries()]
+      .sort((x, y) => y[1] - x[1])
+      .slice(0, top)
+      .map(([name, ms]) => ({ name, ms, percent: (100 * ms) / total }));
   return { total, byArea: list(area), byFunction: list(fn) };
 }

@@ -21,7 +21,8 @@ export async function fillKeys(o: { endpoints: string[]; from: number; to: numbe
   try {
     const prefix = Buffer.from(FILL_PREFIX);
     const { count } = await c.range(prefix, { rangeEnd: prefixEnd(prefix), countOnly: true });
-    if (r.errors > 0 || count < o.to) throw new Error(`filling keys up to ${o.to}: ${count} present, ${r.errors} failed txns (${r.firstError ?? 'ran out of time'})`);
+    if (r.errors > 0 || count < o.to)
+      throw new Error(`filling keys up to ${o.to}: ${count} present, ${r.errors} failed txns (${r.firstError ?? 'ran out of time'})`);
   } finally {
     c.close();
   }

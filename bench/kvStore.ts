@@ -104,8 +104,14 @@ export async function kvBenchSections(args: readonly string[] = process.argv.sli
     const info = await saving;
     const saveMs = performance.now() - t;
     delay.disable();
-    line('snapshot save (VACUUM INTO, worker)', `${(saveMs / 1000).toFixed(2)} s, ${(info.size / 1e6 / (saveMs / 1000)).toFixed(0)} MB/s, ${(info.size / 1e6).toFixed(1)} MB`);
-    line('  puts applied meanwhile, batch 1', `${during.toLocaleString('en-US')} (${rate(during, saveMs)}), event loop p99 ${(delay.percentile(99) / 1e6).toFixed(1)} ms`);
+    line(
+      'snapshot save (VACUUM INTO, worker)',
+      `${(saveMs / 1000).toFixed(2)} s, ${(info.size / 1e6 / (saveMs / 1000)).toFixed(0)} MB/s, ${(info.size / 1e6).toFixed(1)} MB`,
+    );
+    line(
+      '  puts applied meanwhile, batch 1',
+      `${during.toLocaleString('en-US')} (${rate(during, saveMs)}), event loop p99 ${(delay.percentile(99) / 1e6).toFixed(1)} ms`,
+    );
     kv.close();
 
     t = performance.now();

@@ -25,11 +25,10 @@ export async function measureCatchUp(sys: BenchCluster, leaderEndpoint: string, 
   const targetIndex = (await status(leaderEndpoint)).raftIndex;
   const t0 = performance.now();
   const learner = await sys.addLearner();
-  await waitFor(
-    `the ${sys.name} learner to apply index ${targetIndex}`,
-    async () => (await status(learner.endpoint)).raftAppliedIndex >= targetIndex,
-    { timeoutMs, intervalMs: 100 },
-  );
+  await waitFor(`the ${sys.name} learner to apply index ${targetIndex}`, async () => (await status(learner.endpoint)).raftAppliedIndex >= targetIndex, {
+    timeoutMs,
+    intervalMs: 100,
+  });
   const seconds = (performance.now() - t0) / 1000;
   return { seconds, targetIndex, learnerRssMiB: rssMiB(learner.pid) };
 }

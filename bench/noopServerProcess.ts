@@ -10,7 +10,9 @@ const server = new grpc.Server();
 const header = { cluster_id: '1', member_id: '1', revision: '1', raft_term: '1' };
 const answer = (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, { header });
 server.addService(service('etcdserverpb.KV').service, { Range: answer, Put: answer, DeleteRange: answer, Txn: answer, Compact: answer });
-server.addService(service('etcdserverpb.Maintenance').service, { Status: (_c: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, { header, version: 'noop' }) });
+server.addService(service('etcdserverpb.Maintenance').service, {
+  Status: (_c: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, { header, version: 'noop' }),
+});
 server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err) => {
   if (err) {
     console.error(`noop server: ${err.message}`);

@@ -29,7 +29,14 @@ export async function run(args: string[]): Promise<void> {
     const leader = await cluster.waitForLeader();
     leaderPid = leader.proc?.pid ?? 0;
     const endpoints = [leader.client, ...cluster.endpoints().filter((e) => e !== leader.client)];
-    const r = await runLoad({ endpoints, clients, workers: 4, op: { kind: 'put', keyPrefix: 'bench/put/', keySpace: 10_000 }, valueSize: 256, durationMs: seconds * 1000 });
+    const r = await runLoad({
+      endpoints,
+      clients,
+      workers: 4,
+      op: { kind: 'put', keyPrefix: 'bench/put/', keySpace: 10_000 },
+      valueSize: 256,
+      durationMs: seconds * 1000,
+    });
     console.log(`${clients} clients, ${seconds} s: ${Math.round(r.perSecond)} puts/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms`);
     // SIGTERM: a clean exit, so each member writes its profile.
     for (const m of cluster.running()) await cluster.kill(m, 'SIGTERM');

@@ -18,7 +18,6 @@ interface Result {
   seconds: number;
 }
 
-
 function measure(batch: number, seconds: number): Result {
   const ids: NodeId[] = [1n, 2n, 3n];
   const boot = bootstrapState(ids.map((id) => ({ id, context: new Uint8Array(0) })));

@@ -36,7 +36,13 @@ function stepTimes(auditDb: string): { step: string; seconds: number }[] {
   }
 }
 
-export async function measureRecovery(opts: { keys: number; stabilizationSeconds: number; workers: number; valueSize: number; log: (s: string) => void }): Promise<RecoveryFigures> {
+export async function measureRecovery(opts: {
+  keys: number;
+  stabilizationSeconds: number;
+  workers: number;
+  valueSize: number;
+  log: (s: string) => void;
+}): Promise<RecoveryFigures> {
   const cluster = await LifeboatCluster.start('bench-recovery', 3);
   const stop = async () => {
     killDetachedMembers(cluster.dir);
@@ -48,7 +54,7 @@ export async function measureRecovery(opts: { keys: number; stabilizationSeconds
     opts.log(`recovery: filling ${opts.keys.toLocaleString('en-US')} keys`);
     await fillKeys({ endpoints, from: 0, to: opts.keys, workers: opts.workers, valueSize: opts.valueSize });
 
-    const [m1, m2, m3] = cluster.members as [typeof cluster.members[0], typeof cluster.members[0], typeof cluster.members[0]];
+    const [m1, m2, m3] = cluster.members as [(typeof cluster.members)[0], (typeof cluster.members)[0], (typeof cluster.members)[0]];
     await cluster.kill(m2);
     await cluster.kill(m3);
     await cluster.kill(m1, 'SIGTERM'); // the survivor, stopped cleanly so its data dir is the source
@@ -61,15 +67,29 @@ export async function measureRecovery(opts: { keys: number; stabilizationSeconds
     const r = await run(
       process.execPath,
       [
-        BIN, 'playbook', 'run', 'recover-from-quorum-loss', '--yes', '--reason', 'benchmark: two members lost',
-        '--audit-db', path.join(cluster.dir, 'audit.db'),
-        '--set', `source=${m1.dataDir}`,
-        '--set', `data-dir=${recovered.dataDir}`,
-        '--set', 'name=m1',
-        '--set', `peer-url=${m1.peerUrl}`,
-        '--set', `client-url=${recovered.clientUrl}`,
-        '--set', `members=${members}`,
-        '--set', `stabilization=${opts.stabilizationSeconds}s`,
+        BIN,
+        'playbook',
+        'run',
+        'recover-from-quorum-loss',
+        '--yes',
+        '--reason',
+        'benchmark: two members lost',
+        '--audit-db',
+        path.join(cluster.dir, 'audit.db'),
+        '--set',
+        `source=${m1.dataDir}`,
+        '--set',
+        `data-dir=${recovered.dataDir}`,
+        '--set',
+        'name=m1',
+        '--set',
+        `peer-url=${m1.peerUrl}`,
+        '--set',
+        `client-url=${recovered.clientUrl}`,
+        '--set',
+        `members=${members}`,
+        '--set',
+        `stabilization=${opts.stabilizationSeconds}s`,
       ],
       { env: { ...process.env, NO_COLOR: '1' }, timeoutMs: 600_000 },
     );

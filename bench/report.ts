@@ -30,13 +30,21 @@ export function writeReport(r: Report): string {
   const header = [
     `Machine: ${describeMachineLine(r.machine)}.`,
     `Load generator: ${o.workers} worker processes, our own gRPC client, ${o.valueSize}-byte values, ${o.seconds} s per load point` +
-      (r.ceiling ? `; its ceiling against no-op gRPC servers: ${Math.round(r.ceiling.perSecond).toLocaleString('en-US')} puts/s at ${r.ceiling.clients} clients (p50 ${r.ceiling.p50Ms.toFixed(2)} ms).` : '.'),
+      (r.ceiling
+        ? `; its ceiling against no-op gRPC servers: ${Math.round(r.ceiling.perSecond).toLocaleString('en-US')} puts/s at ${r.ceiling.clients} clients (p50 ${r.ceiling.p50Ms.toFixed(2)} ms).`
+        : '.'),
     `Run: ${r.status}, ${r.minutes.toFixed(1)} min.`,
   ].join('\n');
   const table = markdownTable(r.figures);
-  fs.writeFileSync(`${base}.json`, JSON.stringify({ date: new Date().toISOString(), status: r.status, machine: r.machine, options: o, figures: r.figures, raw: r.raw }, null, 2) + '\n');
+  fs.writeFileSync(
+    `${base}.json`,
+    JSON.stringify({ date: new Date().toISOString(), status: r.status, machine: r.machine, options: o, figures: r.figures, raw: r.raw }, null, 2) + '\n',
+  );
   fs.writeFileSync(`${base}.md`, `${header}\n\n${table}\n`);
-  fs.writeFileSync(`${base}.svg`, svgChart(r.figures, `Lifeboat vs etcd ${r.machine.etcd}, ${date}${o.quick ? ' (quick)' : ''}${r.status === 'complete' ? '' : ' (incomplete)'}`));
+  fs.writeFileSync(
+    `${base}.svg`,
+    svgChart(r.figures, `Lifeboat vs etcd ${r.machine.etcd}, ${date}${o.quick ? ' (quick)' : ''}${r.status === 'complete' ? '' : ' (incomplete)'}`),
+  );
   console.log(`\n${header}\n\n${table}\n`);
   return base;
 }

@@ -64,19 +64,23 @@ async function addLearnerMember(endpoints: string[], name: string, peerUrl: stri
   }
   // A joining member checks the member list of whichever peer it asks first: wait
   // until every member has applied the add, or a lagging one turns it away.
-  await waitFor(`every member to list the learner ${peerUrl}`, async () => {
-    const lists = await Promise.all(
-      endpoints.map(async (e) => {
-        const one = new EtcdClient({ endpoints: [e], dialTimeoutMs: 2000, commandTimeoutMs: 5000 });
-        try {
-          return (await one.memberList()).members.some((m) => m.peerURLs.includes(peerUrl));
-        } finally {
-          one.close();
-        }
-      }),
-    );
-    return lists.every(Boolean);
-  }, { timeoutMs: 30_000, intervalMs: 100 });
+  await waitFor(
+    `every member to list the learner ${peerUrl}`,
+    async () => {
+      const lists = await Promise.all(
+        endpoints.map(async (e) => {
+          const one = new EtcdClient({ endpoints: [e], dialTimeoutMs: 2000, commandTimeoutMs: 5000 });
+          try {
+            return (await one.memberList()).members.some((m) => m.peerURLs.includes(peerUrl));
+          } finally {
+            one.close();
+          }
+        }),
+      );
+      return lists.every(Boolean);
+    },
+    { timeoutMs: 30_000, intervalMs: 100 },
+  );
   return initial;
 }
 
@@ -88,16 +92,40 @@ export async function startEtcd(): Promise<BenchCluster> {
     name: 'etcd',
     endpoints: () => leaderFirst(founders.map((m) => cluster.endpointOf(m))),
     pids: () => founders.map((m) => m.proc?.pid ?? 0),
-    snapshotSave: (endpoint, file) => run('etcdctl', ['--endpoints', endpoint, '--command-timeout=600s', 'snapshot', 'save', file], { env: { ...process.env, ETCDCTL_API: '3' }, timeoutMs: SNAPSHOT_TIMEOUT_MS }),
-    snapshotRestore: (file, dataDir) =>
-      run('etcdctl', ['snapshot', 'restore', file, '--data-dir', dataDir, '--name', 'restored', '--initial-cluster', `restored=${RESTORE_PEER}`, '--initial-advertise-peer-urls', RESTORE_PEER], {
+    snapshotSave: (endpoint, file) =>
+      run('etcdctl', ['--endpoints', endpoint, '--command-timeout=600s', 'snapshot', 'save', file], {
         env: { ...process.env, ETCDCTL_API: '3' },
         timeoutMs: SNAPSHOT_TIMEOUT_MS,
       }),
+    snapshotRestore: (file, dataDir) =>
+      run(
+        'etcdctl',
+        [
+          'snapshot',
+          'restore',
+          file,
+          '--data-dir',
+          dataDir,
+          '--name',
+          'restored',
+          '--initial-cluster',
+          `restored=${RESTORE_PEER}`,
+          '--initial-advertise-peer-urls',
+          RESTORE_PEER,
+        ],
+        {
+          env: { ...process.env, ETCDCTL_API: '3' },
+          timeoutMs: SNAPSHOT_TIMEOUT_MS,
+        },
+      ),
     async addLearner() {
       const [clientPort, peerPort] = await cluster.freePorts();
       const peerUrl = `http://127.0.0.1:${peerPort}`;
-      const initial = await addLearnerMember(founders.map((m) => cluster.endpointOf(m)), 'learner', peerUrl);
+      const initial = await addLearnerMember(
+        founders.map((m) => cluster.endpointOf(m)),
+        'learner',
+        peerUrl,
+      );
       const env = { ETCD_NAME: 'learner', ETCD_INITIAL_CLUSTER: initial, ETCD_INITIAL_ADVERTISE_PEER_URLS: peerUrl, ETCD_INITIAL_CLUSTER_STATE: 'existing' };
       const m = await cluster.startJoining('learner', clientPort, peerPort, env, { learner: true });
       return { endpoint: cluster.endpointOf(m), pid: m.proc?.pid ?? 0 };
@@ -119,10 +147,15 @@ export async function startLifeboat(): Promise<BenchCluster> {
     endpoints: () => leaderFirst(founders.map((m) => m.client)),
     pids: () => founders.map((m) => m.proc?.pid ?? 0),
     snapshotSave: (endpoint, file) => lifeboat(['snapshot', 'save', file, '--endpoints', endpoint, '--command-timeout', '600s']),
-    snapshotRestore: (file, dataDir) => lifeboat(['snapshot', 'restore', file, '--data-dir', dataDir, '--name', 'restored', '--initial-advertise-peer-urls', RESTORE_PEER]),
+    snapshotRestore: (file, dataDir) =>
+      lifeboat(['snapshot', 'restore', file, '--data-dir', dataDir, '--name', 'restored', '--initial-advertise-peer-urls', RESTORE_PEER]),
     async addLearner() {
       const m = cluster.define('learner');
-      const initial = await addLearnerMember(founders.map((f) => f.client), m.name, m.peerUrl);
+      const initial = await addLearnerMember(
+        founders.map((f) => f.client),
+        m.name,
+        m.peerUrl,
+      );
       cluster.spawn(m, ['--initial-cluster', initial, '--initial-cluster-state', 'existing']);
       return { endpoint: m.client, pid: m.proc?.pid ?? 0 };
     },
@@ -132,4 +165,3 @@ export async function startLifeboat(): Promise<BenchCluster> {
     },
   };
 }
-

@@ -10,7 +10,7 @@ export default class Defrag extends EtcdCommand {
   static override examples = ['<%= config.bin %> defrag --endpoints 10.0.0.1:2379', '<%= config.bin %> defrag --cluster --command-timeout 60s'];
 
   static override flags = {
-    cluster: Flags.boolean({ description: "defragment every member at its client URLs (from `member list`)" }),
+    cluster: Flags.boolean({ description: 'defragment every member at its client URLs (from `member list`)' }),
   };
 
   async run(): Promise<void> {

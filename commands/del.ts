@@ -6,11 +6,7 @@ import { selectKeys } from '../src/client/keyRange.js';
 export default class Del extends EtcdCommand {
   static override description = 'Delete a key, a range [KEY, END), a prefix or every key from KEY on; prints how many were deleted.';
 
-  static override examples = [
-    '<%= config.bin %> del /config/mode',
-    '<%= config.bin %> del /config/ --prefix --prev-kv',
-    '<%= config.bin %> del /a /m',
-  ];
+  static override examples = ['<%= config.bin %> del /config/mode', '<%= config.bin %> del /config/ --prefix --prev-kv', '<%= config.bin %> del /a /m'];
 
   static override args = {
     key: Args.string({ description: 'the key (or the prefix with --prefix, or the start with --from-key)', required: true }),

@@ -30,7 +30,11 @@ export default class Get extends EtcdCommand {
     limit: Flags.string({ description: 'return at most this many keys' }),
     'keys-only': Flags.boolean({ description: 'keys only, no values' }),
     'count-only': Flags.boolean({ description: 'only the number of keys' }),
-    consistency: Flags.option({ description: 'l: linearizable (through the leader); s: serializable (this member, may be stale)', options: ['l', 's'] as const, default: 'l' })(),
+    consistency: Flags.option({
+      description: 'l: linearizable (through the leader); s: serializable (this member, may be stale)',
+      options: ['l', 's'] as const,
+      default: 'l',
+    })(),
     'sort-by': Flags.option({ description: 'sort by this field', options: ['KEY', 'CREATE', 'MODIFY', 'VALUE', 'VERSION'] as const })(),
     order: Flags.option({ description: 'sort order', options: ['ASCEND', 'DESCEND'] as const })(),
   };

@@ -2,7 +2,8 @@ import { EtcdCommand } from '../../src/cli/baseCommand.js';
 import { alarmOutput } from '../../src/cli/output/maintenance.js';
 
 export default class AlarmList extends EtcdCommand {
-  static override description = 'List the active alarms (NOSPACE: the backend quota is exceeded; CORRUPT: a member found data corruption). Nothing printed means none.';
+  static override description =
+    'List the active alarms (NOSPACE: the backend quota is exceeded; CORRUPT: a member found data corruption). Nothing printed means none.';
 
   static override examples = ['<%= config.bin %> alarm list', '<%= config.bin %> alarm list -w json'];
 

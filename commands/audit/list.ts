@@ -8,10 +8,7 @@ export default class AuditList extends BaseCommand {
 
   static override description = 'List the recorded recovery runs, oldest first: ID, start time, playbook, who ran it, outcome and reason.';
 
-  static override examples = [
-    '<%= config.bin %> audit list',
-    '<%= config.bin %> audit list -w json --audit-db /var/lib/lifeboat/audit.db',
-  ];
+  static override examples = ['<%= config.bin %> audit list', '<%= config.bin %> audit list -w json --audit-db /var/lib/lifeboat/audit.db'];
 
   static override flags = { 'audit-db': auditDbFlag };
 

@@ -10,10 +10,7 @@ export default class AuditShow extends BaseCommand {
   static override description =
     'Show one run as a timeline: who, why, the playbook and cluster before and after, then each step (status, duration, inputs, outputs, error), every prompt and its answer, notes, warnings, resumes and the end.';
 
-  static override examples = [
-    '<%= config.bin %> audit show r-20261122-083015-3f2a',
-    '<%= config.bin %> audit show r-20261122-083015-3f2a -w json',
-  ];
+  static override examples = ['<%= config.bin %> audit show r-20261122-083015-3f2a', '<%= config.bin %> audit show r-20261122-083015-3f2a -w json'];
 
   static override args = {
     run_id: Args.string({ required: true, description: "run ID, as 'lifeboat audit list' shows it" }),

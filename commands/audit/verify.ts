@@ -7,10 +7,10 @@ import { EXIT } from '../../src/cli/exitCodes.js';
 import type { VerifyResult } from '../../src/audit/types.js';
 
 export default class AuditVerify extends BaseCommand {
-  static override summary = 'Check the audit log\'s hash chain (and its head).';
+  static override summary = "Check the audit log's hash chain (and its head).";
 
   static override description =
-    'Check the audit log\'s hash chain: no row edited, removed, inserted or reordered, and (with --head) that it ends at the head hash printed when a run finished. Exit 0 when intact, 1 naming the first bad row.';
+    "Check the audit log's hash chain: no row edited, removed, inserted or reordered, and (with --head) that it ends at the head hash printed when a run finished. Exit 0 when intact, 1 naming the first bad row.";
 
   static override examples = [
     '<%= config.bin %> audit verify',

@@ -8,7 +8,10 @@ import { DataDirLockedError } from '../../src/storage/errors.js';
 export default class DatadirInspect extends BaseCommand {
   static override description = `Inspect a stopped member's data dir, read-only: cluster and member IDs, members, last term and index, commit and applied index, the entries past the commit index, the KV revision, key count and hash, the time of the last write, and any damage found. -w json is what 'recover plan --from-inspect' reads. A running member's data dir (its lock held) is refused with exit 3, as 'datadir pack' refuses it.`;
 
-  static override examples = ['<%= config.bin %> datadir inspect /var/lib/lifeboat/m1', '<%= config.bin %> datadir inspect /var/lib/lifeboat/m1 -w json > m1.inspect.json'];
+  static override examples = [
+    '<%= config.bin %> datadir inspect /var/lib/lifeboat/m1',
+    '<%= config.bin %> datadir inspect /var/lib/lifeboat/m1 -w json > m1.inspect.json',
+  ];
 
   static override args = {
     dir: Args.string({ description: 'the data dir', required: true }),

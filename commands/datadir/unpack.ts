@@ -21,6 +21,7 @@ export default class DatadirUnpack extends BaseCommand {
     this.print(flags['write-out'], r, (x: UnpackResult) =>
       x.alreadyUnpacked
         ? `${x.dataDir} already holds exactly this archive's ${x.files} files (${x.bytes} bytes); nothing to do`
-        : `Unpacked ${x.files} files (${x.bytes} bytes) into ${x.dataDir}; every checksum matched`);
+        : `Unpacked ${x.files} files (${x.bytes} bytes) into ${x.dataDir}; every checksum matched`,
+    );
   }
 }

@@ -11,7 +11,7 @@ export default class EndpointHashKVCommand extends EtcdCommand {
   static override examples = ['<%= config.bin %> endpoint hashkv --cluster', '<%= config.bin %> endpoint hashkv --rev 42 -w table'];
 
   static override flags = {
-    cluster: Flags.boolean({ description: "ask every member at its client URLs (from `member list`) instead of --endpoints" }),
+    cluster: Flags.boolean({ description: 'ask every member at its client URLs (from `member list`) instead of --endpoints' }),
     rev: Flags.string({ description: 'hash up to this revision (default: the latest)' }),
   };
 
@@ -23,6 +23,8 @@ export default class EndpointHashKVCommand extends EtcdCommand {
     const outcomes = await forEachEndpoint(client, endpoints, (c) => c.hashKV(rev));
     const ok: EndpointHashKV[] = outcomes.flatMap((o) => (o.ok ? [{ endpoint: o.endpoint, hashKV: o.value }] : []));
     this.print(flags['write-out'], ok, endpointHashKVOutput);
-    this.exitIfAnyFailed(outcomes.flatMap((o) => (o.ok ? [] : [{ endpoint: o.endpoint, message: `failed to get the hash of endpoint ${o.endpoint}: ${o.error.message}` }])));
+    this.exitIfAnyFailed(
+      outcomes.flatMap((o) => (o.ok ? [] : [{ endpoint: o.endpoint, message: `failed to get the hash of endpoint ${o.endpoint}: ${o.error.message}` }])),
+    );
   }
 }

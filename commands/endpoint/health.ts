@@ -10,7 +10,7 @@ export default class EndpointHealthCommand extends EtcdCommand {
   static override examples = ['<%= config.bin %> endpoint health', '<%= config.bin %> endpoint health --cluster -w table'];
 
   static override flags = {
-    cluster: Flags.boolean({ description: "check every member at its client URLs (from `member list`) instead of --endpoints" }),
+    cluster: Flags.boolean({ description: 'check every member at its client URLs (from `member list`) instead of --endpoints' }),
   };
 
   async run(): Promise<void> {

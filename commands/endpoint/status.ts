@@ -14,7 +14,7 @@ export default class EndpointStatusCommand extends EtcdCommand {
   ];
 
   static override flags = {
-    cluster: Flags.boolean({ description: "ask every member at its client URLs (from `member list`) instead of --endpoints" }),
+    cluster: Flags.boolean({ description: 'ask every member at its client URLs (from `member list`) instead of --endpoints' }),
   };
 
   async run(): Promise<void> {
@@ -24,6 +24,8 @@ export default class EndpointStatusCommand extends EtcdCommand {
     const outcomes = await forEachEndpoint(client, endpoints, (c) => c.status());
     const ok: EndpointStatus[] = outcomes.flatMap((o) => (o.ok ? [{ endpoint: o.endpoint, status: o.value }] : []));
     this.print(flags['write-out'], ok, endpointStatusOutput);
-    this.exitIfAnyFailed(outcomes.flatMap((o) => (o.ok ? [] : [{ endpoint: o.endpoint, message: `failed to get the status of endpoint ${o.endpoint}: ${o.error.message}` }])));
+    this.exitIfAnyFailed(
+      outcomes.flatMap((o) => (o.ok ? [] : [{ endpoint: o.endpoint, message: `failed to get the status of endpoint ${o.endpoint}: ${o.error.message}` }])),
+    );
   }
 }

@@ -19,10 +19,12 @@ export default class MemberAdd extends EtcdCommand {
   };
 
   static override flags = {
-    'peer-urls': Flags.string({ description: 'the new member\'s peer URLs, comma-separated', required: true }),
+    'peer-urls': Flags.string({ description: "the new member's peer URLs, comma-separated", required: true }),
     learner: Flags.boolean({ description: 'add as a non-voting learner (promote it later with `member promote`)' }),
-    'client-urls': Flags.string({ description: 'the new member\'s client URLs, for the printed `lifeboat server` line only (default: its peer hosts on port 2379)' }),
-    'new-data-dir': Flags.string({ description: 'the new member\'s data dir, for the printed `lifeboat server` line only (default: <name>.etcd)' }),
+    'client-urls': Flags.string({
+      description: "the new member's client URLs, for the printed `lifeboat server` line only (default: its peer hosts on port 2379)",
+    }),
+    'new-data-dir': Flags.string({ description: "the new member's data dir, for the printed `lifeboat server` line only (default: <name>.etcd)" }),
   };
 
   async run(): Promise<void> {

@@ -10,7 +10,7 @@ export default class MemberPromote extends EtcdCommand {
   static override examples = ['<%= config.bin %> member promote 8e9e05c52164694d'];
 
   static override args = {
-    id: Args.string({ description: 'learner\'s member ID in hex (see `member list`)', required: true }),
+    id: Args.string({ description: "learner's member ID in hex (see `member list`)", required: true }),
   };
 
   async run(): Promise<void> {

@@ -14,7 +14,7 @@ export default class MemberUpdate extends EtcdCommand {
   };
 
   static override flags = {
-    'peer-urls': Flags.string({ description: 'the member\'s new peer URLs, comma-separated', required: true }),
+    'peer-urls': Flags.string({ description: "the member's new peer URLs, comma-separated", required: true }),
   };
 
   async run(): Promise<void> {

@@ -7,7 +7,10 @@ import { resumePlaybookSession } from '../../src/playbook/session.js';
 export default class PlaybookResume extends SessionCommand {
   static override description = `Continue an interrupted, failed or refused run at its first step not completed, with the variables it recorded. Completed steps are not run again; the interrupted one is (steps are idempotent). Refused if the playbook file changed since the run started (both sha256 hashes are named) or another process is still running it. The connection flags default to the ones the run recorded.`;
 
-  static override examples = ['<%= config.bin %> playbook resume r-20260312-031502-9c1e', '<%= config.bin %> playbook resume r-20260312-031502-9c1e --yes --audit-db /srv/lifeboat/audit.db'];
+  static override examples = [
+    '<%= config.bin %> playbook resume r-20260312-031502-9c1e',
+    '<%= config.bin %> playbook resume r-20260312-031502-9c1e --yes --audit-db /srv/lifeboat/audit.db',
+  ];
 
   static override args = {
     'run-id': Args.string({ description: "the run's ID (see 'lifeboat audit list')", required: true }),
@@ -22,16 +25,19 @@ export default class PlaybookResume extends SessionCommand {
   async run(): Promise<void> {
     const { args, flags, metadata } = await this.parse(PlaybookResume);
     const connectionGiven = ['dial-timeout', 'command-timeout', 'cacert', 'cert', 'key', 'insecure-skip-tls-verify'].some((f) => flagGiven(metadata, f));
-    await this.printSession(flags['write-out'], resumePlaybookSession({
-      runId: args['run-id'],
-      yes: flags.yes,
-      ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
-      ...(flags['audit-db'] !== undefined ? { auditDb: flags['audit-db'] } : {}),
-      connection: connectionFromFlags(flags),
-      endpoints: flags.endpoints,
-      explicit: { endpoints: flagGiven(metadata, 'endpoints'), connection: connectionGiven },
-      json: flags['write-out'] === 'json',
-      io: terminalSessionIo({ json: flags['write-out'] === 'json' }),
-    }));
+    await this.printSession(
+      flags['write-out'],
+      resumePlaybookSession({
+        runId: args['run-id'],
+        yes: flags.yes,
+        ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
+        ...(flags['audit-db'] !== undefined ? { auditDb: flags['audit-db'] } : {}),
+        connection: connectionFromFlags(flags),
+        endpoints: flags.endpoints,
+        explicit: { endpoints: flagGiven(metadata, 'endpoints'), connection: connectionGiven },
+        json: flags['write-out'] === 'json',
+        io: terminalSessionIo({ json: flags['write-out'] === 'json' }),
+      }),
+    );
   }
 }

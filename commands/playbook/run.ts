@@ -21,26 +21,32 @@ export default class PlaybookRun extends SessionCommand {
     vars: Flags.string({ description: 'a YAML file of variable values (NAME: VALUE)', helpValue: 'FILE' }),
     set: Flags.string({ description: 'a variable value, NAME=VALUE (repeatable; wins over --vars)', multiple: true, multipleNonGreedy: true, default: [] }),
     yes: playbookYesFlag,
-    'dry-run': Flags.boolean({ description: 'print every step with its values resolved and what it would change; change nothing, record nothing', default: false }),
+    'dry-run': Flags.boolean({
+      description: 'print every step with its values resolved and what it would change; change nothing, record nothing',
+      default: false,
+    }),
     reason: reasonFlag,
     'audit-db': auditDbFlag,
   };
 
   async run(): Promise<void> {
     const { args, flags, metadata } = await this.parse(PlaybookRun);
-    await this.printSession(flags['write-out'], runPlaybookSession({
-      target: args.playbook,
-      ...(flags.vars !== undefined ? { varsFile: flags.vars } : {}),
-      sets: flags.set,
-      yes: flags.yes,
-      dryRun: flags['dry-run'],
-      ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
-      ...(flags['audit-db'] !== undefined ? { auditDb: flags['audit-db'] } : {}),
-      connection: connectionFromFlags(flags),
-      endpoints: flags.endpoints,
-      endpointsGiven: flagGiven(metadata, 'endpoints'),
-      json: flags['write-out'] === 'json',
-      io: terminalSessionIo({ json: flags['write-out'] === 'json' }),
-    }));
+    await this.printSession(
+      flags['write-out'],
+      runPlaybookSession({
+        target: args.playbook,
+        ...(flags.vars !== undefined ? { varsFile: flags.vars } : {}),
+        sets: flags.set,
+        yes: flags.yes,
+        dryRun: flags['dry-run'],
+        ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
+        ...(flags['audit-db'] !== undefined ? { auditDb: flags['audit-db'] } : {}),
+        connection: connectionFromFlags(flags),
+        endpoints: flags.endpoints,
+        endpointsGiven: flagGiven(metadata, 'endpoints'),
+        json: flags['write-out'] === 'json',
+        io: terminalSessionIo({ json: flags['write-out'] === 'json' }),
+      }),
+    );
   }
 }

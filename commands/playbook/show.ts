@@ -7,7 +7,8 @@ import { loadValidPlaybook } from '../../src/playbook/session.js';
 import { formatShow, showJson } from '../../src/cli/output/playbookShow.js';
 
 export default class PlaybookShow extends BaseCommand {
-  static override description = 'Validate a playbook (a shipped NAME or a FILE) and print its variables and steps. A bad playbook is refused with one line per problem (file:line:col), exit 2.';
+  static override description =
+    'Validate a playbook (a shipped NAME or a FILE) and print its variables and steps. A bad playbook is refused with one line per problem (file:line:col), exit 2.';
 
   static override examples = ['<%= config.bin %> playbook show recover-from-quorum-loss', '<%= config.bin %> playbook show ./my-playbook.yaml -w json'];
 

@@ -24,18 +24,21 @@ export default class Recover extends SessionCommand {
 
   async run(): Promise<void> {
     const { flags, metadata } = await this.parse(Recover);
-    await this.printSession(flags['write-out'], recoverSession({
-      dataDirs: flags['from-data-dir'],
-      snapshots: flags['from-snapshot'],
-      discardUncommitted: flags['discard-uncommitted'],
-      sets: flags.set,
-      yes: flags.yes,
-      ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
-      ...(flags['audit-db'] !== undefined ? { auditDb: flags['audit-db'] } : {}),
-      connection: connectionFromFlags(flags),
-      endpoints: flags.endpoints,
-      endpointsGiven: flagGiven(metadata, 'endpoints'),
-      json: flags['write-out'] === 'json',
-    }));
+    await this.printSession(
+      flags['write-out'],
+      recoverSession({
+        dataDirs: flags['from-data-dir'],
+        snapshots: flags['from-snapshot'],
+        discardUncommitted: flags['discard-uncommitted'],
+        sets: flags.set,
+        yes: flags.yes,
+        ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
+        ...(flags['audit-db'] !== undefined ? { auditDb: flags['audit-db'] } : {}),
+        connection: connectionFromFlags(flags),
+        endpoints: flags.endpoints,
+        endpointsGiven: flagGiven(metadata, 'endpoints'),
+        json: flags['write-out'] === 'json',
+      }),
+    );
   }
 }

@@ -12,9 +12,16 @@ export default class RecoverPlan extends BaseCommand {
 
   static override flags = {
     'from-data-dir': Flags.string({ description: "a stopped survivor's data dir (repeatable)", multiple: true, default: [] }),
-    'from-inspect': Flags.string({ description: "the 'datadir inspect -w json' output of a survivor on another host (repeatable)", multiple: true, default: [] }),
+    'from-inspect': Flags.string({
+      description: "the 'datadir inspect -w json' output of a survivor on another host (repeatable)",
+      multiple: true,
+      default: [],
+    }),
     'from-snapshot': Flags.string({ description: 'a snapshot file (repeatable)', multiple: true, default: [] }),
-    'discard-uncommitted': Flags.boolean({ description: "plan to drop the entries past the survivor's commit index (by default they are applied: the old leader may have acknowledged them)", default: false }),
+    'discard-uncommitted': Flags.boolean({
+      description: "plan to drop the entries past the survivor's commit index (by default they are applied: the old leader may have acknowledged them)",
+      default: false,
+    }),
   };
 
   async run(): Promise<void> {

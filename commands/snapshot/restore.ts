@@ -21,7 +21,10 @@ export default class SnapshotRestore extends BaseCommand {
     'initial-advertise-peer-urls': Flags.string({ description: "the restored member's peer URLs", required: true }),
     'initial-cluster-token': Flags.string({ description: 'token the member ID derives from', default: 'etcd-cluster' }),
     'bump-revision': Flags.integer({ description: 'raise the store revision by N so no client sees it go back (needs --mark-compacted)', default: 0 }),
-    'mark-compacted': Flags.boolean({ description: 'mark every revision before the new one compacted, so watchers relist (needs --bump-revision)', default: false }),
+    'mark-compacted': Flags.boolean({
+      description: 'mark every revision before the new one compacted, so watchers relist (needs --bump-revision)',
+      default: false,
+    }),
     'skip-hash-check': Flags.boolean({ description: 'accept a file without a sha256 trailer (a raw kv.db or etcd member/snap/db copy)', default: false }),
   };
 

@@ -2,14 +2,7 @@
 // etcdserver/api/v3rpc/key.go), for the API layer to call. The applier does not
 // repeat them: entries in the log have passed them on the member that proposed.
 
-import {
-  ErrDuplicateKey,
-  ErrEmptyKey,
-  ErrKeyNotFound,
-  ErrLeaseProvided,
-  ErrTooManyOps,
-  ErrValueProvided,
-} from './errors.js';
+import { ErrDuplicateKey, ErrEmptyKey, ErrKeyNotFound, ErrLeaseProvided, ErrTooManyOps, ErrValueProvided } from './errors.js';
 import type { DeleteRangeRequest, PutRequest, RangeRequest, RequestOp, TxnRequest } from '../kv/types.js';
 
 /** etcd's --max-txn-ops default. */

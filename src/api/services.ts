@@ -6,7 +6,17 @@ import fsp from 'node:fs/promises';
 import { ErrLearnerNotSupported, GrpcCode, toEtcdError } from './errors.js';
 import type { Alarm, Member } from '../kv/types.js';
 import { AlarmType } from '../kv/types.js';
-import type { CompactionRequest, DeleteRangeRequest, DeleteRangeResponse, PutRequest, PutResponse, RangeRequest, RangeResponse, TxnRequest, TxnResponse } from '../kv/types.js';
+import type {
+  CompactionRequest,
+  DeleteRangeRequest,
+  DeleteRangeResponse,
+  PutRequest,
+  PutResponse,
+  RangeRequest,
+  RangeResponse,
+  TxnRequest,
+  TxnResponse,
+} from '../kv/types.js';
 import {
   compactionFromWire,
   deleteRangeFromWire,
@@ -104,7 +114,7 @@ export interface SnapshotToSend {
 async function streamSnapshot(call: grpc.ServerWritableStream<unknown, unknown>, snap: SnapshotToSend): Promise<void> {
   const fh = await fsp.open(snap.file, 'r');
   try {
-    for (let off = 0; off < snap.size; ) {
+    for (let off = 0; off < snap.size;) {
       const blob = Buffer.allocUnsafe(Math.min(SNAPSHOT_CHUNK, snap.size - off));
       const { bytesRead } = await fh.read(blob, 0, blob.length, off);
       if (bytesRead !== blob.length) throw new Error(`snapshot file ${snap.file} ended at ${off + bytesRead} of ${snap.size} bytes`);
@@ -130,10 +140,12 @@ const ALARM_NAMES = ['NONE', 'NOSPACE', 'CORRUPT'];
 export function registerEtcdServices(server: grpc.Server, b: EtcdBackend): void {
   const h = (rev: number) => b.header(rev);
   // A learner serves only Status and serializable Range (SEMANTICS.md "Leadership").
-  const voterOnly = <T>(fn: (req: any) => Promise<T>) => (req: any) => {
-    if (b.isLearner()) return Promise.reject(ErrLearnerNotSupported);
-    return fn(req);
-  };
+  const voterOnly =
+    <T>(fn: (req: any) => Promise<T>) =>
+    (req: any) => {
+      if (b.isLearner()) return Promise.reject(ErrLearnerNotSupported);
+      return fn(req);
+    };
 
   server.addService(service('etcdserverpb.KV').service, {
     Range: unary(async (w) => {
@@ -144,18 +156,22 @@ export function registerEtcdServices(server: grpc.Server, b: EtcdBackend): void 
     Put: unary(voterOnly(async (w) => putToWire(await b.put(putFromWire(w)), h))),
     DeleteRange: unary(voterOnly(async (w) => deleteRangeToWire(await b.deleteRange(deleteRangeFromWire(w)), h))),
     Txn: unary(voterOnly(async (w) => txnToWire(await b.txn(txnFromWire(w)), h))),
-    Compact: unary(voterOnly(async (w) => {
-      await b.compact(compactionFromWire(w));
-      return { header: h(b.currentRevision()) };
-    })),
+    Compact: unary(
+      voterOnly(async (w) => {
+        await b.compact(compactionFromWire(w));
+        return { header: h(b.currentRevision()) };
+      }),
+    ),
   });
 
   // Cluster RPCs answer with revision 0 in the header, as etcd does.
   server.addService(service('etcdserverpb.Cluster').service, {
-    MemberAdd: unary(voterOnly(async (w) => {
-      const r = await b.memberAdd(w.peerURLs ?? [], !!w.isLearner);
-      return { header: h(0), member: memberToWire(r.member), members: r.members.map(memberToWire) };
-    })),
+    MemberAdd: unary(
+      voterOnly(async (w) => {
+        const r = await b.memberAdd(w.peerURLs ?? [], !!w.isLearner);
+        return { header: h(0), member: memberToWire(r.member), members: r.members.map(memberToWire) };
+      }),
+    ),
     MemberRemove: unary(voterOnly(async (w) => ({ header: h(0), members: (await b.memberRemove(BigInt(w.ID))).map(memberToWire) }))),
     MemberUpdate: unary(voterOnly(async (w) => ({ header: h(0), members: (await b.memberUpdate(BigInt(w.ID), w.peerURLs ?? [])).map(memberToWire) }))),
     MemberPromote: unary(voterOnly(async (w) => ({ header: h(0), members: (await b.memberPromote(BigInt(w.ID))).map(memberToWire) }))),
@@ -178,24 +194,32 @@ export function registerEtcdServices(server: grpc.Server, b: EtcdBackend): void 
         isLearner: s.isLearner,
       };
     }),
-    HashKV: unary(voterOnly(async (w) => {
-      const r = await b.hashKV(Number(w.revision ?? 0));
-      return { header: h(r.revision), hash: r.hash, compact_revision: String(r.compactRevision) };
-    })),
+    HashKV: unary(
+      voterOnly(async (w) => {
+        const r = await b.hashKV(Number(w.revision ?? 0));
+        return { header: h(r.revision), hash: r.hash, compact_revision: String(r.compactRevision) };
+      }),
+    ),
     Hash: unary(voterOnly(async () => ({ header: h(b.currentRevision()), hash: await b.hash() }))),
-    MoveLeader: unary(voterOnly(async (w) => {
-      await b.moveLeader(BigInt(w.targetID ?? 0));
-      return { header: h(b.currentRevision()) };
-    })),
-    Alarm: unary(voterOnly(async (w) => {
-      const type = Math.max(0, ALARM_NAMES.indexOf(w.alarm ?? 'NONE')) as AlarmType;
-      const alarms = await b.alarm(w.action ?? 'GET', BigInt(w.memberID ?? 0), type);
-      return { header: h(b.currentRevision()), alarms: alarms.map((a) => ({ memberID: a.memberId.toString(), alarm: ALARM_NAMES[a.alarm] })) };
-    })),
-    Defragment: unary(voterOnly(async () => {
-      await b.defragment();
-      return { header: h(b.currentRevision()) };
-    })),
+    MoveLeader: unary(
+      voterOnly(async (w) => {
+        await b.moveLeader(BigInt(w.targetID ?? 0));
+        return { header: h(b.currentRevision()) };
+      }),
+    ),
+    Alarm: unary(
+      voterOnly(async (w) => {
+        const type = Math.max(0, ALARM_NAMES.indexOf(w.alarm ?? 'NONE')) as AlarmType;
+        const alarms = await b.alarm(w.action ?? 'GET', BigInt(w.memberID ?? 0), type);
+        return { header: h(b.currentRevision()), alarms: alarms.map((a) => ({ memberID: a.memberId.toString(), alarm: ALARM_NAMES[a.alarm] })) };
+      }),
+    ),
+    Defragment: unary(
+      voterOnly(async () => {
+        await b.defragment();
+        return { header: h(b.currentRevision()) };
+      }),
+    ),
     // As etcd: chunks with remaining_bytes, then one message holding the sha256 of all bytes.
     Snapshot: (call: grpc.ServerWritableStream<unknown, unknown>) => {
       if (b.isLearner()) {

@@ -283,7 +283,9 @@ export function registerWatchService(server: grpc.Server, b: WatchBackend, strea
       call.on('data', (req: Wire) => {
         if (sink.closed) return;
         try {
-          const kind = req.request_union ?? (req.create_request ? 'create_request' : req.cancel_request ? 'cancel_request' : req.progress_request ? 'progress_request' : undefined);
+          const kind =
+            req.request_union ??
+            (req.create_request ? 'create_request' : req.cancel_request ? 'cancel_request' : req.progress_request ? 'progress_request' : undefined);
           if (kind === 'create_request' && req.create_request) session.create(watchCreateFromWire(req.create_request));
           else if (kind === 'cancel_request' && req.cancel_request) session.cancel(big(req.cancel_request.watch_id));
           else if (kind === 'progress_request') session.progress();

@@ -35,9 +35,7 @@ export function linkHash(prevHash: string, link: ChainLink): string {
  * hex text: the run's cluster and member ID fields take bigints and write hex).
  */
 export function canonicalJson(value: unknown): string {
-  const plain: unknown = JSON.parse(
-    JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)) ?? 'null',
-  );
+  const plain: unknown = JSON.parse(JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)) ?? 'null');
   return stringifySorted(plain);
 }
 

@@ -3,16 +3,7 @@ export { AuditLog, newRunId, isRunId } from './journal.js';
 export { AuditReader, UnknownRunError } from './queries.js';
 export type { AuditExport } from './queries.js';
 export { verifyChain } from './verify.js';
-export type {
-  AuditLogOptions,
-  EventInput,
-  FinishRunInput,
-  FinishStepInput,
-  HexId,
-  RunIdsPatch,
-  StartRunInput,
-  StartStepInput,
-} from './journal.js';
+export type { AuditLogOptions, EventInput, FinishRunInput, FinishStepInput, HexId, RunIdsPatch, StartRunInput, StartStepInput } from './journal.js';
 export { openAuditLogForReading, openAuditLogForWriting } from './open.js';
 export { canonicalJson, GENESIS_HASH, linkHash, sha256Hex } from './hashChain.js';
 export { AUDIT_DB_ENV, resolveAuditDbPath } from './location.js';

@@ -128,7 +128,6 @@ export class AuditLog extends AuditReader {
     return new AuditLog(db, path, opts);
   }
 
-
   // ---- writing -------------------------------------------------------------
 
   /** Records the start of a run (outcome running) and returns it, with its new ID. */
@@ -226,9 +225,7 @@ export class AuditLog extends AuditReader {
     const seq = this.write(() => {
       this.requireOpenRun(runId, 'start a step');
       const sessionStart = this.q.sessionStart.get(runId) as number;
-      const running = (this.q.stepsOfRun.all(runId) as StepRow[]).find(
-        (r) => r.ordinal === step.ordinal && r.status === 'running' && r.seq > sessionStart,
-      );
+      const running = (this.q.stepsOfRun.all(runId) as StepRow[]).find((r) => r.ordinal === step.ordinal && r.status === 'running' && r.seq > sessionStart);
       if (running) throw new Error(`step ${step.ordinal} (${running.step_id}) of run ${runId} is already running; finish it first`);
       const previous = this.q.attempts.get(runId, step.ordinal) as number;
       return this.append('step.start', runId, {

@@ -4,7 +4,17 @@
 import type Database from 'better-sqlite3';
 import { GENESIS_HASH } from './hashChain.js';
 import { mapEvent, mapRun, mapStep, prepare, type ChainRow, type EventRow, type RunRow, type Statements, type StepRow } from './rows.js';
-import { COMPLETED_STEP_STATUSES, type EventRecord, type RunMark, type RunRecord, type RunState, type StepRecord, type StepRef, type TimelineEntry, type VerifyResult } from './types.js';
+import {
+  COMPLETED_STEP_STATUSES,
+  type EventRecord,
+  type RunMark,
+  type RunRecord,
+  type RunState,
+  type StepRecord,
+  type StepRef,
+  type TimelineEntry,
+  type VerifyResult,
+} from './types.js';
 import { verifyChain } from './verify.js';
 
 export interface AuditExport {
@@ -41,7 +51,6 @@ export class AuditReader {
   close(): void {
     if (this.db.open) this.db.close();
   }
-
 
   /** Every run, oldest first. */
   runs(): RunRecord[] {

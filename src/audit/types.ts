@@ -93,10 +93,7 @@ export interface RunMark {
   payload: Record<string, unknown>;
 }
 
-export type TimelineEntry =
-  | { type: 'step'; step: StepRecord }
-  | { type: 'event'; event: EventRecord }
-  | { type: 'run'; mark: RunMark };
+export type TimelineEntry = { type: 'step'; step: StepRecord } | { type: 'event'; event: EventRecord } | { type: 'run'; mark: RunMark };
 
 /** Everything the playbook engine needs to resume a run. */
 export interface RunState {

@@ -12,7 +12,10 @@ export function parseRevision(text: string, what = 'revision', min = 1): number 
 
 /** "http://a:2380,http://b:2380" → the list, each checked as an http(s) URL with a port. */
 export function parsePeerUrls(text: string, flag = '--peer-urls'): string[] {
-  const urls = text.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const urls = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   if (urls.length === 0) throw new InputError(`${flag} is empty: give at least one URL, e.g. http://10.0.0.4:2380`);
   for (const u of urls) {
     let ok = false;

@@ -3,7 +3,6 @@
 import { Flags } from '@oclif/core';
 
 export const auditDbFlag = Flags.string({
-  description:
-    'the audit database (default: $LIFEBOAT_AUDIT_DB, else $XDG_STATE_HOME/lifeboat/audit.db, else ~/.local/state/lifeboat/audit.db)',
+  description: 'the audit database (default: $LIFEBOAT_AUDIT_DB, else $XDG_STATE_HOME/lifeboat/audit.db, else ~/.local/state/lifeboat/audit.db)',
   helpValue: 'PATH',
 });

@@ -58,7 +58,7 @@ export abstract class BaseCommand extends Command {
     if (writeOut === 'json') {
       text = toJson(r.json ? r.json(result) : result);
     } else if (writeOut === 'table') {
-      text = r.table ? r.table(result) : genericTable(r.json ? r.json(result) : result) ?? r.simple(result);
+      text = r.table ? r.table(result) : (genericTable(r.json ? r.json(result) : result) ?? r.simple(result));
     } else {
       text = r.simple(result);
     }

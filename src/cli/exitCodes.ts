@@ -57,10 +57,7 @@ export function exitFor(err: unknown, bin = 'lifeboat'): ExitDecision {
     return { code: typeof e.oclif?.exit === 'number' ? e.oclif.exit : EXIT.FAILURE };
   }
 
-  const commandId =
-    typeof e.commandId === 'string' ? e.commandId
-    : typeof e.parse?.input?.context?.id === 'string' ? e.parse.input.context.id
-    : undefined;
+  const commandId = typeof e.commandId === 'string' ? e.commandId : typeof e.parse?.input?.context?.id === 'string' ? e.parse.input.context.id : undefined;
   const helpCommand = commandId ? `${bin} ${commandId.replaceAll(':', ' ')} --help` : `${bin} --help`;
 
   if (isParseError(e, rawMessage)) {

@@ -6,8 +6,7 @@ import { runPlaybookSession, type PlaybookRunRequest, type SessionResult } from 
 import { decideRecovery, RECOVER_PLAYBOOK, type RecoverAsk, type RecoverInput } from '../recovery/recoverSession.js';
 import { terminalSessionIo } from './sessionIo.js';
 
-export type RecoverRequest = RecoverInput &
-  Pick<PlaybookRunRequest, 'reason' | 'auditDb' | 'connection' | 'endpoints' | 'endpointsGiven' | 'json'>;
+export type RecoverRequest = RecoverInput & Pick<PlaybookRunRequest, 'reason' | 'auditDb' | 'connection' | 'endpoints' | 'endpointsGiven' | 'json'>;
 
 const terminalAsk: RecoverAsk = {
   tty: process.stdin.isTTY === true && process.stdout.isTTY === true,

@@ -14,7 +14,10 @@ export const playbookYesFlag = Flags.boolean({
   default: false,
 });
 
-export const reasonFlag = Flags.string({ description: 'why you are running this, recorded in the audit log (asked for on a terminal when missing)', helpValue: 'TEXT' });
+export const reasonFlag = Flags.string({
+  description: 'why you are running this, recorded in the audit log (asked for on a terminal when missing)',
+  helpValue: 'TEXT',
+});
 
 /** Whether the operator gave a flag (on the command line or through its environment variable) rather than taking its default. */
 export function flagGiven(metadata: { flags: Record<string, { setFromDefault?: boolean } | undefined> }, name: string): boolean {

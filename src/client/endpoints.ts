@@ -49,7 +49,10 @@ export function parseEndpoint(text: string): Endpoint {
 
 /** "a:1, http://b:2" → endpoints, in order, without duplicates. */
 export function parseEndpoints(list: string | readonly string[]): Endpoint[] {
-  const items = (typeof list === 'string' ? [list] : list).flatMap((s) => s.split(',')).map((s) => s.trim()).filter((s) => s !== '');
+  const items = (typeof list === 'string' ? [list] : list)
+    .flatMap((s) => s.split(','))
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   if (items.length === 0) throw new InputError('no endpoints given: pass --endpoints, e.g. --endpoints 127.0.0.1:2379');
   const seen = new Set<string>();
   const out: Endpoint[] = [];

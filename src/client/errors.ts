@@ -34,7 +34,7 @@ export class EtcdClientError extends Error {
 
 // Hints appended to a few etcd errors whose next step is not obvious from the text.
 const SERVER_HINTS: Array<[string, string]> = [
-  ['etcdserver: rpc not supported for learner', 'use a voting member\'s endpoint'],
+  ['etcdserver: rpc not supported for learner', "use a voting member's endpoint"],
   ['etcdserver: unhealthy cluster', 'every voting member must have been connected for the last 5s; retry shortly'],
   ['etcdserver: re-configuration failed due to not enough started members', 'start the members added earlier first'],
   ['etcdserver: can only promote a learner member which is in sync with leader', 'wait until the learner has caught up, then retry'],
@@ -89,17 +89,9 @@ function tlsHint(reason: string): string {
 export function unreachableError(endpoint: string, dialTimeoutMs: number, reason: string | undefined): EtcdClientError {
   const why = reason ?? 'timed out';
   if (isTlsReason(why)) {
-    return new EtcdClientError(
-      `TLS handshake with ${endpoint} failed (${why}); ${tlsHint(why)}`,
-      'tls',
-      endpoint,
-    );
+    return new EtcdClientError(`TLS handshake with ${endpoint} failed (${why}); ${tlsHint(why)}`, 'tls', endpoint);
   }
-  return new EtcdClientError(
-    `cannot reach ${endpoint} within ${formatDuration(dialTimeoutMs)} (${why}); check --endpoints`,
-    'unreachable',
-    endpoint,
-  );
+  return new EtcdClientError(`cannot reach ${endpoint} within ${formatDuration(dialTimeoutMs)} (${why}); check --endpoints`, 'unreachable', endpoint);
 }
 
 /** Map a failed gRPC call to one line naming the endpoint. */
@@ -107,7 +99,7 @@ export function callError(err: unknown, endpoint: string, commandTimeoutMs: numb
   if (err instanceof EtcdClientError) return err;
   const e = err as Partial<ServiceError> & { message?: string };
   const code = typeof e.code === 'number' ? e.code : undefined;
-  const details = (typeof e.details === 'string' && e.details !== '' ? e.details : e.message ?? String(err)).replace(/\s+/g, ' ').trim();
+  const details = (typeof e.details === 'string' && e.details !== '' ? e.details : (e.message ?? String(err))).replace(/\s+/g, ' ').trim();
 
   if (code === GrpcStatus.DEADLINE_EXCEEDED) {
     return new EtcdClientError(

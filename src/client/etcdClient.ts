@@ -308,7 +308,12 @@ export class EtcdClient {
     if (errors.length === 1) throw errors[0];
     throw new EtcdClientError(
       `cannot reach any of ${conns.length} endpoints within ${formatDuration(this.dialTimeoutMs)}: ${errors
-        .map((e) => e.message.replace(/^cannot reach /, '').replace(/ within [^ ]+ /, ' ').replace(/; [^;]*$/, ''))
+        .map((e) =>
+          e.message
+            .replace(/^cannot reach /, '')
+            .replace(/ within [^ ]+ /, ' ')
+            .replace(/; [^;]*$/, ''),
+        )
         .join(', ')}; check --endpoints`,
       errors.every((e) => e.kind === 'tls') ? 'tls' : 'unreachable',
     );

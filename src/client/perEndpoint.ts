@@ -5,9 +5,7 @@ import type { EtcdClient } from './etcdClient.js';
 import { EtcdClientError } from './errors.js';
 import type { StatusResult } from './types.js';
 
-export type EndpointOutcome<T> =
-  | { endpoint: string; ok: true; value: T }
-  | { endpoint: string; ok: false; error: EtcdClientError };
+export type EndpointOutcome<T> = { endpoint: string; ok: true; value: T } | { endpoint: string; ok: false; error: EtcdClientError };
 
 /**
  * The endpoints to ask: those given, or with `cluster` every client URL of every

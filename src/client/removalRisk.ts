@@ -33,7 +33,10 @@ export function describeMember(m: Member | undefined, id: bigint): string {
  * Read what a removal needs to be judged: the member list and the leader (from
  * Status on the same endpoint), then assess.
  */
-export async function planRemoval(client: { memberList(): Promise<{ members: Member[] }>; status(): Promise<{ leader: bigint }> }, targetId: bigint): Promise<RemovalRisk & { leaderId: bigint }> {
+export async function planRemoval(
+  client: { memberList(): Promise<{ members: Member[] }>; status(): Promise<{ leader: bigint }> },
+  targetId: bigint,
+): Promise<RemovalRisk & { leaderId: bigint }> {
   const [{ members }, { leader }] = await Promise.all([client.memberList(), client.status()]);
   return { ...assessRemoval(members, leader, targetId), leaderId: leader };
 }

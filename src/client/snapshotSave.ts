@@ -113,7 +113,11 @@ export async function saveSnapshot(client: EtcdClient, file: string, opts: SaveO
     }
     const verdict = check.finish();
     if (!verdict.ok) {
-      throw new EtcdClientError(`snapshot from ${endpoint} is not valid: ${verdict.reason}; nothing was saved: retry, or save from another member's endpoint`, 'integrity', endpoint);
+      throw new EtcdClientError(
+        `snapshot from ${endpoint} is not valid: ${verdict.reason}; nothing was saved: retry, or save from another member's endpoint`,
+        'integrity',
+        endpoint,
+      );
     }
     await fh.sync();
     await fh.close();

@@ -43,9 +43,7 @@ export function tlsCredentials(tls: TlsOptions = {}): grpc.ChannelCredentials {
   const ca = tls.caFile ? readPem(tls.caFile, '--cacert') : null;
   const cert = tls.certFile ? readPem(tls.certFile, '--cert') : null;
   const key = tls.keyFile ? readPem(tls.keyFile, '--key') : null;
-  const verify: grpc.VerifyOptions = tls.insecureSkipVerify
-    ? { rejectUnauthorized: false, checkServerIdentity: () => undefined }
-    : {};
+  const verify: grpc.VerifyOptions = tls.insecureSkipVerify ? { rejectUnauthorized: false, checkServerIdentity: () => undefined } : {};
   try {
     return grpc.credentials.createSsl(ca, key, cert, verify);
   } catch (err) {

@@ -2,7 +2,7 @@
 // messages print them.
 import { InputError } from './errors.js';
 
-const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /** "2s" → 2000, "500ms" → 500, "1m30s" → 90000. A unit is required; the result is > 0. */
 export function parseDuration(text: string, what = 'duration'): number {

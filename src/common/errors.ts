@@ -17,4 +17,3 @@ export class RefusedError extends Error {
     this.name = 'RefusedError';
   }
 }
-

@@ -43,7 +43,28 @@ function server(name: string, dataDir: string, peer: string, client: string, ini
   const log = fs.openSync(path.join(dir, `${logName}.log`), 'a');
   const child = spawn(
     process.execPath,
-    [BIN, 'server', '--name', name, '--data-dir', dataDir, '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer, '--listen-client-urls', client, '--advertise-client-urls', client, '--initial-cluster', initialCluster, '--heartbeat-interval', '50', '--election-timeout', '500'],
+    [
+      BIN,
+      'server',
+      '--name',
+      name,
+      '--data-dir',
+      dataDir,
+      '--listen-peer-urls',
+      peer,
+      '--initial-advertise-peer-urls',
+      peer,
+      '--listen-client-urls',
+      client,
+      '--advertise-client-urls',
+      client,
+      '--initial-cluster',
+      initialCluster,
+      '--heartbeat-interval',
+      '50',
+      '--election-timeout',
+      '500',
+    ],
     { stdio: ['ignore', log, log] },
   );
   fs.closeSync(log);
@@ -91,7 +112,11 @@ async function main(): Promise<void> {
 
   say('starting a 3-member Lifeboat cluster on 127.0.0.1');
   const running = old.map((m) => server(m.name, m.dataDir, m.peer, m.client, ic));
-  const connect = () => clientFor(old.map((m) => m.client), DEMO_CONNECTION);
+  const connect = () =>
+    clientFor(
+      old.map((m) => m.client),
+      DEMO_CONNECTION,
+    );
   // A fresh client each try: one whose first dial came before the members listened does not dial again.
   await until('a leader', async () => {
     const c = connect();
@@ -127,15 +152,28 @@ async function main(): Promise<void> {
   const auditDb = path.join(dir, 'audit.db');
   say('running the scripted recover-from-quorum-loss playbook (no TTY, --yes):');
   const run = await lifeboat([
-    'playbook', 'run', 'recover-from-quorum-loss', '--yes', '--reason', 'demo: two members lost',
-    '--audit-db', auditDb,
-    '--set', `source=${old[0].dataDir}`,
-    '--set', `data-dir=${recovered.dataDir}`,
-    '--set', `name=${recovered.name}`,
-    '--set', `peer-url=${recovered.peer}`,
-    '--set', `client-url=${recovered.client}`,
-    '--set', `members=${fresh.map((m) => `${m.name}=${m.peer},${m.client},${m.dataDir}`).join(';')}`,
-    '--set', 'stabilization=2s',
+    'playbook',
+    'run',
+    'recover-from-quorum-loss',
+    '--yes',
+    '--reason',
+    'demo: two members lost',
+    '--audit-db',
+    auditDb,
+    '--set',
+    `source=${old[0].dataDir}`,
+    '--set',
+    `data-dir=${recovered.dataDir}`,
+    '--set',
+    `name=${recovered.name}`,
+    '--set',
+    `peer-url=${recovered.peer}`,
+    '--set',
+    `client-url=${recovered.client}`,
+    '--set',
+    `members=${fresh.map((m) => `${m.name}=${m.peer},${m.client},${m.dataDir}`).join(';')}`,
+    '--set',
+    'stabilization=2s',
   ]);
   if (run.code !== 0) throw new Error(`the playbook failed (exit ${run.code})`);
 
@@ -168,7 +206,8 @@ async function main(): Promise<void> {
     }),
   );
   if (voters.length !== 3 || members.members.length !== 3) failures.push(`${voters.length} voters of ${members.members.length} members, expected 3 voters`);
-  if (new Set(leaders).size !== 1 || leaders[0] === '0' || leaders[0].startsWith('unreachable')) failures.push(`the voters do not agree on a leader: ${leaders.join(', ')}`);
+  if (new Set(leaders).size !== 1 || leaders[0] === '0' || leaders[0].startsWith('unreachable'))
+    failures.push(`the voters do not agree on a leader: ${leaders.join(', ')}`);
 
   say('the old m2 and m3 come back on their old data dirs:');
   const back = [1, 2].map((i) => server(old[i].name, old[i].dataDir, old[i].peer, old[i].client, ic, `${old[i].name}-back`));

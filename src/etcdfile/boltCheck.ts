@@ -8,7 +8,10 @@ import type { PageTracker } from './bucketCursor.js';
 
 /** A tracker with the meta pages (and a stored freelist's own pages) already counted. */
 export function newTracker(db: BoltDb): PageTracker {
-  const t: PageTracker = new Map([[0, 0], [1, 1]]);
+  const t: PageTracker = new Map([
+    [0, 0],
+    [1, 1],
+  ]);
   for (const id of db.freelist()?.own ?? []) t.set(id, db.meta.page);
   return t;
 }

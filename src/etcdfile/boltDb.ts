@@ -119,7 +119,12 @@ export class BoltDb {
     for (let i = 0; i < count; i++) {
       const id = p.data.readBigUInt64LE(start + 8 * i);
       if (id < 2n || id >= this.meta.pgid) {
-        throw new BoltFormatError(this.file, `freelist entry ${i} names page ${id}, outside pages 2..${this.meta.pgid - 1n}`, p.id, p.fileOffset + start + 8 * i);
+        throw new BoltFormatError(
+          this.file,
+          `freelist entry ${i} names page ${id}, outside pages 2..${this.meta.pgid - 1n}`,
+          p.id,
+          p.fileOffset + start + 8 * i,
+        );
       }
       free.push(Number(id));
     }

@@ -12,8 +12,12 @@ export class BoltFormatError extends Error {
     readonly pageId?: number,
     readonly offset?: number,
   ) {
-    const where = pageId === undefined ? (offset === undefined ? '' : ` at byte offset ${offset}`)
-      : ` (page ${pageId}${offset === undefined ? '' : `, byte offset ${offset}`})`;
+    const where =
+      pageId === undefined
+        ? offset === undefined
+          ? ''
+          : ` at byte offset ${offset}`
+        : ` (page ${pageId}${offset === undefined ? '' : `, byte offset ${offset}`})`;
     super(`etcd db ${file}: ${detail}${where}; ${ADVICE}`);
     this.name = 'BoltFormatError';
   }

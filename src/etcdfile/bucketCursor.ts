@@ -112,7 +112,12 @@ export class BucketCursor {
     const text = /^[\x21-\x7e]{1,64}$/.test(e.key.toString('latin1')) ? e.key.toString('latin1') : printable(e.key);
     const name = parent.name === ROOT_NAME ? text : `${parent.name}/${text}`;
     if (e.value.length < BUCKET_HEADER_SIZE) {
-      throw new BoltFormatError(this.pages.file, `bucket ${name}: its header is ${e.value.length} bytes, want at least ${BUCKET_HEADER_SIZE}`, e.pageId, e.valueOffset);
+      throw new BoltFormatError(
+        this.pages.file,
+        `bucket ${name}: its header is ${e.value.length} bytes, want at least ${BUCKET_HEADER_SIZE}`,
+        e.pageId,
+        e.valueOffset,
+      );
     }
     const root = e.value.readBigUInt64LE(0);
     const sequence = e.value.readBigUInt64LE(8);
@@ -152,7 +157,12 @@ export class BucketCursor {
     for (let k = 0; k <= page.overflow; k++) {
       const other = tracker.get(page.id + k);
       if (k > 0 && other !== undefined) {
-        throw new BoltFormatError(file, `page ${page.id}'s overflow run covers page ${page.id + k}, which page ${other} already references`, page.id, page.fileOffset + 12);
+        throw new BoltFormatError(
+          file,
+          `page ${page.id}'s overflow run covers page ${page.id + k}, which page ${other} already references`,
+          page.id,
+          page.fileOffset + 12,
+        );
       }
       tracker.set(page.id + k, from);
     }

@@ -268,7 +268,12 @@ class Scanner {
     const kv = this.value(BUCKET.key, e, decodeKeyValue(e.value));
     if (!rk.tombstone) {
       if (kv.modRevision !== rk.main) {
-        throw new EtcdDataError(this.db.file, `bucket key: revision ${rk.main}_${rk.sub} holds a KeyValue with mod_revision ${kv.modRevision}`, e.pageId, e.offset);
+        throw new EtcdDataError(
+          this.db.file,
+          `bucket key: revision ${rk.main}_${rk.sub} holds a KeyValue with mod_revision ${kv.modRevision}`,
+          e.pageId,
+          e.offset,
+        );
       }
       if (kv.createRevision < 1 || kv.createRevision > rk.main || kv.version < 1) {
         throw new EtcdDataError(

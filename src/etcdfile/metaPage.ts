@@ -119,7 +119,8 @@ export function chooseMeta(fd: number, file: string, fileSize: number): ChosenMe
     // names, if it names a plausible one, else at 4096.
     const claimed = fileSize >= 28 ? readAt(fd, 4, 24).readUInt32LE(0) : 0;
     const guess = isPowerOfTwo(claimed) && claimed >= MIN_PAGE_SIZE && claimed <= MAX_PAGE_SIZE ? claimed : 4096;
-    const second = guess + PAGE_HEADER_SIZE + META_SIZE <= fileSize ? decodeMeta(readAt(fd, PAGE_HEADER_SIZE + META_SIZE, guess), 1) : 'beyond the end of the file';
+    const second =
+      guess + PAGE_HEADER_SIZE + META_SIZE <= fileSize ? decodeMeta(readAt(fd, PAGE_HEADER_SIZE + META_SIZE, guess), 1) : 'beyond the end of the file';
     const secondWhy = typeof second === 'string' ? second : `page size ${second.pageSize} differs from its offset`;
     throw new BoltFormatError(
       file,

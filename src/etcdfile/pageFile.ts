@@ -93,15 +93,15 @@ export class PageFile {
     const count = head.readUInt16LE(10);
     const overflow = head.readUInt32LE(12);
     if (overflow > MAX_OVERFLOW_BYTES / this.pageSize) {
-      throw new BoltFormatError(this.file, `page claims ${overflow} overflow pages (${(overflow + 1) * this.pageSize} bytes), more than this reader accepts (${MAX_OVERFLOW_BYTES} bytes)`, id, offset + 12);
-    }
-    if (id + overflow >= this.highWater) {
       throw new BoltFormatError(
         this.file,
-        `page overflows by ${overflow} pages, past the high-water mark of ${this.highWater} pages`,
+        `page claims ${overflow} overflow pages (${(overflow + 1) * this.pageSize} bytes), more than this reader accepts (${MAX_OVERFLOW_BYTES} bytes)`,
         id,
         offset + 12,
       );
+    }
+    if (id + overflow >= this.highWater) {
+      throw new BoltFormatError(this.file, `page overflows by ${overflow} pages, past the high-water mark of ${this.highWater} pages`, id, offset + 12);
     }
     const data = overflow === 0 ? head : Buffer.concat([head, this.readExactly(offset + this.pageSize, overflow * this.pageSize, id)]);
     const page: Page = { id, flags, count, overflow, data, fileOffset: offset, inline: false };

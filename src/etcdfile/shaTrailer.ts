@@ -31,7 +31,7 @@ export function checkTrailer(file: string): TrailerCheck {
     const end = present ? size - TRAILER_SIZE : size;
     const h = createHash('sha256');
     const buf = Buffer.allocUnsafe(1 << 20);
-    for (let pos = 0; pos < end; ) {
+    for (let pos = 0; pos < end;) {
       const n = fs.readSync(fd, buf, 0, Math.min(buf.length, end - pos), pos);
       if (n === 0) throw new Error(`${file} ended at byte ${pos} while hashing (it shrank?)`);
       h.update(buf.subarray(0, n));
@@ -66,7 +66,11 @@ export class TrailerError extends Error {
 export function requireTrailer(file: string, skipHashCheck: boolean): TrailerCheck | undefined {
   const size = fs.statSync(file).size;
   if (!hasTrailer(size)) {
-    if (!skipHashCheck) throw new TrailerError('missing', `snapshot missing hash but --skip-hash-check=false (${file}: ${size} bytes is not 32 past a multiple of 512; use --skip-hash-check for a raw member/snap/db copy)`);
+    if (!skipHashCheck)
+      throw new TrailerError(
+        'missing',
+        `snapshot missing hash but --skip-hash-check=false (${file}: ${size} bytes is not 32 past a multiple of 512; use --skip-hash-check for a raw member/snap/db copy)`,
+      );
     return undefined;
   }
   if (skipHashCheck) return undefined;

@@ -116,9 +116,7 @@ export function openKvDatabase(path: string, opts: OpenOptions = {}): Database.D
     } else if (appId !== APPLICATION_ID) {
       throw new Error(`${path} is not a Lifeboat KV database (application_id ${appId}); check the path`);
     } else if (version !== SCHEMA_VERSION) {
-      throw new Error(
-        `${path} has KV schema version ${version}, this build reads version ${SCHEMA_VERSION}; use a matching lifeboat`,
-      );
+      throw new Error(`${path} has KV schema version ${version}, this build reads version ${SCHEMA_VERSION}; use a matching lifeboat`);
     }
     return db;
   } catch (err) {

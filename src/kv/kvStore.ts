@@ -15,7 +15,18 @@ import { runReadJob, type ReadJob } from './readJob.js';
 import { RevisionTables, type KeyRange } from './revisionTables.js';
 import type { StoredRevision } from './keyValueCodec.js';
 import { installSnapshotSync, restoreSnapshot, saveSnapshot, verifySnapshot } from './snapshotFile.js';
-import { EventType, type HashKvResult, type HistoryBatch, type KvSnapshotInfo, type KeyValue, type KvApplyResult, type KvEvent, type KvRequest, type RangeRequest, type RangeResponse } from './types.js';
+import {
+  EventType,
+  type HashKvResult,
+  type HistoryBatch,
+  type KvSnapshotInfo,
+  type KeyValue,
+  type KvApplyResult,
+  type KvEvent,
+  type KvRequest,
+  type RangeRequest,
+  type RangeResponse,
+} from './types.js';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -89,9 +100,7 @@ export class KvStore {
       current: row.current_revision,
       compacted: row.compact_revision,
     };
-    this.writeStateStmt = db.prepare(
-      `UPDATE state SET applied_index = ?, applied_term = ?, current_revision = ?, compact_revision = ?`,
-    );
+    this.writeStateStmt = db.prepare(`UPDATE state SET applied_index = ?, applied_term = ?, current_revision = ?, compact_revision = ?`);
     this.leaseExistsStmt = db.prepare(`SELECT 1 FROM leases WHERE id = ?`).pluck();
     this.pageCountStmt = db.prepare(`PRAGMA page_count`).pluck();
     this.pageBytes = db.pragma('page_size', { simple: true }) as number;
@@ -172,7 +181,14 @@ export class KvStore {
       if (r[6] === 1) {
         return { type: EventType.Delete, kv: { key, createRevision: 0, modRevision: r[1], version: 0, value: EMPTY, lease: 0n } };
       }
-      const kv = { key, modRevision: r[1], createRevision: r[3], version: r[4], lease: r[5] === 0 ? 0n : BigInt(r[5]), value: r[7] ? Buffer.from(r[7], 'hex') : EMPTY };
+      const kv = {
+        key,
+        modRevision: r[1],
+        createRevision: r[3],
+        version: r[4],
+        lease: r[5] === 0 ? 0n : BigInt(r[5]),
+        value: r[7] ? Buffer.from(r[7], 'hex') : EMPTY,
+      };
       return { type: EventType.Put, kv };
     });
     return { events, through: Math.min(through, this.state.current) };
@@ -246,9 +262,7 @@ export class KvStore {
 
   /** Applies consecutive entries in one transaction (one commit for the batch). */
   applyBatch(entries: readonly KvEntry[]): (KvApplyResult | undefined)[] {
-    return this.batch(() =>
-      entries.map((e) => this.apply(e.index, e.term, (w) => (e.request ? w.request(e.request) : undefined))),
-    );
+    return this.batch(() => entries.map((e) => this.apply(e.index, e.term, (w) => (e.request ? w.request(e.request) : undefined))));
   }
 
   /** Runs fn, which may call apply() several times, as one transaction. */

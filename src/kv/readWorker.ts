@@ -18,15 +18,17 @@ function run(job: ReadJob): KvSnapshotInfo | HashKvResult | number {
   try {
     db.pragma('cache_size = -65536');
     // One read transaction: every page read sees the same committed state.
-    return db.transaction(() => {
-      const s = db.prepare('SELECT current_revision, compact_revision FROM state').get() as {
-        current_revision: number;
-        compact_revision: number;
-      };
-      const revs = { current: s.current_revision, compacted: s.compact_revision };
-      const tables = new RevisionTables(db);
-      return job.kind === 'hashKv' ? hashKv(tables, revs, job.revision) : hashStore(db, tables, revs);
-    }).deferred();
+    return db
+      .transaction(() => {
+        const s = db.prepare('SELECT current_revision, compact_revision FROM state').get() as {
+          current_revision: number;
+          compact_revision: number;
+        };
+        const revs = { current: s.current_revision, compacted: s.compact_revision };
+        const tables = new RevisionTables(db);
+        return job.kind === 'hashKv' ? hashKv(tables, revs, job.revision) : hashStore(db, tables, revs);
+      })
+      .deferred();
   } finally {
     db.close();
   }

@@ -8,17 +8,7 @@
 
 import { formatId, parseId } from '../common/ids.js';
 import { ProtoReader, ProtoWriter } from './protobufWire.js';
-import type {
-  AlarmType,
-  CompactionRequest,
-  Compare,
-  DeleteRangeRequest,
-  KvRequest,
-  PutRequest,
-  RangeRequest,
-  RequestOp,
-  TxnRequest,
-} from './types.js';
+import type { AlarmType, CompactionRequest, Compare, DeleteRangeRequest, KvRequest, PutRequest, RangeRequest, RequestOp, TxnRequest } from './types.js';
 
 const F = {
   id: 1,
@@ -190,7 +180,10 @@ function readLeaseId(data: Uint8Array, idField: number): bigint {
 
 function writeRange(w: ProtoWriter, q: RangeRequest): void {
   w.bytes(1, q.key).bytes(2, q.rangeEnd);
-  w.int(3, q.limit ?? 0).int(4, q.revision ?? 0).int(5, q.sortOrder ?? 0).int(6, q.sortTarget ?? 0);
+  w.int(3, q.limit ?? 0)
+    .int(4, q.revision ?? 0)
+    .int(5, q.sortOrder ?? 0)
+    .int(6, q.sortTarget ?? 0);
   w.bool(7, q.serializable).bool(8, q.keysOnly).bool(9, q.countOnly);
   w.int(10, q.minModRevision ?? 0).int(11, q.maxModRevision ?? 0);
   w.int(12, q.minCreateRevision ?? 0).int(13, q.maxCreateRevision ?? 0);
@@ -202,20 +195,47 @@ function readRange(data: Uint8Array): RangeRequest {
   while (!r.done) {
     const { field, wire } = r.tag();
     switch (field) {
-      case 1: q.key = r.bytes(); break;
-      case 2: q.rangeEnd = r.bytes(); break;
-      case 3: q.limit = r.int64Number(); break;
-      case 4: q.revision = r.int64Number(); break;
-      case 5: q.sortOrder = r.uint(); break;
-      case 6: q.sortTarget = r.uint(); break;
-      case 7: q.serializable = r.bool(); break;
-      case 8: q.keysOnly = r.bool(); break;
-      case 9: q.countOnly = r.bool(); break;
-      case 10: q.minModRevision = r.int64Number(); break;
-      case 11: q.maxModRevision = r.int64Number(); break;
-      case 12: q.minCreateRevision = r.int64Number(); break;
-      case 13: q.maxCreateRevision = r.int64Number(); break;
-      default: r.skip(wire);
+      case 1:
+        q.key = r.bytes();
+        break;
+      case 2:
+        q.rangeEnd = r.bytes();
+        break;
+      case 3:
+        q.limit = r.int64Number();
+        break;
+      case 4:
+        q.revision = r.int64Number();
+        break;
+      case 5:
+        q.sortOrder = r.uint();
+        break;
+      case 6:
+        q.sortTarget = r.uint();
+        break;
+      case 7:
+        q.serializable = r.bool();
+        break;
+      case 8:
+        q.keysOnly = r.bool();
+        break;
+      case 9:
+        q.countOnly = r.bool();
+        break;
+      case 10:
+        q.minModRevision = r.int64Number();
+        break;
+      case 11:
+        q.maxModRevision = r.int64Number();
+        break;
+      case 12:
+        q.minCreateRevision = r.int64Number();
+        break;
+      case 13:
+        q.maxCreateRevision = r.int64Number();
+        break;
+      default:
+        r.skip(wire);
     }
   }
   return q;
@@ -224,7 +244,9 @@ function readRange(data: Uint8Array): RangeRequest {
 // --- PutRequest: key=1 value=2 lease=3 prev_kv=4 ignore_value=5 ignore_lease=6
 
 function writePut(w: ProtoWriter, p: PutRequest): void {
-  w.bytes(1, p.key).bytes(2, p.value).int(3, p.lease ?? 0n);
+  w.bytes(1, p.key)
+    .bytes(2, p.value)
+    .int(3, p.lease ?? 0n);
   w.bool(4, p.prevKv).bool(5, p.ignoreValue).bool(6, p.ignoreLease);
 }
 
@@ -234,13 +256,26 @@ function readPut(data: Uint8Array): PutRequest {
   while (!r.done) {
     const { field, wire } = r.tag();
     switch (field) {
-      case 1: p.key = r.bytes(); break;
-      case 2: p.value = r.bytes(); break;
-      case 3: p.lease = r.int64(); break;
-      case 4: p.prevKv = r.bool(); break;
-      case 5: p.ignoreValue = r.bool(); break;
-      case 6: p.ignoreLease = r.bool(); break;
-      default: r.skip(wire);
+      case 1:
+        p.key = r.bytes();
+        break;
+      case 2:
+        p.value = r.bytes();
+        break;
+      case 3:
+        p.lease = r.int64();
+        break;
+      case 4:
+        p.prevKv = r.bool();
+        break;
+      case 5:
+        p.ignoreValue = r.bool();
+        break;
+      case 6:
+        p.ignoreLease = r.bool();
+        break;
+      default:
+        r.skip(wire);
     }
   }
   return p;
@@ -258,10 +293,17 @@ function readDeleteRange(data: Uint8Array): DeleteRangeRequest {
   while (!r.done) {
     const { field, wire } = r.tag();
     switch (field) {
-      case 1: d.key = r.bytes(); break;
-      case 2: d.rangeEnd = r.bytes(); break;
-      case 3: d.prevKv = r.bool(); break;
-      default: r.skip(wire);
+      case 1:
+        d.key = r.bytes();
+        break;
+      case 2:
+        d.rangeEnd = r.bytes();
+        break;
+      case 3:
+        d.prevKv = r.bool();
+        break;
+      default:
+        r.skip(wire);
     }
   }
   return d;
@@ -273,8 +315,12 @@ function readDeleteRange(data: Uint8Array): DeleteRangeRequest {
 
 function writeCompare(w: ProtoWriter, c: Compare): void {
   w.int(1, c.result).int(2, c.target).bytes(3, c.key);
-  w.int(4, c.version ?? 0).int(5, c.createRevision ?? 0).int(6, c.modRevision ?? 0);
-  w.bytes(7, c.value).int(8, c.lease ?? 0n).bytes(64, c.rangeEnd);
+  w.int(4, c.version ?? 0)
+    .int(5, c.createRevision ?? 0)
+    .int(6, c.modRevision ?? 0);
+  w.bytes(7, c.value)
+    .int(8, c.lease ?? 0n)
+    .bytes(64, c.rangeEnd);
 }
 
 function readCompare(data: Uint8Array): Compare {
@@ -283,16 +329,35 @@ function readCompare(data: Uint8Array): Compare {
   while (!r.done) {
     const { field, wire } = r.tag();
     switch (field) {
-      case 1: c.result = r.uint(); break;
-      case 2: c.target = r.uint(); break;
-      case 3: c.key = r.bytes(); break;
-      case 4: c.version = r.int64Number(); break;
-      case 5: c.createRevision = r.int64Number(); break;
-      case 6: c.modRevision = r.int64Number(); break;
-      case 7: c.value = r.bytes(); break;
-      case 8: c.lease = r.int64(); break;
-      case 64: c.rangeEnd = r.bytes(); break;
-      default: r.skip(wire);
+      case 1:
+        c.result = r.uint();
+        break;
+      case 2:
+        c.target = r.uint();
+        break;
+      case 3:
+        c.key = r.bytes();
+        break;
+      case 4:
+        c.version = r.int64Number();
+        break;
+      case 5:
+        c.createRevision = r.int64Number();
+        break;
+      case 6:
+        c.modRevision = r.int64Number();
+        break;
+      case 7:
+        c.value = r.bytes();
+        break;
+      case 8:
+        c.lease = r.int64();
+        break;
+      case 64:
+        c.rangeEnd = r.bytes();
+        break;
+      default:
+        r.skip(wire);
     }
   }
   return c;
@@ -315,11 +380,20 @@ function readOp(data: Uint8Array): RequestOp | undefined {
   while (!r.done) {
     const { field, wire } = r.tag();
     switch (field) {
-      case 1: op = { requestRange: readRange(r.bytes()) }; break;
-      case 2: op = { requestPut: readPut(r.bytes()) }; break;
-      case 3: op = { requestDeleteRange: readDeleteRange(r.bytes()) }; break;
-      case 4: op = { requestTxn: readTxn(r.bytes()) }; break;
-      default: r.skip(wire);
+      case 1:
+        op = { requestRange: readRange(r.bytes()) };
+        break;
+      case 2:
+        op = { requestPut: readPut(r.bytes()) };
+        break;
+      case 3:
+        op = { requestDeleteRange: readDeleteRange(r.bytes()) };
+        break;
+      case 4:
+        op = { requestTxn: readTxn(r.bytes()) };
+        break;
+      default:
+        r.skip(wire);
     }
   }
   return op;
@@ -339,10 +413,17 @@ function readTxn(data: Uint8Array): TxnRequest {
   while (!r.done) {
     const { field, wire } = r.tag();
     switch (field) {
-      case 1: compare.push(readCompare(r.bytes())); break;
-      case 2: success.push(readOp(r.bytes()) ?? ({} as RequestOp)); break;
-      case 3: failure.push(readOp(r.bytes()) ?? ({} as RequestOp)); break;
-      default: r.skip(wire);
+      case 1:
+        compare.push(readCompare(r.bytes()));
+        break;
+      case 2:
+        success.push(readOp(r.bytes()) ?? ({} as RequestOp));
+        break;
+      case 3:
+        failure.push(readOp(r.bytes()) ?? ({} as RequestOp));
+        break;
+      default:
+        r.skip(wire);
     }
   }
   return { compare, success, failure };
@@ -360,9 +441,14 @@ function readCompaction(data: Uint8Array): CompactionRequest {
   while (!r.done) {
     const { field, wire } = r.tag();
     switch (field) {
-      case 1: c.revision = r.int64Number(); break;
-      case 2: c.physical = r.bool(); break;
-      default: r.skip(wire);
+      case 1:
+        c.revision = r.int64Number();
+        break;
+      case 2:
+        c.physical = r.bool();
+        break;
+      default:
+        r.skip(wire);
     }
   }
   return c;

@@ -53,12 +53,8 @@ export class RevisionTables {
   private readonly cache = new Map<string, Database.Statement>();
 
   constructor(private readonly db: Database.Database) {
-    this.insertRevisionStmt = db.prepare(
-      `INSERT INTO kv (key, main, sub, create_rev, version, lease, tombstone, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
-    this.liveGetStmt = db
-      .prepare(`SELECT main, sub, create_rev, version, ${LEASE('live')} FROM live WHERE key = ?`)
-      .raw(true);
+    this.insertRevisionStmt = db.prepare(`INSERT INTO kv (key, main, sub, create_rev, version, lease, tombstone, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
+    this.liveGetStmt = db.prepare(`SELECT main, sub, create_rev, version, ${LEASE('live')} FROM live WHERE key = ?`).raw(true);
     this.liveUpsertStmt = db.prepare(
       `INSERT INTO live (key, main, sub, create_rev, version, lease) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (key) DO UPDATE SET main = excluded.main, sub = excluded.sub,
@@ -102,9 +98,7 @@ export class RevisionTables {
 
   /** Existing keys in the range, in key order (what a DeleteRange deletes). */
   liveKeys(r: KeyRange): Buffer[] {
-    const s = this.stmt(`liveKeys:${r.end ? 'b' : 'u'}`, () =>
-      `SELECT key FROM live WHERE key >= @key ${r.end ? 'AND key < @end' : ''} ORDER BY key`,
-    );
+    const s = this.stmt(`liveKeys:${r.end ? 'b' : 'u'}`, () => `SELECT key FROM live WHERE key >= @key ${r.end ? 'AND key < @end' : ''} ORDER BY key`);
     return s.pluck().all(binds(r)) as Buffer[];
   }
 
@@ -133,9 +127,7 @@ export class RevisionTables {
   countAt(r: KeyRange, rev: number, latest: boolean): number {
     const bounded = r.end !== null;
     const s = this.stmt(`count:${latest ? 'l' : 'h'}${bounded ? 'b' : 'u'}`, () =>
-      latest
-        ? `SELECT count(*) FROM live WHERE key >= @key ${bounded ? 'AND key < @end' : ''}`
-        : `SELECT count(*) FROM kv k WHERE ${HISTORICAL(bounded)}`,
+      latest ? `SELECT count(*) FROM live WHERE key >= @key ${bounded ? 'AND key < @end' : ''}` : `SELECT count(*) FROM kv k WHERE ${HISTORICAL(bounded)}`,
     );
     return s.pluck().get({ ...binds(r), ...(latest ? {} : { rev }) }) as number;
   }
@@ -149,8 +141,10 @@ export class RevisionTables {
    */
   history(r: KeyRange | null, from: number, to: number, maxRows: number, maxBytes: number): { rows: HistoryRow[]; through: number } {
     const name = `history:${r === null ? 'a' : r.end ? 'b' : 'u'}`;
-    const s = this.stmt(name, () =>
-      `SELECT hex(k.key), k.main, k.sub, k.create_rev, k.version, ${LEASE('k')}, k.tombstone, hex(k.value) FROM kv k
+    const s = this.stmt(
+      name,
+      () =>
+        `SELECT hex(k.key), k.main, k.sub, k.create_rev, k.version, ${LEASE('k')}, k.tombstone, hex(k.value) FROM kv k
        WHERE k.main >= @from AND k.main <= @to ${r === null ? '' : `AND k.key >= @key ${r.end ? 'AND k.key < @end' : ''}`}
        ORDER BY k.main, k.sub`,
     ).raw(true);
@@ -170,7 +164,9 @@ export class RevisionTables {
 
   /** Existing keys attached to a lease, in key order. */
   keysWithLease(lease: bigint): Buffer[] {
-    return this.stmt('keysWithLease', () => `SELECT key FROM live WHERE lease = ? ORDER BY key`).pluck().all(lease) as Buffer[];
+    return this.stmt('keysWithLease', () => `SELECT key FROM live WHERE lease = ? ORDER BY key`)
+      .pluck()
+      .all(lease) as Buffer[];
   }
 
   /** Whether any key exists at revision `rev`. */
@@ -187,8 +183,10 @@ export class RevisionTables {
    * etcd's "keep" set after a compaction.
    */
   *revisionPages(upTo: number, hideAtOrBelow: number, pageSize = 5000): Generator<string[]> {
-    const s = this.stmt('revisionPages', () =>
-      `SELECT concat_ws(',', k.main, k.sub, k.create_rev, k.version, k.lease, k.tombstone, hex(k.key), hex(k.value)) FROM kv k
+    const s = this.stmt(
+      'revisionPages',
+      () =>
+        `SELECT concat_ws(',', k.main, k.sub, k.create_rev, k.version, k.lease, k.tombstone, hex(k.key), hex(k.value)) FROM kv k
        WHERE k.main <= @upTo AND (k.main, k.sub) > (@afterMain, @afterSub)
          AND NOT (k.main <= @hide AND (k.tombstone = 1 OR EXISTS (SELECT 1 FROM kv n
            WHERE n.key = k.key AND (n.main, n.sub) > (k.main, k.sub) AND n.main <= @upTo)))

@@ -80,8 +80,14 @@ export async function verifySnapshot(src: string | Uint8Array): Promise<{ size: 
   const name = typeof src === 'string' ? src : 'snapshot (in memory)';
   const size = typeof src === 'string' ? (await fsp.stat(src)).size : src.length;
   checkShape(name, size);
-  const trailer = typeof src === 'string' ? await readRange(src, size - SNAPSHOT_TRAILER, SNAPSHOT_TRAILER) : Buffer.from(src.subarray(size - SNAPSHOT_TRAILER));
-  const computed = typeof src === 'string' ? await sha256File(src, size - SNAPSHOT_TRAILER) : createHash('sha256').update(src.subarray(0, size - SNAPSHOT_TRAILER)).digest();
+  const trailer =
+    typeof src === 'string' ? await readRange(src, size - SNAPSHOT_TRAILER, SNAPSHOT_TRAILER) : Buffer.from(src.subarray(size - SNAPSHOT_TRAILER));
+  const computed =
+    typeof src === 'string'
+      ? await sha256File(src, size - SNAPSHOT_TRAILER)
+      : createHash('sha256')
+          .update(src.subarray(0, size - SNAPSHOT_TRAILER))
+          .digest();
   if (!computed.equals(trailer)) {
     throw new Error(
       `${name} is corrupt: its sha256 trailer is ${trailer.toString('hex')} but the contents hash to ${computed.toString('hex')}; refusing to use it (save or fetch the snapshot again)`,
@@ -154,7 +160,7 @@ export function installSnapshotSync(src: string, dbPath: string): void {
 function sha256FdSync(fd: number, length: number, name: string): Buffer {
   const h = createHash('sha256');
   const buf = Buffer.allocUnsafe(1 << 20);
-  for (let pos = 0; pos < length; ) {
+  for (let pos = 0; pos < length;) {
     const n = readSync(fd, buf, 0, Math.min(buf.length, length - pos), pos);
     if (n === 0) throw new Error(`${name} ended at ${pos} bytes, expected ${length}`);
     h.update(buf.subarray(0, n));
@@ -185,7 +191,7 @@ export async function sha256File(path: string, length: number): Promise<Buffer> 
   const fh = await fsp.open(path, 'r');
   try {
     const buf = Buffer.allocUnsafe(1 << 20);
-    for (let pos = 0; pos < length; ) {
+    for (let pos = 0; pos < length;) {
       const { bytesRead } = await fh.read(buf, 0, Math.min(buf.length, length - pos), pos);
       if (bytesRead === 0) throw new Error(`${path} ended at ${pos} bytes, expected ${length}`);
       h.update(buf.subarray(0, bytesRead));

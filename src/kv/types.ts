@@ -114,17 +114,10 @@ export interface Compare {
 }
 
 /** etcd's RequestOp oneof: exactly one field set. */
-export type RequestOp =
-  | { requestRange: RangeRequest }
-  | { requestPut: PutRequest }
-  | { requestDeleteRange: DeleteRangeRequest }
-  | { requestTxn: TxnRequest };
+export type RequestOp = { requestRange: RangeRequest } | { requestPut: PutRequest } | { requestDeleteRange: DeleteRangeRequest } | { requestTxn: TxnRequest };
 
 export type ResponseOp =
-  | { responseRange: RangeResponse }
-  | { responsePut: PutResponse }
-  | { responseDeleteRange: DeleteRangeResponse }
-  | { responseTxn: TxnResponse };
+  { responseRange: RangeResponse } | { responsePut: PutResponse } | { responseDeleteRange: DeleteRangeResponse } | { responseTxn: TxnResponse };
 
 export interface TxnRequest {
   compare?: Compare[];
@@ -151,18 +144,10 @@ export interface CompactionResponse {
 
 /** What a Raft log entry carries for the KV (etcd's InternalRaftRequest, KV part). */
 export type KvRequest =
-  | { range: RangeRequest }
-  | { put: PutRequest }
-  | { deleteRange: DeleteRangeRequest }
-  | { txn: TxnRequest }
-  | { compaction: CompactionRequest };
+  { range: RangeRequest } | { put: PutRequest } | { deleteRange: DeleteRangeRequest } | { txn: TxnRequest } | { compaction: CompactionRequest };
 
 export type KvResponse =
-  | { range: RangeResponse }
-  | { put: PutResponse }
-  | { deleteRange: DeleteRangeResponse }
-  | { txn: TxnResponse }
-  | { compaction: CompactionResponse };
+  { range: RangeResponse } | { put: PutResponse } | { deleteRange: DeleteRangeResponse } | { txn: TxnResponse } | { compaction: CompactionResponse };
 
 /** Outcome of applying one request: an etcd error is an outcome, not a failure to apply. */
 export type KvApplyResult = { response: KvResponse; error?: undefined } | { response?: undefined; error: KvError };

@@ -47,7 +47,14 @@ export function connectMigration(req: MigrationRequest): MigrationConnection {
   const src = client(req.from);
   const dst = client(req.to);
   const destPrefix = req.destPrefix ?? req.prefix;
-  const progressFile = req.progressFile ?? progressPath(src.endpoints.map((e) => e.text), dst.endpoints.map((e) => e.text), req.prefix, destPrefix);
+  const progressFile =
+    req.progressFile ??
+    progressPath(
+      src.endpoints.map((e) => e.text),
+      dst.endpoints.map((e) => e.text),
+      req.prefix,
+      destPrefix,
+    );
   return {
     src,
     dst,

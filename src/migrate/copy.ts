@@ -43,7 +43,10 @@ export async function copyAtRevision(o: CopyOptions): Promise<void> {
       o.signal.throwIfAborted();
       const page = await src.range(next, { rangeEnd: sel.rangeEnd, revision: rev, limit: PAGE });
       if (page.kvs.length === 0) break;
-      await writeOps(dst, page.kvs.map((kv) => ({ put: { key: mapping.toDest(kv.key), value: kv.value } })));
+      await writeOps(
+        dst,
+        page.kvs.map((kv) => ({ put: { key: mapping.toDest(kv.key), value: kv.value } })),
+      );
       const last = page.kvs[page.kvs.length - 1]!.key;
       progress.copiedThrough = last.toString('base64');
       progress.copiedKeys += page.kvs.length;

@@ -89,7 +89,10 @@ async function followStream(ws: WatchStream, o: FollowOptions, responded: () => 
       for (const [rev, events] of byRevision(batch.events)) {
         if (rev <= progress.appliedRevision) continue; // already applied (a watch restarted)
         if (target !== undefined && rev > target) return true;
-        await writeOps(o.dst, events.map((e) => toDestOp(e, o.mapping)));
+        await writeOps(
+          o.dst,
+          events.map((e) => toDestOp(e, o.mapping)),
+        );
         progress.appliedRevision = rev;
         dirty = true;
         o.onApplied(rev, events.length);

@@ -48,7 +48,13 @@ export interface MigrateResult {
 }
 
 /** The default record for a migration: one per (source, destination, prefixes), in the XDG state dir. */
-export function progressPath(from: readonly string[], to: readonly string[], sourcePrefix: string, destPrefix: string, env: NodeJS.ProcessEnv = process.env): string {
+export function progressPath(
+  from: readonly string[],
+  to: readonly string[],
+  sourcePrefix: string,
+  destPrefix: string,
+  env: NodeJS.ProcessEnv = process.env,
+): string {
   const id = createHash('sha256')
     .update(JSON.stringify([[...from].sort(), [...to].sort(), sourcePrefix, destPrefix]))
     .digest('hex')
@@ -67,7 +73,9 @@ export async function migrate(o: MigrateOptions): Promise<MigrateResult> {
   const sp = JSON.stringify(o.sourcePrefix.toString());
   const dp = JSON.stringify(o.destPrefix.toString());
   if (source.cluster === dest.cluster && mapping.overlaps()) {
-    throw new InputError(`--from and --to are one cluster (${hex(source.cluster)}) and prefix ${dp} overlaps ${sp}: the migration would copy its own writes; choose a --dest-prefix outside ${sp}`);
+    throw new InputError(
+      `--from and --to are one cluster (${hex(source.cluster)}) and prefix ${dp} overlaps ${sp}: the migration would copy its own writes; choose a --dest-prefix outside ${sp}`,
+    );
   }
 
   const lock = lockProgress(o.progressFile, []);
@@ -99,7 +107,10 @@ export async function migrate(o: MigrateOptions): Promise<MigrateResult> {
       if (killAfter !== undefined && p.phase === 'copy' && ++batches > Number(killAfter)) dieNow();
     };
     save();
-    if (resumed) o.log(`resuming the migration recorded in ${o.progressFile} (${p.phase === 'copy' ? `copy at revision ${p.copyRevision}, ${p.copiedKeys} keys done` : `applied through revision ${p.appliedRevision}`})`);
+    if (resumed)
+      o.log(
+        `resuming the migration recorded in ${o.progressFile} (${p.phase === 'copy' ? `copy at revision ${p.copyRevision}, ${p.copiedKeys} keys done` : `applied through revision ${p.appliedRevision}`})`,
+      );
 
     const copy = { revision: p.copyRevision, keys: 0, restarts: 0 };
     const applied = { fromRevision: 0, toRevision: 0, revisions: 0, events: 0 };
@@ -124,7 +135,16 @@ export async function migrate(o: MigrateOptions): Promise<MigrateResult> {
         };
         if (!o.once) {
           o.log(`following changes from revision ${p.appliedRevision + 1}; interrupt (Ctrl-C) to finish: apply up to the current revision, verify, stop`);
-          await follow({ src: o.src, dst: o.dst, mapping, progress: p, save, stopAt: () => (o.finish.aborted ? p.appliedRevision : undefined), onApplied, signal: o.abort });
+          await follow({
+            src: o.src,
+            dst: o.dst,
+            mapping,
+            progress: p,
+            save,
+            stopAt: () => (o.finish.aborted ? p.appliedRevision : undefined),
+            onApplied,
+            signal: o.abort,
+          });
           o.abort.throwIfAborted();
           o.log(`finishing at revision ${p.appliedRevision}: catching up with the source, then verifying`);
         }
@@ -198,7 +218,9 @@ function newProgress(o: MigrateOptions, src: bigint, dst: bigint, revision: numb
 
 function checkSame(p: MigrationProgress, file: string, src: bigint, dst: bigint, sp: Buffer, dp: Buffer): void {
   const differs = (what: string, recorded: string, now: string) =>
-    new RefusedError(`migration progress ${file} records ${what} ${recorded}, but this run has ${now}; pass --restart to start over, or --progress-file for another migration`);
+    new RefusedError(
+      `migration progress ${file} records ${what} ${recorded}, but this run has ${now}; pass --restart to start over, or --progress-file for another migration`,
+    );
   if (p.sourceCluster !== hex(src)) throw differs('source cluster', p.sourceCluster, hex(src));
   if (p.destCluster !== hex(dst)) throw differs('destination cluster', p.destCluster, hex(dst));
   if (p.sourcePrefix !== sp.toString('base64') || p.destPrefix !== dp.toString('base64')) {

@@ -29,7 +29,13 @@ export interface VerifyResult {
 }
 
 /** Compares; with `repairs`, also lists the writes that would make the destination equal. */
-export async function verifyAt(src: EtcdClient, dst: EtcdClient, mapping: KeyMapping, revision: number, opts: { repairs?: boolean } = {}): Promise<VerifyResult> {
+export async function verifyAt(
+  src: EtcdClient,
+  dst: EtcdClient,
+  mapping: KeyMapping,
+  revision: number,
+  opts: { repairs?: boolean } = {},
+): Promise<VerifyResult> {
   const a = keys(src, mapping.source, revision);
   const b = keys(dst, mapping.dest, 0);
   const ha = createHash('sha256');

@@ -38,7 +38,10 @@ class RewritingConnection extends Duplex {
   /** The client's address, in net.Socket's `_peername` form. */
   readonly peer: { address?: string; port?: number; family?: string };
 
-  constructor(private readonly socket: net.Socket, replacement: (len: number) => Uint8Array) {
+  constructor(
+    private readonly socket: net.Socket,
+    replacement: (len: number) => Uint8Array,
+  ) {
     super({ allowHalfOpen: true });
     this.peer = { address: socket.remoteAddress, port: socket.remotePort, family: socket.remoteFamily };
     this.rewriter = new AuthorityRewriter(replacement);

@@ -74,7 +74,12 @@ export async function findLeader(endpoints: string[], conn: Connection): Promise
   throw new Error(`no leader found at ${endpoints.join(', ')}`);
 }
 
-export async function waitHealthy(endpoints: string[], conn: Connection, timeoutMs: number, signal?: AbortSignal): Promise<{ leader: string; endpoint: string }> {
+export async function waitHealthy(
+  endpoints: string[],
+  conn: Connection,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<{ leader: string; endpoint: string }> {
   return waitUntil(
     `a leader at ${endpoints.join(', ')}`,
     timeoutMs,
@@ -121,7 +126,14 @@ export async function waitCaughtUp(
   learnerEndpoint: string,
   clusterEndpoints: string[],
   conn: Connection,
-  o: { lag: number; stabilizationMs: number; stallMs: number; onProgress?: (text: string) => void; onCaughtUp?: (applied: number, leaderIndex: number) => void; signal?: AbortSignal },
+  o: {
+    lag: number;
+    stabilizationMs: number;
+    stallMs: number;
+    onProgress?: (text: string) => void;
+    onCaughtUp?: (applied: number, leaderIndex: number) => void;
+    signal?: AbortSignal;
+  },
 ): Promise<CaughtUp> {
   const start = Date.now();
   let lastApplied = -1;
@@ -143,7 +155,8 @@ export async function waitCaughtUp(
       // An election or a slow answer: wait for a leader rather than blame the learner.
       caughtSince = undefined;
       lastProgressAt = Date.now();
-      if (Date.now() - leaderSeenAt > o.stallMs) throw new Error(`${(e as Error).message} for ${Math.round(o.stallMs / 1000)}s; the learner at ${learnerEndpoint} was left in place`);
+      if (Date.now() - leaderSeenAt > o.stallMs)
+        throw new Error(`${(e as Error).message} for ${Math.round(o.stallMs / 1000)}s; the learner at ${learnerEndpoint} was left in place`);
       o.onProgress?.(`no leader answers (${(e as Error).message}); retrying`);
       await sleep(200, o.signal);
       continue;
@@ -162,13 +175,17 @@ export async function waitCaughtUp(
         o.onCaughtUp?.(applied, leader.raftIndex);
       }
       const stable = Date.now() - caughtSince;
-      o.onProgress?.(`caught up (applied ${applied} of ${leader.raftIndex}); stable for ${(stable / 1000).toFixed(1)}s of ${(o.stabilizationMs / 1000).toFixed(1)}s`);
+      o.onProgress?.(
+        `caught up (applied ${applied} of ${leader.raftIndex}); stable for ${(stable / 1000).toFixed(1)}s of ${(o.stabilizationMs / 1000).toFixed(1)}s`,
+      );
       if (stable >= o.stabilizationMs) return { learnerApplied: applied, leaderIndex: leader.raftIndex, waitedMs: Date.now() - start, caughtUpAt: caughtSince };
     } else {
       caughtSince = undefined;
       o.onProgress?.(`applied ${Math.max(applied, 0)} of ${leader.raftIndex} (${behind} behind)`);
       if (Date.now() - lastProgressAt > o.stallMs) {
-        throw new LearnerStalledError(`the learner at ${learnerEndpoint} made no progress for ${Math.round(o.stallMs / 1000)}s (applied ${Math.max(applied, 0)}, leader at ${leader.raftIndex})`);
+        throw new LearnerStalledError(
+          `the learner at ${learnerEndpoint} made no progress for ${Math.round(o.stallMs / 1000)}s (applied ${Math.max(applied, 0)}, leader at ${leader.raftIndex})`,
+        );
       }
     }
     await sleep(200, o.signal);

@@ -18,7 +18,10 @@ export function formatDryRun(pb: Playbook, bound: BoundVariables, plan: RunPlan)
   for (const e of plan.entries) {
     const indent = '  '.repeat(e.depth + 1);
     if (e.kind === 'for-each') {
-      const items = e.items === null ? `the list ${e.source} is known when the run gets here; its steps run once per item` : `${e.items.length} item${e.items.length === 1 ? '' : 's'}`;
+      const items =
+        e.items === null
+          ? `the list ${e.source} is known when the run gets here; its steps run once per item`
+          : `${e.items.length} item${e.items.length === 1 ? '' : 's'}`;
       lines.push(`${indent}for-each ${e.stableId}: for each ${e.node.as} in ${e.source} (${items})`);
       continue;
     }

@@ -114,7 +114,8 @@ function isPromptAbort(err: unknown): boolean {
 
 /** Hex IDs (or lists of them) equal, however zero-padded or cased. */
 function sameIds(a: unknown, b: unknown): boolean {
-  const norm = (v: unknown): unknown => (Array.isArray(v) ? v.map(norm) : typeof v === 'string' && /^[0-9a-fA-F]{1,16}$/.test(v) ? BigInt(`0x${v}`).toString(16) : v);
+  const norm = (v: unknown): unknown =>
+    Array.isArray(v) ? v.map(norm) : typeof v === 'string' && /^[0-9a-fA-F]{1,16}$/.test(v) ? BigInt(`0x${v}`).toString(16) : v;
   return JSON.stringify(norm(a)) === JSON.stringify(norm(b));
 }
 
@@ -221,7 +222,8 @@ class PlaybookRun {
           if (!(err instanceof UnresolvedReferenceError)) throw err;
           throw new StepFailedError(stableId, new Error(`${n.forEach.origin.field}: ${err.message}`), '');
         }
-        if (!Array.isArray(items)) throw new StepFailedError(stableId, new Error(`${n.forEach.origin.field}: for-each needs a list, got ${JSON.stringify(items)}`), '');
+        if (!Array.isArray(items))
+          throw new StepFailedError(stableId, new Error(`${n.forEach.origin.field}: for-each needs a list, got ${JSON.stringify(items)}`), '');
         const title = `${stepTitle(n, scope) === n.id ? `for each ${n.as}` : stepTitle(n, scope)} (${items.length} item${items.length === 1 ? '' : 's'})`;
         return { title, nodes: items.flatMap((item, i) => this.nodes(n.steps, scope.child(n.as, item), `${stableId}[${i + 1}].`)) };
       },
@@ -249,7 +251,9 @@ class PlaybookRun {
     if (prior && prior.stepId !== stableId) {
       throw new StepFailedError(
         stableId,
-        new RefusedError(`run ${this.runId} recorded step ${prior.stepId} at position ${ordinal}, the playbook now has ${stableId} there; the run cannot be resumed, start a new one`),
+        new RefusedError(
+          `run ${this.runId} recorded step ${prior.stepId} at position ${ordinal}, the playbook now has ${stableId} there; the run cannot be resumed, start a new one`,
+        ),
         title,
       );
     }
@@ -261,7 +265,9 @@ class PlaybookRun {
     }
 
     const def = this.o.library[n.type];
-    const resolved = def ? resolveParams(n, def, scope, this.o.endpoints) : ({ ok: false, origin: n.typeOrigin, error: `unknown step type ${n.type}` } as const);
+    const resolved = def
+      ? resolveParams(n, def, scope, this.o.endpoints)
+      : ({ ok: false, origin: n.typeOrigin, error: `unknown step type ${n.type}` } as const);
     const ref = audit.startStep(this.runId, {
       ordinal,
       stepId: stableId,
@@ -301,8 +307,7 @@ class PlaybookRun {
     if (!data) return;
     const run = this.o.audit.run(this.runId);
     // A "before" already recorded stays; an "after" equal to the recorded one is not written again.
-    const skip = (k: (typeof ID_FIELDS)[number]) =>
-      run?.[k] !== null && run?.[k] !== undefined && (k.endsWith('Before') || sameIds(run[k], data[k]));
+    const skip = (k: (typeof ID_FIELDS)[number]) => run?.[k] !== null && run?.[k] !== undefined && (k.endsWith('Before') || sameIds(run[k], data[k]));
     const patch = Object.fromEntries(ID_FIELDS.filter((k) => data[k] !== undefined && !skip(k)).map((k) => [k, data[k]]));
     if (Object.keys(patch).length === 0) return;
     try {
@@ -350,5 +355,4 @@ class PlaybookRun {
       connection: this.o.connection,
     };
   }
-
 }

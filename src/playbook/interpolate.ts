@@ -136,7 +136,9 @@ function interpolateString(text: string, resolve: RefResolver): unknown {
     if (!r.found) throw new UnresolvedReferenceError(r.error);
     if (typeof r.value === 'string' || typeof r.value === 'number' || typeof r.value === 'boolean') out += String(r.value);
     else {
-      throw new UnresolvedReferenceError(`${p.text} is ${Array.isArray(r.value) ? 'a list' : r.value === null || r.value === undefined ? 'empty' : 'a map'}; only text, numbers and booleans can be part of a longer string`);
+      throw new UnresolvedReferenceError(
+        `${p.text} is ${Array.isArray(r.value) ? 'a list' : r.value === null || r.value === undefined ? 'empty' : 'a map'}; only text, numbers and booleans can be part of a longer string`,
+      );
     }
   }
   return out;

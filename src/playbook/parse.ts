@@ -51,7 +51,9 @@ export function readPlaybookWithProblems(file: string): { playbook: Playbook; pr
     bytes = readFileSync(absPath);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new InputError(`cannot read playbook ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : (err as Error).message}`);
+    throw new InputError(
+      `cannot read playbook ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : (err as Error).message}`,
+    );
   }
   return parsePlaybookWithProblems(bytes.toString('utf8'), file, absPath, createHash('sha256').update(bytes).digest('hex'));
 }
@@ -115,7 +117,7 @@ function origin(ctx: Ctx, node: Node | null | undefined, field: string): Origin 
 }
 
 function toJS(ctx: Ctx, node: unknown): unknown {
-  return isNode(node) ? node.toJS(ctx.doc) : node ?? null;
+  return isNode(node) ? node.toJS(ctx.doc) : (node ?? null);
 }
 
 /** The map's entries by key, reporting unknown keys (and non-text keys). */
@@ -209,7 +211,10 @@ function parseVariable(ctx: Ctx, vname: string, key: Node, node: Node | null, fi
   }
   const type = toJS(ctx, typeEntry.value);
   if (typeof type !== 'string' || !(PARAM_TYPES as readonly string[]).includes(type)) {
-    ctx.problems.add(origin(ctx, typeEntry.value, `${field}.type`), `unknown type ${describeRaw(type)}${typeof type === 'string' ? didYouMean(type, PARAM_TYPES) : ''}; types: ${PARAM_TYPES.join(', ')}`);
+    ctx.problems.add(
+      origin(ctx, typeEntry.value, `${field}.type`),
+      `unknown type ${describeRaw(type)}${typeof type === 'string' ? didYouMean(type, PARAM_TYPES) : ''}; types: ${PARAM_TYPES.join(', ')}`,
+    );
     return { name: vname, type: 'string', hasDefault: false, validation: {}, origin: at, invalid: true };
   }
   const def: VariableDef = { name: vname, type: type as ParamType, hasDefault: false, validation: {}, origin: at };
@@ -218,7 +223,10 @@ function parseVariable(ctx: Ctx, vname: string, key: Node, node: Node | null, fi
     const items = toJS(ctx, itemsEntry.value);
     if (def.type !== 'list') ctx.problems.add(origin(ctx, itemsEntry.key, `${field}.items`), `items is for list variables, this one is ${def.type}`);
     else if (typeof items !== 'string' || !(PARAM_TYPES as readonly string[]).includes(items) || items === 'list') {
-      ctx.problems.add(origin(ctx, itemsEntry.value, `${field}.items`), `items must be one of ${PARAM_TYPES.filter((t) => t !== 'list').join(', ')}, got ${describeRaw(items)}`);
+      ctx.problems.add(
+        origin(ctx, itemsEntry.value, `${field}.items`),
+        `items must be one of ${PARAM_TYPES.filter((t) => t !== 'list').join(', ')}, got ${describeRaw(items)}`,
+      );
     } else def.items = items as ParamType;
   }
   for (const k of ['prompt', 'description'] as const) {
@@ -362,7 +370,10 @@ function parseForEach(ctx: Ctx, { e, field, at, id, title }: StepHead): ForEachN
   if (asEntry) {
     const v = text1(ctx, asEntry.value, `${field}.as`, true, origin(ctx, asEntry.key, `${field}.as`));
     if (v !== undefined && (!NAME_PATTERN.test(v) || RESERVED_ROOTS.includes(v))) {
-      ctx.problems.add(origin(ctx, asEntry.value, `${field}.as`), `${JSON.stringify(v)} cannot name the item: use a lowercase word other than ${RESERVED_ROOTS.join(' and ')}`);
+      ctx.problems.add(
+        origin(ctx, asEntry.value, `${field}.as`),
+        `${JSON.stringify(v)} cannot name the item: use a lowercase word other than ${RESERVED_ROOTS.join(' and ')}`,
+      );
     } else if (v !== undefined) as = v;
   }
   const stepsEntry = e.get('steps');

@@ -63,7 +63,10 @@ export function planRun(pb: Playbook, library: StepLibrary, vars: Record<string,
       const stableId = `${prefix}${n.id}`;
       if (n.kind === 'step') {
         const def = library[n.type]!;
-        const waits = needsRunTime(Object.values(n.with).map((p) => p.value), scope).map((r) => r.text);
+        const waits = needsRunTime(
+          Object.values(n.with).map((p) => p.value),
+          scope,
+        ).map((r) => r.text);
         const step: PlannedStep = {
           kind: 'step',
           depth,
@@ -86,8 +89,7 @@ export function planRun(pb: Playbook, library: StepLibrary, vars: Record<string,
               step.describe = [`(describe failed: ${(err as Error).message})`];
             }
           }
-        }
-        else {
+        } else {
           const placeholder = (ref: Ref): Lookup => (scope.has(ref) ? scope.resolve(ref) : { found: true, value: `<${ref.text.slice(2, -1).trim()}>` });
           try {
             step.partialParams = Object.fromEntries(Object.entries(n.with).map(([k, p]) => [k, interpolate(p.value, placeholder)]));

@@ -221,7 +221,11 @@ function summarize(r: RunResult, audit: AuditLog): SessionResult {
   const lines = [
     `Run ${r.runId} ${r.outcome}: ${r.ran.length} step${r.ran.length === 1 ? '' : 's'} run${r.skipped.length ? `, ${r.skipped.length} already done` : ''}.`,
   ];
-  lines.push(`Run ID: ${r.runId}`, `Audit chain head: ${r.head}`, `  (keep it outside the audit log; check it later with: lifeboat audit verify --head ${r.head} --audit-db ${audit.path})`);
+  lines.push(
+    `Run ID: ${r.runId}`,
+    `Audit chain head: ${r.head}`,
+    `  (keep it outside the audit log; check it later with: lifeboat audit verify --head ${r.head} --audit-db ${audit.path})`,
+  );
   if (r.outcome !== 'succeeded') {
     const cause = r.error && 'error' in r.error ? (r.error as { error: Error }).error : r.error;
     const yes = cause instanceof NotConfirmedError ? ' --yes' : '';
@@ -241,7 +245,8 @@ function summarize(r: RunResult, audit: AuditLog): SessionResult {
   let error: Error | undefined;
   if (r.outcome === 'refused') error = new RefusedError(`run ${r.runId} refused: ${r.error?.message ?? ''}`);
   else if (r.outcome === 'failed') error = new Error(`run ${r.runId} failed: ${r.error?.message ?? ''}`);
-  else if (r.outcome === 'interrupted') error = new RunInterruptedError(`run ${r.runId} ${r.error?.message ?? 'interrupted'}; resume with 'lifeboat playbook resume ${r.runId}'`);
+  else if (r.outcome === 'interrupted')
+    error = new RunInterruptedError(`run ${r.runId} ${r.error?.message ?? 'interrupted'}; resume with 'lifeboat playbook resume ${r.runId}'`);
   return { text: lines.join('\n'), json, run: r, ...(error ? { error } : {}) };
 }
 

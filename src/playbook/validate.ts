@@ -66,7 +66,10 @@ export function validatePlaybook(pb: Playbook, library: StepLibrary, problems: P
       const name = ref.path[0];
       if (name === undefined) return bad(`${ref.text}: name the variable, e.g. \${vars.NAME}`);
       const def = vars.get(name);
-      if (!def) return bad(`${ref.text}: no variable ${name}${didYouMean(name, vars.keys())}${vars.size ? `; variables: ${[...vars.keys()].join(', ')}` : ' (the playbook declares none)'}`);
+      if (!def)
+        return bad(
+          `${ref.text}: no variable ${name}${didYouMean(name, vars.keys())}${vars.size ? `; variables: ${[...vars.keys()].join(', ')}` : ' (the playbook declares none)'}`,
+        );
       if (def.invalid) return null;
       return followType({ type: def.type, items: def.items }, ref.path.slice(1), ref, bad);
     }
@@ -75,7 +78,8 @@ export function validatePlaybook(pb: Playbook, library: StepLibrary, problems: P
       if (id === undefined || ref.path.length < 2) return bad(`${ref.text}: name the step and its output, e.g. \${steps.ID.OUTPUT}`);
       const target = steps.get(id);
       if (!target) return bad(`${ref.text}: no step with id ${id}${didYouMean(id, steps.keys())}`);
-      if (target.index >= scope.index) return bad(`${ref.text}: step ${id} (line ${target.origin.line}) runs later; a step can only use outputs of steps before it`);
+      if (target.index >= scope.index)
+        return bad(`${ref.text}: step ${id} (line ${target.origin.line}) runs later; a step can only use outputs of steps before it`);
       const outside = target.enclosing.find((f) => !scope.enclosing.includes(f));
       if (outside) return bad(`${ref.text}: step ${id} is inside for-each ${outside.id}; its outputs are visible only to the steps after it in that for-each`);
       return null;
@@ -105,7 +109,10 @@ export function validatePlaybook(pb: Playbook, library: StepLibrary, problems: P
     const def = library[step.type];
     if (step.name !== undefined) checkValue(step.name, scope, { ...step.origin, field: `${step.origin.field}.name` });
     if (!def) {
-      problems.add(step.typeOrigin, `unknown step type "${step.type}"${didYouMean(step.type, Object.keys(library))}; step types: ${Object.keys(library).sort().join(', ')}`);
+      problems.add(
+        step.typeOrigin,
+        `unknown step type "${step.type}"${didYouMean(step.type, Object.keys(library))}; step types: ${Object.keys(library).sort().join(', ')}`,
+      );
       for (const p of Object.values(step.with)) checkValue(p.value, scope, p.origin);
       return;
     }
@@ -130,7 +137,8 @@ export function validatePlaybook(pb: Playbook, library: StepLibrary, problems: P
         } else {
           for (const { ref, type } of refs) {
             if (type && (type.type === 'list' || type.type === 'member')) {
-              const hint = type.type === 'member' ? ` (use one of its fields, e.g. ${ref.text.replace(/}$/, '.name}')})` : ' (a list can only be a whole value)';
+              const hint =
+                type.type === 'member' ? ` (use one of its fields, e.g. ${ref.text.replace(/}$/, '.name}')})` : ' (a list can only be a whole value)';
               problems.add(p.origin, `${ref.text} is ${article(type.type)}; it cannot be part of a longer string${hint}`);
             }
           }
@@ -158,7 +166,8 @@ export function validatePlaybook(pb: Playbook, library: StepLibrary, problems: P
       else if (typeof fe.value === 'string') {
         const refs = checkValue(fe.value, here, fe.origin);
         if (refs.length !== 1 || refs[0]!.ref.text !== fe.value) {
-          if (refs.length > 0 || !fe.value.includes('${')) problems.add(fe.origin, 'for-each takes one reference to a list (e.g. ${vars.members}) or a YAML list');
+          if (refs.length > 0 || !fe.value.includes('${'))
+            problems.add(fe.origin, 'for-each takes one reference to a list (e.g. ${vars.members}) or a YAML list');
         } else {
           const t = refs[0]!.type;
           if (t && t.type !== 'list') problems.add(fe.origin, `${refs[0]!.ref.text} is ${article(t.type)}; for-each needs a list`);
@@ -179,7 +188,8 @@ function followType(t: StaticType, path: string[], ref: Ref, bad: (m: string) =>
     if (cur === null) return null;
     if (cur.type !== 'member') return bad(`${ref.text}: ${article(cur.type)} has no field ${seg}`);
     const f = MEMBER_FIELDS[seg];
-    if (!f) return bad(`${ref.text}: a member has no field ${seg}${didYouMean(seg, Object.keys(MEMBER_FIELDS))}; fields: ${Object.keys(MEMBER_FIELDS).join(', ')}`);
+    if (!f)
+      return bad(`${ref.text}: a member has no field ${seg}${didYouMean(seg, Object.keys(MEMBER_FIELDS))}; fields: ${Object.keys(MEMBER_FIELDS).join(', ')}`);
     cur = { type: f };
   }
   return cur;

@@ -124,7 +124,10 @@ export function convertValue(raw: unknown, type: ParamType, items: ParamType = '
       if (Array.isArray(raw)) list = raw;
       else if (typeof raw === 'string') {
         // Members contain commas, so a list of members is separated by ';'.
-        list = raw.split(items === 'member' ? ';' : ',').map((s) => s.trim()).filter((s) => s !== '');
+        list = raw
+          .split(items === 'member' ? ';' : ',')
+          .map((s) => s.trim())
+          .filter((s) => s !== '');
       } else return fail(`expected a list, got ${describeRaw(raw)}`);
       const out: unknown[] = [];
       for (const [i, item] of list.entries()) {
@@ -150,5 +153,7 @@ export function formatValue(value: unknown, type?: ParamType, items?: ParamType)
 }
 
 export function isMemberSpec(v: unknown): v is MemberSpec {
-  return v !== null && typeof v === 'object' && !Array.isArray(v) && typeof (v as MemberSpec).name === 'string' && typeof (v as MemberSpec).peerUrl === 'string';
+  return (
+    v !== null && typeof v === 'object' && !Array.isArray(v) && typeof (v as MemberSpec).name === 'string' && typeof (v as MemberSpec).peerUrl === 'string'
+  );
 }

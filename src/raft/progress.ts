@@ -47,7 +47,11 @@ export class Progress {
   recentActive = false;
   readonly inflights: Inflights;
 
-  constructor(next: number, maxInflight: number, public isLearner: boolean) {
+  constructor(
+    next: number,
+    maxInflight: number,
+    public isLearner: boolean,
+  ) {
     this.next = next;
     this.inflights = new Inflights(maxInflight);
   }

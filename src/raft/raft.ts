@@ -30,11 +30,7 @@ import {
 } from './types.js';
 
 /** Deliberate defects the simulator must catch (npm run sim -- --plant-bug NAME). */
-export type PlantedBug =
-  | 'learner-counts-toward-commit'
-  | 'commit-previous-term-by-counting'
-  | 'vote-not-persisted'
-  | 'skip-log-consistency-check';
+export type PlantedBug = 'learner-counts-toward-commit' | 'commit-previous-term-by-counting' | 'vote-not-persisted' | 'skip-log-consistency-check';
 
 export const PLANTED_BUGS: PlantedBug[] = [
   'learner-counts-toward-commit',
@@ -557,10 +553,7 @@ export class Raft {
   private handleVoteRequest(m: Message): void {
     // We may vote for whoever we voted for already; for anyone if we have no vote
     // and no leader; and in a pre-vote for any future term.
-    const canVote =
-      this.vote === m.from ||
-      (this.vote === NONE && this.lead === NONE) ||
-      (m.type === MessageType.PreVote && m.term > this.term);
+    const canVote = this.vote === m.from || (this.vote === NONE && this.lead === NONE) || (m.type === MessageType.PreVote && m.term > this.term);
     const grant = canVote && this.log.isUpToDate(m.index, m.logTerm);
     // A pre-vote answer carries the term it was asked in, so the candidate can count it.
     const term = m.type === MessageType.PreVote ? m.term : this.term;

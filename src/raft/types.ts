@@ -175,11 +175,4 @@ export class RaftError extends Error {
 }
 
 export type RaftErrorCode =
-  | 'ProposalDropped'
-  | 'NotLeader'
-  | 'ConfChangePending'
-  | 'InvalidConfChange'
-  | 'TransferInProgress'
-  | 'BadTransferee'
-  | 'Compacted'
-  | 'Unavailable';
+  'ProposalDropped' | 'NotLeader' | 'ConfChangePending' | 'InvalidConfChange' | 'TransferInProgress' | 'BadTransferee' | 'Compacted' | 'Unavailable';

@@ -137,7 +137,9 @@ export async function unpackDataDir(archive: string, dataDir: string): Promise<U
   if (fs.existsSync(dataDir) && fs.readdirSync(dataDir).length > 0) {
     const done = await holdsUnpacked(archive, dataDir);
     if (done) return { dataDir: path.resolve(dataDir), files: done.files.length, bytes: done.files.reduce((n, f) => n + f.size, 0), alreadyUnpacked: true };
-    throw new RefusedError(`data dir ${dataDir} is not empty and does not hold exactly what ${archive} holds; unpack into a new directory (or move ${dataDir} aside first)`);
+    throw new RefusedError(
+      `data dir ${dataDir} is not empty and does not hold exactly what ${archive} holds; unpack into a new directory (or move ${dataDir} aside first)`,
+    );
   }
   const target = path.resolve(dataDir);
   const part = `${target}.part`;
@@ -156,17 +158,25 @@ export async function unpackDataDir(archive: string, dataDir: string): Promise<U
         },
       });
     } catch (e) {
-      throw new Error(`archive ${archive} is not a readable .tar.gz (${(e as Error).message.split('\n')[0]}); copy it again and compare its sha256 with the one 'datadir pack' printed, or pack the data dir again`);
+      throw new Error(
+        `archive ${archive} is not a readable .tar.gz (${(e as Error).message.split('\n')[0]}); copy it again and compare its sha256 with the one 'datadir pack' printed, or pack the data dir again`,
+      );
     }
     const manifestPath = path.join(part, MANIFEST);
-    if (!fs.existsSync(manifestPath)) throw new Error(`archive ${archive} has no ${MANIFEST}; it was not made by 'lifeboat datadir pack': make one with 'lifeboat datadir pack DIR --out F.tar.gz'`);
+    if (!fs.existsSync(manifestPath))
+      throw new Error(
+        `archive ${archive} has no ${MANIFEST}; it was not made by 'lifeboat datadir pack': make one with 'lifeboat datadir pack DIR --out F.tar.gz'`,
+      );
     const manifest = JSON.parse(fs.readFileSync(manifestPath, 'utf8')) as Manifest;
     let bytes = 0;
     for (const f of manifest.files) {
       const p = path.join(part, f.path);
       if (!fs.existsSync(p)) throw new Error(`archive ${archive} is missing ${f.path} listed in its manifest; it is damaged, pack it again`);
       const sum = sha256File(p);
-      if (sum !== f.sha256) throw new Error(`archive ${archive}: ${f.path} has sha256 ${sum.slice(0, 16)}…, the manifest says ${f.sha256.slice(0, 16)}…; it is damaged or was altered, pack it again`);
+      if (sum !== f.sha256)
+        throw new Error(
+          `archive ${archive}: ${f.path} has sha256 ${sum.slice(0, 16)}…, the manifest says ${f.sha256.slice(0, 16)}…; it is damaged or was altered, pack it again`,
+        );
       bytes += f.size;
       fsyncPath(p);
     }

@@ -87,7 +87,10 @@ export async function inspectDataDir(dataDir: string): Promise<DataDirReport> {
   const opened = RaftStorage.open(dataDir, { readOnly: true });
   const { storage, state, member, warnings } = opened;
   try {
-    if (!fs.existsSync(kvPath(dataDir))) throw new StorageError(`data dir ${dataDir} has no KV store (${kvPath(dataDir)} is missing); check the path, or recover this member from another member or a snapshot`);
+    if (!fs.existsSync(kvPath(dataDir)))
+      throw new StorageError(
+        `data dir ${dataDir} has no KV store (${kvPath(dataDir)} is missing); check the path, or recover this member from another member or a snapshot`,
+      );
     const kv = KvStore.open(kvPath(dataDir), { readonly: true });
     try {
       const hs = state.hardState;

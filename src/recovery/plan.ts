@@ -58,7 +58,12 @@ function withAge(s: PlanSource, takenAt: string | undefined, now: number): PlanS
 
 /** The two largest units: "3d 4h", "1h 0m", "12m 5s", "40s". */
 export function formatAge(seconds: number): string {
-  const units: Array<[string, number]> = [['d', 86400], ['h', 3600], ['m', 60], ['s', 1]];
+  const units: Array<[string, number]> = [
+    ['d', 86400],
+    ['h', 3600],
+    ['m', 60],
+    ['s', 1],
+  ];
   const found = units.findIndex(([, n]) => seconds >= n);
   const i = found < 0 ? units.length - 1 : found;
   const [u1, n1] = units[i];
@@ -130,9 +135,17 @@ export async function planRecovery(input: PlanInput): Promise<RecoveryPlan> {
   if (logs.length > 0) {
     best = logs.reduce((a, b) => (newer(b.s.report!, a.s.report!) ? b : a));
     const r = best.s.report!;
-    why = logs.length > 1 ? `its log is the most recent (last term ${r.lastTerm}, last index ${r.lastIndex}) of ${logs.length} survivors` : `the only survivor's log (last term ${r.lastTerm}, last index ${r.lastIndex})`;
-    const newerSnap = snaps.find(({ s }) => s.snapshot!.revision > r.kvRevision + 0 && s.snapshot!.clusterId === r.clusterId && s.snapshot!.appliedIndex > r.lastIndex);
-    if (newerSnap) warnings.push(`snapshot ${newerSnap.s.path} is ahead of every survivor's log (applied index ${newerSnap.s.snapshot!.appliedIndex}); consider recovering from it`);
+    why =
+      logs.length > 1
+        ? `its log is the most recent (last term ${r.lastTerm}, last index ${r.lastIndex}) of ${logs.length} survivors`
+        : `the only survivor's log (last term ${r.lastTerm}, last index ${r.lastIndex})`;
+    const newerSnap = snaps.find(
+      ({ s }) => s.snapshot!.revision > r.kvRevision + 0 && s.snapshot!.clusterId === r.clusterId && s.snapshot!.appliedIndex > r.lastIndex,
+    );
+    if (newerSnap)
+      warnings.push(
+        `snapshot ${newerSnap.s.path} is ahead of every survivor's log (applied index ${newerSnap.s.snapshot!.appliedIndex}); consider recovering from it`,
+      );
   } else {
     best = snaps.reduce((a, b) => (b.s.snapshot!.revision > a.s.snapshot!.revision ? b : a));
     why = `the snapshot with the highest revision (${best.s.snapshot!.revision})`;
@@ -144,13 +157,21 @@ export async function planRecovery(input: PlanInput): Promise<RecoveryPlan> {
     const r = best.s.report;
     keeps.push(`every key in the survivor's store: ${r.keyCount} keys at revision ${r.kvRevision} (applied index ${r.appliedIndex})`);
     const committedPending = r.commitIndex - r.appliedIndex;
-    if (committedPending > 0) keeps.push(`${committedPending} committed entries not yet applied (${r.appliedIndex + 1}..${r.commitIndex}), applied when the member starts`);
+    if (committedPending > 0)
+      keeps.push(`${committedPending} committed entries not yet applied (${r.appliedIndex + 1}..${r.commitIndex}), applied when the member starts`);
     if (r.uncommitted.count > 0) {
       const range = `${r.uncommitted.from}..${r.uncommitted.to}`;
-      if (input.discardUncommitted) loses.push(`${r.uncommitted.count} entries past the commit index (${range}), dropped by --discard-uncommitted: the old leader may have acknowledged them`);
-      else keeps.push(`${r.uncommitted.count} entries past the commit index (${range}): the old leader may have acknowledged them, so they are applied (--discard-uncommitted drops them)`);
+      if (input.discardUncommitted)
+        loses.push(
+          `${r.uncommitted.count} entries past the commit index (${range}), dropped by --discard-uncommitted: the old leader may have acknowledged them`,
+        );
+      else
+        keeps.push(
+          `${r.uncommitted.count} entries past the commit index (${range}): the old leader may have acknowledged them, so they are applied (--discard-uncommitted drops them)`,
+        );
     }
-    if (r.uncommitted.confChanges > 0) keeps.push(`(${r.uncommitted.confChanges} of them membership changes, which become no-ops: the new cluster starts with this member alone)`);
+    if (r.uncommitted.confChanges > 0)
+      keeps.push(`(${r.uncommitted.confChanges} of them membership changes, which become no-ops: the new cluster starts with this member alone)`);
     for (const other of logs) {
       if (other.i === best.i) continue;
       const o = other.s.report!;
@@ -169,7 +190,8 @@ export async function planRecovery(input: PlanInput): Promise<RecoveryPlan> {
     }
     for (const d of r.damage) warnings.push(`${best.s.path}: ${d}`);
     for (const m of r.markers) warnings.push(`${best.s.path} is marked ${m}`);
-    if (best.s.kind === 'inspect') warnings.push(`the recommended survivor is on another host: copy its data dir here (lifeboat datadir pack / unpack) and plan again with --from-data-dir`);
+    if (best.s.kind === 'inspect')
+      warnings.push(`the recommended survivor is on another host: copy its data dir here (lifeboat datadir pack / unpack) and plan again with --from-data-dir`);
   } else {
     const s = best.s.snapshot!;
     keeps.push(`the snapshot's ${s.totalKeys} keys at revision ${s.revision} (applied index ${s.appliedIndex})`);
@@ -206,7 +228,11 @@ export function formatPlan(p: RecoveryPlan): string {
       );
     } else if (s.snapshot) {
       const t = s.snapshot;
-      lines.push(`${mark} snapshot ${s.path}`, `    cluster ${t.clusterId}; revision ${t.revision}, ${t.totalKeys} keys, applied index ${t.appliedIndex}`, `    snapshot age ${ageText(s)}`);
+      lines.push(
+        `${mark} snapshot ${s.path}`,
+        `    cluster ${t.clusterId}; revision ${t.revision}, ${t.totalKeys} keys, applied index ${t.appliedIndex}`,
+        `    snapshot age ${ageText(s)}`,
+      );
     }
   });
   lines.push('', `Recommended: ${p.sources[p.recommended].path}`, `  because ${p.why}`, 'Kept:', ...p.keeps.map((k) => `  - ${k}`));

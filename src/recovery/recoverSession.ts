@@ -56,17 +56,28 @@ export async function decideRecovery(req: RecoverInput, ask: RecoverAsk): Promis
     if (!ask.tty) throw new RefusedError('no sources: pass --from-data-dir (or --from-snapshot); there is no terminal to ask on');
     const message = DATA_DIRS_QUESTION;
     const answer = await ask.input(message);
-    dataDirs = answer.split(',').map((s) => s.trim()).filter(Boolean);
+    dataDirs = answer
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     events.push({ kind: 'prompt', message, data: { answer, session: 'recover' } });
   }
   const plan = await planRecovery({ dataDirs, inspectFiles: [], snapshots: req.snapshots, discardUncommitted: req.discardUncommitted });
   const planText = formatPlan(plan);
   ask.show(planText);
   const best = plan.sources[plan.recommended];
-  events.push({ kind: 'plan', message: `recover plan: recommended ${best.path} (${plan.why})`, data: { text: planText, plan: JSON.parse(JSON.stringify(plan, (_k, v) => (typeof v === 'bigint' ? v.toString(16) : v))) as Record<string, unknown> } });
+  events.push({
+    kind: 'plan',
+    message: `recover plan: recommended ${best.path} (${plan.why})`,
+    data: { text: planText, plan: JSON.parse(JSON.stringify(plan, (_k, v) => (typeof v === 'bigint' ? v.toString(16) : v))) as Record<string, unknown> },
+  });
   const question = `Recover from ${best.path}?`;
   const go = ask.tty && !req.yes ? await ask.confirm(question) : req.yes;
-  events.push({ kind: 'prompt', message: question, data: { answer: go, session: 'recover', ...(ask.tty && !req.yes ? {} : { answeredBy: req.yes ? '--yes' : 'nobody: no terminal' }) } });
+  events.push({
+    kind: 'prompt',
+    message: question,
+    data: { answer: go, session: 'recover', ...(ask.tty && !req.yes ? {} : { answeredBy: req.yes ? '--yes' : 'nobody: no terminal' }) },
+  });
   if (!go) throw new RefusedError(ask.tty ? 'recovery not confirmed; nothing was changed' : 'recovery needs --yes without a terminal; nothing was changed');
   return { plan, sets: recoverSets(plan, req.discardUncommitted, req.sets), events };
 }

@@ -158,7 +158,10 @@ export async function restoreSnapshot(file: string, o: RestoreOptions): Promise<
   if (!fs.existsSync(file)) throw new InputError(`snapshot ${file} does not exist; check the path`);
   const kind = await snapshotKind(file);
   if (kind.format === 'etcd') return restoreEtcdFile(file, o);
-  if (kind.format !== 'lifeboat') throw new InputError(`${file} is not a snapshot lifeboat can read (${kind.detail}); give a file saved by 'lifeboat snapshot save' or 'etcdctl snapshot save'`);
+  if (kind.format !== 'lifeboat')
+    throw new InputError(
+      `${file} is not a snapshot lifeboat can read (${kind.detail}); give a file saved by 'lifeboat snapshot save' or 'etcdctl snapshot save'`,
+    );
   if (!kind.hasTrailer && !o.skipHashCheck) throw new InputError(`snapshot ${file} has no sha256 trailer; use --skip-hash-check for a raw kv.db copy`);
   const memberId = memberIdFor(o.initialAdvertisePeerUrls, o.initialClusterToken ?? 'etcd-cluster');
   return buildAtomically(o, async (part) => {
@@ -249,18 +252,26 @@ export async function restoreDataDir(src: string, o: RestoreOptions): Promise<Re
       const { storage } = RaftStorage.open(part, { identity: { memberId, clusterId: 0n } });
       try {
         await KvStore.restoreSnapshot(tmp, kvPath(part));
-        return await finish(o, part, storage, memberId, (kv) => {
-          if (kv.appliedIndex() < forced.snapshot.index) throw new Error(`the survivor's KV (applied ${kv.appliedIndex()}) is behind its log's snapshot (${forced.snapshot.index})`);
-          // Entries the KV already holds are dropped; the rest are replayed at start.
-          const entries = forced.entries.filter((e) => e.index > kv.appliedIndex());
-          const base = entries.length > 0 ? entries[0].index - 1 : Math.max(kv.appliedIndex(), forced.snapshot.index);
-          const baseTerm = kv.appliedIndex() === base ? kv.appliedTerm() : forced.snapshot.term;
-          return {
-            hardState: { term: Math.max(forced.hardState.term, baseTerm), vote: 0n, commit: entries.at(-1)?.index ?? base },
-            snapshot: { index: base, term: baseTerm, conf: { voters: [memberId], learners: [] } },
-            entries,
-          };
-        }, kept);
+        return await finish(
+          o,
+          part,
+          storage,
+          memberId,
+          (kv) => {
+            if (kv.appliedIndex() < forced.snapshot.index)
+              throw new Error(`the survivor's KV (applied ${kv.appliedIndex()}) is behind its log's snapshot (${forced.snapshot.index})`);
+            // Entries the KV already holds are dropped; the rest are replayed at start.
+            const entries = forced.entries.filter((e) => e.index > kv.appliedIndex());
+            const base = entries.length > 0 ? entries[0].index - 1 : Math.max(kv.appliedIndex(), forced.snapshot.index);
+            const baseTerm = kv.appliedIndex() === base ? kv.appliedTerm() : forced.snapshot.term;
+            return {
+              hardState: { term: Math.max(forced.hardState.term, baseTerm), vote: 0n, commit: entries.at(-1)?.index ?? base },
+              snapshot: { index: base, term: baseTerm, conf: { voters: [memberId], learners: [] } },
+              entries,
+            };
+          },
+          kept,
+        );
       } finally {
         storage.close();
       }

@@ -35,7 +35,13 @@ export async function snapshotKind(file: string): Promise<SnapshotKind> {
   }
   const hasTrailer = size % 512 === 32;
   if (head.subarray(0, 16).equals(SQLITE_MAGIC)) return { format: 'lifeboat', size, hasTrailer, detail: 'Lifeboat snapshot' };
-  if (bolt) return { format: 'etcd', size, hasTrailer, detail: hasTrailer ? 'etcd (bbolt) snapshot' : 'etcd (bbolt) database without a sha256 trailer (a raw member/snap/db?)' };
+  if (bolt)
+    return {
+      format: 'etcd',
+      size,
+      hasTrailer,
+      detail: hasTrailer ? 'etcd (bbolt) snapshot' : 'etcd (bbolt) database without a sha256 trailer (a raw member/snap/db?)',
+    };
   return { format: 'unknown', size, hasTrailer, detail: size < 32 ? `only ${size} bytes` : 'neither a Lifeboat nor an etcd snapshot' };
 }
 
@@ -119,7 +125,9 @@ function etcdStatus(file: string, kind: SnapshotKind): SnapshotStatus {
       compactRevision: s.compactRevision,
       ...(s.clusterVersion !== undefined ? { clusterVersion: s.clusterVersion } : {}),
       clusterIdDerived:
-        cid === 0n ? 'unknown: membership changed since bootstrap, or no members recorded' : 'derived from the founding members; etcd keeps no cluster ID in its backend',
+        cid === 0n
+          ? 'unknown: membership changed since bootstrap, or no members recorded'
+          : 'derived from the founding members; etcd keeps no cluster ID in its backend',
       leases: s.leases.length,
       removedMembers: s.removedMembers.map((id) => id.toString(16)),
       alarms: s.alarms.map((a) => ({ memberId: a.memberId.toString(16), alarm: ALARM_NAMES[a.alarm] ?? String(a.alarm) })),
@@ -139,12 +147,20 @@ function etcdStatus(file: string, kind: SnapshotKind): SnapshotStatus {
 export async function snapshotStatus(file: string): Promise<SnapshotStatus> {
   if (!fs.existsSync(file)) throw new InputError(`snapshot ${file} does not exist; check the path`);
   if (fs.statSync(file).isDirectory()) {
-    throw new InputError(`${file} is a directory, not a snapshot file; give the file itself (an etcd data dir's is ${path.join(file, 'member', 'snap', 'db')}; for a data dir use 'lifeboat datadir inspect ${file}')`);
+    throw new InputError(
+      `${file} is a directory, not a snapshot file; give the file itself (an etcd data dir's is ${path.join(file, 'member', 'snap', 'db')}; for a data dir use 'lifeboat datadir inspect ${file}')`,
+    );
   }
   const kind = await snapshotKind(file);
   if (kind.format === 'etcd') return etcdStatus(file, kind);
-  if (kind.format !== 'lifeboat') throw new InputError(`${file} is not a snapshot lifeboat can read (${kind.detail}); give a file saved by 'lifeboat snapshot save' or 'etcdctl snapshot save'`);
-  if (!kind.hasTrailer) throw new Error(`snapshot ${file} is truncated or has no sha256 trailer (${kind.size} bytes is not 32 past a multiple of 512); copy it again or save a new one`);
+  if (kind.format !== 'lifeboat')
+    throw new InputError(
+      `${file} is not a snapshot lifeboat can read (${kind.detail}); give a file saved by 'lifeboat snapshot save' or 'etcdctl snapshot save'`,
+    );
+  if (!kind.hasTrailer)
+    throw new Error(
+      `snapshot ${file} is truncated or has no sha256 trailer (${kind.size} bytes is not 32 past a multiple of 512); copy it again or save a new one`,
+    );
   const { sha256 } = await KvStore.verifySnapshot(file);
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-snapstatus-'));
   try {
@@ -164,7 +180,9 @@ export async function snapshotStatus(file: string): Promise<SnapshotStatus> {
         appliedIndex: kv.appliedIndex(),
         clusterId: (kv.cluster.clusterId() ?? 0n).toString(16),
         ...(parent && parent !== 0n ? { parentClusterId: parent.toString(16) } : {}),
-        members: kv.cluster.members().map((m) => ({ id: m.id.toString(16), name: m.name, peerURLs: m.peerURLs, clientURLs: m.clientURLs, isLearner: m.isLearner })),
+        members: kv.cluster
+          .members()
+          .map((m) => ({ id: m.id.toString(16), name: m.name, peerURLs: m.peerURLs, clientURLs: m.clientURLs, isLearner: m.isLearner })),
       };
     } finally {
       kv.close();

@@ -70,7 +70,9 @@ export class EntryApplier {
   /** An entry kv.db already holds: nothing to apply; a membership change still updates the peers. */
   private skipApplied(kv: KvStore, e: Entry, applied: number, events: Array<() => void>): void {
     if (e.index === applied && e.term !== kv.appliedTerm()) {
-      throw new Error(`kv: entry ${e.index} has term ${e.term}, but kv.db applied index ${applied} at term ${kv.appliedTerm()}: the raft log and kv.db disagree`);
+      throw new Error(
+        `kv: entry ${e.index} has term ${e.term}, but kv.db applied index ${applied} at term ${kv.appliedTerm()}: the raft log and kv.db disagree`,
+      );
     }
     if (e.type !== EntryType.ConfChange) return;
     const cc = decodeConfChange(e.data);

@@ -59,7 +59,10 @@ export class ConfigError extends Error {
 
 function urlList(flag: string, value: string | undefined): string[] {
   if (!value) return [];
-  const urls = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const urls = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const u of urls) {
     if (!isValidMemberUrl(u)) throw new ConfigError(`--${flag}: "${u}" is not a valid URL; use scheme://host:port, e.g. http://127.0.0.1:2380`);
   }
@@ -69,7 +72,10 @@ function urlList(flag: string, value: string | undefined): string[] {
 /** "a=http://h:1,a=http://h:2,b=http://g:1" → {a: [..], b: [..]} */
 export function parseInitialCluster(value: string): Map<string, string[]> {
   const out = new Map<string, string[]>();
-  for (const part of value.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const part of value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const eq = part.indexOf('=');
     if (eq <= 0) throw new ConfigError(`--initial-cluster: "${part}" is not name=URL; e.g. m1=http://127.0.0.1:2380,m2=http://127.0.0.1:2381`);
     const name = part.slice(0, eq);
@@ -122,7 +128,9 @@ export function buildServerConfig(f: RawServerFlags): ServerConfig {
   }
   const sameUrls = [...own].sort().join(',') === [...advertisePeer].sort().join(',');
   if (!sameUrls) {
-    throw new ConfigError(`--initial-cluster gives ${cfg.name}=${own.join(',')} but --initial-advertise-peer-urls is ${advertisePeer.join(',')}; make them the same`);
+    throw new ConfigError(
+      `--initial-cluster gives ${cfg.name}=${own.join(',')} but --initial-advertise-peer-urls is ${advertisePeer.join(',')}; make them the same`,
+    );
   }
   const seen = new Map<string, string>();
   for (const [name, urls] of cfg.initialCluster) {

@@ -162,12 +162,20 @@ export class Leases {
   }
 
   list(): bigint[] {
-    return this.host.kv().cluster.leases().map((l) => l.id);
+    return this.host
+      .kv()
+      .cluster.leases()
+      .map((l) => l.id);
   }
 
   /** KeepAlive: the TTL after renewal, 0 when the lease is gone (expired or revoked). */
   renew(id: bigint): Promise<number> {
-    return this.onLeader('LeaseRenew', { id: id.toString() }, () => this.renewHere(id), (json) => JSON.parse(json) as number);
+    return this.onLeader(
+      'LeaseRenew',
+      { id: id.toString() },
+      () => this.renewHere(id),
+      (json) => JSON.parse(json) as number,
+    );
   }
 
   timeToLive(id: bigint, keys: boolean): Promise<LeaseTimeToLive> {

@@ -132,12 +132,20 @@ export class Member {
       dataDir: p.cfg.dataDir,
       withRaft: (fn) => this.driver.with(fn),
       observeRtt: (s) => this.metrics.peerRtt.observe(s),
-      forwardTargets: () => ({ cluster: this.clusterApi, alarm: (a, m, t) => this.v3.alarm(a, m, t), lease: (method, args) => this.leases.forwarded(method, args) }),
+      forwardTargets: () => ({
+        cluster: this.clusterApi,
+        alarm: (a, m, t) => this.v3.alarm(a, m, t),
+        lease: (method, args) => this.leases.forwarded(method, args),
+      }),
       fatal: (e) => this.fatal(e),
       exit: (code, msg) => this.exit(code, msg),
     });
     this.transport = new PeerTransport(this.peerHost);
-    this.reads = new ReadIndexBatcher((ctx) => this.driver.with((r) => r.readIndex(ctx)), () => this.kv.appliedIndex(), this.requestTimeoutMs);
+    this.reads = new ReadIndexBatcher(
+      (ctx) => this.driver.with((r) => r.readIndex(ctx)),
+      () => this.kv.appliedIndex(),
+      this.requestTimeoutMs,
+    );
     this.clusterApi = new ClusterApi({
       ...view,
       cfg: p.cfg,
@@ -180,9 +188,17 @@ export class Member {
       membersChanged: () => this.refreshPeers(),
       removed: () => this.removed(),
     });
-    this.streams = new OpenStreams({ leaderlessMs: () => (this.leaderlessAt > 0 ? Date.now() - this.leaderlessAt : 0), noLeaderCancelMs: 3 * p.cfg.electionMs });
+    this.streams = new OpenStreams({
+      leaderlessMs: () => (this.leaderlessAt > 0 ? Date.now() - this.leaderlessAt : 0),
+      noLeaderCancelMs: 3 * p.cfg.electionMs,
+    });
     this.metrics.watchStats = () => this.watchHub.stats();
-    this.metrics.leaseStats = () => ({ leases: this.kv.cluster.leases().length, granted: this.leases.granted, revoked: this.leases.revoked, expired: this.leases.expired });
+    this.metrics.leaseStats = () => ({
+      leases: this.kv.cluster.leases().length,
+      granted: this.leases.granted,
+      revoked: this.leases.revoked,
+      expired: this.leases.expired,
+    });
   }
 
   // ---- lifecycle -----------------------------------------------------------

@@ -27,7 +27,14 @@ export function encodeMemberContext(m: MemberRecord, reqId: bigint): Uint8Array 
 }
 
 export function decodeMemberContext(b: Uint8Array): { member: MemberRecord; reqId: bigint } {
-  const j = JSON.parse(Buffer.from(b).toString('utf8')) as { id: string; name?: string; peerURLs?: string[]; clientURLs?: string[]; isLearner?: boolean; req?: string };
+  const j = JSON.parse(Buffer.from(b).toString('utf8')) as {
+    id: string;
+    name?: string;
+    peerURLs?: string[];
+    clientURLs?: string[];
+    isLearner?: boolean;
+    req?: string;
+  };
   return {
     member: { id: parseId(j.id), name: j.name ?? '', peerURLs: j.peerURLs ?? [], clientURLs: j.clientURLs ?? [], isLearner: !!j.isLearner },
     reqId: j.req ? parseId(j.req) : 0n,
@@ -70,12 +77,7 @@ export function checkPromote(members: MemberRecord[], id: bigint): MemberError |
  * handling it connected to a quorum of the voters after the change for the
  * last 5 s. A one-member cluster may always add.
  */
-export function strictAddCheck(
-  members: MemberRecord[],
-  addsVoter: boolean,
-  connected: (id: bigint) => boolean,
-  self: bigint,
-): MemberError | undefined {
+export function strictAddCheck(members: MemberRecord[], addsVoter: boolean, connected: (id: bigint) => boolean, self: bigint): MemberError | undefined {
   const voters = members.filter((m) => !m.isLearner);
   if (voters.length === 1 && voters[0].id === self) return undefined;
   if (addsVoter) {

@@ -18,7 +18,11 @@ class Histogram {
     const l = labels ? `${labels},` : '';
     const lines = [`# HELP ${name} ${help}`, `# TYPE ${name} histogram`];
     BUCKETS.forEach((b, i) => lines.push(`${name}_bucket{${l}le="${b}"} ${this.counts[i]}`));
-    lines.push(`${name}_bucket{${l}le="+Inf"} ${this.count}`, `${name}_sum${labels ? `{${labels}}` : ''} ${this.sum}`, `${name}_count${labels ? `{${labels}}` : ''} ${this.count}`);
+    lines.push(
+      `${name}_bucket{${l}le="+Inf"} ${this.count}`,
+      `${name}_sum${labels ? `{${labels}}` : ''} ${this.sum}`,
+      `${name}_count${labels ? `{${labels}}` : ''} ${this.count}`,
+    );
     return lines.join('\n');
   }
 }

@@ -13,7 +13,15 @@ import type { KvStore } from '../kv/index.js';
 import type { AlarmType } from '../kv/types.js';
 import type { Raft } from '../raft/raft.js';
 import { MessageType, type Message } from '../raft/types.js';
-import { REFUSED_MISMATCH, REFUSED_REMOVED, REFUSED_SUPERSEDED, type ForwardReply, type IdentityReply, type OutgoingSnapshot, type TransportHost } from '../transport/peerTransport.js';
+import {
+  REFUSED_MISMATCH,
+  REFUSED_REMOVED,
+  REFUSED_SUPERSEDED,
+  type ForwardReply,
+  type IdentityReply,
+  type OutgoingSnapshot,
+  type TransportHost,
+} from '../transport/peerTransport.js';
 import { bigintFromJson, bigintToJson, type ClusterApi } from './clusterApi.js';
 import { formatId } from '../common/ids.js';
 import type { Logger } from './logger.js';

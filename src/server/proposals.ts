@@ -106,16 +106,19 @@ export class ReadIndexBatcher {
   /** Asks the core for a read index; a lost request is asked again with a new context. */
   private issue(readers: Reader[], deadline: number): void {
     const ctx = `r${++this.seq}`;
-    const timer = setTimeout(() => {
-      if (this.inFlight?.ctx !== ctx) return;
-      this.inFlight = undefined;
-      if (Date.now() >= deadline) {
-        for (const r of readers) r.reject(ErrTimeout);
-        this.startRound();
-      } else {
-        this.issue(readers, deadline);
-      }
-    }, Math.min(READ_INDEX_RETRY_MS, Math.max(1, deadline - Date.now())));
+    const timer = setTimeout(
+      () => {
+        if (this.inFlight?.ctx !== ctx) return;
+        this.inFlight = undefined;
+        if (Date.now() >= deadline) {
+          for (const r of readers) r.reject(ErrTimeout);
+          this.startRound();
+        } else {
+          this.issue(readers, deadline);
+        }
+      },
+      Math.min(READ_INDEX_RETRY_MS, Math.max(1, deadline - Date.now())),
+    );
     this.inFlight = { ctx, readers, timer };
     try {
       this.requestRound(Buffer.from(ctx));

@@ -39,17 +39,21 @@ export class Proposer {
     const done = this.pending.wait(id);
     metrics.proposalsPending++;
     this.proposeData(encode(id), id, Date.now() + this.requestTimeoutMs);
-    return done.finally(() => metrics.proposalsPending--).catch((e) => {
-      metrics.proposalsFailed++;
-      throw e;
-    });
+    return done
+      .finally(() => metrics.proposalsPending--)
+      .catch((e) => {
+        metrics.proposalsFailed++;
+        throw e;
+      });
   }
 
   async proposeConf(cc: Omit<ConfChange, 'context'>, member: MemberInfo | undefined): Promise<ApplyOutcome> {
     if (this.host.stopping()) throw ErrStopped;
     const id = this.pending.nextId();
     const done = this.pending.wait(id);
-    const context = member ? encodeMemberContext(member, id) : encodeMemberContext({ id: cc.nodeId, name: '', peerURLs: [], clientURLs: [], isLearner: false }, id);
+    const context = member
+      ? encodeMemberContext(member, id)
+      : encodeMemberContext({ id: cc.nodeId, name: '', peerURLs: [], clientURLs: [], isLearner: false }, id);
     try {
       this.host.withRaft((r) => r.proposeConfChange({ ...cc, context }));
     } catch (e) {

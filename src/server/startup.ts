@@ -47,7 +47,10 @@ function checkKvIdentity(cfg: ServerConfig, kv: KvStore, meta: MemberMeta): void
   const kvMember = kv.cluster.memberId();
   const kvCluster = kv.cluster.clusterId();
   const foreign = (what: string) =>
-    new MemberExit(1, `data dir ${cfg.dataDir}: ${file} belongs to ${what}, but this data dir is member ${formatId(meta.memberId)} of cluster ${formatId(meta.clusterId)}; put back this member's own kv.db, or ${recoveryHint(cfg.dataDir)}`);
+    new MemberExit(
+      1,
+      `data dir ${cfg.dataDir}: ${file} belongs to ${what}, but this data dir is member ${formatId(meta.memberId)} of cluster ${formatId(meta.clusterId)}; put back this member's own kv.db, or ${recoveryHint(cfg.dataDir)}`,
+    );
   if (kvMember !== undefined && kvMember !== meta.memberId) throw foreign(`member ${formatId(kvMember)}`);
   if (kvCluster !== undefined && kvCluster !== meta.clusterId) throw foreign(`cluster ${formatId(kvCluster)}`);
   if (kvMember === undefined) kv.writeLocal((c) => c.setMemberId(meta.memberId));
@@ -73,7 +76,12 @@ async function checkListenUrls(cfg: ServerConfig): Promise<void> {
       srv.listen({ host, port: Number(port), exclusive: true }, () => srv.close(() => resolve(undefined)));
     });
     if (!error) continue;
-    const why = error.code === 'EADDRINUSE' ? 'the address is in use (another member or program listens there)' : error.code === 'EADDRNOTAVAIL' ? 'no interface of this host has that address' : error.message;
+    const why =
+      error.code === 'EADDRINUSE'
+        ? 'the address is in use (another member or program listens there)'
+        : error.code === 'EADDRNOTAVAIL'
+          ? 'no interface of this host has that address'
+          : error.message;
     throw new MemberExit(1, `cannot listen on ${kind} URL ${url}: ${why}; nothing was written to ${cfg.dataDir}`);
   }
 }
@@ -83,7 +91,8 @@ export async function startMember(cfg: ServerConfig, log: Logger): Promise<Membe
   const removed = readMarker(cfg.dataDir, 'removed');
   if (removed !== undefined) throw new MemberExit(78, `${REMOVED} (data dir ${cfg.dataDir}, marked ${removed.trim().split(' ')[0]}); do not restart it`);
   const superseded = readMarker(cfg.dataDir, 'superseded');
-  if (superseded !== undefined) throw new MemberExit(78, `${superseded.trim().replace(/^\S+ /, '')} (data dir ${cfg.dataDir}); this member's cluster was replaced, do not restart it`);
+  if (superseded !== undefined)
+    throw new MemberExit(78, `${superseded.trim().replace(/^\S+ /, '')} (data dir ${cfg.dataDir}); this member's cluster was replaced, do not restart it`);
 
   const hasState = fs.existsSync(metaPath(cfg.dataDir));
   if (cfg.forceNewCluster) {
@@ -164,7 +173,8 @@ async function join(cfg: ServerConfig, log: Logger): Promise<Member> {
     }
     if (reply) break;
   }
-  if (!reply) throw new MemberExit(1, `cannot fetch the cluster's membership from any peer in --initial-cluster (${errors.join('; ')}); check that the cluster is up`);
+  if (!reply)
+    throw new MemberExit(1, `cannot fetch the cluster's membership from any peer in --initial-cluster (${errors.join('; ')}); check that the cluster is up`);
   const clusterId = BigInt(reply.cluster_id);
   const members = (JSON.parse(reply.members_json) as Array<Omit<MemberRecord, 'id'> & { id: string }>).map((m) => ({ ...m, id: parseId(m.id) }));
   const described = `{ClusterID:${formatId(clusterId)} Members:[${members.map((m) => `&{ID:${formatId(m.id)} PeerURLs:[${m.peerURLs.join(' ')}] Name:${m.name}}`).join(' ')}]}`;
@@ -172,12 +182,18 @@ async function join(cfg: ServerConfig, log: Logger): Promise<Member> {
   const flagged = [...cfg.initialCluster.values()];
   for (const m of members) {
     if (!flagged.some((urls) => sameUrls(urls, m.peerURLs))) {
-      throw new MemberExit(1, `error validating peerURLs ${described}: PeerURLs: no match found for existing member (${formatId(m.id)}, ${m.peerURLs.join(',')})`);
+      throw new MemberExit(
+        1,
+        `error validating peerURLs ${described}: PeerURLs: no match found for existing member (${formatId(m.id)}, ${m.peerURLs.join(',')})`,
+      );
     }
   }
   const self = members.find((m) => sameUrls(m.peerURLs, cfg.initialAdvertisePeerUrls));
   if (!self) {
-    throw new MemberExit(1, `error validating peerURLs ${described}: PeerURLs: no match found for this member (${cfg.initialAdvertisePeerUrls.join(',')}); add it first with 'lifeboat member add'`);
+    throw new MemberExit(
+      1,
+      `error validating peerURLs ${described}: PeerURLs: no match found for this member (${cfg.initialAdvertisePeerUrls.join(',')}); add it first with 'lifeboat member add'`,
+    );
   }
   const { storage } = RaftStorage.open(cfg.dataDir, { identity: { memberId: self.id, clusterId } });
   const kv = openKv(cfg);
@@ -226,7 +242,10 @@ async function ensureKvCovers(cfg: ServerConfig, storage: RaftStorage, kv: KvSto
   // A snapshot from the leader is recorded as a reference to the file it arrived in (receivedSnapshots.ts).
   const file = snap && referencedFile(cfg.dataDir, snap.data);
   if (!snap || snap.data.length === 0 || (file !== undefined && !fs.existsSync(file))) {
-    throw new MemberExit(1, `data dir ${cfg.dataDir}: the KV store is at index ${kv.appliedIndex()} but the raft log starts after ${state.snapshot.index}; rebuild this member from a healthy one ('lifeboat recover plan --from-data-dir ${cfg.dataDir}')`);
+    throw new MemberExit(
+      1,
+      `data dir ${cfg.dataDir}: the KV store is at index ${kv.appliedIndex()} but the raft log starts after ${state.snapshot.index}; rebuild this member from a healthy one ('lifeboat recover plan --from-data-dir ${cfg.dataDir}')`,
+    );
   }
   kv.close();
   await KvStore.restoreSnapshot(file ?? snap.data, kvPath(cfg.dataDir));
@@ -254,7 +273,11 @@ function alignLogWithKv(storage: RaftStorage, state: PersistedState, kv: KvStore
   kv.makeDurable();
   const byId = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
   const members = kv.cluster.members();
-  const ids = (learner: boolean) => members.filter((m) => m.isLearner === learner).map((m) => m.id).sort(byId);
+  const ids = (learner: boolean) =>
+    members
+      .filter((m) => m.isLearner === learner)
+      .map((m) => m.id)
+      .sort(byId);
   const term = kv.appliedTerm();
   const hs = state.hardState;
   const aligned: PersistedState = {
@@ -262,7 +285,10 @@ function alignLogWithKv(storage: RaftStorage, state: PersistedState, kv: KvStore
     entries: [],
     hardState: hs.term >= term ? { ...hs, commit: applied } : { term, vote: NONE, commit: applied },
   };
-  log.warn({ kvApplied: applied, logLastIndex: lastIndexOf(state), commit: hs.commit }, 'kv.db is ahead of the raft log (a power cut): the log restarts at kv.db\'s applied index');
+  log.warn(
+    { kvApplied: applied, logLastIndex: lastIndexOf(state), commit: hs.commit },
+    "kv.db is ahead of the raft log (a power cut): the log restarts at kv.db's applied index",
+  );
   storage.rewrite(aligned);
   return aligned;
 }

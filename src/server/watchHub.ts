@@ -146,7 +146,10 @@ export class WatchHub {
     let watchers = 0;
     for (const s of this.sessions) watchers += s.watchers.size;
     if (watchers > 0) {
-      this.log.info({ watchers, revision: src.currentRevision(), compactRevision: src.compactRevision() }, 'watchers resume from the installed snapshot\'s history');
+      this.log.info(
+        { watchers, revision: src.currentRevision(), compactRevision: src.compactRevision() },
+        "watchers resume from the installed snapshot's history",
+      );
     }
     this.schedule();
   }
@@ -159,7 +162,15 @@ export class WatchHub {
 
   stats(): WatchStats {
     const cur = this.source().currentRevision();
-    const st: WatchStats = { streams: this.sessions.size, watchers: 0, slowWatchers: 0, pendingBytes: 0, maxStreamPendingBytes: 0, eventsSent: this.eventsSent, compactedCancels: this.compactedCancels };
+    const st: WatchStats = {
+      streams: this.sessions.size,
+      watchers: 0,
+      slowWatchers: 0,
+      pendingBytes: 0,
+      maxStreamPendingBytes: 0,
+      eventsSent: this.eventsSent,
+      compactedCancels: this.compactedCancels,
+    };
     for (const s of this.sessions) {
       const p = s.sink.pendingBytes();
       st.pendingBytes += p;
@@ -314,10 +325,7 @@ export class WatchHub {
   private cancelCompacted(w: Watcher, cur: number, compacted: number): void {
     w.session.watchers.delete(w.id);
     this.compactedCancels++;
-    w.session.sink.send(
-      { watchId: w.id, revision: cur, canceled: true, compactRevision: compacted, cancelReason: ErrCompacted.message, events: [] },
-      false,
-    );
+    w.session.sink.send({ watchId: w.id, revision: cur, canceled: true, compactRevision: compacted, cancelReason: ErrCompacted.message, events: [] }, false);
   }
 
   /**

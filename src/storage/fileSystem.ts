@@ -114,7 +114,7 @@ export class NodeFileSystem implements FileSystem {
 
   write(fh: FileHandle, data: Uint8Array, position: number): void {
     const fd = fdOf(fh);
-    for (let done = 0; done < data.byteLength; ) {
+    for (let done = 0; done < data.byteLength;) {
       done += fs.writeSync(fd, data, done, data.byteLength - done, position + done);
     }
   }

@@ -44,7 +44,8 @@ export class MemLog {
 
   /** Drops the entries after `index` (baseIndex <= index <= lastIndex). */
   truncate(index: number): void {
-    if (index < this.base.index || index > this.lastIndex()) throw new RangeError(`truncate ${index} outside the log [${this.base.index}, ${this.lastIndex()}]`);
+    if (index < this.base.index || index > this.lastIndex())
+      throw new RangeError(`truncate ${index} outside the log [${this.base.index}, ${this.lastIndex()}]`);
     this.ents.length = index - this.base.index;
   }
 

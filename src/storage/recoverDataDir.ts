@@ -100,7 +100,10 @@ export function recoverDataDir(dataDir: string, fs: FileSystem, opts: OpenOption
       hsAt = { file: seg.file, offset: 48 };
     } else {
       if (h.prevIndex !== log.lastIndex() || h.prevTerm !== log.lastTerm()) {
-        throw corrupt(32, `segment follows entry ${h.prevIndex} term ${h.prevTerm}, but the segments before it end at entry ${log.lastIndex()} term ${log.lastTerm()}`);
+        throw corrupt(
+          32,
+          `segment follows entry ${h.prevIndex} term ${h.prevTerm}, but the segments before it end at entry ${log.lastIndex()} term ${log.lastTerm()}`,
+        );
       }
       if (!sameHardState(h.hardState, hs)) throw corrupt(48, 'segment header hard state differs from the last one before it');
     }
@@ -147,7 +150,9 @@ export function recoverDataDir(dataDir: string, fs: FileSystem, opts: OpenOption
     }
     if (newest && !end.verified && end.intactAt === undefined) {
       const zeroUpTo = endOfNonZero(buf);
-      const msg = opts.readOnly ? 'left out a torn record at the end of the raft log (it was never acknowledged)' : 'cut off a torn record at the end of the raft log (it was never acknowledged)';
+      const msg = opts.readOnly
+        ? 'left out a torn record at the end of the raft log (it was never acknowledged)'
+        : 'cut off a torn record at the end of the raft log (it was never acknowledged)';
       warnings.push({ msg, file: seg.file, offset: end.offset, bytes: zeroUpTo - end.offset, reason: end.reason });
       tail = { info, writeOff: end.offset, zeroUpTo };
       return;
@@ -158,7 +163,12 @@ export function recoverDataDir(dataDir: string, fs: FileSystem, opts: OpenOption
   const replayed: MemLog = log ?? new MemLog(0, 0);
   if (replayed.baseIndex > snap.index) {
     const at = segNames[0]?.file ?? walDir(dataDir);
-    throw new StorageCorruptError(dataDir, at, 32, `the raft log starts after entry ${replayed.baseIndex} but the newest snapshot is at ${snap.index}: entries are missing`);
+    throw new StorageCorruptError(
+      dataDir,
+      at,
+      32,
+      `the raft log starts after entry ${replayed.baseIndex} but the newest snapshot is at ${snap.index}: entries are missing`,
+    );
   }
   const last = replayed.term(snap.index) === snap.term ? replayed.lastIndex() : snap.index;
   if (hs.commit > last) {

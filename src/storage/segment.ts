@@ -98,7 +98,8 @@ export function scanSegment(buf: Buffer, ctx: SegmentContext): SegmentScan {
     if (r.kind === 'record') {
       records.push({ offset: off, record: r.record });
       if (r.record.type === RecordType.Seal) {
-        if (r.record.seq !== header.seq) return { header, records, end: { kind: 'bad', offset: off, reason: `seal record for sequence ${r.record.seq}`, verified: true } };
+        if (r.record.seq !== header.seq)
+          return { header, records, end: { kind: 'bad', offset: off, reason: `seal record for sequence ${r.record.seq}`, verified: true } };
         return { header, records, end: { kind: 'sealed', offset: off } };
       }
       off = r.next;

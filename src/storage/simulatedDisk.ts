@@ -36,7 +36,8 @@ class Bytes {
   }
 
   truncate(size: number): void {
-    if (size < this.size) this.buf.fill(0, size, this.size); // a later extension must read zeros
+    if (size < this.size)
+      this.buf.fill(0, size, this.size); // a later extension must read zeros
     else this.reserve(size);
     this.size = size;
   }
@@ -60,10 +61,7 @@ class Bytes {
 }
 
 type FileOp = { kind: 'write'; pos: number; data: Buffer } | { kind: 'truncate'; size: number };
-type DirOp =
-  | { kind: 'link'; name: string; ino: number }
-  | { kind: 'unlink'; name: string }
-  | { kind: 'rename'; from: string; to: string; ino: number };
+type DirOp = { kind: 'link'; name: string; ino: number } | { kind: 'unlink'; name: string } | { kind: 'rename'; from: string; to: string; ino: number };
 
 interface Inode {
   live: Bytes;

@@ -22,7 +22,8 @@ export interface PeerContact {
 export function peerHandlers(host: TransportHost, contact: PeerContact): grpc.UntypedServiceImplementation {
   return {
     Stream: (call: grpc.ServerDuplexStream<Envelope, Ack>) => onStream(host, contact, call),
-    SendSnapshot: (call: grpc.ServerReadableStream<Record<string, unknown>, Ack>, cb: grpc.sendUnaryData<Ack>) => receiveSnapshot(host, (id) => contact.heard(id), call, cb),
+    SendSnapshot: (call: grpc.ServerReadableStream<Record<string, unknown>, Ack>, cb: grpc.sendUnaryData<Ack>) =>
+      receiveSnapshot(host, (id) => contact.heard(id), call, cb),
     Identity: (call: grpc.ServerUnaryCall<{ cluster_id: string; from: string }, IdentityReply>, cb: grpc.sendUnaryData<IdentityReply>) => {
       cb(null, host.identity({ clusterId: BigInt(call.request.cluster_id || '0'), from: BigInt(call.request.from || '0') }));
     },

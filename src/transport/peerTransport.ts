@@ -14,7 +14,15 @@ import { partitioned, type Ack, type Envelope, type ForwardReply, type IdentityR
 import { streamSnapshot } from './snapshotStream.js';
 import { hostPort } from '../common/urls.js';
 
-export { REFUSED_MISMATCH, REFUSED_REMOVED, REFUSED_SUPERSEDED, type ForwardReply, type IdentityReply, type OutgoingSnapshot, type TransportHost } from './peerProtocol.js';
+export {
+  REFUSED_MISMATCH,
+  REFUSED_REMOVED,
+  REFUSED_SUPERSEDED,
+  type ForwardReply,
+  type IdentityReply,
+  type OutgoingSnapshot,
+  type TransportHost,
+} from './peerProtocol.js';
 
 /** Most messages queued for one peer; beyond it they are dropped and Raft resends. */
 const MAX_QUEUED = 4096;
@@ -179,17 +187,22 @@ export class PeerTransport {
   private activeFrom = new Map<NodeId, number>();
 
   constructor(private readonly host: TransportHost) {
-    this.server.addService(service('lifeboat.peer.Peer').service, peerHandlers(this.host, {
-      heard: (id) => this.heard(id),
-      forget: (id) => this.forget(id),
-      peerIsUp: (id) => this.senders.get(id)?.peerIsUp(),
-    }));
+    this.server.addService(
+      service('lifeboat.peer.Peer').service,
+      peerHandlers(this.host, {
+        heard: (id) => this.heard(id),
+        forget: (id) => this.forget(id),
+        peerIsUp: (id) => this.senders.get(id)?.peerIsUp(),
+      }),
+    );
   }
 
   async listen(urls: string[]): Promise<void> {
     for (const url of urls) {
       await new Promise<void>((resolve, reject) =>
-        this.server.bindAsync(hostPort(url), grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(new Error(`cannot listen on peer URL ${url}: ${err.message}`)) : resolve())),
+        this.server.bindAsync(hostPort(url), grpc.ServerCredentials.createInsecure(), (err) =>
+          err ? reject(new Error(`cannot listen on peer URL ${url}: ${err.message}`)) : resolve(),
+        ),
       );
     }
   }

@@ -17,7 +17,7 @@ after(async () => {
   await c?.stopAll();
 });
 
-test('grpc.health.v1.Health: Check answers SERVING for the server and for etcd\'s service name', async () => {
+test("grpc.health.v1.Health: Check answers SERVING for the server and for etcd's service name", async () => {
   const Health = service('grpc.health.v1.Health');
   const h = new Health(c.endpoints()[0], grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>;
   try {

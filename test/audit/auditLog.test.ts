@@ -65,7 +65,13 @@ test('a step is recorded as running when it starts, then with its status, output
   const log = openLog(tempDbPath(), clock);
   const { id } = log.startRun({ playbook: 'p', reason: 'r' });
   clock.advance(1000);
-  const started = log.startStep(id, { ordinal: 1, stepId: 'add-m4', name: 'Add m4 as a learner', type: 'add-learner', inputs: { peerUrls: ['http://10.0.0.4:2380'] } });
+  const started = log.startStep(id, {
+    ordinal: 1,
+    stepId: 'add-m4',
+    name: 'Add m4 as a learner',
+    type: 'add-learner',
+    inputs: { peerUrls: ['http://10.0.0.4:2380'] },
+  });
   assert.equal(started.status, 'running');
   assert.equal(started.endedAt, null);
   assert.deepEqual(log.steps(id), [started], 'visible while it runs');
@@ -82,7 +88,10 @@ test('a step is recorded as running when it starts, then with its status, output
   assert.equal(ended.attempt, 1);
   assert.throws(() => log.finishStep(started, { status: 'failed' }), /already ended \(succeeded\)/);
   const again = log.startStep(id, { ordinal: 2, stepId: 'promote-m4', type: 'promote' });
-  assert.throws(() => log.startStep(id, { ordinal: 2, stepId: 'promote-m4', type: 'promote' }), /step 2 \(promote-m4\) of run .* is already running; finish it first/);
+  assert.throws(
+    () => log.startStep(id, { ordinal: 2, stepId: 'promote-m4', type: 'promote' }),
+    /step 2 \(promote-m4\) of run .* is already running; finish it first/,
+  );
   log.finishStep(again, { status: 'succeeded' });
   log.close();
 });
@@ -97,7 +106,10 @@ test('a failed step keeps its error text; a skipped step counts as completed', (
   });
   assert.equal(a.status, 'skipped');
   assert.equal(b.error, 'etcdserver: can only promote a learner member which is in sync with leader');
-  assert.deepEqual(log.completedSteps(id).map((s) => s.stepId), ['a']);
+  assert.deepEqual(
+    log.completedSteps(id).map((s) => s.stepId),
+    ['a'],
+  );
   log.close();
 });
 
@@ -132,7 +144,10 @@ test('an interrupted run resumes at its first step not completed, as a new attem
   const file = tempDbPath();
   let log = openLog(file, clock);
   const { id } = log.startRun({ playbook: 'add-members', reason: 'r' });
-  for (const [ordinal, stepId] of [[1, 'restore'], [2, 'start-m1']] as const) {
+  for (const [ordinal, stepId] of [
+    [1, 'restore'],
+    [2, 'start-m1'],
+  ] as const) {
     log.finishStep(log.startStep(id, { ordinal, stepId, type: stepId }), { status: 'succeeded', outputs: { n: ordinal } });
   }
   log.startStep(id, { ordinal: 3, stepId: 'add-m2', type: 'add-learner' });
@@ -140,7 +155,13 @@ test('an interrupted run resumes at its first step not completed, as a new attem
   log.close();
 
   log = openLog(file, clock);
-  assert.deepEqual(log.completedSteps(id).map((s) => [s.ordinal, s.stepId, s.outputs]), [[1, 'restore', { n: 1 }], [2, 'start-m1', { n: 2 }]]);
+  assert.deepEqual(
+    log.completedSteps(id).map((s) => [s.ordinal, s.stepId, s.outputs]),
+    [
+      [1, 'restore', { n: 1 }],
+      [2, 'start-m1', { n: 2 }],
+    ],
+  );
   let state = log.lastRunState(id);
   assert.equal(state.run.outcome, 'running');
   assert.deepEqual(state.completed, [1, 2]);
@@ -156,7 +177,14 @@ test('an interrupted run resumes at its first step not completed, as a new attem
   state = log.lastRunState(id);
   assert.deepEqual(state.completed, [1, 2, 3]);
   assert.equal(state.resumeFrom, 4);
-  assert.deepEqual(state.steps.map((s) => [s.ordinal, s.attempt, s.status]), [[1, 1, 'succeeded'], [2, 1, 'succeeded'], [3, 2, 'succeeded']]);
+  assert.deepEqual(
+    state.steps.map((s) => [s.ordinal, s.attempt, s.status]),
+    [
+      [1, 1, 'succeeded'],
+      [2, 1, 'succeeded'],
+      [3, 2, 'succeeded'],
+    ],
+  );
   assert.equal(log.steps(id).length, 4, 'the unfinished first attempt stays on record');
   assert.equal(state.run.resumes, 1);
   log.close();
@@ -266,7 +294,10 @@ test('opening creates the directories and a WAL database with synchronous=FULL',
 
 test('reading a log that does not exist fails without creating it', () => {
   const file = path.join(tempDir(), 'nowhere', 'audit.db');
-  assert.throws(() => AuditLog.open(file, { readonly: true }), (err: unknown) => err instanceof AuditDbMissingError && err.message.startsWith(`no audit log at ${file}`));
+  assert.throws(
+    () => AuditLog.open(file, { readonly: true }),
+    (err: unknown) => err instanceof AuditDbMissingError && err.message.startsWith(`no audit log at ${file}`),
+  );
   assert.equal(existsSync(path.dirname(file)), false);
 });
 

@@ -59,10 +59,13 @@ test('audit list -w json prints every run with all its fields', () => {
   const r = lifeboat(['audit', 'list', '-w', 'json', '--audit-db', file]);
   assert.equal(r.code, EXIT.OK, r.stderr);
   const runs = JSON.parse(r.stdout) as Array<Record<string, unknown>>;
-  assert.deepEqual(runs.map((x) => [x.id, x.outcome, x.reason, x.user, x.host]), [
-    [sample.runId, 'failed', 'm1 lost its disk', 'alice', 'db-admin-1'],
-    [second.id, 'running', 'grow to 5, "quoted", with commas', 'alice', 'db-admin-1'],
-  ]);
+  assert.deepEqual(
+    runs.map((x) => [x.id, x.outcome, x.reason, x.user, x.host]),
+    [
+      [sample.runId, 'failed', 'm1 lost its disk', 'alice', 'db-admin-1'],
+      [second.id, 'running', 'grow to 5, "quoted", with commas', 'alice', 'db-admin-1'],
+    ],
+  );
   assert.equal(runs[0].playbookSha256, 'ab'.repeat(32));
   assert.deepEqual(runs[0].memberIdsBefore, ['a1', 'b2', 'c3']);
 });
@@ -128,7 +131,13 @@ test('audit show -w json prints the run and its timeline', () => {
   assert.equal(out.run.outcome, 'failed');
   assert.deepEqual(
     out.timeline.map((e) => [e.entry, e.seq, e.status ?? e.kind]),
-    [['step', 2, 'succeeded'], ['event', 3, 'prompt'], ['event', 5, 'assume-dead'], ['step', 6, 'failed'], ['run', 8, 'run.end']],
+    [
+      ['step', 2, 'succeeded'],
+      ['event', 3, 'prompt'],
+      ['event', 5, 'assume-dead'],
+      ['step', 6, 'failed'],
+      ['run', 8, 'run.end'],
+    ],
   );
   assert.deepEqual(out.timeline[1].data, { answer: 'yes' });
   assert.equal(out.timeline[3].durationMs, 300);
@@ -169,7 +178,10 @@ test('audit export (json) has every run with its steps and events, and the chain
 test('audit export --run picks one run; an unknown --run is one line and exit 1', () => {
   const r = lifeboat(['audit', 'export', '--run', second.id, '--audit-db', file]);
   assert.equal(r.code, EXIT.OK, r.stderr);
-  assert.deepEqual((JSON.parse(r.stdout) as { runs: Array<{ id: string }> }).runs.map((x) => x.id), [second.id]);
+  assert.deepEqual(
+    (JSON.parse(r.stdout) as { runs: Array<{ id: string }> }).runs.map((x) => x.id),
+    [second.id],
+  );
   assertOneLineError(lifeboat(['audit', 'export', '--run', 'r-x', '--audit-db', file]), EXIT.FAILURE, 'no run r-x in');
 });
 
@@ -242,7 +254,11 @@ test('audit verify of a tampered log exits 1 naming the first bad row and why; s
   assert.deepEqual(JSON.parse(json.stdout).firstBad, { seq: 8, reason: 'hash does not match the row (its contents were edited)' });
 
   tamper(copy, `DROP VIEW runs`, `CREATE VIEW runs AS SELECT * FROM chain WHERE 0`);
-  assertOneLineError(lifeboat(['audit', 'show', runId, '--audit-db', copy]), EXIT.FAILURE, /was tampered with \(view runs was redefined\); see 'lifeboat audit verify'/);
+  assertOneLineError(
+    lifeboat(['audit', 'show', runId, '--audit-db', copy]),
+    EXIT.FAILURE,
+    /was tampered with \(view runs was redefined\); see 'lifeboat audit verify'/,
+  );
 });
 
 test('every audit command has a description and examples in --help', () => {

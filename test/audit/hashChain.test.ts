@@ -46,7 +46,12 @@ test('each row hash is sha256(prev_hash || canonical JSON of [seq, at, kind, run
   for (const r of rows) {
     assert.equal(r.prev_hash, prev);
     const body = canonicalJson([r.seq, r.at, r.kind, r.run_id, JSON.parse(r.payload)]);
-    assert.equal(r.hash, createHash('sha256').update(prev + body).digest('hex'));
+    assert.equal(
+      r.hash,
+      createHash('sha256')
+        .update(prev + body)
+        .digest('hex'),
+    );
     prev = r.hash;
   }
   assert.deepEqual(
@@ -75,7 +80,11 @@ test('a payload edited with raw SQL is named by its seq', () => {
 });
 
 test('an edited timestamp, kind or run ID is detected', () => {
-  for (const [set, seq] of [[`at = '2026-11-22T09:00:00.000Z'`, 3], [`run_id = 'r-20990101-000000-0000'`, 5], [`kind = 'event'`, 6]] as const) {
+  for (const [set, seq] of [
+    [`at = '2026-11-22T09:00:00.000Z'`, 3],
+    [`run_id = 'r-20990101-000000-0000'`, 5],
+    [`kind = 'event'`, 6],
+  ] as const) {
     const { file } = sampleLog();
     tamper(file, `UPDATE chain SET ${set} WHERE seq = ${seq}`);
     assertBadAt(verify(file), seq, /hash does not match the row/);
@@ -110,12 +119,7 @@ test('a row deleted from the end passes on its own but fails against the expecte
 
 test('two rows swapped are detected at the first of them', () => {
   const { file } = sampleLog();
-  tamper(
-    file,
-    `UPDATE chain SET seq = -1 WHERE seq = 4`,
-    `UPDATE chain SET seq = 4 WHERE seq = 5`,
-    `UPDATE chain SET seq = 5 WHERE seq = -1`,
-  );
+  tamper(file, `UPDATE chain SET seq = -1 WHERE seq = 4`, `UPDATE chain SET seq = 4 WHERE seq = 5`, `UPDATE chain SET seq = 5 WHERE seq = -1`);
   assertBadAt(verify(file), 4, /prev_hash does not match the hash of row 3|hash does not match the row/);
 });
 
@@ -161,9 +165,7 @@ test('a whole chain rewritten consistently passes on its own but not against the
   for (const r of rows) {
     const payload = r.seq === 7 ? canonicalJson({ ...JSON.parse(r.payload), status: 'succeeded', error: undefined }) : r.payload;
     const hash = linkHash(prev, { seq: r.seq, at: r.at, kind: r.kind, runId: r.run_id, payload });
-    statements.push(
-      `INSERT INTO chain VALUES (${r.seq}, '${r.at}', '${r.kind}', '${r.run_id}', '${payload.replaceAll("'", "''")}', '${prev}', '${hash}')`,
-    );
+    statements.push(`INSERT INTO chain VALUES (${r.seq}, '${r.at}', '${r.kind}', '${r.run_id}', '${payload.replaceAll("'", "''")}', '${prev}', '${hash}')`);
     prev = hash;
   }
   tamper(file, ...statements);

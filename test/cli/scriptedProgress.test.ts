@@ -8,7 +8,10 @@ import { ScriptedRenderer } from '../../src/cli/output/scriptedRenderer.js';
 test('progress lines are printed on a change of wording, else at most every 5 s', async () => {
   const lines: string[] = [];
   let clock = Date.parse('2026-11-23T08:00:00Z');
-  const view = new ScriptedRenderer((l) => lines.push(l), () => new Date(clock));
+  const view = new ScriptedRenderer(
+    (l) => lines.push(l),
+    () => new Date(clock),
+  );
   await view.run([
     {
       kind: 'step',
@@ -26,6 +29,10 @@ test('progress lines are printed on a change of wording, else at most every 5 s'
   // Catching up: at 0 s, 5 s (and not at 10 s: the polls end at 9.8 s); then the change to "caught up".
   assert.deepEqual(
     progress.map((l) => l.slice(9)),
-    ['  wait: applied 1000 of 2000 (1000 behind)', '  wait: applied 1250 of 2000 (750 behind)', '  wait: caught up (applied 2000 of 2000); stable for 0.0s of 3.0s'],
+    [
+      '  wait: applied 1000 of 2000 (1000 behind)',
+      '  wait: applied 1250 of 2000 (750 behind)',
+      '  wait: caught up (applied 2000 of 2000); stable for 0.0s of 3.0s',
+    ],
   );
 });

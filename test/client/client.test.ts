@@ -14,7 +14,6 @@ import { InputError } from '../../src/common/errors.js';
 import { saveSnapshot, verifySnapshotTrailer, TrailerCheck } from '../../src/client/snapshotSave.js';
 import { freePorts } from '../support/ports.js';
 
-
 /** What the fake Maintenance.Snapshot sends next. */
 let snapshotPlan: (call: grpc.ServerWritableStream<any, any>) => void = () => {};
 const db = randomBytes(4096);
@@ -46,7 +45,8 @@ before(async () => {
     MemberList: () => {
       // never answers: the client's deadline must fire
     },
-    MemberPromote: (call: any, cb: grpc.sendUnaryData<any>) => cb(null, { header, members: [{ ID: call.request.ID, name: 'x', peerURLs: [], clientURLs: [], isLearner: false }] }),
+    MemberPromote: (call: any, cb: grpc.sendUnaryData<any>) =>
+      cb(null, { header, members: [{ ID: call.request.ID, name: 'x', peerURLs: [], clientURLs: [], isLearner: false }] }),
   });
   server.addService(service('etcdserverpb.Maintenance').service, {
     Snapshot: (call: grpc.ServerWritableStream<any, any>) => snapshotPlan(call),
@@ -63,13 +63,15 @@ after(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const client = (opts: { commandTimeoutMs?: number } = {}) => new EtcdClient({ endpoints: endpoint, dialTimeoutMs: 2000, commandTimeoutMs: opts.commandTimeoutMs ?? 2000 });
+const client = (opts: { commandTimeoutMs?: number } = {}) =>
+  new EtcdClient({ endpoints: endpoint, dialTimeoutMs: 2000, commandTimeoutMs: opts.commandTimeoutMs ?? 2000 });
 
 test('snapshot save streams into FILE via FILE.part and checks the sha256 trailer', async () => {
-  snapshotPlan = (call) => sendChunks(call, db, () => {
-    call.write({ remaining_bytes: '0', blob: digest });
-    call.end();
-  });
+  snapshotPlan = (call) =>
+    sendChunks(call, db, () => {
+      call.write({ remaining_bytes: '0', blob: digest });
+      call.end();
+    });
   const file = path.join(dir, 'good.db');
   const c = client();
   try {
@@ -92,10 +94,23 @@ test('snapshot save streams into FILE via FILE.part and checks the sha256 traile
 });
 
 for (const [name, plan, expected] of [
-  ['a wrong trailer', (call: grpc.ServerWritableStream<any, any>) => sendChunks(call, db, () => (call.write({ remaining_bytes: '0', blob: Buffer.alloc(32, 7) }), call.end())), /sha256 mismatch/],
+  [
+    'a wrong trailer',
+    (call: grpc.ServerWritableStream<any, any>) => sendChunks(call, db, () => (call.write({ remaining_bytes: '0', blob: Buffer.alloc(32, 7) }), call.end())),
+    /sha256 mismatch/,
+  ],
   ['no trailer', (call: grpc.ServerWritableStream<any, any>) => sendChunks(call, db, () => call.end()), /sha256 checksum not found/],
-  ['a stream that breaks', (call: grpc.ServerWritableStream<any, any>) => sendChunks(call, db.subarray(0, 2000), () => call.emit('error', { code: grpc.status.DATA_LOSS, details: 'disk on fire' })), /^127\.0\.0\.1:\d+: disk on fire$/],
-  ['a stream that stalls', (call: grpc.ServerWritableStream<any, any>) => call.write({ remaining_bytes: '100', blob: db.subarray(0, 512) }), /snapshot stream stalled: no data for 300ms/],
+  [
+    'a stream that breaks',
+    (call: grpc.ServerWritableStream<any, any>) =>
+      sendChunks(call, db.subarray(0, 2000), () => call.emit('error', { code: grpc.status.DATA_LOSS, details: 'disk on fire' })),
+    /^127\.0\.0\.1:\d+: disk on fire$/,
+  ],
+  [
+    'a stream that stalls',
+    (call: grpc.ServerWritableStream<any, any>) => call.write({ remaining_bytes: '100', blob: db.subarray(0, 512) }),
+    /snapshot stream stalled: no data for 300ms/,
+  ],
 ] as const) {
   test(`snapshot save with ${name} fails, leaves no FILE.part and keeps an existing FILE`, async () => {
     snapshotPlan = plan;
@@ -126,10 +141,13 @@ test('TrailerCheck handles the trailer split across chunks', () => {
   assert.equal(v.ok, true);
 });
 
-test('server errors keep etcd\'s text and name the endpoint', async () => {
+test("server errors keep etcd's text and name the endpoint", async () => {
   const c = client();
   try {
-    await assert.rejects(c.memberRemove(0x1234n), (e: Error) => e instanceof EtcdClientError && e.message === `${endpoint}: etcdserver: member not found` && e.kind === 'server');
+    await assert.rejects(
+      c.memberRemove(0x1234n),
+      (e: Error) => e instanceof EtcdClientError && e.message === `${endpoint}: etcdserver: member not found` && e.kind === 'server',
+    );
     const promoted = await c.memberPromote(0x8e9e05c52164694dn);
     assert.equal(promoted.members[0].id, 0x8e9e05c52164694dn, 'IDs travel as decimal strings and come back as bigint');
     assert.equal(promoted.header.clusterId, 14443903163313418560n);
@@ -142,7 +160,10 @@ test('every call has the command timeout as its deadline', async () => {
   const c = client({ commandTimeoutMs: 300 });
   const t0 = Date.now();
   try {
-    await assert.rejects(c.memberList(), (e: Error) => e instanceof EtcdClientError && e.kind === 'timeout' && e.message.startsWith(`${endpoint}: no answer within 300ms`));
+    await assert.rejects(
+      c.memberList(),
+      (e: Error) => e instanceof EtcdClientError && e.kind === 'timeout' && e.message.startsWith(`${endpoint}: no answer within 300ms`),
+    );
   } finally {
     c.close();
   }
@@ -154,7 +175,10 @@ test('an endpoint that refuses connections fails within the dial timeout, naming
   const c = new EtcdClient({ endpoints: `127.0.0.1:${port}`, dialTimeoutMs: 500 });
   const t0 = Date.now();
   try {
-    await assert.rejects(c.status(), (e: Error) => e instanceof EtcdClientError && e.message === `cannot reach 127.0.0.1:${port} within 500ms (connection refused); check --endpoints`);
+    await assert.rejects(
+      c.status(),
+      (e: Error) => e instanceof EtcdClientError && e.message === `cannot reach 127.0.0.1:${port} within 500ms (connection refused); check --endpoints`,
+    );
   } finally {
     c.close();
   }
@@ -173,7 +197,10 @@ test('with several endpoints, a reachable one serves even if the first is down',
 });
 
 test('unreadable TLS files are usage errors, before any dial', () => {
-  assert.throws(() => new EtcdClient({ endpoints: 'https://127.0.0.1:1', tls: { caFile: path.join(dir, 'missing.pem') } }), (e: Error) => e instanceof InputError && e.message === `cannot read --cacert ${path.join(dir, 'missing.pem')}: no such file`);
+  assert.throws(
+    () => new EtcdClient({ endpoints: 'https://127.0.0.1:1', tls: { caFile: path.join(dir, 'missing.pem') } }),
+    (e: Error) => e instanceof InputError && e.message === `cannot read --cacert ${path.join(dir, 'missing.pem')}: no such file`,
+  );
   assert.throws(() => new EtcdClient({ endpoints: '127.0.0.1:1', tls: { certFile: 'x.pem' } }), /--cert and --key go together: --key is missing/);
 });
 

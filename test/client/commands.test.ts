@@ -10,10 +10,23 @@ import { RefusedError } from '../../src/common/errors.js';
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 
 const CLIENT_COMMANDS = [
-  'member:list', 'member:add', 'member:remove', 'member:update', 'member:promote',
-  'put', 'get', 'del',
-  'endpoint:status', 'endpoint:health', 'endpoint:hashkv',
-  'move-leader', 'compaction', 'defrag', 'alarm:list', 'alarm:disarm', 'snapshot:save',
+  'member:list',
+  'member:add',
+  'member:remove',
+  'member:update',
+  'member:promote',
+  'put',
+  'get',
+  'del',
+  'endpoint:status',
+  'endpoint:health',
+  'endpoint:hashkv',
+  'move-leader',
+  'compaction',
+  'defrag',
+  'alarm:list',
+  'alarm:disarm',
+  'snapshot:save',
 ];
 
 test('every everyday command has a description, examples and the global flags', async () => {
@@ -32,7 +45,10 @@ test('every everyday command has a description, examples and the global flags', 
 
 test('a dangerous step without a terminal is refused, naming the flag; --yes or no danger lets it pass', async () => {
   const step = { action: 'remove member 1 (a)', reasons: ['it is the leader (x)'], yes: false };
-  await assert.rejects(confirmDangerous(step, false), (e: Error) => e instanceof RefusedError && e.message === 'refusing to remove member 1 (a): it is the leader (x); re-run with --yes to confirm');
+  await assert.rejects(
+    confirmDangerous(step, false),
+    (e: Error) => e instanceof RefusedError && e.message === 'refusing to remove member 1 (a): it is the leader (x); re-run with --yes to confirm',
+  );
   await confirmDangerous({ ...step, yes: true }, false);
   await confirmDangerous({ ...step, reasons: [] }, false);
 });

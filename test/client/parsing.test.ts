@@ -21,7 +21,10 @@ test('member IDs: hex in, bigint out; malformed IDs name the value and an exampl
   assert.equal(parseMemberId('0x1'), 1n);
   assert.equal(parseMemberId('ffffffffffffffff'), (1n << 64n) - 1n);
   for (const bad of ['xyz', '', '0', '1ffffffffffffffff', '12 34', '-1']) {
-    assert.throws(() => parseMemberId(bad), (e: Error) => e instanceof InputError && e.message === `invalid member ID "${bad}": expected hex, e.g. 8e9e05c52164694d`);
+    assert.throws(
+      () => parseMemberId(bad),
+      (e: Error) => e instanceof InputError && e.message === `invalid member ID "${bad}": expected hex, e.g. 8e9e05c52164694d`,
+    );
   }
   assert.equal(hexId(0x0abcn), 'abc');
   assert.equal(paddedHexId(0x0abcn), '0000000000000abc');
@@ -51,14 +54,17 @@ test('endpoints: host:port, http:// and https://, comma lists, clear errors', ()
   assert.equal(parseEndpoint('https://etcd.example:443/').address, 'etcd.example:443');
   assert.equal(parseEndpoint('http://[::1]:2379').address, '[::1]:2379');
   assert.equal(parseEndpoint('http://h:80').port, 80);
-  assert.deepEqual(parseEndpoints('a:1, http://b:2,,a:1').map((e) => e.text), ['a:1', 'http://b:2']);
+  assert.deepEqual(
+    parseEndpoints('a:1, http://b:2,,a:1').map((e) => e.text),
+    ['a:1', 'http://b:2'],
+  );
   assert.throws(() => parseEndpoint('unix:///tmp/s'), /invalid endpoint "unix:\/\/\/tmp\/s": scheme unix:\/\/ is not supported/);
   assert.throws(() => parseEndpoint('localhost'), /the port is missing/);
   assert.throws(() => parseEndpoint('http://h:2379/v3'), /path or query/);
   assert.throws(() => parseEndpoints(' , '), /no endpoints given/);
 });
 
-test("key ranges follow clientv3: prefix end, empty key with --prefix, --from-key", () => {
+test('key ranges follow clientv3: prefix end, empty key with --prefix, --from-key', () => {
   assert.equal(prefixEnd(Buffer.from('/a/')).toString(), '/a0');
   assert.deepEqual(prefixEnd(Buffer.from([0x61, 0xff])), Buffer.from([0x62]));
   assert.deepEqual(prefixEnd(Buffer.from([0xff, 0xff])), Buffer.from([0]));
@@ -71,7 +77,13 @@ test("key ranges follow clientv3: prefix end, empty key with --prefix, --from-ke
   assert.throws(() => selectKeys('', undefined, {}), /KEY is empty/);
 });
 
-const m = (id: bigint, name: string, peer: string, isLearner = false): Member => ({ id, name, peerURLs: [peer], clientURLs: name ? [peer.replace('2380', '2379')] : [], isLearner });
+const m = (id: bigint, name: string, peer: string, isLearner = false): Member => ({
+  id,
+  name,
+  peerURLs: [peer],
+  clientURLs: name ? [peer.replace('2380', '2379')] : [],
+  isLearner,
+});
 
 test('member add: phase-2 settings list named members plus the new one; unstarted ones are skipped', () => {
   const added = m(0x4n, '', 'http://10.0.0.4:2380', true);
@@ -85,12 +97,15 @@ test('member add: phase-2 settings list named members plus the new one; unstarte
   ]);
   assert.equal(
     j.command,
-    'lifeboat server --name infra4 --data-dir infra4.etcd --listen-peer-urls http://10.0.0.4:2380 --initial-advertise-peer-urls http://10.0.0.4:2380'
-      + ' --listen-client-urls http://10.0.0.4:2379 --advertise-client-urls http://10.0.0.4:2379'
-      + ' --initial-cluster infra1=http://10.0.0.1:2380,infra3=http://10.0.0.3:2380,infra4=http://10.0.0.4:2380 --initial-cluster-state existing',
+    'lifeboat server --name infra4 --data-dir infra4.etcd --listen-peer-urls http://10.0.0.4:2380 --initial-advertise-peer-urls http://10.0.0.4:2380' +
+      ' --listen-client-urls http://10.0.0.4:2379 --advertise-client-urls http://10.0.0.4:2379' +
+      ' --initial-cluster infra1=http://10.0.0.1:2380,infra3=http://10.0.0.3:2380,infra4=http://10.0.0.4:2380 --initial-cluster-state existing',
   );
   const given = joinInstructions('infra4', added, members, { clientURLs: ['https://10.0.0.4:12379'], dataDir: '/var/lib/my dir' });
-  assert.match(given.command, / --data-dir '\/var\/lib\/my dir' .* --listen-client-urls https:\/\/10\.0\.0\.4:12379 --advertise-client-urls https:\/\/10\.0\.0\.4:12379 /);
+  assert.match(
+    given.command,
+    / --data-dir '\/var\/lib\/my dir' .* --listen-client-urls https:\/\/10\.0\.0\.4:12379 --advertise-client-urls https:\/\/10\.0\.0\.4:12379 /,
+  );
   assert.equal(shellQuote("it's here"), `'it'\\''s here'`);
 });
 
@@ -108,16 +123,30 @@ test('member remove: the leader and a 2-voter cluster are dangerous; a learner o
 test('errors are one line naming the endpoint', () => {
   assert.equal(connectReason('No connection established. Last error: Error: connect ECONNREFUSED 127.0.0.1:1. Resolution note: '), 'connection refused');
   assert.equal(
-    opensslReason('80FCAC96B87F0000:error:0A000412:SSL routines:ssl3_read_bytes:sslv3 alert bad certificate:../deps/openssl/ssl/rec_layer_s3.c:1601:SSL alert number 42'),
+    opensslReason(
+      '80FCAC96B87F0000:error:0A000412:SSL routines:ssl3_read_bytes:sslv3 alert bad certificate:../deps/openssl/ssl/rec_layer_s3.c:1601:SSL alert number 42',
+    ),
     'sslv3 alert bad certificate',
   );
-  assert.equal(unreachableError('127.0.0.1:23790', 2000, 'connection refused').message, 'cannot reach 127.0.0.1:23790 within 2s (connection refused); check --endpoints');
-  assert.match(unreachableError('https://h:1', 2000, 'unable to verify the first certificate').message, /^TLS handshake with https:\/\/h:1 failed \(unable to verify the first certificate\); check --cacert/);
+  assert.equal(
+    unreachableError('127.0.0.1:23790', 2000, 'connection refused').message,
+    'cannot reach 127.0.0.1:23790 within 2s (connection refused); check --endpoints',
+  );
+  assert.match(
+    unreachableError('https://h:1', 2000, 'unable to verify the first certificate').message,
+    /^TLS handshake with https:\/\/h:1 failed \(unable to verify the first certificate\); check --cacert/,
+  );
   const notFound = callError({ code: 5, details: 'etcdserver: member not found' }, '127.0.0.1:2379', 5000);
   assert.equal(notFound.message, '127.0.0.1:2379: etcdserver: member not found');
   assert.equal(notFound.serverMessage, 'etcdserver: member not found');
-  assert.match(callError({ code: 4, details: 'Deadline exceeded' }, 'h:1', 5000).message, /^h:1: no answer within 5s \(deadline exceeded\); raise --command-timeout/);
-  assert.match(callError({ code: 9, details: 'etcdserver: can only promote a learner member which is in sync with leader' }, 'h:1', 5000).message, /in sync with leader; wait until the learner has caught up/);
+  assert.match(
+    callError({ code: 4, details: 'Deadline exceeded' }, 'h:1', 5000).message,
+    /^h:1: no answer within 5s \(deadline exceeded\); raise --command-timeout/,
+  );
+  assert.match(
+    callError({ code: 9, details: 'etcdserver: can only promote a learner member which is in sync with leader' }, 'h:1', 5000).message,
+    /in sync with leader; wait until the learner has caught up/,
+  );
 });
 
 test('CLI argument helpers: revisions and peer URLs', () => {
@@ -138,6 +167,12 @@ test('output helpers: sizes like go-humanize, tables like etcdctl', () => {
   assert.equal(humanBytes(21_500), '22 kB');
   assert.equal(
     renderTable(['ID', 'IS LEARNER'], [['8e9e05c52164694d', 'false']], { right: [1] }),
-    ['+------------------+------------+', '|        ID        | IS LEARNER |', '+------------------+------------+', '| 8e9e05c52164694d |      false |', '+------------------+------------+'].join('\n'),
+    [
+      '+------------------+------------+',
+      '|        ID        | IS LEARNER |',
+      '+------------------+------------+',
+      '| 8e9e05c52164694d |      false |',
+      '+------------------+------------+',
+    ].join('\n'),
   );
 });

@@ -22,7 +22,10 @@ export interface Layout {
 export function layoutOf(file: string): Layout {
   const db = BoltDb.open(file);
   try {
-    const tracker: PageTracker = new Map([[0, 0], [1, 1]]);
+    const tracker: PageTracker = new Map([
+      [0, 0],
+      [1, 1],
+    ]);
     const inline: string[] = [];
     const walk = (b: BucketRef) => {
       if (b.inline) inline.push(b.name);

@@ -26,16 +26,45 @@ function write(name: string, pages: Buffer[]): string {
  * 3 branch → 4, 5 leaves of revisions. `ps` is the page size.
  */
 function sampleFile(name: string, ps: number, edit?: (pages: Buffer[]) => void): string {
-  const rev = (main: number, value: string) =>
-    ({ key: revisionKey(main, 0, false), value: encodeKeyValue({ key: Buffer.from(`k${main}`), main, sub: 0, createRevision: main, version: 1, lease: 0n, value: Buffer.from(value), tombstone: false }) });
+  const rev = (main: number, value: string) => ({
+    key: revisionKey(main, 0, false),
+    value: encodeKeyValue({
+      key: Buffer.from(`k${main}`),
+      main,
+      sub: 0,
+      createRevision: main,
+      version: 1,
+      lease: 0n,
+      value: Buffer.from(value),
+      tombstone: false,
+    }),
+  });
   const pages = [
     metaPage(0, { pageSize: ps, root: 2, pgid: 6, txid: 8 }),
     metaPage(1, { pageSize: ps, root: 2, pgid: 6, txid: 7 }),
-    leafPage(2, [
-      { key: 'a', value: bucketValue(0, [{ key: 'x', value: Buffer.from('1') }, { key: 'y', value: Buffer.from('2') }]), bucket: true },
-      { key: 'key', value: bucketValue(3), bucket: true },
-    ], ps),
-    branchPage(3, [{ key: revisionKey(2, 0, false).toString('latin1'), page: 4 }, { key: revisionKey(4, 0, false).toString('latin1'), page: 5 }], ps),
+    leafPage(
+      2,
+      [
+        {
+          key: 'a',
+          value: bucketValue(0, [
+            { key: 'x', value: Buffer.from('1') },
+            { key: 'y', value: Buffer.from('2') },
+          ]),
+          bucket: true,
+        },
+        { key: 'key', value: bucketValue(3), bucket: true },
+      ],
+      ps,
+    ),
+    branchPage(
+      3,
+      [
+        { key: revisionKey(2, 0, false).toString('latin1'), page: 4 },
+        { key: revisionKey(4, 0, false).toString('latin1'), page: 5 },
+      ],
+      ps,
+    ),
     leafPage(4, [rev(2, 'two'), rev(3, 'three')], ps),
     leafPage(5, [rev(4, 'four')], ps),
   ];
@@ -57,9 +86,15 @@ describe('bbolt reader', () => {
       assert.equal(db.meta.page, 0);
       const a = db.bucket('a')!;
       assert.ok(a.inline);
-      assert.deepEqual([...db.entries(a)].map((e) => `${e.key}=${e.value}`), ['x=1', 'y=2']);
+      assert.deepEqual(
+        [...db.entries(a)].map((e) => `${e.key}=${e.value}`),
+        ['x=1', 'y=2'],
+      );
       const key = db.bucket('key')!;
-      assert.deepEqual([...db.entries(key)].map((e) => decodeRevisionKey(e.key)), [2, 3, 4].map((main) => ({ main, sub: 0, tombstone: false })));
+      assert.deepEqual(
+        [...db.entries(key)].map((e) => decodeRevisionKey(e.key)),
+        [2, 3, 4].map((main) => ({ main, sub: 0, tombstone: false })),
+      );
       assert.equal(db.bucket('zzz'), undefined);
     } finally {
       db.close();
@@ -87,26 +122,62 @@ describe('bbolt reader', () => {
   });
 
   const cases: Array<[string, (p: Buffer[]) => void, RegExp]> = [
-    ['a root page beyond the high-water mark', (p) => { p[0] = metaPage(0, { pageSize: 4096, root: 9, pgid: 6, txid: 8 }); p[1] = metaPage(1, { pageSize: 4096, root: 9, pgid: 6, txid: 7 }); }, /root bucket page 9 is outside pages 2\.\.5 \(page 0, byte offset 32\)/],
-    ['a page that is not where its header says', (p) => p[4].writeBigUInt64LE(7n, 0), /page header says page 7, but it was read as page 4 \(branch page 3 element 0\) \(page 4, byte offset 16384\)/],
-    ['a branch pointing to a meta page', (p) => p[3].writeBigUInt64LE(1n, 16 + 8), /branch page 3 element 0 points to page 1, a meta page \(page 3, byte offset 12304\)/],
+    [
+      'a root page beyond the high-water mark',
+      (p) => {
+        p[0] = metaPage(0, { pageSize: 4096, root: 9, pgid: 6, txid: 8 });
+        p[1] = metaPage(1, { pageSize: 4096, root: 9, pgid: 6, txid: 7 });
+      },
+      /root bucket page 9 is outside pages 2\.\.5 \(page 0, byte offset 32\)/,
+    ],
+    [
+      'a page that is not where its header says',
+      (p) => p[4].writeBigUInt64LE(7n, 0),
+      /page header says page 7, but it was read as page 4 \(branch page 3 element 0\) \(page 4, byte offset 16384\)/,
+    ],
+    [
+      'a branch pointing to a meta page',
+      (p) => p[3].writeBigUInt64LE(1n, 16 + 8),
+      /branch page 3 element 0 points to page 1, a meta page \(page 3, byte offset 12304\)/,
+    ],
     ['a branch pointing to itself', (p) => p[3].writeBigUInt64LE(3n, 32 + 8), /cycle: branch page 3 element 1 points back to page 3/],
     ['two branch elements to one page', (p) => p[3].writeBigUInt64LE(4n, 32 + 8), /branch page 3 element 1 points to page 4, which page 3 already references/],
-    ['an element count beyond the page', (p) => p[5].writeUInt16LE(300, 10), /page says it holds 300 elements, 4816 bytes, but it has 4096 \(page 5, byte offset 20490\)/],
-    ['an inline bucket too short for its page header', (p) => (p[2] = leafPage(2, [{ key: 'a', value: Buffer.alloc(20), bucket: true }], 4096)), /inline bucket a: 4 bytes cannot hold a page header \(page 2, byte offset 8225\)/],
-    ['a key out of order', (p) => (p[5] = leafPage(5, [{ key: revisionKey(1, 0, false), value: Buffer.from([10, 1, 0x6b]) }], 4096)), /bucket key: key 0x0000000000000001.* comes after 0x0000000000000003.*; keys are out of order/],
-    ['a high-water mark past the end of the file', (p) => { p.pop(); }, /truncated: meta page 0 says 6 pages of 4096 bytes \(24576 bytes\), the file has 20480 bytes/],
+    [
+      'an element count beyond the page',
+      (p) => p[5].writeUInt16LE(300, 10),
+      /page says it holds 300 elements, 4816 bytes, but it has 4096 \(page 5, byte offset 20490\)/,
+    ],
+    [
+      'an inline bucket too short for its page header',
+      (p) => (p[2] = leafPage(2, [{ key: 'a', value: Buffer.alloc(20), bucket: true }], 4096)),
+      /inline bucket a: 4 bytes cannot hold a page header \(page 2, byte offset 8225\)/,
+    ],
+    [
+      'a key out of order',
+      (p) => (p[5] = leafPage(5, [{ key: revisionKey(1, 0, false), value: Buffer.from([10, 1, 0x6b]) }], 4096)),
+      /bucket key: key 0x0000000000000001.* comes after 0x0000000000000003.*; keys are out of order/,
+    ],
+    [
+      'a high-water mark past the end of the file',
+      (p) => {
+        p.pop();
+      },
+      /truncated: meta page 0 says 6 pages of 4096 bytes \(24576 bytes\), the file has 20480 bytes/,
+    ],
   ];
   for (const [what, edit, message] of cases) {
     test(`one clear error: ${what}`, () => {
       const f = sampleFile(`bad-${what.replace(/\W+/g, '-')}.db`, 4096, edit);
-      assert.throws(() => scanEtcdDb(f), (err: Error) => {
-        assert.ok(err instanceof BoltFormatError, `${err.name}: ${err.message}`);
-        assert.match(err.message, message);
-        assert.ok(err.message.startsWith(`etcd db ${f}: `));
-        assert.ok(!err.message.includes('\n'));
-        return true;
-      });
+      assert.throws(
+        () => scanEtcdDb(f),
+        (err: Error) => {
+          assert.ok(err instanceof BoltFormatError, `${err.name}: ${err.message}`);
+          assert.match(err.message, message);
+          assert.ok(err.message.startsWith(`etcd db ${f}: `));
+          assert.ok(!err.message.includes('\n'));
+          return true;
+        },
+      );
     });
   }
 });
@@ -149,14 +220,26 @@ describe('KvStore import (the path etcd files come in by)', () => {
   const put = (key: string, value: string, lease = 0n) => ({ key, value, lease });
   // The same history, applied as requests and imported as stored revisions.
   const history: Array<{ key: string; value?: string; lease?: bigint }> = [
-    put('a', '1'), put('b', '1', 0x1234n), put('a', '2'), { key: 'b' }, put('b', '3'), put('c', '1'), { key: 'a' },
+    put('a', '1'),
+    put('b', '1', 0x1234n),
+    put('a', '2'),
+    { key: 'b' },
+    put('b', '3'),
+    put('c', '1'),
+    { key: 'a' },
   ];
 
   function applied(): KvStore {
     const kv = KvStore.open(':memory:');
     history.forEach((h, i) => {
       if (h.lease) kv.apply(i * 2 + 1, 1, (w) => w.cluster.putLease({ id: h.lease!, ttl: 60 }));
-      kv.applyRequest(i * 2 + 2, 1, h.value === undefined ? { deleteRange: { key: Buffer.from(h.key) } } : { put: { key: Buffer.from(h.key), value: Buffer.from(h.value), lease: h.lease ?? 0n } });
+      kv.applyRequest(
+        i * 2 + 2,
+        1,
+        h.value === undefined
+          ? { deleteRange: { key: Buffer.from(h.key) } }
+          : { put: { key: Buffer.from(h.key), value: Buffer.from(h.value), lease: h.lease ?? 0n } },
+      );
     });
     return kv;
   }
@@ -164,17 +247,28 @@ describe('KvStore import (the path etcd files come in by)', () => {
   function imported(compactAt: number): KvStore {
     const kv = KvStore.open(':memory:');
     const live = new Map<string, { create: number; version: number }>();
-    kv.importRevisions(history.map((h, i) => {
-      const main = i + 2;
-      if (h.value === undefined) {
-        live.delete(h.key);
-        return { key: Buffer.from(h.key), main, sub: 0, createRevision: 0, version: 0, lease: 0n, value: Buffer.alloc(0), tombstone: true };
-      }
-      const l = live.get(h.key) ?? { create: main, version: 0 };
-      l.version++;
-      live.set(h.key, l);
-      return { key: Buffer.from(h.key), main, sub: 0, createRevision: l.create, version: l.version, lease: h.lease ?? 0n, value: Buffer.from(h.value), tombstone: false };
-    }));
+    kv.importRevisions(
+      history.map((h, i) => {
+        const main = i + 2;
+        if (h.value === undefined) {
+          live.delete(h.key);
+          return { key: Buffer.from(h.key), main, sub: 0, createRevision: 0, version: 0, lease: 0n, value: Buffer.alloc(0), tombstone: true };
+        }
+        const l = live.get(h.key) ?? { create: main, version: 0 };
+        l.version++;
+        live.set(h.key, l);
+        return {
+          key: Buffer.from(h.key),
+          main,
+          sub: 0,
+          createRevision: l.create,
+          version: l.version,
+          lease: h.lease ?? 0n,
+          value: Buffer.from(h.value),
+          tombstone: false,
+        };
+      }),
+    );
     kv.setRevision(history.length + 1, compactAt);
     kv.apply(1, 1, (w) => w.cluster.putLease({ id: 0x1234n, ttl: 60 }));
     return kv;
@@ -204,7 +298,16 @@ describe('KvStore import (the path etcd files come in by)', () => {
 
   test('refuses revisions out of order, and any import once entries are applied', () => {
     const kv = KvStore.open(':memory:');
-    const r = (main: number) => ({ key: Buffer.from('k'), main, sub: 0, createRevision: main, version: 1, lease: 0n, value: Buffer.from('v'), tombstone: false });
+    const r = (main: number) => ({
+      key: Buffer.from('k'),
+      main,
+      sub: 0,
+      createRevision: main,
+      version: 1,
+      lease: 0n,
+      value: Buffer.from('v'),
+      tombstone: false,
+    });
     kv.importRevisions([r(3)]);
     assert.throws(() => kv.importRevisions([r(2)]), /imported revision 2_0 does not come after 3_0/);
     assert.throws(() => kv.setRevision(2, -1), /revision 2 is below the store's 3/);

@@ -111,7 +111,10 @@ describe('etcd files: snapshot status and restore against real etcd 3.4', { time
     assert.equal(s.etcd.compactRevision, fill.compactedAt);
     assert.equal(s.etcd.leases, fill.leases.length);
     assert.equal(s.etcd.clusterVersion, '3.4.0');
-    assert.deepEqual(s.members.map((m: { name: string }) => m.name), ['infra1']);
+    assert.deepEqual(
+      s.members.map((m: { name: string }) => m.name),
+      ['infra1'],
+    );
     // etcd keeps no cluster ID in its backend; membership never changed, so the derived one is the real one.
     assert.equal(BigInt(`0x${s.clusterId}`).toString(), source.clusterId);
     const simple = await lifeboat('snapshot', 'status', snap);
@@ -134,7 +137,10 @@ describe('etcd files: snapshot status and restore against real etcd 3.4', { time
     const kv = KvStore.open(kvPath(target), { readonly: true });
     try {
       const leases = kv.cluster.leases().map((l) => ({ id: l.id.toString(), ttl: l.ttl }));
-      assert.deepEqual(leases.sort((a, b) => a.id.localeCompare(b.id)), [...fill.leases].sort((a, b) => a.id.localeCompare(b.id)));
+      assert.deepEqual(
+        leases.sort((a, b) => a.id.localeCompare(b.id)),
+        [...fill.leases].sort((a, b) => a.id.localeCompare(b.id)),
+      );
       assert.equal(kv.compactRevision(), fill.compactedAt);
     } finally {
       kv.close();
@@ -164,7 +170,22 @@ describe('etcd files: snapshot status and restore against real etcd 3.4', { time
 
   test('restore with --bump-revision and --mark-compacted', async () => {
     const target = path.join(dir, 'bumped');
-    const r = await lifeboat('snapshot', 'restore', snap, '--data-dir', target, '--name', 'b1', '--initial-advertise-peer-urls', `http://127.0.0.1:${peerPorts[1]}`, '--bump-revision', '1000', '--mark-compacted', '-w', 'json');
+    const r = await lifeboat(
+      'snapshot',
+      'restore',
+      snap,
+      '--data-dir',
+      target,
+      '--name',
+      'b1',
+      '--initial-advertise-peer-urls',
+      `http://127.0.0.1:${peerPorts[1]}`,
+      '--bump-revision',
+      '1000',
+      '--mark-compacted',
+      '-w',
+      'json',
+    );
     assert.equal(r.code, 0, r.stderr);
     const res = JSON.parse(r.stdout);
     assert.equal(res.revision, Number(source.revision) + 1000);
@@ -247,7 +268,20 @@ describe('etcd files: snapshot status and restore against real etcd 3.4', { time
     assert.equal(refused.code, 2);
     assert.match(refused.stderr, /^Error: snapshot missing hash but --skip-hash-check=false/);
     assertNothingWritten(target);
-    const ok = await lifeboat('snapshot', 'restore', raw, '--skip-hash-check', '--data-dir', target, '--name', 'w1', '--initial-advertise-peer-urls', peer, '-w', 'json');
+    const ok = await lifeboat(
+      'snapshot',
+      'restore',
+      raw,
+      '--skip-hash-check',
+      '--data-dir',
+      target,
+      '--name',
+      'w1',
+      '--initial-advertise-peer-urls',
+      peer,
+      '-w',
+      'json',
+    );
     assert.equal(ok.code, 0, ok.stderr);
     const m = await startRestoredMember(target, 'w1', peer, SEED);
     try {

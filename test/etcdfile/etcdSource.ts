@@ -16,7 +16,9 @@ export { seeded as rng };
 
 /** etcdctl -w json prints uint64/int64 IDs as bare numbers above 2^53: keep them as strings. */
 export function etcdJson<T = any>(text: string): T {
-  return JSON.parse(text.replace(/("(?:lease|ID|cluster_id|member_id|hash|revision|raft_term|compact_revision|create_revision|mod_revision|version)":)(-?\d+)/g, '$1"$2"')) as T;
+  return JSON.parse(
+    text.replace(/("(?:lease|ID|cluster_id|member_id|hash|revision|raft_term|compact_revision|create_revision|mod_revision|version)":)(-?\d+)/g, '$1"$2"'),
+  ) as T;
 }
 
 export interface FillOptions {
@@ -55,7 +57,11 @@ export async function fillEtcd(endpoint: string, o: FillOptions): Promise<FillRe
       await inChunks(ids, 200, (i) => client.put(keyName(i)).value(values[i]));
       if (o.compactAfter > 0 && round + 1 === o.compactAfter) {
         // Deletes and a re-create before the compaction too: tombstones at or below it are dropped.
-        await inChunks(ids.filter((i) => i % 13 === 0), 200, (i) => client.delete().key(keyName(i)));
+        await inChunks(
+          ids.filter((i) => i % 13 === 0),
+          200,
+          (i) => client.delete().key(keyName(i)),
+        );
         await client.put(keyName(13)).value('recreated before compaction');
         const rev = Number((await client.get('k/').exec()).header.revision);
         const r = await etcdctl('--endpoints', endpoint, 'compact', String(rev), '--physical');
@@ -64,9 +70,21 @@ export async function fillEtcd(endpoint: string, o: FillOptions): Promise<FillRe
       }
     }
     // Deletes, some keys re-created (a new generation), a prefix delete.
-    await inChunks(ids.filter((i) => i % 10 === 0), 200, (i) => client.delete().key(keyName(i)));
-    await inChunks(ids.filter((i) => i % 20 === 0), 200, (i) => client.put(keyName(i)).value(`again-${i}`));
-    await inChunks(Array.from({ length: 50 }, (_, i) => i), 50, (i) => client.put(`tmp/${i}`).value('gone soon'));
+    await inChunks(
+      ids.filter((i) => i % 10 === 0),
+      200,
+      (i) => client.delete().key(keyName(i)),
+    );
+    await inChunks(
+      ids.filter((i) => i % 20 === 0),
+      200,
+      (i) => client.put(keyName(i)).value(`again-${i}`),
+    );
+    await inChunks(
+      Array.from({ length: 50 }, (_, i) => i),
+      50,
+      (i) => client.put(`tmp/${i}`).value('gone soon'),
+    );
     await client.delete().prefix('tmp/');
     // One transaction: several changes at one main revision (sub 0..n).
     await client
@@ -80,7 +98,11 @@ export async function fillEtcd(endpoint: string, o: FillOptions): Promise<FillRe
       const ttl = 600 + l * 60;
       const lease = client.lease(ttl, { autoKeepAlive: false });
       const id = await lease.grant();
-      await inChunks(Array.from({ length: o.keysPerLease }, (_, j) => j), 50, (j) => lease.put(`lease/${l}/${j}`).value(`held by ${id}`));
+      await inChunks(
+        Array.from({ length: o.keysPerLease }, (_, j) => j),
+        50,
+        (j) => lease.put(`lease/${l}/${j}`).value(`held by ${id}`),
+      );
       // one leased key overwritten without a lease
       await client.put(`lease/${l}/0`).value('no lease now');
       lease.release();
@@ -118,26 +140,40 @@ export async function startRestoredMember(dataDir: string, name: string, peerUrl
   const proc = spawn(
     process.execPath,
     [
-      path.join(ROOT, 'bin', 'run.js'), 'server',
-      '--name', name,
-      '--data-dir', dataDir,
-      '--listen-peer-urls', peerUrl,
-      '--initial-advertise-peer-urls', peerUrl,
-      '--listen-client-urls', `http://${client}`,
-      '--advertise-client-urls', `http://${client}`,
-      '--initial-cluster', `${name}=${peerUrl}`,
-      '--heartbeat-interval', '50',
-      '--election-timeout', '500',
+      path.join(ROOT, 'bin', 'run.js'),
+      'server',
+      '--name',
+      name,
+      '--data-dir',
+      dataDir,
+      '--listen-peer-urls',
+      peerUrl,
+      '--initial-advertise-peer-urls',
+      peerUrl,
+      '--listen-client-urls',
+      `http://${client}`,
+      '--advertise-client-urls',
+      `http://${client}`,
+      '--initial-cluster',
+      `${name}=${peerUrl}`,
+      '--heartbeat-interval',
+      '50',
+      '--election-timeout',
+      '500',
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
   proc.stderr.on('data', (d: Buffer) => log.push(d.toString()));
   const stop = () => stopProcess(proc);
   try {
-    await waitFor(`restored member ${name} at ${client} to be healthy`, async () => {
-      if (proc.exitCode !== null) throw new Error(`exited with ${proc.exitCode}: ${log.join('').trim().split('\n').slice(-3).join(' | ')}`);
-      return (await etcdctl('--endpoints', client, '--dial-timeout', '1s', 'endpoint', 'health')).code === 0;
-    }, { timeoutMs: 30_000, intervalMs: 200 });
+    await waitFor(
+      `restored member ${name} at ${client} to be healthy`,
+      async () => {
+        if (proc.exitCode !== null) throw new Error(`exited with ${proc.exitCode}: ${log.join('').trim().split('\n').slice(-3).join(' | ')}`);
+        return (await etcdctl('--endpoints', client, '--dial-timeout', '1s', 'endpoint', 'health')).code === 0;
+      },
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
   } catch (err) {
     await stop();
     throw err;

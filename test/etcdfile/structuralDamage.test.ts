@@ -60,7 +60,18 @@ describe('raw etcd db files with structural damage', { timeout: 100_000 }, () =>
     assert.equal(status.code, 1, status.stdout);
     assert.equal(status.stderr.trim().split('\n').length, 1, status.stderr);
     const target = path.join(dir, `${name}-restored`);
-    const restore = await lifeboat('snapshot', 'restore', file, '--skip-hash-check', '--data-dir', target, '--name', 'x', '--initial-advertise-peer-urls', 'http://127.0.0.1:1');
+    const restore = await lifeboat(
+      'snapshot',
+      'restore',
+      file,
+      '--skip-hash-check',
+      '--data-dir',
+      target,
+      '--name',
+      'x',
+      '--initial-advertise-peer-urls',
+      'http://127.0.0.1:1',
+    );
     assert.equal(restore.code, 1, restore.stdout);
     assert.equal(restore.stderr, status.stderr);
     assert.ok(!fs.existsSync(target) && !fs.existsSync(`${target}.part`), 'a failed restore left files behind');
@@ -71,20 +82,35 @@ describe('raw etcd db files with structural damage', { timeout: 100_000 }, () =>
     const root = layout.keyRoot;
     const at = root.fileOffset + 16 + 16 + 8; // element 1's pgid
     const msg = await damaged('out-of-range', (b) => b.writeBigUInt64LE(0xfff_ffffn, at));
-    assert.match(msg, new RegExp(`branch page ${root.id} element 1 points to page 268435455, outside the file's ${layout.pgid} pages \\(page ${root.id}, byte offset ${root.fileOffset + 32}\\)`));
+    assert.match(
+      msg,
+      new RegExp(
+        `branch page ${root.id} element 1 points to page 268435455, outside the file's ${layout.pgid} pages \\(page ${root.id}, byte offset ${root.fileOffset + 32}\\)`,
+      ),
+    );
   });
 
   test('a wrong page type below a branch', async () => {
     const child = childBranchOfKeyRoot(raw, layout);
     const msg = await damaged('wrong-type', (b) => b.writeUInt16LE(0x10, child.fileOffset + 8));
-    assert.match(msg, new RegExp(`branch page ${layout.keyRoot.id} element 0 points to a page of type freelist, want branch or leaf \\(page ${child.id}, byte offset ${child.fileOffset + 8}\\)`));
+    assert.match(
+      msg,
+      new RegExp(
+        `branch page ${layout.keyRoot.id} element 0 points to a page of type freelist, want branch or leaf \\(page ${child.id}, byte offset ${child.fileOffset + 8}\\)`,
+      ),
+    );
   });
 
   test('a branch that points back to its parent (a cycle)', async () => {
     const child = childBranchOfKeyRoot(raw, layout);
     const at = child.fileOffset + 16 + 8; // child's element 0's pgid
     const msg = await damaged('cycle', (b) => b.writeBigUInt64LE(BigInt(layout.keyRoot.id), at));
-    assert.match(msg, new RegExp(`cycle: branch page ${child.id} element 0 points back to page ${layout.keyRoot.id}, already on the path from the bucket's root \\(page ${child.id}, byte offset ${child.fileOffset + 16}\\)`));
+    assert.match(
+      msg,
+      new RegExp(
+        `cycle: branch page ${child.id} element 0 points back to page ${layout.keyRoot.id}, already on the path from the bucket's root \\(page ${child.id}, byte offset ${child.fileOffset + 16}\\)`,
+      ),
+    );
   });
 
   test(`fuzz: ${FUZZ_CASES} seeded byte flips each end in a clear error or a consistent read, within ${CASE_TIME_LIMIT_MS} ms`, async () => {
@@ -94,8 +120,10 @@ describe('raw etcd db files with structural damage', { timeout: 100_000 }, () =>
     const cases: FuzzCase[] = Array.from({ length: FUZZ_CASES }, (_, i) => {
       const r = rand();
       let offset: number;
-      if (r < 0.15) offset = pick([0, 1]) * layout.pageSize + Math.floor(rand() * 80); // meta pages
-      else if (r < 0.65) offset = pick(used) * layout.pageSize + Math.floor(rand() * 160); // headers and elements
+      if (r < 0.15)
+        offset = pick([0, 1]) * layout.pageSize + Math.floor(rand() * 80); // meta pages
+      else if (r < 0.65)
+        offset = pick(used) * layout.pageSize + Math.floor(rand() * 160); // headers and elements
       else offset = pick(used) * layout.pageSize + Math.floor(rand() * layout.pageSize); // anywhere in a page in use
       return { offset, xor: 1 + Math.floor(rand() * 255), importToo: i % 10 === 0 };
     });

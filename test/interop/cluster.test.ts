@@ -18,18 +18,28 @@ let all: string[];
 /** --endpoints with the first member only */
 let first: string[];
 
-before(async () => {
-  requireEtcdTools();
-  cluster = await EtcdCluster.start({ size: 3, portSeed: 'interop/cluster.test' });
-  all = ['--endpoints', cluster.endpoints];
-  first = ['--endpoints', cluster.endpointOf(cluster.members[0])];
-}, { timeout: 60_000 });
+before(
+  async () => {
+    requireEtcdTools();
+    cluster = await EtcdCluster.start({ size: 3, portSeed: 'interop/cluster.test' });
+    all = ['--endpoints', cluster.endpoints];
+    first = ['--endpoints', cluster.endpointOf(cluster.members[0])];
+  },
+  { timeout: 60_000 },
+);
 
-after(async () => {
-  await cluster?.stop();
-}, { timeout: 60_000 });
+after(
+  async () => {
+    await cluster?.stop();
+  },
+  { timeout: 60_000 },
+);
 
-const lines = (s: string) => s.trim().split('\n').filter((l) => l !== '');
+const lines = (s: string) =>
+  s
+    .trim()
+    .split('\n')
+    .filter((l) => l !== '');
 
 interface Row {
   id: string;
@@ -89,7 +99,9 @@ test('member list: simple output matches etcdctl; table and json carry the same 
   assert.equal(json.header.cluster_id, await clusterIdHex());
   assert.ok(truth.some((t) => t.id === json.header.member_id));
   assert.deepEqual(
-    json.members.map((m) => ({ id: m.ID, name: m.name, peer: m.peerURLs.join(','), client: m.clientURLs.join(','), learner: m.isLearner })).sort((a, b) => a.name.localeCompare(b.name)),
+    json.members
+      .map((m) => ({ id: m.ID, name: m.name, peer: m.peerURLs.join(','), client: m.clientURLs.join(','), learner: m.isLearner }))
+      .sort((a, b) => a.name.localeCompare(b.name)),
     truth.map((t) => ({ id: t.id, name: t.name, peer: t.peer, client: t.client, learner: t.learner })).sort((a, b) => a.name.localeCompare(b.name)),
   );
 });
@@ -111,7 +123,10 @@ test('put, get and del: simple, json and table, --prefix, ranges, --rev, --limit
   assert.deepEqual(lines(ok(await lifeboat('get', '/lb/', '--prefix', '--keys-only', ...all))), ['/lb/a', '/lb/b', '/lb/c']);
   assert.equal(ok(await lifeboat('get', '/lb/', '--prefix', '--count-only', ...all)), '3\n');
   assert.equal(ok(await lifeboat('get', '/lb/a', '--rev', String(firstRev), ...all)), '/lb/a\n1\n', 'the value at an older revision');
-  assert.equal(ok(await lifeboat('get', '/lb/', '--prefix', '--sort-by', 'VALUE', '--order', 'DESCEND', '--consistency', 's', ...all)), '/lb/c\n3\n/lb/b\n2\n/lb/a\n10\n');
+  assert.equal(
+    ok(await lifeboat('get', '/lb/', '--prefix', '--sort-by', 'VALUE', '--order', 'DESCEND', '--consistency', 's', ...all)),
+    '/lb/c\n3\n/lb/b\n2\n/lb/a\n10\n',
+  );
 
   const limited = JSON.parse(ok(await lifeboat('get', '/lb/', '--prefix', '--limit', '2', ...all, '-w', 'json'))) as {
     header: { cluster_id: string; member_id: string; revision: number };
@@ -143,7 +158,10 @@ test('put, get and del: simple, json and table, --prefix, ranges, --rev, --limit
 test('endpoint status, health and hashkv: each endpoint on its own, and --cluster', async () => {
   const truth = await etcdctlMembers();
   const status = JSON.parse(ok(await lifeboat('endpoint', 'status', ...all, '-w', 'json'))) as StatusJson[];
-  assert.deepEqual(status.map((s) => s.Endpoint), all[1].split(','));
+  assert.deepEqual(
+    status.map((s) => s.Endpoint),
+    all[1].split(','),
+  );
   assert.deepEqual(status.map((s) => s.Status.header.member_id).sort(), truth.map((t) => t.id).sort(), 'each endpoint answered for itself');
   assert.equal(new Set(status.map((s) => s.Status.leader)).size, 1, 'one leader');
   assert.ok(status.every((s) => s.Status.version === '3.4.23' && !s.Status.isLearner));
@@ -152,7 +170,10 @@ test('endpoint status, health and hashkv: each endpoint on its own, and --cluste
   assert.equal(simple.length, 3);
   assert.equal(simple.filter((l) => /, 3\.4\.23, \d+(\.\d)? kB, true, false, /.test(l)).length, 1, `one leader line: ${simple.join(' / ')}`);
   const table = ok(await lifeboat('endpoint', 'status', ...all, '-w', 'table'));
-  assert.match(table, /ENDPOINT\s+\|\s+ID\s+\|\s+VERSION\s+\|\s+DB SIZE\s+\|\s+IS LEADER\s+\|\s+IS LEARNER\s+\|\s+RAFT TERM\s+\|\s+RAFT INDEX\s+\|\s+RAFT APPLIED INDEX\s+\|\s+ERRORS/);
+  assert.match(
+    table,
+    /ENDPOINT\s+\|\s+ID\s+\|\s+VERSION\s+\|\s+DB SIZE\s+\|\s+IS LEADER\s+\|\s+IS LEARNER\s+\|\s+RAFT TERM\s+\|\s+RAFT INDEX\s+\|\s+RAFT APPLIED INDEX\s+\|\s+ERRORS/,
+  );
 
   const viaCluster = lines(ok(await lifeboat('endpoint', 'status', '--cluster', ...first)));
   assert.deepEqual(viaCluster.map((l) => l.split(', ')[0]).sort(), cluster.members.map((m) => m.clientUrl).sort());
@@ -173,10 +194,18 @@ test('endpoint status, health and hashkv: each endpoint on its own, and --cluste
   assert.equal(hashes.length, 3);
   assert.equal(new Set(hashes.map((l) => l.split(', ')[1])).size, 1, `same hash everywhere: ${hashes.join(' / ')}`);
   const etcdctlHash = lines((await etcdctl('--endpoints', all[1], 'endpoint', 'hashkv', '--rev', String(rev))).stdout);
-  assert.deepEqual(hashes.map((l) => l.split(', ')[1]), etcdctlHash.map((l) => l.split(', ')[1]));
-  const hashJson = JSON.parse(ok(await lifeboat('endpoint', 'hashkv', '--rev', String(rev), ...first, '-w', 'json'))) as Array<{ HashKV: { header: { member_id: string }; hash: number } }>;
+  assert.deepEqual(
+    hashes.map((l) => l.split(', ')[1]),
+    etcdctlHash.map((l) => l.split(', ')[1]),
+  );
+  const hashJson = JSON.parse(ok(await lifeboat('endpoint', 'hashkv', '--rev', String(rev), ...first, '-w', 'json'))) as Array<{
+    HashKV: { header: { member_id: string }; hash: number };
+  }>;
   assert.equal(String(hashJson[0].HashKV.hash), hashes[0].split(', ')[1]);
-  assert.ok(truth.some((t) => t.id === hashJson[0].HashKV.header.member_id), 'member_id as a hex string');
+  assert.ok(
+    truth.some((t) => t.id === hashJson[0].HashKV.header.member_id),
+    'member_id as a hex string',
+  );
 
   // One endpoint down: the others still report, the dead one is one error line, exit 1.
   const [deadPort] = await freePorts(1, 'interop/cluster.test/dead');
@@ -208,14 +237,24 @@ test('alarm list is empty; a raised NOSPACE alarm is listed and disarmed', async
 test('compaction discards older revisions; defrag runs per endpoint and with --cluster', async () => {
   for (let i = 0; i < 3; i++) ok(await lifeboat('put', '/lb/compact', String(i), ...all));
   const rev = (JSON.parse(ok(await lifeboat('get', '/lb/compact', ...all, '-w', 'json'))) as { header: { revision: number } }).header.revision;
-  const compacted = JSON.parse(ok(await lifeboat('compaction', String(rev - 1), '--physical', ...all, '-w', 'json'))) as { revision: number; header: { cluster_id: string } };
+  const compacted = JSON.parse(ok(await lifeboat('compaction', String(rev - 1), '--physical', ...all, '-w', 'json'))) as {
+    revision: number;
+    header: { cluster_id: string };
+  };
   assert.equal(compacted.revision, rev - 1);
   assert.equal(compacted.header.cluster_id, await clusterIdHex());
-  failsWithOneLine(await lifeboat('get', '/lb/compact', '--rev', String(rev - 2), ...all), EXIT.FAILURE, 'etcdserver: mvcc: required revision has been compacted');
+  failsWithOneLine(
+    await lifeboat('get', '/lb/compact', '--rev', String(rev - 2), ...all),
+    EXIT.FAILURE,
+    'etcdserver: mvcc: required revision has been compacted',
+  );
   failsWithOneLine(await lifeboat('compaction', 'abc', ...all), EXIT.USAGE, 'invalid revision "abc"');
 
   assert.equal(ok(await lifeboat('defrag', ...first)), `Finished defragmenting etcd member[${first[1]}]\n`);
-  const defragAll = JSON.parse(ok(await lifeboat('defrag', '--cluster', ...first, '--command-timeout', '20s', '-w', 'json'))) as Array<{ endpoint: string; defragmented: boolean }>;
+  const defragAll = JSON.parse(ok(await lifeboat('defrag', '--cluster', ...first, '--command-timeout', '20s', '-w', 'json'))) as Array<{
+    endpoint: string;
+    defragmented: boolean;
+  }>;
   assert.deepEqual(defragAll.map((d) => `${d.endpoint} ${d.defragmented}`).sort(), cluster.members.map((m) => `${m.clientUrl} true`).sort());
 });
 
@@ -233,11 +272,13 @@ test('snapshot save: one endpoint only; the file has the sha256 trailer and matc
   assert.deepEqual(createHash('sha256').update(db).digest(), bytes.subarray(bytes.length - 32), 'trailer = sha256 of the database');
   assert.equal(statSync(file).mode & 0o777, 0o600);
 
-  const m = /^Snapshot saved at (.+)\nfrom (\S+): .* \((\d+) bytes\), revision (\d+), (\d+) keys\nsha256 ([0-9a-f]{64}) .*\ntook [\d.]+s, [\d.]+ MB\/s\n$/.exec(out);
+  const m = /^Snapshot saved at (.+)\nfrom (\S+): .* \((\d+) bytes\), revision (\d+), (\d+) keys\nsha256 ([0-9a-f]{64}) .*\ntook [\d.]+s, [\d.]+ MB\/s\n$/.exec(
+    out,
+  );
   assert.ok(m, `snapshot save output: ${out}`);
   assert.equal(m[1], file);
   assert.equal(Number(m[3]), bytes.length);
-  assert.equal(m[6], createHash('sha256').update(bytes).digest('hex'), 'printed sha256 is the whole file\'s');
+  assert.equal(m[6], createHash('sha256').update(bytes).digest('hex'), "printed sha256 is the whole file's");
 
   const st = await etcdctl('snapshot', 'status', file, '-w', 'json');
   assert.equal(st.code, 0, st.stderr);
@@ -249,11 +290,16 @@ test('snapshot save: one endpoint only; the file has the sha256 trailer and matc
   assert.ok(status.totalKey >= live, `etcdctl totalKey ${status.totalKey} ≥ live keys ${live}`);
   assert.equal(status.totalSize, db.length);
 
-  const json = JSON.parse(ok(await lifeboat('snapshot', 'save', file, ...first, '-w', 'json'))) as { size: number; sha256: string; revision: number; keyCount: number };
+  const json = JSON.parse(ok(await lifeboat('snapshot', 'save', file, ...first, '-w', 'json'))) as {
+    size: number;
+    sha256: string;
+    revision: number;
+    keyCount: number;
+  };
   assert.equal(json.sha256, createHash('sha256').update(readFileSync(file)).digest('hex'));
 });
 
-test('move-leader: to a follower via all endpoints, and back via a follower\'s endpoint alone', async () => {
+test("move-leader: to a follower via all endpoints, and back via a follower's endpoint alone", async () => {
   const { leader, followers } = await leaderAndFollowers();
   const target = followers[0];
   assert.equal(ok(await lifeboat('move-leader', target, ...all)), `Leadership transferred from ${leader} to ${target}\n`);
@@ -325,12 +371,16 @@ test('member add --learner, start it for real from the printed settings, promote
   const cid = await clusterIdHex();
 
   // etcd 3.4 refuses membership changes until every voter has been connected for 5 s.
-  const added = await waitFor('member add to pass the strict reconfiguration check', async () => {
-    const r = await lifeboat('member', 'add', 'infra4', '--peer-urls', peerUrl, '--learner', ...all);
-    if (r.code === 0) return r;
-    if (r.stderr.includes('etcdserver: unhealthy cluster')) return false;
-    throw new Error(`member add failed: ${r.stderr}`);
-  }, { timeoutMs: 30_000, intervalMs: 500 });
+  const added = await waitFor(
+    'member add to pass the strict reconfiguration check',
+    async () => {
+      const r = await lifeboat('member', 'add', 'infra4', '--peer-urls', peerUrl, '--learner', ...all);
+      if (r.code === 0) return r;
+      if (r.stderr.includes('etcdserver: unhealthy cluster')) return false;
+      throw new Error(`member add failed: ${r.stderr}`);
+    },
+    { timeoutMs: 30_000, intervalMs: 500 },
+  );
   const out = added.stdout;
   const idMatch = new RegExp(`^Member ([0-9a-f]+) added as learner to cluster ${cid}\\n`).exec(out);
   assert.ok(idMatch, out);
@@ -341,10 +391,18 @@ test('member add --learner, start it for real from the printed settings, promote
   assert.ok(out.includes(`LIFEBOAT_NAME="infra4"\n`), out);
   assert.ok(out.includes(`LIFEBOAT_INITIAL_ADVERTISE_PEER_URLS="${peerUrl}"\n`), out);
   assert.ok(out.includes(`LIFEBOAT_INITIAL_CLUSTER_STATE="existing"\n`), out);
-  assert.ok(out.includes(`lifeboat server --name infra4 --data-dir infra4.etcd --listen-peer-urls ${peerUrl} --initial-advertise-peer-urls ${peerUrl} --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 --initial-cluster ${initialCluster} --initial-cluster-state existing`), out);
+  assert.ok(
+    out.includes(
+      `lifeboat server --name infra4 --data-dir infra4.etcd --listen-peer-urls ${peerUrl} --initial-advertise-peer-urls ${peerUrl} --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 --initial-cluster ${initialCluster} --initial-cluster-state existing`,
+    ),
+    out,
+  );
 
   let rows = await etcdctlMembers();
-  assert.deepEqual(rows.find((r) => r.id === id), { id, status: 'unstarted', name: '', peer: peerUrl, client: '', learner: true });
+  assert.deepEqual(
+    rows.find((r) => r.id === id),
+    { id, status: 'unstarted', name: '', peer: peerUrl, client: '', learner: true },
+  );
   assert.match(ok(await lifeboat('member', 'list', ...all)), new RegExp(`^${id}, unstarted, , ${peerUrl}, , true$`, 'm'));
 
   // Phase 2: real etcd, configured by the printed environment (ETCD_ for LIFEBOAT_).
@@ -355,31 +413,42 @@ test('member add --learner, start it for real from the printed settings, promote
   assert.match(ok(await lifeboat('member', 'list', ...all)), new RegExp(`^${id}, started, infra4, ${peerUrl}, ${learner.clientUrl}, true$`, 'm'));
 
   // Promote once caught up: etcd refuses until the learner is in sync with the leader.
-  const promoted = await waitFor('the learner to be promotable', async () => {
-    const r = await lifeboat('member', 'promote', id, ...all);
-    if (r.code === 0) return r;
-    if (r.stderr.includes('in sync with leader')) return false;
-    throw new Error(`member promote failed: ${r.stderr}`);
-  }, { timeoutMs: 30_000, intervalMs: 500 });
+  const promoted = await waitFor(
+    'the learner to be promotable',
+    async () => {
+      const r = await lifeboat('member', 'promote', id, ...all);
+      if (r.code === 0) return r;
+      if (r.stderr.includes('in sync with leader')) return false;
+      throw new Error(`member promote failed: ${r.stderr}`);
+    },
+    { timeoutMs: 30_000, intervalMs: 500 },
+  );
   assert.equal(promoted.stdout, `Member ${id} promoted in cluster ${cid}\n`);
   rows = await etcdctlMembers();
   assert.equal(rows.find((r) => r.id === id)?.learner, false);
 
   // Update with the same peer URL (a real change would need a restart with new flags).
   assert.equal(ok(await lifeboat('member', 'update', id, '--peer-urls', peerUrl, ...all)), `Member ${id} updated in cluster ${cid}\n`);
-  const updated = JSON.parse(ok(await lifeboat('member', 'update', id, '--peer-urls', peerUrl, ...all, '-w', 'json'))) as { header: { cluster_id: string }; members: Array<{ ID: string; peerURLs: string[] }> };
+  const updated = JSON.parse(ok(await lifeboat('member', 'update', id, '--peer-urls', peerUrl, ...all, '-w', 'json'))) as {
+    header: { cluster_id: string };
+    members: Array<{ ID: string; peerURLs: string[] }>;
+  };
   assert.equal(updated.header.cluster_id, cid);
   assert.deepEqual(updated.members.find((m) => m.ID === id)?.peerURLs, [peerUrl]);
 
   // A follower of 4 voters: routine, no --yes needed.
   const { leader } = await leaderAndFollowers();
   assert.notEqual(leader, id);
-  const removed = await waitFor('member remove to pass the strict reconfiguration check', async () => {
-    const r = await lifeboat('member', 'remove', id, ...all);
-    if (r.code === 0) return r;
-    if (r.stderr.includes('etcdserver: unhealthy cluster')) return false;
-    throw new Error(`member remove failed: ${r.stderr}`);
-  }, { timeoutMs: 30_000, intervalMs: 500 });
+  const removed = await waitFor(
+    'member remove to pass the strict reconfiguration check',
+    async () => {
+      const r = await lifeboat('member', 'remove', id, ...all);
+      if (r.code === 0) return r;
+      if (r.stderr.includes('etcdserver: unhealthy cluster')) return false;
+      throw new Error(`member remove failed: ${r.stderr}`);
+    },
+    { timeoutMs: 30_000, intervalMs: 500 },
+  );
   assert.equal(removed.stdout, `Member ${id} removed from cluster ${cid}\n`);
   await cluster.stopMember(learner);
   rows = await etcdctlMembers();

@@ -20,7 +20,11 @@ describe('Applied index', () => {
 
   test('entries that carry nothing for the KV still advance the applied index', () => {
     const a = Applier.memory();
-    const results = a.kv.applyBatch([{ index: 1, term: 1 }, { index: 2, term: 1, request: put('a', '1') }, { index: 3, term: 2 }]);
+    const results = a.kv.applyBatch([
+      { index: 1, term: 1 },
+      { index: 2, term: 1, request: put('a', '1') },
+      { index: 3, term: 2 },
+    ]);
     assert.equal(results[0], undefined);
     assert.ok(results[1]?.response);
     assert.equal(a.kv.appliedIndex(), 3);

@@ -52,7 +52,10 @@ describe('Cluster state in the KV', () => {
     });
     assert.equal(a.kv.cluster.member(2n)?.isLearner, false);
     a.kv.apply(2, 1, (w) => assert.equal(w.cluster.deleteMember(m1.id), true));
-    assert.deepEqual(a.kv.cluster.members().map((m) => m.name), ['m2']);
+    assert.deepEqual(
+      a.kv.cluster.members().map((m) => m.name),
+      ['m2'],
+    );
     a.kv.writeLocal((c) => {
       c.clearMembers();
       c.setParentClusterId(undefined);
@@ -72,7 +75,10 @@ describe('Cluster state in the KV', () => {
     assert.equal(a.kv.currentRevision(), 5);
     assert.deepEqual(pairs(a.get('\0', '\0').kvs), ['b=2']);
     assert.equal(a.kv.cluster.lease(5n), undefined);
-    assert.deepEqual(a.kv.apply(a.kv.appliedIndex() + 1, 1, (w) => w.revokeLease(5n)), { found: false, deleted: 0 });
+    assert.deepEqual(
+      a.kv.apply(a.kv.appliedIndex() + 1, 1, (w) => w.revokeLease(5n)),
+      { found: false, deleted: 0 },
+    );
   });
 
   test('space figures are whole pages and defragment keeps the data', () => {

@@ -25,7 +25,10 @@ describe('Compaction', () => {
     a.put('b', '1'); // 4
     a.compact(3);
     assert.equal(a.kv.compactRevision(), 3);
-    assert.equal(thrown(() => a.get('a', undefined, { revision: 2 })), ErrCompacted);
+    assert.equal(
+      thrown(() => a.get('a', undefined, { revision: 2 })),
+      ErrCompacted,
+    );
     assert.deepEqual(pairs(a.get('\0', '\0', { revision: 3 }).kvs), ['a=2']);
     assert.deepEqual(pairs(a.get('\0', '\0').kvs), ['a=2', 'b=1']);
   });

@@ -36,7 +36,9 @@ interface Lineage {
 }
 
 function everything(kv: KvStore) {
-  return kv.range({ key: b('\0'), rangeEnd: b('\0') }).kvs.map((x) => `${x.key.toString()}=${x.value.toString()}@${x.createRevision}/${x.modRevision}/${x.version}`);
+  return kv
+    .range({ key: b('\0'), rangeEnd: b('\0') })
+    .kvs.map((x) => `${x.key.toString()}=${x.value.toString()}@${x.createRevision}/${x.modRevision}/${x.version}`);
 }
 
 async function killOnce(l: Lineage, round: number): Promise<void> {
@@ -77,7 +79,10 @@ async function killOnce(l: Lineage, round: number): Promise<void> {
   try {
     const applied = kv.appliedIndex();
     const where = `${l.db}, kill ${l.kills}`;
-    assert.ok(applied === committed || applied === inflight, `${where}: applied index ${applied}, but the last committed batch ended at ${committed} and the one in flight at ${inflight}`);
+    assert.ok(
+      applied === committed || applied === inflight,
+      `${where}: applied index ${applied}, but the last committed batch ended at ${committed} and the one in flight at ${inflight}`,
+    );
     if (inflight !== undefined && inflight !== committed && applied === committed) l.tornBatches++;
     const batch: { index: number; term: number; request: ReturnType<typeof requestAt> }[] = [];
     for (let i = l.model.appliedIndex() + 1; i <= applied; i++) batch.push({ index: i, term: 1, request: requestAt(i) });
@@ -111,7 +116,9 @@ describe('KV in a process killed with SIGKILL', () => {
       );
       const sum = (f: (l: Lineage) => number) => lineages.reduce((n, l) => n + f(l), 0);
       const kills = sum((l) => l.kills);
-      t.diagnostic(`${kills} kills, ${sum((l) => l.midBatch)} mid-operation, ${sum((l) => l.tornBatches)} batches lost whole, applied ${lineages.map((l) => l.model.appliedIndex()).join('/')} entries, ${Date.now() - started} ms`);
+      t.diagnostic(
+        `${kills} kills, ${sum((l) => l.midBatch)} mid-operation, ${sum((l) => l.tornBatches)} batches lost whole, applied ${lineages.map((l) => l.model.appliedIndex()).join('/')} entries, ${Date.now() - started} ms`,
+      );
       assert.ok(kills >= 100);
       assert.ok(sum((l) => l.midBatch) >= kills / 4, 'too few kills landed in the middle of a batch');
     } finally {

@@ -19,7 +19,6 @@ import { requestAt } from './crashRequests.js';
 /** A child never outlives this, whatever happens to its parent. */
 const MAX_MS = 20_000;
 
-
 async function applyUntilKilled(path: string, seed: number): Promise<void> {
   const rnd = seeded(seed);
   const kv = KvStore.open(path, { autoCheckpoint: false });

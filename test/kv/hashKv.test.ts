@@ -21,11 +21,7 @@ function etcdHistory(a: Applier): void {
   a.put('leased', 'v', { lease: LEASE }); // 7
   a.txn({
     compare: [{ key: b('foo'), target: CompareTarget.Mod, result: CompareResult.Greater, modRevision: 0 }],
-    success: [
-      { requestPut: { key: b('x'), value: b('1') } },
-      { requestPut: { key: b('y'), value: b('2') } },
-      { requestDeleteRange: { key: b('b') } },
-    ],
+    success: [{ requestPut: { key: b('x'), value: b('1') } }, { requestPut: { key: b('y'), value: b('2') } }, { requestDeleteRange: { key: b('b') } }],
   }); // 8
   a.put('foo', 'q'); // 9
   a.del('x', 'y'); // 10 (etcdctl del --prefix x)
@@ -112,8 +108,14 @@ describe('HashKV', () => {
     const a = Applier.memory();
     sameOps(a, 5);
     a.compact(4);
-    assert.equal(thrown(() => a.kv.hashKv(4)), ErrCompacted);
-    assert.equal(thrown(() => a.kv.hashKv(8)), ErrFutureRev);
+    assert.equal(
+      thrown(() => a.kv.hashKv(4)),
+      ErrCompacted,
+    );
+    assert.equal(
+      thrown(() => a.kv.hashKv(8)),
+      ErrFutureRev,
+    );
   });
 
   test('hashes etcd’s bucket encoding: revision key and marshalled KeyValue', () => {

@@ -130,7 +130,15 @@ class Model {
     if (target !== SortTarget.Key && order === SortOrder.None) order = SortOrder.Ascend;
     if (order !== SortOrder.None) {
       const field = (x: KeyValue): number | Buffer =>
-        target === SortTarget.Version ? x.version : target === SortTarget.Create ? x.createRevision : target === SortTarget.Mod ? x.modRevision : target === SortTarget.Value ? x.value : x.key;
+        target === SortTarget.Version
+          ? x.version
+          : target === SortTarget.Create
+            ? x.createRevision
+            : target === SortTarget.Mod
+              ? x.modRevision
+              : target === SortTarget.Value
+                ? x.value
+                : x.key;
       const asc = (x: KeyValue, y: KeyValue) => {
         const a = field(x);
         const c = field(y);
@@ -179,7 +187,7 @@ class Model {
     const prevRev = p.ignoreValue || p.ignoreLease || p.prevKv ? this.at(key, t.readRev()) : undefined;
     if ((p.ignoreValue || p.ignoreLease) && !prevRev) throw new ModelError(ErrKeyNotFound.message);
     const value = p.ignoreValue ? prevRev!.value! : Buffer.from(p.value ?? EMPTY);
-    const lease = p.ignoreLease ? prevRev!.lease : p.lease ?? 0n;
+    const lease = p.ignoreLease ? prevRev!.lease : (p.lease ?? 0n);
     const resp: PutResponse = { header: { revision: t.put(key, value, lease) } };
     if (p.prevKv && prevRev) resp.prevKv = this.kv(key, prevRev);
     return resp;

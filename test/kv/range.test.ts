@@ -106,13 +106,19 @@ describe('Range', () => {
   });
 
   test('a revision above the current one fails with ErrFutureRev', () => {
-    assert.equal(thrown(() => abc().get('a', undefined, { revision: 6 })), ErrFutureRev);
+    assert.equal(
+      thrown(() => abc().get('a', undefined, { revision: 6 })),
+      ErrFutureRev,
+    );
   });
 
   test('a revision below the compacted one fails with ErrCompacted', () => {
     const a = abc();
     a.compact(4);
-    assert.equal(thrown(() => a.get('a', undefined, { revision: 3 })), ErrCompacted);
+    assert.equal(
+      thrown(() => a.get('a', undefined, { revision: 3 })),
+      ErrCompacted,
+    );
     assert.deepEqual(pairs(a.get('a', undefined, { revision: 4 }).kvs), ['a=1']);
   });
 

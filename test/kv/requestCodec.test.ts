@@ -6,8 +6,7 @@ import { CompareResult, CompareTarget, SortOrder, SortTarget, type KvRequest } f
 import { b } from './kvFixture.js';
 
 /** Decoded requests hold views; compare them as plain data. */
-const plain = (x: unknown) =>
-  JSON.parse(JSON.stringify(x, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))) as unknown;
+const plain = (x: unknown) => JSON.parse(JSON.stringify(x, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))) as unknown;
 
 function roundTrip(req: KvRequest, id?: bigint): void {
   const decoded = decodeKvRequest(encodeKvRequest(req, id));
@@ -22,7 +21,10 @@ describe('Request codec', () => {
   });
 
   test('every request kind round-trips', () => {
-    roundTrip({ put: { key: b('k'), value: b('v'), lease: 0x7fff_ffff_ffff_fff0n, prevKv: true, ignoreValue: true, ignoreLease: true } }, 12345678901234567890n);
+    roundTrip(
+      { put: { key: b('k'), value: b('v'), lease: 0x7fff_ffff_ffff_fff0n, prevKv: true, ignoreValue: true, ignoreLease: true } },
+      12345678901234567890n,
+    );
     roundTrip({
       range: {
         key: b('a'),

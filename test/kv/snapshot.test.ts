@@ -131,7 +131,10 @@ describe('Snapshots', () => {
     const snap = join(dir, 'snap.db');
     await a.kv.saveSnapshot(snap);
     const bytes = readFileSync(snap);
-    await assert.rejects(KvStore.restoreSnapshot(bytes.subarray(0, bytes.length - 100), join(dir, 'x.db')), /is not a Lifeboat KV snapshot: its size \d+ is not whole 512-byte blocks/);
+    await assert.rejects(
+      KvStore.restoreSnapshot(bytes.subarray(0, bytes.length - 100), join(dir, 'x.db')),
+      /is not a Lifeboat KV snapshot: its size \d+ is not whole 512-byte blocks/,
+    );
   });
 
   test('a snapshot can be restored from bytes held in memory (a Raft snapshot message)', async () => {

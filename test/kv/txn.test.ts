@@ -1,15 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ErrCompacted, ErrFutureRev, ErrKeyNotFound, ErrLeaseNotFound } from '../../src/kv/errors.js';
-import {
-  CompareResult,
-  CompareTarget,
-  type Compare,
-  type PutResponse,
-  type RangeResponse,
-  type RequestOp,
-  type TxnResponse,
-} from '../../src/kv/types.js';
+import { CompareResult, CompareTarget, type Compare, type PutResponse, type RangeResponse, type RequestOp, type TxnResponse } from '../../src/kv/types.js';
 import { Applier, b, pairs } from './kvFixture.js';
 
 const put = (key: string, value: string): RequestOp => ({ requestPut: { key: b(key), value: b(value) } });
@@ -107,7 +99,10 @@ describe('Txn', () => {
     const kvs = a.get('\0', '\0').kvs;
     assert.deepEqual(
       kvs.map((kv) => [kv.key.toString(), kv.modRevision]),
-      [['x', 4], ['y', 4]],
+      [
+        ['x', 4],
+        ['y', 4],
+      ],
     );
     for (const resp of r.responses) {
       const inner = 'responsePut' in resp ? resp.responsePut : 'responseDeleteRange' in resp ? resp.responseDeleteRange : undefined;
@@ -158,7 +153,7 @@ describe('Txn', () => {
     const nested = (r.responses[1] as { responseTxn: TxnResponse }).responseTxn;
     assert.equal(nested.succeeded, false);
     assert.equal(nested.header.revision, 0, 'etcd leaves nested txn headers at 0');
-    assert.equal(((nested.responses[0] as { responsePut: PutResponse }).responsePut).header.revision, 2);
+    assert.equal((nested.responses[0] as { responsePut: PutResponse }).responsePut.header.revision, 2);
     assert.equal(r.header.revision, 2);
   });
 

@@ -13,7 +13,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function within<T>(what: string, p: Promise<T>, ms = 30_000): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)))]);
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms))),
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -107,7 +110,10 @@ describe('the npm etcd3 client', () => {
     await waitFor('every event after the restart', () => seen.length >= 40, 30_000);
     await sleep(300);
     assert.ok(disconnects >= 1, 'the watcher never noticed its member going away');
-    assert.deepEqual(seen.map((s) => s.key), keys);
+    assert.deepEqual(
+      seen.map((s) => s.key),
+      keys,
+    );
     for (let i = 1; i < seen.length; i++) assert.ok(seen[i].rev > seen[i - 1].rev, 'in revision order, none twice');
     await w.cancel();
     await c.waitForLeader();
@@ -194,12 +200,15 @@ describe('the npm etcd3 client', () => {
       const deadline = Date.now() + 30_000;
       for (;;) {
         try {
-          await cl.lock('e3-lock').ttl(5).do(async () => {
-            max = Math.max(max, ++inside);
-            await sleep(100);
-            inside--;
-            ran++;
-          });
+          await cl
+            .lock('e3-lock')
+            .ttl(5)
+            .do(async () => {
+              max = Math.max(max, ++inside);
+              await sleep(100);
+              inside--;
+              ran++;
+            });
           return;
         } catch (e) {
           if (!(e instanceof EtcdLockFailedError) || Date.now() > deadline) throw e;

@@ -53,7 +53,10 @@ describe('leases on a 3-member cluster', () => {
     const ttl = await ok(follower.client, 'lease', 'timetolive', id, '--keys');
     assert.match(ttl, new RegExp(`^lease ${id} granted with TTL\\(3s\\), remaining\\([123]s\\), attached keys\\(\\[exp/a exp/b\\]\\)`));
     const json = parseEtcdJson(await ok(leader.client, 'lease', 'timetolive', id, '--keys', '-w', 'json'));
-    assert.deepEqual((json.keys as string[]).map((k) => Buffer.from(k, 'base64').toString()), ['exp/a', 'exp/b']);
+    assert.deepEqual(
+      (json.keys as string[]).map((k) => Buffer.from(k, 'base64').toString()),
+      ['exp/a', 'exp/b'],
+    );
     assert.equal(json['granted-ttl'], 3);
     assert.ok((await ok(leader.client, 'lease', 'list')).includes(id));
     const gone = await goneAt(follower.client, 'exp/a', 10_000);
@@ -96,7 +99,12 @@ describe('leases on a 3-member cluster', () => {
     await ok(follower.client, 'put', 'rv/b', '3', '--ignore-lease');
     const got = await ok(leader.client, 'get', 'rv/b', '-w', 'json');
     // The lease is a JSON number above 2^53: read its digits, not a parsed number.
-    assert.equal(BigInt(/"lease":(\d+)/.exec(got)?.[1] ?? '0').toString(16).padStart(16, '0'), id);
+    assert.equal(
+      BigInt(/"lease":(\d+)/.exec(got)?.[1] ?? '0')
+        .toString(16)
+        .padStart(16, '0'),
+      id,
+    );
     assert.equal(Buffer.from(parseEtcdJson(got).kvs[0].value, 'base64').toString(), '3');
     const keepAlive = etcdctlBackground(follower.client, 'lease', 'keep-alive', id);
     procs.push(keepAlive);

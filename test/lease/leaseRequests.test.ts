@@ -41,17 +41,35 @@ describe('lease requests', () => {
       { electionMs: 1000, requestTimeoutMs: 1000 },
     );
     const apply = <T>(fn: Parameters<typeof a.kv.apply<T>>[2]) => a.kv.apply(a.kv.appliedIndex() + 1, 1, fn);
-    assert.equal(apply((w) => leases.applyGrant(w, 5n, 10)), undefined);
-    assert.equal(apply((w) => leases.applyGrant(w, 5n, 10)), ErrLeaseExist);
-    assert.equal(apply((w) => leases.applyGrant(w, 6n, MAX_LEASE_TTL + 1)), ErrLeaseTTLTooLarge);
+    assert.equal(
+      apply((w) => leases.applyGrant(w, 5n, 10)),
+      undefined,
+    );
+    assert.equal(
+      apply((w) => leases.applyGrant(w, 5n, 10)),
+      ErrLeaseExist,
+    );
+    assert.equal(
+      apply((w) => leases.applyGrant(w, 6n, MAX_LEASE_TTL + 1)),
+      ErrLeaseTTLTooLarge,
+    );
     a.put('x', '1', { lease: 5n });
     a.put('y', '2', { lease: 5n });
     a.put('z', '3');
     const before = a.kv.currentRevision();
-    assert.equal(apply((w) => leases.applyRevoke(w, 5n)), undefined);
+    assert.equal(
+      apply((w) => leases.applyRevoke(w, 5n)),
+      undefined,
+    );
     assert.equal(a.kv.currentRevision(), before + 1, 'one revision for every key of the lease');
-    assert.deepEqual(a.get('\0', '\0').kvs.map((kv) => kv.key.toString()), ['z']);
-    assert.equal(apply((w) => leases.applyRevoke(w, 5n)), ErrLeaseNotFound);
+    assert.deepEqual(
+      a.get('\0', '\0').kvs.map((kv) => kv.key.toString()),
+      ['z'],
+    );
+    assert.equal(
+      apply((w) => leases.applyRevoke(w, 5n)),
+      ErrLeaseNotFound,
+    );
     assert.equal(a.kv.cluster.lease(5n), undefined);
   });
 

@@ -10,7 +10,10 @@ const FIXTURES = path.join(ROOT, 'test', 'lint', 'fixtures');
 
 function cruise(fixture: string) {
   const bin = path.join(ROOT, 'node_modules', '.bin', 'depcruise');
-  return run(bin, ['src', '--config', path.join(ROOT, '.dependency-cruiser.cjs'), '--output-type', 'err'], { cwd: path.join(FIXTURES, fixture), timeoutMs: 60_000 });
+  return run(bin, ['src', '--config', path.join(ROOT, '.dependency-cruiser.cjs'), '--output-type', 'err'], {
+    cwd: path.join(FIXTURES, fixture),
+    timeoutMs: 60_000,
+  });
 }
 
 describe('the dependency rule', () => {

@@ -80,7 +80,12 @@ describe('lifeboat migrate', { timeout: 240_000 }, () => {
     // Started again while a writer changes the source: the copy goes on at the same revision.
     let mig = new Background(process.execPath, args);
     const writes = writeLoad(src, 'app/', 300, 'a');
-    await waitFor('the copy to finish and changes to be applied', () => record(file).phase === 'follow' && record(file).appliedRevision > copyRevision, 60_000, 100);
+    await waitFor(
+      'the copy to finish and changes to be applied',
+      () => record(file).phase === 'follow' && record(file).appliedRevision > copyRevision,
+      60_000,
+      100,
+    );
     assert.equal(record(file).copyRevision, copyRevision);
     // Killed while following, with writes still going on; then started again.
     await mig.stop();
@@ -108,7 +113,18 @@ describe('lifeboat migrate', { timeout: 240_000 }, () => {
     const src = open(lb.endpoints()[0]);
     const dst = open(etcd.endpoints);
     await fill(src, 'svc/', 1500);
-    const args = ['migrate', '--from', lb.endpoints()[0], '--to', etcd.endpoints, '--prefix', 'svc/', '--once', '--progress-file', path.join(tmp, 'to-etcd.json')];
+    const args = [
+      'migrate',
+      '--from',
+      lb.endpoints()[0],
+      '--to',
+      etcd.endpoints,
+      '--prefix',
+      'svc/',
+      '--once',
+      '--progress-file',
+      path.join(tmp, 'to-etcd.json'),
+    ];
     const [first] = await Promise.all([lifeboat(...args), writeLoad(src, 'svc/', 200, 'd')]);
     assert.equal(first.code, 0, first.stderr);
     assert.match(first.stdout, /copied \d+ keys at revision \d+/);
@@ -137,7 +153,21 @@ describe('lifeboat migrate', { timeout: 240_000 }, () => {
     const dst = open(lb.endpoints()[0]);
     await fill(src, 'pb/', 400);
     const auditDb = path.join(tmp, 'audit.db');
-    const args = ['playbook', 'run', 'migrate-from-etcd', '--reason', 'test: migrate', '--audit-db', auditDb, '--set', `source=${etcd.endpoints}`, '--set', `destination=${lb.endpoints()[0]}`, '--set', 'prefix=pb/'];
+    const args = [
+      'playbook',
+      'run',
+      'migrate-from-etcd',
+      '--reason',
+      'test: migrate',
+      '--audit-db',
+      auditDb,
+      '--set',
+      `source=${etcd.endpoints}`,
+      '--set',
+      `destination=${lb.endpoints()[0]}`,
+      '--set',
+      'prefix=pb/',
+    ];
     const stopped = await lifeboat(...args);
     assert.equal(stopped.code, 3, stopped.stdout + stopped.stderr);
     assert.match(stopped.stdout + stopped.stderr, /cut-over/);
@@ -153,15 +183,54 @@ describe('lifeboat migrate', { timeout: 240_000 }, () => {
 
   test('refused: a non-empty destination, a prefix that feeds itself, a progress record of another migration, a damaged record', async () => {
     const ep = lb.endpoints()[0];
-    const full = await lifeboat('migrate', '--from', etcd.endpoints, '--to', ep, '--prefix', 'app/', '--dest-prefix', 'moved/', '--once', '--progress-file', path.join(tmp, 'fresh.json'));
+    const full = await lifeboat(
+      'migrate',
+      '--from',
+      etcd.endpoints,
+      '--to',
+      ep,
+      '--prefix',
+      'app/',
+      '--dest-prefix',
+      'moved/',
+      '--once',
+      '--progress-file',
+      path.join(tmp, 'fresh.json'),
+    );
     assert.equal(full.code, 3, full.stderr);
     assert.match(full.stderr, /already holds \d+ keys under "moved\/"/);
 
-    const self = await lifeboat('migrate', '--from', ep, '--to', ep, '--prefix', 'a/', '--dest-prefix', 'a/b/', '--once', '--progress-file', path.join(tmp, 'self.json'));
+    const self = await lifeboat(
+      'migrate',
+      '--from',
+      ep,
+      '--to',
+      ep,
+      '--prefix',
+      'a/',
+      '--dest-prefix',
+      'a/b/',
+      '--once',
+      '--progress-file',
+      path.join(tmp, 'self.json'),
+    );
     assert.equal(self.code, 2, self.stderr);
     assert.match(self.stderr, /would copy its own writes/);
 
-    const other = await lifeboat('migrate', '--from', etcd.endpoints, '--to', ep, '--prefix', 'svc/', '--dest-prefix', 'moved/', '--once', '--progress-file', path.join(tmp, 'to-lifeboat.json'));
+    const other = await lifeboat(
+      'migrate',
+      '--from',
+      etcd.endpoints,
+      '--to',
+      ep,
+      '--prefix',
+      'svc/',
+      '--dest-prefix',
+      'moved/',
+      '--once',
+      '--progress-file',
+      path.join(tmp, 'to-lifeboat.json'),
+    );
     assert.equal(other.code, 3, other.stderr);
     assert.match(other.stderr, /records prefixes app\/ → moved\/, but this run has svc\/ → moved\//);
 

@@ -19,7 +19,15 @@ const Maintenance = service('etcdserverpb.Maintenance');
 const asIs = (b: Buffer) => b;
 /** Raw bytes both ways: big messages, to push DATA and flow control through the wrapper. */
 const Bulk: grpc.ServiceDefinition = {
-  Echo: { path: '/test.Bulk/Echo', requestStream: false, responseStream: false, requestSerialize: asIs, requestDeserialize: asIs, responseSerialize: asIs, responseDeserialize: asIs },
+  Echo: {
+    path: '/test.Bulk/Echo',
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: asIs,
+    requestDeserialize: asIs,
+    responseSerialize: asIs,
+    responseDeserialize: asIs,
+  },
 };
 const HEADER = { cluster_id: '17', member_id: '42', revision: '7', raft_term: '3' };
 
@@ -59,7 +67,16 @@ describe('end to end, a grpc-js server behind the rewrite', () => {
       Status: (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
         peers.push(call.getPeer());
         xRequests.push(String(call.metadata.get('x-request')[0] ?? ''));
-        cb(null, { header: HEADER, version: '3.4.23', dbSize: '4096', leader: '42', raftIndex: '9', raftTerm: '3', raftAppliedIndex: '9', dbSizeInUse: '4096' });
+        cb(null, {
+          header: HEADER,
+          version: '3.4.23',
+          dbSize: '4096',
+          leader: '42',
+          raftIndex: '9',
+          raftTerm: '3',
+          raftAppliedIndex: '9',
+          dbSizeInUse: '4096',
+        });
       },
       HashKV: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, { header: HEADER, hash: 123456, compact_revision: '0' }),
     });
@@ -149,9 +166,11 @@ describe('end to end, a grpc-js server behind the rewrite', () => {
       for (let i = 0; i < 400; i++) {
         let authority: string;
         const pick = rnd(10);
-        if (pick < 2 && seen.length > 0) authority = seen[rnd(seen.length)]!; // reuse: maybe an indexed field
+        if (pick < 2 && seen.length > 0)
+          authority = seen[rnd(seen.length)]!; // reuse: maybe an indexed field
         else if (pick < 4) authority = `127.0.0.1:${port}`;
-        else if (pick < 6) authority = `a/${i}`; // shorter than host:port
+        else if (pick < 6)
+          authority = `a/${i}`; // shorter than host:port
         else authority = `http://h${i}.example:${port}/${'p'.repeat(rnd(120))}`;
         seen.push(authority);
         // New values enter the dynamic table; reused ones come back as indexed fields.
@@ -164,7 +183,7 @@ describe('end to end, a grpc-js server behind the rewrite', () => {
     }
   });
 
-  test('Node http2: the server\'s HPACK table stays in step with the client\'s (entries keep their size)', async () => {
+  test("Node http2: the server's HPACK table stays in step with the client's (entries keep their size)", async () => {
     // Every request adds a short invalid :authority ("a/17"; a replacement of another
     // length would make the server's table evict at other moments than the client's),
     // then refers back to an x-request value sent k requests before, for k up to about
@@ -223,7 +242,12 @@ describe('end to end, a grpc-js server behind the rewrite', () => {
   });
 
   test('a client that connects and vanishes, or sends garbage, leaves the server serving', async () => {
-    for (const bytes of [Buffer.alloc(0), PREFACE.subarray(0, 10), Buffer.from('GET / HTTP/1.1\r\n\r\n'), Buffer.concat([PREFACE, frame(0x1, 0x4, 1, Buffer.from([0xff]))])]) {
+    for (const bytes of [
+      Buffer.alloc(0),
+      PREFACE.subarray(0, 10),
+      Buffer.from('GET / HTTP/1.1\r\n\r\n'),
+      Buffer.concat([PREFACE, frame(0x1, 0x4, 1, Buffer.from([0xff]))]),
+    ]) {
       await new Promise<void>((resolve) => {
         const s = net.connect(port, '127.0.0.1', () => {
           s.write(bytes);
@@ -250,10 +274,7 @@ describe('closing', () => {
     await new Promise((r) => open.once('connect', r));
     const closed = new Promise((r) => open.once('close', r));
     l.stopAccepting();
-    await assert.rejects(
-      new Promise((resolve, reject) => net.connect(port, '127.0.0.1', () => resolve(undefined)).once('error', reject)),
-      /ECONNREFUSED/,
-    );
+    await assert.rejects(new Promise((resolve, reject) => net.connect(port, '127.0.0.1', () => resolve(undefined)).once('error', reject)), /ECONNREFUSED/);
     await l.close();
     await closed;
     await l.close(); // twice is fine

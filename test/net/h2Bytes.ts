@@ -57,7 +57,7 @@ export function prng(seed: number): (n: number) => number {
     let t = a;
     t = Math.imul(t ^ (t >>> 15), t | 1);
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (((t ^ (t >>> 14)) >>> 0) / 4294967296) * n | 0;
+    return ((((t ^ (t >>> 14)) >>> 0) / 4294967296) * n) | 0;
   };
 }
 

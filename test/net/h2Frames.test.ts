@@ -5,7 +5,22 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { AuthorityRewriter } from '../../src/net/h2Frames.js';
 import { replacementAuthority } from '../../src/net/hpack.js';
-import { data, frame, H_ETCDCTL_AUTHORITY, H_VALID_AUTHORITY, huff, PING, plain, PREFACE, prng, replace, REQUEST_FIELDS, runAll, SETTINGS, WINDOW_UPDATE } from './h2Bytes.js';
+import {
+  data,
+  frame,
+  H_ETCDCTL_AUTHORITY,
+  H_VALID_AUTHORITY,
+  huff,
+  PING,
+  plain,
+  PREFACE,
+  prng,
+  replace,
+  REQUEST_FIELDS,
+  runAll,
+  SETTINGS,
+  WINDOW_UPDATE,
+} from './h2Bytes.js';
 
 // ---- frames -----------------------------------------------------------------
 
@@ -23,7 +38,11 @@ describe('rewriting the client byte stream', () => {
   cases.push({ name: 'DATA', input: data(1, 40, 0x1), want: data(1, 40, 0x1) });
   {
     const ok = blockWith(huff(H_VALID_AUTHORITY));
-    cases.push({ name: 'HEADERS left alone (padded)', input: frame(0x1, 0x4 | 0x8, 3, Buffer.concat([Buffer.from([4]), ok, Buffer.alloc(4)])), want: frame(0x1, 0x4 | 0x8, 3, Buffer.concat([Buffer.from([4]), ok, Buffer.alloc(4)])) });
+    cases.push({
+      name: 'HEADERS left alone (padded)',
+      input: frame(0x1, 0x4 | 0x8, 3, Buffer.concat([Buffer.from([4]), ok, Buffer.alloc(4)])),
+      want: frame(0x1, 0x4 | 0x8, 3, Buffer.concat([Buffer.from([4]), ok, Buffer.alloc(4)])),
+    });
   }
   cases.push({ name: 'WINDOW_UPDATE', input: WINDOW_UPDATE, want: WINDOW_UPDATE });
   {
@@ -77,7 +96,7 @@ describe('rewriting the client byte stream', () => {
     const rnd = () => random(40) + 1;
     for (let round = 0; round < 50; round++) {
       const pieces: Buffer[] = [];
-      for (let at = 0; at < input.length; ) {
+      for (let at = 0; at < input.length;) {
         const n = rnd();
         pieces.push(input.subarray(at, at + n));
         at += n;
@@ -106,12 +125,18 @@ describe('rewriting the client byte stream', () => {
     const r = new AuthorityRewriter(replace);
     const out = runAll(r, [PREFACE, frame(0x1, 0x0, 1, huge.subarray(0, 16000)), frame(0x9, 0x4, 1, huge.subarray(16000))]);
     const frames: Array<{ type: number; flags: number; len: number; payload: Buffer }> = [];
-    for (let at = PREFACE.length; at < out.length; ) {
+    for (let at = PREFACE.length; at < out.length;) {
       const len = out.readUIntBE(at, 3);
       frames.push({ type: out[at + 3]!, flags: out[at + 4]!, len, payload: out.subarray(at + 9, at + 9 + len) });
       at += 9 + len;
     }
-    assert.deepEqual(frames.map((f) => [f.type, f.flags, f.len]), [[0x1, 0x0, 16384], [0x9, 0x4, huge.length - 16384]]);
+    assert.deepEqual(
+      frames.map((f) => [f.type, f.flags, f.len]),
+      [
+        [0x1, 0x0, 16384],
+        [0x9, 0x4, huge.length - 16384],
+      ],
+    );
     const block = Buffer.concat(frames.map((f) => f.payload));
     assert.deepEqual(block, Buffer.concat([Buffer.from([0x41]), plain(replacementAuthority('127.0.0.1', 2379, 20009))]));
   });
@@ -120,7 +145,8 @@ describe('rewriting the client byte stream', () => {
     const http1 = Buffer.from('GET / HTTP/1.1\r\nHost: a/b\r\n\r\n');
     assert.deepEqual(runAll(new AuthorityRewriter(replace), [http1]), http1);
     const almost = Buffer.concat([PREFACE.subarray(0, 10), Buffer.from('X'), frame(0x1, 0x4, 1, badBlock)]);
-    for (let cut = 0; cut <= almost.length; cut++) assert.deepEqual(runAll(new AuthorityRewriter(replace), [almost.subarray(0, cut), almost.subarray(cut)]), almost);
+    for (let cut = 0; cut <= almost.length; cut++)
+      assert.deepEqual(runAll(new AuthorityRewriter(replace), [almost.subarray(0, cut), almost.subarray(cut)]), almost);
   });
 
   test('a broken CONTINUATION sequence passes as received, for nghttp2 to refuse', () => {

@@ -98,14 +98,21 @@ describe('rewriting a header block', () => {
       Buffer.from([0x86]),
     ]);
     const out = rewriteHeaderBlock(block, replace);
-    const want = Buffer.concat([block.subarray(0, block.length - plain(long).length - 1), plain(replacementAuthority('127.0.0.1', 2379, 307)), Buffer.from([0x86])]);
+    const want = Buffer.concat([
+      block.subarray(0, block.length - plain(long).length - 1),
+      plain(replacementAuthority('127.0.0.1', 2379, 307)),
+      Buffer.from([0x86]),
+    ]);
     assert.deepEqual(out, want);
     assert.deepEqual([...plain(long).subarray(0, 3)], [0x7f, 0xb4, 0x01], 'the length takes three bytes');
   });
 
   test('several :authority fields are all replaced', () => {
     const block = Buffer.concat([Buffer.from([0x41]), plain('a/b'), Buffer.from([0x01]), plain('c d'), Buffer.from([0x41]), plain('ok')]);
-    assert.deepEqual(rewriteHeaderBlock(block, replace), Buffer.concat([Buffer.from([0x41]), plain('xxx'), Buffer.from([0x01]), plain('xxx'), Buffer.from([0x41]), plain('ok')]));
+    assert.deepEqual(
+      rewriteHeaderBlock(block, replace),
+      Buffer.concat([Buffer.from([0x41]), plain('xxx'), Buffer.from([0x01]), plain('xxx'), Buffer.from([0x41]), plain('ok')]),
+    );
   });
 
   test('malformed blocks are left for nghttp2 to refuse', () => {

@@ -91,9 +91,15 @@ steps:
     assert.match(r.stdout, /^ {5}2\.1\. add \[record\] Add \$\{m\.name\}$/m);
     const j = JSON.parse(lifeboat(t.dir, ['playbook', 'show', playbook, '-w', 'json']).stdout);
     assert.equal(j.name, 'readd-test');
-    assert.deepEqual(j.variables.map((v: { name: string }) => v.name), ['members', 'label', 'log']);
+    assert.deepEqual(
+      j.variables.map((v: { name: string }) => v.name),
+      ['members', 'label', 'log'],
+    );
     assert.equal(j.steps[1].forEach, '${vars.members}');
-    assert.deepEqual(j.steps[1].steps.map((s: { id: string }) => s.id), ['add', 'promote']);
+    assert.deepEqual(
+      j.steps[1].steps.map((s: { id: string }) => s.id),
+      ['add', 'promote'],
+    );
   });
 
   const members = 'members=m2=http://10.0.0.2:2380,http://10.0.0.2:2379;m3=http://10.0.0.3:2380,http://10.0.0.3:2379';
@@ -103,7 +109,10 @@ steps:
     assert.equal(r.code, 0, r.stderr);
     const out = r.stdout;
     assert.match(out, /^Dry run of playbook readd-test .*nothing is changed, nothing is recorded\.$/m);
-    assert.match(out, /^ {2}members = m2=http:\/\/10\.0\.0\.2:2380,http:\/\/10\.0\.0\.2:2379; m3=http:\/\/10\.0\.0\.3:2380,http:\/\/10\.0\.0\.3:2379 {2}\(--set\)$/m);
+    assert.match(
+      out,
+      /^ {2}members = m2=http:\/\/10\.0\.0\.2:2380,http:\/\/10\.0\.0\.2:2379; m3=http:\/\/10\.0\.0\.3:2380,http:\/\/10\.0\.0\.3:2379 {2}\(--set\)$/m,
+    );
     assert.match(out, /^ {2}label {3}= run {2}\(default\)$/m);
     assert.match(out, /^ {2}1\. start \[record\] Start run$/m);
     assert.match(out, /^ {2}for-each readd: for each m in \$\{vars\.members\} \(2 items\)$/m);
@@ -127,7 +136,10 @@ steps:
   });
 
   test('a scripted run with --vars and --set: every step once, the run ID and head printed, the audit log verifies', () => {
-    const vars = t.write('vars.yaml', `members:\n  - {name: m2, peerUrl: "http://10.0.0.2:2380", clientUrl: "http://10.0.0.2:2379"}\nlabel: from-file\nlog: ${log}\n`);
+    const vars = t.write(
+      'vars.yaml',
+      `members:\n  - {name: m2, peerUrl: "http://10.0.0.2:2380", clientUrl: "http://10.0.0.2:2379"}\nlabel: from-file\nlog: ${log}\n`,
+    );
     const r = lifeboat(t.dir, ['playbook', 'run', playbook, '--vars', vars, '--set', 'label=from-set', '--reason', 'INC-1: scripted test', '--audit-db', db]);
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(recorded(log), ['start-from-set', 'add-m2-http://10.0.0.2:2380', 'promote-add-m2-http://10.0.0.2:2380']);
@@ -146,11 +158,17 @@ steps:
       assert.equal(run.playbook, 'readd-test');
       assert.equal((run.variables as { label: string }).label, 'from-set');
       const steps = audit.steps(runId);
-      assert.deepEqual(steps.map((s) => s.stepId), ['start', 'readd[1].add', 'readd[1].promote', 'done']);
+      assert.deepEqual(
+        steps.map((s) => s.stepId),
+        ['start', 'readd[1].add', 'readd[1].promote', 'done'],
+      );
       assert.ok(steps.every((s) => s.status === 'succeeded' && s.endedAt !== null));
       assert.deepEqual(steps[1].inputs, { log, label: 'add-m2-http://10.0.0.2:2380' });
       assert.equal(audit.headHash(), head);
-      assert.ok(audit.events(runId).some((e) => e.kind === 'warning' && /LIFEBOAT_TEST_STEPS/.test(e.message)), 'test steps are recorded as such');
+      assert.ok(
+        audit.events(runId).some((e) => e.kind === 'warning' && /LIFEBOAT_TEST_STEPS/.test(e.message)),
+        'test steps are recorded as such',
+      );
     } finally {
       audit.close();
     }
@@ -162,7 +180,21 @@ steps:
   });
 
   test('-w json: the run as JSON on stdout, the log lines on stderr', () => {
-    const r = lifeboat(t.dir, ['playbook', 'run', playbook, '--set', members, '--set', `log=${t.path('json.log')}`, '--reason', 'json', '--audit-db', db, '-w', 'json']);
+    const r = lifeboat(t.dir, [
+      'playbook',
+      'run',
+      playbook,
+      '--set',
+      members,
+      '--set',
+      `log=${t.path('json.log')}`,
+      '--reason',
+      'json',
+      '--audit-db',
+      db,
+      '-w',
+      'json',
+    ]);
     assert.equal(r.code, 0, r.stderr);
     const j = JSON.parse(r.stdout);
     assert.equal(j.outcome, 'succeeded');
@@ -206,7 +238,10 @@ steps:
     const l = t.path('gated1.log');
     const r = lifeboat(t.dir, ['playbook', 'run', gated, '--set', `log=${l}`, '--reason', 'gate test', '--audit-db', db]);
     assert.equal(r.code, 3, r.stdout + r.stderr);
-    assert.match(r.stderr, /^Error: run r-\S+ refused: step go \(Confirm the removal\): needs confirmation \("Remove member m2 \(8e9e05c52164694d\)\?"\) and there is no terminal to ask on/m);
+    assert.match(
+      r.stderr,
+      /^Error: run r-\S+ refused: step go \(Confirm the removal\): needs confirmation \("Remove member m2 \(8e9e05c52164694d\)\?"\) and there is no terminal to ask on/m,
+    );
     assert.deepEqual(recorded(l), ['before']);
     const { runId } = runInfo(r.stdout);
     assert.match(r.stdout, new RegExp(`^Resume with: lifeboat playbook resume ${runId} --yes --audit-db `, 'm'));
@@ -224,7 +259,10 @@ steps:
     const l = t.path('gated2.log');
     const r = lifeboat(t.dir, ['playbook', 'run', gated, '--set', `log=${l}`, '--reason', 'gate test', '--yes', '--audit-db', db]);
     assert.equal(r.code, 3, r.stdout + r.stderr);
-    assert.match(r.stderr, /^Error: run r-\S+ refused: step fence \(unsafe\): old member m3 still answers at http:\/\/10\.0\.0\.3:2380; stop it, or set assume-dead$/m);
+    assert.match(
+      r.stderr,
+      /^Error: run r-\S+ refused: step fence \(unsafe\): old member m3 still answers at http:\/\/10\.0\.0\.3:2380; stop it, or set assume-dead$/m,
+    );
     assert.deepEqual(recorded(l), ['before', 'after-confirm']);
     const { runId } = runInfo(r.stdout);
     const audit = AuditLog.open(db, { readonly: true });

@@ -138,7 +138,13 @@ steps:
     assert.equal(result.error?.message, 'step boom (Break things): disk on fire');
     assert.deepEqual(recorded(l), ['a']);
     const steps = audit.steps(result.runId);
-    assert.deepEqual(steps.map((s) => [s.stepId, s.status, s.error]), [['a', 'succeeded', null], ['boom', 'failed', 'disk on fire']]);
+    assert.deepEqual(
+      steps.map((s) => [s.stepId, s.status, s.error]),
+      [
+        ['a', 'succeeded', null],
+        ['boom', 'failed', 'disk on fire'],
+      ],
+    );
     const rec = audit.run(result.runId)!;
     assert.equal(rec.outcome, 'failed');
     assert.equal(rec.error, 'step boom (Break things): disk on fire');
@@ -174,7 +180,10 @@ steps:
 `);
     assert.equal(result.outcome, 'refused');
     assert.equal(exitCodeFor(result.outcome), 3);
-    assert.match(result.error!.message, /^step go \(confirm\): needs confirmation \("Remove member m2\?"\) and there is no terminal to ask on; resume with 'lifeboat playbook resume r-\S+ --yes'/);
+    assert.match(
+      result.error!.message,
+      /^step go \(confirm\): needs confirmation \("Remove member m2\?"\) and there is no terminal to ask on; resume with 'lifeboat playbook resume r-\S+ --yes'/,
+    );
     const prompts = audit.events(result.runId).filter((e) => e.kind === 'prompt');
     assert.equal(prompts.length, 1);
     assert.match(prompts[0].message, /Remove member m2\?/);
@@ -244,7 +253,7 @@ steps:
     audit.close();
   });
 
-  test('typed parameters are converted; a step parameter named endpoints defaults to the run\'s --endpoints', async () => {
+  test("typed parameters are converted; a step parameter named endpoints defaults to the run's --endpoints", async () => {
     const { result, audit } = await run(
       `name: t
 description: d
@@ -291,7 +300,10 @@ steps:
     with: {log: ${l}, label: "\${steps.a.nothing}"}
 `);
     assert.equal(result.outcome, 'failed');
-    assert.match(result.error!.message, /^step b \(record\): .*pb\d+\.yaml:7:\d+: steps\[2\]\.with\.label: \$\{steps\.a\.nothing\}: steps\.a returned no output nothing \(it has: calls, label\)/);
+    assert.match(
+      result.error!.message,
+      /^step b \(record\): .*pb\d+\.yaml:7:\d+: steps\[2\]\.with\.label: \$\{steps\.a\.nothing\}: steps\.a returned no output nothing \(it has: calls, label\)/,
+    );
     assert.deepEqual(recorded(l), ['a']);
     audit.close();
   });

@@ -6,7 +6,9 @@ import { SafetyCheckError, type StepDefinition } from '../../src/playbook/stepTy
 /** Lines a `record` step wrote to `log`. */
 export function recorded(log: string): string[] {
   try {
-    return readFileSync(log, 'utf8').split('\n').filter((l) => l !== '');
+    return readFileSync(log, 'utf8')
+      .split('\n')
+      .filter((l) => l !== '');
   } catch {
     return [];
   }
@@ -85,7 +87,11 @@ const ids: StepDefinition = {
   params: {},
   describe: () => ['report IDs'],
   async run(_p, ctx) {
-    ctx.event('cluster-ids', 'old cluster 8e9e05c52164694d, new cluster 2f0a', { clusterIdBefore: '8e9e05c52164694d', clusterIdAfter: '2f0a', memberIdsAfter: ['a1', 'b2'] });
+    ctx.event('cluster-ids', 'old cluster 8e9e05c52164694d, new cluster 2f0a', {
+      clusterIdBefore: '8e9e05c52164694d',
+      clusterIdAfter: '2f0a',
+      memberIdsAfter: ['a1', 'b2'],
+    });
     return {};
   },
 };

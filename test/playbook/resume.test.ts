@@ -49,7 +49,9 @@ steps:
   test('killed right after readd[2].add-learner ran: resume runs it again (idempotent by contract) and everything after it once', () => {
     const log = t.path('calls.log');
     const file = write('resumable.yaml', log);
-    const crashed = lifeboat(t.dir, ['playbook', 'run', file, '--reason', 'resume test', '--audit-db', db], { LIFEBOAT_FAULT: 'after-step:readd[2].add-learner' });
+    const crashed = lifeboat(t.dir, ['playbook', 'run', file, '--reason', 'resume test', '--audit-db', db], {
+      LIFEBOAT_FAULT: 'after-step:readd[2].add-learner',
+    });
     assert.equal(crashed.code, 137, crashed.stdout + crashed.stderr);
     assert.deepEqual(recorded(log), ['restore', 'add-m2', 'promote-m2-after-add-m2', 'add-m3']);
     const runId = runIdOf(crashed.stdout, crashed.stderr);
@@ -58,12 +60,15 @@ steps:
     try {
       assert.equal(audit.requireRun(runId).outcome, 'running', 'the crash left the run open');
       const steps = audit.steps(runId);
-      assert.deepEqual(steps.map((s) => [s.stepId, s.status]), [
-        ['restore', 'succeeded'],
-        ['readd[1].add-learner', 'succeeded'],
-        ['readd[1].promote', 'succeeded'],
-        ['readd[2].add-learner', 'running'],
-      ]);
+      assert.deepEqual(
+        steps.map((s) => [s.stepId, s.status]),
+        [
+          ['restore', 'succeeded'],
+          ['readd[1].add-learner', 'succeeded'],
+          ['readd[1].promote', 'succeeded'],
+          ['readd[2].add-learner', 'running'],
+        ],
+      );
       assert.equal(audit.lastRunState(runId).resumeFrom, 4);
     } finally {
       audit.close();
@@ -93,16 +98,19 @@ steps:
       assert.equal(run.outcome, 'succeeded');
       assert.equal(run.resumes, 1);
       const latest = audit.lastRunState(runId).steps;
-      assert.deepEqual(latest.map((s) => [s.ordinal, s.stepId, s.attempt, s.status]), [
-        [1, 'restore', 1, 'succeeded'],
-        [2, 'readd[1].add-learner', 1, 'succeeded'],
-        [3, 'readd[1].promote', 1, 'succeeded'],
-        [4, 'readd[2].add-learner', 2, 'succeeded'],
-        [5, 'readd[2].promote', 1, 'succeeded'],
-        [6, 'readd[3].add-learner', 1, 'succeeded'],
-        [7, 'readd[3].promote', 1, 'succeeded'],
-        [8, 'check', 1, 'succeeded'],
-      ]);
+      assert.deepEqual(
+        latest.map((s) => [s.ordinal, s.stepId, s.attempt, s.status]),
+        [
+          [1, 'restore', 1, 'succeeded'],
+          [2, 'readd[1].add-learner', 1, 'succeeded'],
+          [3, 'readd[1].promote', 1, 'succeeded'],
+          [4, 'readd[2].add-learner', 2, 'succeeded'],
+          [5, 'readd[2].promote', 1, 'succeeded'],
+          [6, 'readd[3].add-learner', 1, 'succeeded'],
+          [7, 'readd[3].promote', 1, 'succeeded'],
+          [8, 'check', 1, 'succeeded'],
+        ],
+      );
       // The resumed steps used the recorded output of a step done before the crash.
       assert.deepEqual(latest[7].inputs, { log, label: 'check-restore' });
     } finally {

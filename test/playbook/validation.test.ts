@@ -25,7 +25,10 @@ function problems(text: string): string[] {
 }
 
 function assertProblem(lines: string[], pattern: RegExp): void {
-  assert.ok(lines.some((l) => pattern.test(l)), `expected a line matching ${pattern}, got:\n${lines.join('\n')}`);
+  assert.ok(
+    lines.some((l) => pattern.test(l)),
+    `expected a line matching ${pattern}, got:\n${lines.join('\n')}`,
+  );
 }
 
 const HEAD = 'name: t\ndescription: a test\n';
@@ -101,13 +104,18 @@ describe('playbook validation (engine API)', () => {
   });
 
   test('a list variable cannot be embedded in text; for-each needs a list', () => {
-    const lines = problems(`${HEAD}variables:\n  xs: {type: list}\n  s: {type: string}\nsteps:\n  - type: note\n    with: {message: "all: \${vars.xs}"}\n  - for-each: \${vars.s}\n    steps:\n      - type: note\n        with: {message: x}\n`);
+    const lines = problems(
+      `${HEAD}variables:\n  xs: {type: list}\n  s: {type: string}\nsteps:\n  - type: note\n    with: {message: "all: \${vars.xs}"}\n  - for-each: \${vars.s}\n    steps:\n      - type: note\n        with: {message: x}\n`,
+    );
     assertProblem(lines, /steps\[1\]\.with\.message: \$\{vars\.xs\} is a list; it cannot be part of a longer string/);
     assertProblem(lines, /^pb\.yaml:9:15: steps\[2\]\.for-each: \$\{vars\.s\} is a string; for-each needs a list/);
   });
 
   test('duplicate step ids; a YAML syntax error names its line', () => {
-    assertProblem(problems(`${HEAD}steps:\n  - {id: a, type: note, with: {message: x}}\n  - {id: a, type: note, with: {message: y}}\n`), /^pb\.yaml:5:10: steps\[2\]\.id: step id a is already used at line 4/);
+    assertProblem(
+      problems(`${HEAD}steps:\n  - {id: a, type: note, with: {message: x}}\n  - {id: a, type: note, with: {message: y}}\n`),
+      /^pb\.yaml:5:10: steps\[2\]\.id: step id a is already used at line 4/,
+    );
     assertProblem(problems(`${HEAD}steps:\n  - type: note\n    with: {message: [x\n`), /^pb\.yaml:6:1: \(yaml\): /);
   });
 
@@ -115,7 +123,10 @@ describe('playbook validation (engine API)', () => {
     const lines = problems(`${HEAD}bogus: 1\nsteps:\n  - type: nope\n  - type: note\n    with: {message: "\${vars.missing}"}\n`);
     assert.equal(lines.length, 3, lines.join('\n'));
     const lineNumbers = lines.map((l) => Number(l.split(':')[1]));
-    assert.deepEqual(lineNumbers, [...lineNumbers].sort((a, b) => a - b));
+    assert.deepEqual(
+      lineNumbers,
+      [...lineNumbers].sort((a, b) => a - b),
+    );
   });
 });
 
@@ -155,7 +166,10 @@ describe('playbook validation (CLI)', () => {
   }
 
   test('a missing variable without a terminal: exit 2 naming it, nothing run', () => {
-    const file = t.write('needs.yaml', `${HEAD}variables:\n  peer: {type: url, prompt: Peer URL}\nsteps:\n  - type: record\n    with: {log: ${t.path('calls2.log')}, label: "\${vars.peer}"}\n`);
+    const file = t.write(
+      'needs.yaml',
+      `${HEAD}variables:\n  peer: {type: url, prompt: Peer URL}\nsteps:\n  - type: record\n    with: {log: ${t.path('calls2.log')}, label: "\${vars.peer}"}\n`,
+    );
     const r = lifeboat(t.dir, ['playbook', 'run', file, '--reason', 'test', '--audit-db', t.path('a2.db')]);
     assert.equal(r.code, 2, r.stderr);
     assert.match(r.stderr, /^Error: missing variable peer \(url: Peer URL\); give it with --set NAME=VALUE or --vars FILE\.yaml/);
@@ -164,7 +178,10 @@ describe('playbook validation (CLI)', () => {
   });
 
   test('a bad value from --set or --vars: exit 2, naming the flag or file:line', () => {
-    const file = t.write('vals.yaml', `${HEAD}variables:\n  peer: {type: url}\n  n: {type: int, validation: {max: 5}}\nsteps:\n  - type: note\n    with: {message: "\${vars.peer} \${vars.n}"}\n`);
+    const file = t.write(
+      'vals.yaml',
+      `${HEAD}variables:\n  peer: {type: url}\n  n: {type: int, validation: {max: 5}}\nsteps:\n  - type: note\n    with: {message: "\${vars.peer} \${vars.n}"}\n`,
+    );
     let r = lifeboat(t.dir, ['playbook', 'run', file, '--dry-run', '--set', 'peer=10.0.0.1:2380', '--set', 'n=1']);
     assert.equal(r.code, 2, r.stderr);
     assert.match(r.stderr, /^Error: --set peer=10\.0\.0\.1:2380: "10\.0\.0\.1:2380" is not an http\(s\):\/\/host:port URL/);

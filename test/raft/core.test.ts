@@ -16,7 +16,10 @@ import { TestNetwork, bytes, options, rng, text } from './testNetwork.js';
 
 const cc = (type: ConfChange['type'], id: number): ConfChange => ({ type, nodeId: BigInt(id), context: new Uint8Array(0) });
 const appliedData = (net: TestNetwork, id: number) =>
-  net.node(id).applied.filter((e) => e.type === EntryType.Normal && e.data.length > 0).map((e) => text(e.data));
+  net
+    .node(id)
+    .applied.filter((e) => e.type === EntryType.Normal && e.data.length > 0)
+    .map((e) => text(e.data));
 
 /** Propose on `id`, deliver everything. */
 function put(net: TestNetwork, id: number | bigint, value: string): void {
@@ -45,11 +48,14 @@ describe('elections', () => {
   test('randomized election timeout: followers campaign at different ticks within [e, 2e)', () => {
     const seen = new Set<number>();
     for (let seed = 1; seed <= 20; seed++) {
-      const r = new Raft({ ...options(1n), random: rng(seed), preVote: false }, {
-        hardState: { term: 1, vote: 0n, commit: 0 },
-        snapshot: { index: 0, term: 1, conf: { voters: [1n, 2n, 3n], learners: [] } },
-        entries: [],
-      });
+      const r = new Raft(
+        { ...options(1n), random: rng(seed), preVote: false },
+        {
+          hardState: { term: 1, vote: 0n, commit: 0 },
+          snapshot: { index: 0, term: 1, conf: { voters: [1n, 2n, 3n], learners: [] } },
+          entries: [],
+        },
+      );
       let ticks = 0;
       while (r.status().state === StateType.Follower && ticks < 100) {
         r.tick();
@@ -91,7 +97,16 @@ describe('elections', () => {
     net.stabilize();
     const n2 = net.node(2).raft;
     n2.step({
-      type: MessageType.Vote, from: 1n, to: 2n, term: 5, logTerm: 1, index: 3, entries: [], commit: 0, reject: false, rejectHint: 0,
+      type: MessageType.Vote,
+      from: 1n,
+      to: 2n,
+      term: 5,
+      logTerm: 1,
+      index: 3,
+      entries: [],
+      commit: 0,
+      reject: false,
+      rejectHint: 0,
     });
     const rd = n2.ready();
     assert.equal(rd.hardState?.vote, 1n);
@@ -103,7 +118,7 @@ describe('elections', () => {
     n2.advance(rd);
   });
 
-  test('a stale candidate learns the voter\'s term from its refusal, and can win the next election', () => {
+  test("a stale candidate learns the voter's term from its refusal, and can win the next election", () => {
     const net = new TestNetwork(3, { preVote: false, checkQuorum: false });
     net.stabilize();
     const n3 = net.node(3).raft;
@@ -136,7 +151,13 @@ describe('elections', () => {
     vote(2n);
     const rd = n3.ready();
     const resps = rd.messagesAfterPersist.filter((m) => m.type === MessageType.VoteResp);
-    assert.deepEqual(resps.map((m) => [m.to, m.reject]), [[1n, false], [2n, true]]);
+    assert.deepEqual(
+      resps.map((m) => [m.to, m.reject]),
+      [
+        [1n, false],
+        [2n, true],
+      ],
+    );
     n3.advance(rd);
   });
 });
@@ -161,7 +182,10 @@ describe('replication', () => {
     const tail = net.node(3).persisted.entries.filter((e) => e.data.length > 0 && text(e.data).startsWith('stale'));
     assert.equal(tail.length, 20, 'node 3 holds the divergent tail');
     const leaderLog = new Map(net.node(lead).persisted.entries.map((e) => [e.index, e.term]));
-    assert.ok(tail.every((e) => leaderLog.has(e.index) && leaderLog.get(e.index) !== e.term), 'the tail conflicts with the leader log');
+    assert.ok(
+      tail.every((e) => leaderLog.has(e.index) && leaderLog.get(e.index) !== e.term),
+      'the tail conflicts with the leader log',
+    );
     net.heal();
     const before = net.node(lead).sent.filter((m) => m.to === 3n && m.type === MessageType.App).length;
     net.tickAll(3);
@@ -197,7 +221,10 @@ describe('replication', () => {
     const before = net.node(1).sent.length;
     for (let i = 0; i < 50; i++) net.node(1).raft.propose(new Uint8Array(40));
     net.stabilize();
-    const sent = net.node(1).sent.slice(before).filter((m) => m.type === MessageType.App && m.entries.length > 0);
+    const sent = net
+      .node(1)
+      .sent.slice(before)
+      .filter((m) => m.type === MessageType.App && m.entries.length > 0);
     const to2 = sent.filter((m) => m.to === 2n);
     assert.equal(to2.length, 3, `${to2.length} appends in flight to node 2, window 3`);
     // 40-byte entries under a 64-byte cap: one entry per message.
@@ -223,7 +250,10 @@ describe('replication', () => {
     for (let i = 0; i < 5; i++) put(net, 1, `p${i}`);
     assert.equal(progress(2n), 'Replicate');
     assert.equal(progress(3n), 'Probe');
-    const probes = net.node(1).sent.slice(before).filter((m) => m.to === 3n && m.type === MessageType.App);
+    const probes = net
+      .node(1)
+      .sent.slice(before)
+      .filter((m) => m.to === 3n && m.type === MessageType.App);
     assert.ok(probes.length <= 1, `${probes.length} appends to a probed follower without a heartbeat in between`);
     // Once it answers, the leader finds the match and streams.
     net.heal();
@@ -312,12 +342,19 @@ describe('commit', () => {
       n2.step({ type: MessageType.App, from: 1n, to: 2n, term: t, logTerm: prevTerm, index: prev, entries: ents, commit: 0, reject: false, rejectHint: 0 });
     app(term, last, term, [e(last + 1, term), e(last + 2, term)]);
     const inflight = n2.ready();
-    assert.deepEqual(inflight.entries.map((x) => x.index), [last + 1, last + 2]);
+    assert.deepEqual(
+      inflight.entries.map((x) => x.index),
+      [last + 1, last + 2],
+    );
     // While the write is in flight, a leader of the next term replaces the last entry.
     app(term + 1, last + 1, term, [e(last + 2, term + 1)]);
     n2.advance(inflight);
     const next = n2.ready();
-    assert.deepEqual(next.entries.map((x) => [x.index, x.term]), [[last + 2, term + 1]], 'only the replaced entry is written again');
+    assert.deepEqual(
+      next.entries.map((x) => [x.index, x.term]),
+      [[last + 2, term + 1]],
+      'only the replaced entry is written again',
+    );
     n2.advance(next);
   });
 
@@ -327,7 +364,10 @@ describe('commit', () => {
     leader.propose(bytes('x'));
     const rd = leader.ready();
     const index = rd.entries[rd.entries.length - 1].index;
-    assert.ok(rd.messages.some((m) => m.type === MessageType.App && m.entries.some((e) => e.index === index)), 'appends wait for the leader');
+    assert.ok(
+      rd.messages.some((m) => m.type === MessageType.App && m.entries.some((e) => e.index === index)),
+      'appends wait for the leader',
+    );
     leader.advance(rd);
     // Single voter: the commit follows only the durable write.
     const solo = clusterWithLeader(1);
@@ -356,7 +396,10 @@ describe('proposals', () => {
   test('a proposal with no leader known fails at once', () => {
     const net = new TestNetwork(3);
     net.stabilize();
-    assert.throws(() => net.node(2).raft.propose(bytes('x')), (e: unknown) => e instanceof RaftError && e.code === 'ProposalDropped');
+    assert.throws(
+      () => net.node(2).raft.propose(bytes('x')),
+      (e: unknown) => e instanceof RaftError && e.code === 'ProposalDropped',
+    );
   });
 
   test('a proposal during a leader transfer fails at once, and a forwarded one comes back dropped', () => {
@@ -364,7 +407,10 @@ describe('proposals', () => {
     net.filter = (m) => m.to !== 3n; // the transfer cannot complete
     net.node(1).raft.transferLeader(3n);
     net.stabilize();
-    assert.throws(() => net.node(1).raft.propose(bytes('x')), (e: unknown) => e instanceof RaftError && e.code === 'TransferInProgress');
+    assert.throws(
+      () => net.node(1).raft.propose(bytes('x')),
+      (e: unknown) => e instanceof RaftError && e.code === 'TransferInProgress',
+    );
     net.node(2).raft.propose(bytes('forwarded'));
     net.stabilize();
     assert.equal(net.node(2).dropped.length, 1);
@@ -400,7 +446,10 @@ describe('membership', () => {
     const net = clusterWithLeader(3);
     const leader = net.node(1).raft;
     leader.proposeConfChange(cc('addLearner', 4));
-    assert.throws(() => leader.proposeConfChange(cc('remove', 3)), (e: unknown) => e instanceof RaftError && e.code === 'ConfChangePending');
+    assert.throws(
+      () => leader.proposeConfChange(cc('remove', 3)),
+      (e: unknown) => e instanceof RaftError && e.code === 'ConfChangePending',
+    );
     net.add(4n);
     net.stabilize();
     leader.proposeConfChange(cc('remove', 3));
@@ -412,9 +461,15 @@ describe('membership', () => {
     const net = clusterWithLeader(3);
     const leader = net.node(1).raft;
     for (const bad of [cc('promote', 2), cc('remove', 9), cc('addVoter', 2), cc('addLearner', 3)]) {
-      assert.throws(() => leader.proposeConfChange(bad), (e: unknown) => e instanceof RaftError && e.code === 'InvalidConfChange');
+      assert.throws(
+        () => leader.proposeConfChange(bad),
+        (e: unknown) => e instanceof RaftError && e.code === 'InvalidConfChange',
+      );
     }
-    assert.throws(() => net.node(2).raft.proposeConfChange(cc('addLearner', 4)), (e: unknown) => e instanceof RaftError && e.code === 'NotLeader');
+    assert.throws(
+      () => net.node(2).raft.proposeConfChange(cc('addLearner', 4)),
+      (e: unknown) => e instanceof RaftError && e.code === 'NotLeader',
+    );
   });
 
   test('removing the leader works: it steps down once the others hold the commit, and the rest elect a new one', () => {
@@ -422,7 +477,10 @@ describe('membership', () => {
     net.node(1).raft.proposeConfChange(cc('remove', 1));
     net.stabilize();
     // It leads on until the others hold its log and the commit, then steps down.
-    assert.throws(() => net.node(1).raft.propose(bytes('x')), (e: unknown) => e instanceof RaftError && e.code === 'ProposalDropped');
+    assert.throws(
+      () => net.node(1).raft.propose(bytes('x')),
+      (e: unknown) => e instanceof RaftError && e.code === 'ProposalDropped',
+    );
     net.tick(1, 3);
     net.stabilize();
     assert.notEqual(net.node(1).raft.status().state, StateType.Leader);
@@ -441,7 +499,10 @@ describe('membership', () => {
     net.isolate(3);
     net.tick(3, 200);
     net.stabilize();
-    const campaigns = net.node(3).sent.slice(sentBefore).filter((m) => m.type === MessageType.Vote || m.type === MessageType.PreVote);
+    const campaigns = net
+      .node(3)
+      .sent.slice(sentBefore)
+      .filter((m) => m.type === MessageType.Vote || m.type === MessageType.PreVote);
     assert.equal(campaigns.length, 0);
   });
 });
@@ -477,7 +538,10 @@ describe('leadership transfer and reads', () => {
   test('leader transfer goes to a voter only', () => {
     const net = clusterWithLeader(3);
     addMember(net, 'addLearner', 4);
-    assert.throws(() => net.node(1).raft.transferLeader(4n), (e: unknown) => e instanceof RaftError && e.code === 'BadTransferee');
+    assert.throws(
+      () => net.node(1).raft.transferLeader(4n),
+      (e: unknown) => e instanceof RaftError && e.code === 'BadTransferee',
+    );
     net.node(1).raft.transferLeader(3n);
     net.stabilize();
     assert.equal(net.leader(), 3n);
@@ -493,11 +557,17 @@ describe('leadership transfer and reads', () => {
     net.heal();
     net.node(1).raft.readIndex(bytes('r2'));
     net.stabilize();
-    assert.deepEqual(net.node(1).readStates.map((r) => text(r.context)), ['r1', 'r2']);
+    assert.deepEqual(
+      net.node(1).readStates.map((r) => text(r.context)),
+      ['r1', 'r2'],
+    );
     assert.equal(net.node(1).readStates[0].index, net.node(1).raft.status().commit);
     net.node(2).raft.readIndex(bytes('f1'));
     net.stabilize();
-    assert.deepEqual(net.node(2).readStates.map((r) => text(r.context)), ['f1']);
+    assert.deepEqual(
+      net.node(2).readStates.map((r) => text(r.context)),
+      ['f1'],
+    );
   });
 });
 
@@ -531,4 +601,3 @@ describe('force-new-cluster primitive', () => {
     }
   });
 });
-

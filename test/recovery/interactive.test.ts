@@ -46,7 +46,9 @@ describe('lifeboat recover at a terminal', () => {
     const answer = async (prompt: RegExp, keys: string) => {
       await waitFor(`the prompt ${prompt}`, () => prompt.test(screen(session)), 30_000, 200);
       tmux('send-keys', '-t', session, keys, 'Enter');
-      await waitFor(`the answer to ${prompt}`, () => !new RegExp(`\\? ${prompt.source}[^\\n]*$`).test(screen(session).trimEnd()), 10_000, 100).catch(() => undefined);
+      await waitFor(`the answer to ${prompt}`, () => !new RegExp(`\\? ${prompt.source}[^\\n]*$`).test(screen(session).trimEnd()), 10_000, 100).catch(
+        () => undefined,
+      );
     };
     await answer(/Data dirs of the stopped survivors/, m1.dataDir);
     await answer(/Recover from .*\? \(y\/N\)/, 'y');
@@ -69,11 +71,18 @@ describe('lifeboat recover at a terminal', () => {
     assert.equal(runs.length, 1);
     assert.equal(runs[0].reason, 'drill at a terminal');
     const show = await lifeboat('audit', 'show', runs[0].id, '--audit-db', auditDb, '-w', 'json');
-    const timeline = (JSON.parse(show.stdout) as { timeline: Array<{ entry: string; kind?: string; message?: string; data?: Record<string, unknown> }> }).timeline;
+    const timeline = (JSON.parse(show.stdout) as { timeline: Array<{ entry: string; kind?: string; message?: string; data?: Record<string, unknown> }> })
+      .timeline;
     const prompts = timeline.filter((e) => e.entry === 'event' && e.kind === 'prompt');
     // The session's own questions and the plan it showed are in the run, not only the playbook's.
-    assert.ok(prompts.some((e) => /Data dirs of the stopped survivors/.test(e.message ?? '') && e.data?.answer === m1.dataDir), JSON.stringify(prompts));
-    assert.ok(prompts.some((e) => e.message === `Recover from ${path.resolve(m1.dataDir)}?` && e.data?.answer === true), JSON.stringify(prompts));
+    assert.ok(
+      prompts.some((e) => /Data dirs of the stopped survivors/.test(e.message ?? '') && e.data?.answer === m1.dataDir),
+      JSON.stringify(prompts),
+    );
+    assert.ok(
+      prompts.some((e) => e.message === `Recover from ${path.resolve(m1.dataDir)}?` && e.data?.answer === true),
+      JSON.stringify(prompts),
+    );
     const plan = timeline.find((e) => e.entry === 'event' && e.kind === 'plan');
     assert.ok(plan && String(plan.data?.text).includes('Recommended:'), 'the plan shown is not recorded');
     assert.ok(prompts.some((e) => /Client URL of the recovered member/.test(e.message ?? '') && e.data?.answer === client.clientUrl));

@@ -21,7 +21,18 @@ describe('recover-from-nospace', () => {
       if (r.code !== 0) refused = r.stderr;
     }
     assert.match(refused, /database space exceeded/);
-    const r = await lifeboat('playbook', 'run', 'recover-from-nospace', '--yes', '--reason', 'test: nospace', '--audit-db', path.join(c.dir, 'audit.db'), '--set', `endpoints=${c.members[0].clientUrl}`);
+    const r = await lifeboat(
+      'playbook',
+      'run',
+      'recover-from-nospace',
+      '--yes',
+      '--reason',
+      'test: nospace',
+      '--audit-db',
+      path.join(c.dir, 'audit.db'),
+      '--set',
+      `endpoints=${c.members[0].clientUrl}`,
+    );
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
     assert.equal((await etcdctl(ep, 'put', 'after', 'ok')).code, 0);
     assert.equal((await etcdctl(ep, 'alarm', 'list')).stdout.trim(), '');
@@ -44,17 +55,30 @@ describe('resume after the toolkit is killed mid-run', () => {
     started.push(n2.dataDir);
     const auditDb = path.join(c.dir, 'audit.db');
     const args = [
-      BIN, 'playbook', 'run', 'scale-out', '--yes', '--reason', 'test: resume', '--audit-db', auditDb,
-      '--set', `endpoints=${c.members[0].clientUrl}`,
-      '--set', `members=n2=${n2.peerUrl},${n2.clientUrl},${n2.dataDir}`,
-      '--set', 'stabilization=1s',
+      BIN,
+      'playbook',
+      'run',
+      'scale-out',
+      '--yes',
+      '--reason',
+      'test: resume',
+      '--audit-db',
+      auditDb,
+      '--set',
+      `endpoints=${c.members[0].clientUrl}`,
+      '--set',
+      `members=n2=${n2.peerUrl},${n2.clientUrl},${n2.dataDir}`,
+      '--set',
+      'stabilization=1s',
     ];
     const killed = await run(process.execPath, args, { env: { LIFEBOAT_FAULT: 'after-step:grow[1].add' }, timeoutMs: 60_000 });
     assert.notEqual(killed.code, 0, 'the fault hook did not stop the run');
     // The cluster did add the learner; the audit log does not know it yet.
     const list = parseEtcdJson((await etcdctl(c.members[0].client, 'member', 'list', '-w', 'json')).stdout);
     assert.equal(list.members.length, 2);
-    const runId = /\br-\d{8}-\d{6}-[0-9a-f]+\b/.exec(killed.stdout + killed.stderr)?.[0] ?? /\br-\d{8}-\d{6}-[0-9a-f]+\b/.exec((await lifeboat('audit', 'list', '--audit-db', auditDb)).stdout)?.[0];
+    const runId =
+      /\br-\d{8}-\d{6}-[0-9a-f]+\b/.exec(killed.stdout + killed.stderr)?.[0] ??
+      /\br-\d{8}-\d{6}-[0-9a-f]+\b/.exec((await lifeboat('audit', 'list', '--audit-db', auditDb)).stdout)?.[0];
     assert.ok(runId, 'no run ID');
 
     const resumed = await run(process.execPath, [BIN, 'playbook', 'resume', runId, '--yes', '--audit-db', auditDb], { timeoutMs: 120_000 });
@@ -62,7 +86,10 @@ describe('resume after the toolkit is killed mid-run', () => {
     assert.match(resumed.stdout + resumed.stderr, /already a member/);
     const after = parseEtcdJson((await etcdctl(c.members[0].client, 'member', 'list', '-w', 'json')).stdout);
     assert.equal(after.members.length, 2, 'the learner was added twice');
-    assert.ok(after.members.every((m: { isLearner?: boolean }) => !m.isLearner), 'n2 was not promoted');
+    assert.ok(
+      after.members.every((m: { isLearner?: boolean }) => !m.isLearner),
+      'n2 was not promoted',
+    );
     const verify = await lifeboat('audit', 'verify', '--audit-db', auditDb);
     assert.equal(verify.code, 0, verify.stderr);
   });

@@ -106,10 +106,25 @@ describe('promotion gates', () => {
     const n2 = c.define('n2');
     started.push(n2.dataDir);
     const auditDb = path.join(c.dir, 'audit-a.db');
-    const running = run(process.execPath, [
-      BIN, 'playbook', 'run', gatePlaybook(path.join(c.dir), '4s', '30s'), '--yes', '--reason', 'test: stabilization gate', '--audit-db', auditDb,
-      '--set', `endpoints=${m1.clientUrl}`, '--set', `members=n2=${n2.peerUrl},${n2.clientUrl},${n2.dataDir}`,
-    ], { timeoutMs: 90_000 });
+    const running = run(
+      process.execPath,
+      [
+        BIN,
+        'playbook',
+        'run',
+        gatePlaybook(path.join(c.dir), '4s', '30s'),
+        '--yes',
+        '--reason',
+        'test: stabilization gate',
+        '--audit-db',
+        auditDb,
+        '--set',
+        `endpoints=${m1.clientUrl}`,
+        '--set',
+        `members=n2=${n2.peerUrl},${n2.clientUrl},${n2.dataDir}`,
+      ],
+      { timeoutMs: 90_000 },
+    );
 
     // Watch from outside: when n2 is first seen caught up, and when first seen a voter.
     let caughtAt: number | undefined;
@@ -147,7 +162,10 @@ describe('promotion gates', () => {
     assert.ok(caught, 'no caught-up event recorded');
     const promote = timeline.find((e) => e.entry === 'step' && e.type === 'promote');
     assert.ok(promote, 'no promote step recorded');
-    assert.ok(Date.parse(promote.startedAt!) - Number(caught.data!.at) >= 4000, `promote started ${Date.parse(promote.startedAt!) - Number(caught.data!.at)} ms after catch-up`);
+    assert.ok(
+      Date.parse(promote.startedAt!) - Number(caught.data!.at) >= 4000,
+      `promote started ${Date.parse(promote.startedAt!) - Number(caught.data!.at)} ms after catch-up`,
+    );
   });
 
   test('a learner whose process is stopped is removed after the no-progress timeout, reported, and the run stops with a non-zero exit', async () => {
@@ -156,10 +174,25 @@ describe('promotion gates', () => {
     started.push(n3.dataDir);
     const auditDb = path.join(c.dir, 'audit-b.db');
     // Stabilization far beyond the test: the learner cannot be promoted before it is stopped.
-    const running = run(process.execPath, [
-      BIN, 'playbook', 'run', gatePlaybook(path.join(c.dir), '120s', '3s'), '--yes', '--reason', 'test: stalled learner', '--audit-db', auditDb,
-      '--set', `endpoints=${m1.clientUrl}`, '--set', `members=n3=${n3.peerUrl},${n3.clientUrl},${n3.dataDir}`,
-    ], { timeoutMs: 120_000 });
+    const running = run(
+      process.execPath,
+      [
+        BIN,
+        'playbook',
+        'run',
+        gatePlaybook(path.join(c.dir), '120s', '3s'),
+        '--yes',
+        '--reason',
+        'test: stalled learner',
+        '--audit-db',
+        auditDb,
+        '--set',
+        `endpoints=${m1.clientUrl}`,
+        '--set',
+        `members=n3=${n3.peerUrl},${n3.clientUrl},${n3.dataDir}`,
+      ],
+      { timeoutMs: 120_000 },
+    );
     await waitFor('n3 to serve', () => withClient(n3, async (c3) => (await c3.status()).raftAppliedIndex > 0));
     // Stopped before the run saw it answer, the start step would wait for it instead.
     await waitFor('the run to wait for n3 to catch up', async () => {
@@ -184,7 +217,10 @@ describe('promotion gates', () => {
       assert.ok(!list.members.some((m) => m.peerURLs.includes(n3.peerUrl)), 'the stalled learner is still a member');
       const { run: rec, timeline } = await timelineOf(auditDb, out);
       assert.equal(rec.outcome, 'failed');
-      assert.ok(timeline.some((e) => e.entry === 'event' && e.kind === 'warning' && /removed learner/.test(e.message ?? '')), 'the removal was not reported in the audit');
+      assert.ok(
+        timeline.some((e) => e.entry === 'event' && e.kind === 'warning' && /removed learner/.test(e.message ?? '')),
+        'the removal was not reported in the audit',
+      );
       assert.ok(!timeline.some((e) => e.entry === 'step' && e.type === 'promote'), 'the run went on past the stalled learner');
     } finally {
       killByLock(n3.dataDir); // SIGKILL ends a stopped process too

@@ -23,7 +23,10 @@ describe('recovery from a snapshot', () => {
     const keys = Array.from({ length: 40 }, (_, i) => `snap/${String(i).padStart(3, '0')}`);
     // A few transactions of 20 puts each keep the number of etcdctl processes small.
     for (let i = 0; i < keys.length; i += 20) {
-      const puts = keys.slice(i, i + 20).map((k) => `put ${k} v-${k}`).join('\n');
+      const puts = keys
+        .slice(i, i + 20)
+        .map((k) => `put ${k} v-${k}`)
+        .join('\n');
       const t = await run('etcdctl', ['--endpoints', m1.client, 'txn'], { env: { ETCDCTL_API: '3' }, input: `\n${puts}\n\n\n` });
       assert.equal(t.code, 0, t.stderr);
     }
@@ -38,16 +41,35 @@ describe('recovery from a snapshot', () => {
     const fresh = [c.define('n2'), c.define('n3')];
     started.push(recovered.dataDir, ...fresh.map((m) => m.dataDir));
     const auditDb = path.join(c.dir, 'audit.db');
-    const r = await run(process.execPath, [
-      BIN, 'playbook', 'run', 'recover-from-quorum-loss', '--yes', '--reason', 'test: from a snapshot', '--audit-db', auditDb,
-      '--set', `source=${file}`,
-      '--set', `data-dir=${recovered.dataDir}`,
-      '--set', 'name=r1',
-      '--set', `peer-url=${recovered.peerUrl}`,
-      '--set', `client-url=${recovered.clientUrl}`,
-      '--set', `members=${fresh.map((m) => `${m.name}=${m.peerUrl},${m.clientUrl},${m.dataDir}`).join(';')}`,
-      '--set', 'stabilization=1s',
-    ], { timeoutMs: 240_000 });
+    const r = await run(
+      process.execPath,
+      [
+        BIN,
+        'playbook',
+        'run',
+        'recover-from-quorum-loss',
+        '--yes',
+        '--reason',
+        'test: from a snapshot',
+        '--audit-db',
+        auditDb,
+        '--set',
+        `source=${file}`,
+        '--set',
+        `data-dir=${recovered.dataDir}`,
+        '--set',
+        'name=r1',
+        '--set',
+        `peer-url=${recovered.peerUrl}`,
+        '--set',
+        `client-url=${recovered.clientUrl}`,
+        '--set',
+        `members=${fresh.map((m) => `${m.name}=${m.peerUrl},${m.clientUrl},${m.dataDir}`).join(';')}`,
+        '--set',
+        'stabilization=1s',
+      ],
+      { timeoutMs: 240_000 },
+    );
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
 
     const endpoints = [recovered.client, ...fresh.map((m) => m.client)];
@@ -61,7 +83,11 @@ describe('recovery from a snapshot', () => {
       const got = await etcdctl(ep, 'get', 'snap/', '--prefix', '--consistency=s', '-w', 'json');
       const kvs = (parseEtcdJson(got.stdout).kvs ?? []) as Array<{ key: string; value: string }>;
       const have = new Map(kvs.map((kv) => [Buffer.from(kv.key, 'base64').toString(), Buffer.from(kv.value, 'base64').toString()]));
-      assert.deepEqual(keys.filter((k) => have.get(k) !== `v-${k}`), [], `${ep} misses keys from the snapshot`);
+      assert.deepEqual(
+        keys.filter((k) => have.get(k) !== `v-${k}`),
+        [],
+        `${ep} misses keys from the snapshot`,
+      );
     }
     const verify = await lifeboat('audit', 'verify', '--audit-db', auditDb);
     assert.equal(verify.code, 0, verify.stderr);

@@ -22,7 +22,9 @@ function writer(endpoint: string): { acked: string[]; stop(): Promise<string[]> 
   const loops = Array.from({ length: 8 }, async () => {
     while (running) {
       const key = `acked/${String(i++).padStart(6, '0')}`;
-      const ok = await new Promise<boolean>((resolve) => kv.Put({ key: Buffer.from(key), value: Buffer.from('v') }, { deadline: Date.now() + 2000 }, (e) => resolve(!e)));
+      const ok = await new Promise<boolean>((resolve) =>
+        kv.Put({ key: Buffer.from(key), value: Buffer.from('v') }, { deadline: Date.now() + 2000 }, (e) => resolve(!e)),
+      );
       if (ok) acked.push(key);
       else await new Promise((r) => setTimeout(r, 20));
     }
@@ -84,16 +86,35 @@ describe('recovery from permanent quorum loss', () => {
     recovered.dataDir = path.join(c.dir, 'r1-data');
     started.push(recovered.dataDir, ...fresh.map((m) => m.dataDir));
     const auditDb = path.join(c.dir, 'audit.db');
-    const r = await run(process.execPath, [
-      BIN, 'playbook', 'run', 'recover-from-quorum-loss', '--yes', '--reason', 'test: quorum lost', '--audit-db', auditDb,
-      '--set', `source=${source.dataDir}`,
-      '--set', `data-dir=${recovered.dataDir}`,
-      '--set', 'name=r1',
-      '--set', `peer-url=${source.peerUrl}`,
-      '--set', `client-url=${recovered.clientUrl}`,
-      '--set', `members=${memberArg(fresh)}`,
-      '--set', 'stabilization=1s',
-    ], { timeoutMs: 240_000 });
+    const r = await run(
+      process.execPath,
+      [
+        BIN,
+        'playbook',
+        'run',
+        'recover-from-quorum-loss',
+        '--yes',
+        '--reason',
+        'test: quorum lost',
+        '--audit-db',
+        auditDb,
+        '--set',
+        `source=${source.dataDir}`,
+        '--set',
+        `data-dir=${recovered.dataDir}`,
+        '--set',
+        'name=r1',
+        '--set',
+        `peer-url=${source.peerUrl}`,
+        '--set',
+        `client-url=${recovered.clientUrl}`,
+        '--set',
+        `members=${memberArg(fresh)}`,
+        '--set',
+        'stabilization=1s',
+      ],
+      { timeoutMs: 240_000 },
+    );
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
     const runId = /\br-\d{8}-\d{6}-[0-9a-f]+\b/.exec(r.stdout + r.stderr)?.[0];
     assert.ok(runId, `no run ID printed:\n${r.stdout}`);
@@ -136,7 +157,9 @@ describe('recovery from permanent quorum loss', () => {
     };
     assert.equal(rec.outcome, 'succeeded');
     // Cluster and member IDs before (the old cluster) and after (the new one, its 3 voters).
-    const oldIds = parseEtcdJson(plan.stdout).sources[p.recommended].report.members.map((m: { id: string }) => BigInt(`0x${m.id}`).toString(16)).sort();
+    const oldIds = parseEtcdJson(plan.stdout)
+      .sources[p.recommended].report.members.map((m: { id: string }) => BigInt(`0x${m.id}`).toString(16))
+      .sort();
     assert.equal(rec.clusterIdBefore, BigInt(`0x${oldCluster}`).toString(16));
     assert.deepEqual([...rec.memberIdsBefore].sort(), oldIds);
     assert.equal(rec.clusterIdAfter, newCluster);
@@ -144,12 +167,31 @@ describe('recovery from permanent quorum loss', () => {
     assert.deepEqual([...rec.memberIdsAfter].sort(), newIds);
     // Every step of the playbook completed, once each member: nothing failed, nothing left running.
     const steps = timeline.filter((e) => e.entry === 'step');
-    assert.ok(steps.every((s) => s.status === 'succeeded'), JSON.stringify(steps.filter((s) => s.status !== 'succeeded')));
-    const expected = ['inspect', 'fence', 'go', 'restore', 'start', 'healthy', ...[1, 2].flatMap((i) => ['add', 'start-learner', 'caught-up', 'promote', 'check-member'].map((s) => `readd[${i}].${s}`)), 'final-check', 'done'];
-    assert.deepEqual(steps.map((s) => s.stepId), expected);
+    assert.ok(
+      steps.every((s) => s.status === 'succeeded'),
+      JSON.stringify(steps.filter((s) => s.status !== 'succeeded')),
+    );
+    const expected = [
+      'inspect',
+      'fence',
+      'go',
+      'restore',
+      'start',
+      'healthy',
+      ...[1, 2].flatMap((i) => ['add', 'start-learner', 'caught-up', 'promote', 'check-member'].map((s) => `readd[${i}].${s}`)),
+      'final-check',
+      'done',
+    ];
+    assert.deepEqual(
+      steps.map((s) => s.stepId),
+      expected,
+    );
     // The confirmation, answered by --yes, is on record; so is the new cluster.
     const prompts = timeline.filter((e) => e.entry === 'event' && e.kind === 'prompt');
-    assert.ok(prompts.some((e) => /Build a NEW one-member cluster/.test(e.message ?? '') && e.data?.answer === true && e.data?.answeredBy === '--yes'), JSON.stringify(prompts));
+    assert.ok(
+      prompts.some((e) => /Build a NEW one-member cluster/.test(e.message ?? '') && e.data?.answer === true && e.data?.answeredBy === '--yes'),
+      JSON.stringify(prompts),
+    );
     assert.ok(JSON.stringify(timeline).includes(newCluster));
   });
 });
@@ -186,11 +228,31 @@ describe('recover plan with a lagging survivor, and fencing', () => {
     c.spawn(m2, []); // an old member is alive again
     await new Promise((r) => setTimeout(r, 1500));
     const target = path.join(c.dir, 'never');
-    const r = await run(process.execPath, [
-      BIN, 'playbook', 'run', 'recover-from-quorum-loss', '--yes', '--reason', 'test: fencing', '--audit-db', path.join(c.dir, 'audit.db'),
-      '--set', `source=${m1.dataDir}`, '--set', `data-dir=${target}`, '--set', 'name=r1',
-      '--set', `peer-url=${m1.peerUrl}`, '--set', 'client-url=http://127.0.0.1:1',
-    ], { timeoutMs: 120_000 });
+    const r = await run(
+      process.execPath,
+      [
+        BIN,
+        'playbook',
+        'run',
+        'recover-from-quorum-loss',
+        '--yes',
+        '--reason',
+        'test: fencing',
+        '--audit-db',
+        path.join(c.dir, 'audit.db'),
+        '--set',
+        `source=${m1.dataDir}`,
+        '--set',
+        `data-dir=${target}`,
+        '--set',
+        'name=r1',
+        '--set',
+        `peer-url=${m1.peerUrl}`,
+        '--set',
+        'client-url=http://127.0.0.1:1',
+      ],
+      { timeoutMs: 120_000 },
+    );
     assert.equal(r.code, 3, `${r.stdout}\n${r.stderr}`);
     assert.match(r.stdout + r.stderr, new RegExp(`old members are alive: m2`));
     assert.ok(!fs.existsSync(target), 'recovery went ahead despite a live old member');
@@ -203,11 +265,32 @@ describe('recover plan with a lagging survivor, and fencing', () => {
     const auditDb = path.join(c.dir, 'audit-assume.db');
     const target = path.join(c.dir, 'assume');
     // No --yes and no terminal: past the fence, the run stops at its confirmation (exit 3) before building anything.
-    const r = await run(process.execPath, [
-      BIN, 'playbook', 'run', 'recover-from-quorum-loss', '--reason', 'test: assume-dead', '--audit-db', auditDb,
-      '--set', `source=${m1.dataDir}`, '--set', `data-dir=${target}`, '--set', 'name=r1',
-      '--set', `peer-url=${m1.peerUrl}`, '--set', 'client-url=http://127.0.0.1:1', '--set', `assume-dead=${m2id}`,
-    ], { timeoutMs: 120_000 });
+    const r = await run(
+      process.execPath,
+      [
+        BIN,
+        'playbook',
+        'run',
+        'recover-from-quorum-loss',
+        '--reason',
+        'test: assume-dead',
+        '--audit-db',
+        auditDb,
+        '--set',
+        `source=${m1.dataDir}`,
+        '--set',
+        `data-dir=${target}`,
+        '--set',
+        'name=r1',
+        '--set',
+        `peer-url=${m1.peerUrl}`,
+        '--set',
+        'client-url=http://127.0.0.1:1',
+        '--set',
+        `assume-dead=${m2id}`,
+      ],
+      { timeoutMs: 120_000 },
+    );
     const out = r.stdout + r.stderr;
     assert.equal(r.code, 3, out);
     assert.match(out, /needs confirmation/);
@@ -215,7 +298,15 @@ describe('recover plan with a lagging survivor, and fencing', () => {
     const runId = /\br-\d{8}-\d{6}-[0-9a-f]+\b/.exec(out)?.[0];
     assert.ok(runId, out);
     const show = JSON.parse((await lifeboat('audit', 'show', runId, '--audit-db', auditDb, '-w', 'json')).stdout) as {
-      timeline: Array<{ entry: string; stepId?: string; status?: string; outputs?: Record<string, unknown>; kind?: string; message?: string; data?: Record<string, unknown> }>;
+      timeline: Array<{
+        entry: string;
+        stepId?: string;
+        status?: string;
+        outputs?: Record<string, unknown>;
+        kind?: string;
+        message?: string;
+        data?: Record<string, unknown>;
+      }>;
     };
     const override = show.timeline.find((e) => e.entry === 'event' && e.kind === 'override');
     assert.ok(override, 'the --assume-dead override is not in the audit');

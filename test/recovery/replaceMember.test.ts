@@ -30,18 +30,44 @@ describe('replace-failed-member', () => {
     const n4 = c.define('n4');
     started.push(n4.dataDir);
     const auditDb = path.join(c.dir, 'audit.db');
-    const r = await run(process.execPath, [
-      BIN, 'playbook', 'run', 'replace-failed-member', '--yes', '--reason', 'test: m3 lost', '--audit-db', auditDb,
-      '--set', `endpoints=${m1.clientUrl},${m2.clientUrl}`, '--set', 'failed=m3',
-      '--set', 'name=n4', '--set', `peer-url=${n4.peerUrl}`, '--set', `client-url=${n4.clientUrl}`, '--set', `data-dir=${n4.dataDir}`,
-      '--set', 'stabilization=1s',
-    ], { timeoutMs: 180_000 });
+    const r = await run(
+      process.execPath,
+      [
+        BIN,
+        'playbook',
+        'run',
+        'replace-failed-member',
+        '--yes',
+        '--reason',
+        'test: m3 lost',
+        '--audit-db',
+        auditDb,
+        '--set',
+        `endpoints=${m1.clientUrl},${m2.clientUrl}`,
+        '--set',
+        'failed=m3',
+        '--set',
+        'name=n4',
+        '--set',
+        `peer-url=${n4.peerUrl}`,
+        '--set',
+        `client-url=${n4.clientUrl}`,
+        '--set',
+        `data-dir=${n4.dataDir}`,
+        '--set',
+        'stabilization=1s',
+      ],
+      { timeoutMs: 180_000 },
+    );
     const out = r.stdout + r.stderr;
     assert.equal(r.code, 0, out);
 
     const list = parseEtcdJson((await etcdctl(m1.client, 'member', 'list', '-w', 'json')).stdout);
     assert.deepEqual(list.members.map((m: { name: string }) => m.name).sort(), ['m1', 'm2', 'n4']);
-    assert.ok(list.members.every((m: { isLearner?: boolean }) => !m.isLearner), 'n4 is still a learner');
+    assert.ok(
+      list.members.every((m: { isLearner?: boolean }) => !m.isLearner),
+      'n4 is still a learner',
+    );
     const endpoints = [m1.client, m2.client, n4.client];
     const hashes = parseEtcdJson((await etcdctl(endpoints, 'endpoint', 'hashkv', '-w', 'json')).stdout).map((h: { HashKV: { hash: number } }) => h.HashKV.hash);
     assert.equal(hashes.length, 3);
@@ -50,7 +76,9 @@ describe('replace-failed-member', () => {
 
     const runId = /\br-\d{8}-\d{6}-[0-9a-f]+\b/.exec(out)?.[0];
     assert.ok(runId, out);
-    const show = JSON.parse((await lifeboat('audit', 'show', runId, '--audit-db', auditDb, '-w', 'json')).stdout) as { run: { outcome: string; memberIdsBefore: string[]; memberIdsAfter: string[] } };
+    const show = JSON.parse((await lifeboat('audit', 'show', runId, '--audit-db', auditDb, '-w', 'json')).stdout) as {
+      run: { outcome: string; memberIdsBefore: string[]; memberIdsAfter: string[] };
+    };
     assert.equal(show.run.outcome, 'succeeded');
     assert.ok(show.run.memberIdsBefore.includes(m3id), 'the dead member is not among the IDs before');
     assert.ok(!show.run.memberIdsAfter.includes(m3id));

@@ -37,7 +37,7 @@ describe('snapshot and data dir commands', () => {
     assert.equal(s.members[0].name, 'm1');
     const table = await lifeboat('snapshot', 'status', snap, '-w', 'table');
     assert.match(table.stdout, /\|\s+HASH\s+\|\s+REVISION\s+\|\s+TOTAL KEYS\s+\|\s+TOTAL SIZE\s+\|/);
-     // The directory the snapshot sits in, given by mistake: one line naming it, exit 2 (no raw EISDIR).
+    // The directory the snapshot sits in, given by mistake: one line naming it, exit 2 (no raw EISDIR).
     const dir = await lifeboat('snapshot', 'status', path.dirname(snap));
     assert.equal(dir.code, 2, dir.stderr);
     assert.equal(dir.stderr.trim().split('\n').length, 1, dir.stderr);
@@ -46,7 +46,22 @@ describe('snapshot and data dir commands', () => {
 
   test('restore: a new one-member cluster with a new cluster ID, every key, the revision bumped', async () => {
     const target = path.join(c.dir, 'restored');
-    const r = await lifeboat('snapshot', 'restore', snap, '--data-dir', target, '--name', 'r1', '--initial-advertise-peer-urls', 'http://127.0.0.1:1', '--bump-revision', '1000', '--mark-compacted', '-w', 'json');
+    const r = await lifeboat(
+      'snapshot',
+      'restore',
+      snap,
+      '--data-dir',
+      target,
+      '--name',
+      'r1',
+      '--initial-advertise-peer-urls',
+      'http://127.0.0.1:1',
+      '--bump-revision',
+      '1000',
+      '--mark-compacted',
+      '-w',
+      'json',
+    );
     assert.equal(r.code, 0, r.stderr);
     const res = JSON.parse(r.stdout);
     assert.equal(res.keys, 50);
@@ -82,7 +97,7 @@ describe('snapshot and data dir commands', () => {
     const fresh = path.join(c.dir, 'fresh');
     const half = await lifeboat('snapshot', 'restore', snap, '--data-dir', fresh, ...common, '--bump-revision', '5');
     assert.equal(half.code, 2);
-    assert.equal(half.stderr, 'Error: --mark-compacted required if --bump-revision > 0\n', 'etcdutl\'s text, our flag name');
+    assert.equal(half.stderr, 'Error: --mark-compacted required if --bump-revision > 0\n', "etcdutl's text, our flag name");
     const otherHalf = await lifeboat('snapshot', 'restore', snap, '--data-dir', fresh, ...common, '--mark-compacted');
     assert.equal(otherHalf.code, 2);
     assert.match(otherHalf.stderr, /--bump-revision > 0 required with --mark-compacted/);
@@ -180,7 +195,10 @@ describe('snapshot and data dir commands', () => {
   test('recover plan: snapshot age per source; --from-inspect, --from-snapshot and --discard-uncommitted', async () => {
     const m1 = c.members[0]; // stopped by the tests above
     const snapDir = path.join(m1.dataDir, 'member', 'snap');
-    const snaps = fs.readdirSync(snapDir).filter((f) => f.endsWith('.snap')).sort();
+    const snaps = fs
+      .readdirSync(snapDir)
+      .filter((f) => f.endsWith('.snap'))
+      .sort();
     assert.ok(snaps.length > 0, 'the member took no Raft snapshot');
     const raftSnapAt = fs.statSync(path.join(snapDir, snaps.at(-1)!)).mtime.toISOString();
     // The snapshot file an hour old, as if taken by last night's backup.
@@ -192,7 +210,10 @@ describe('snapshot and data dir commands', () => {
     const all = await lifeboat('recover', 'plan', '--from-data-dir', m1.dataDir, '--from-inspect', inspectFile, '--from-snapshot', snap, '-w', 'json');
     assert.equal(all.code, 0, all.stderr);
     const p = JSON.parse(all.stdout);
-    assert.deepEqual(p.sources.map((s: { kind: string }) => s.kind), ['data-dir', 'inspect', 'snapshot']);
+    assert.deepEqual(
+      p.sources.map((s: { kind: string }) => s.kind),
+      ['data-dir', 'inspect', 'snapshot'],
+    );
     const [dir, insp, file] = p.sources;
     assert.equal(dir.snapshotTakenAt, raftSnapAt);
     assert.ok(dir.snapshotAgeSeconds >= 0 && dir.snapshotAgeSeconds < 3600, String(dir.snapshotAgeSeconds));
@@ -233,7 +254,11 @@ describe('snapshot and data dir commands', () => {
         fs.mkdirSync(path.dirname(path.join(src, f)), { recursive: true });
         fs.writeFileSync(path.join(src, f), b);
       }
-      const manifest = { format: 'lifeboat-datadir/1', createdAt: new Date().toISOString(), files: Object.entries(listed).map(([f, b]) => ({ path: f, size: b.length, sha256: sha(b) })) };
+      const manifest = {
+        format: 'lifeboat-datadir/1',
+        createdAt: new Date().toISOString(),
+        files: Object.entries(listed).map(([f, b]) => ({ path: f, size: b.length, sha256: sha(b) })),
+      };
       fs.writeFileSync(path.join(src, 'lifeboat-manifest.json'), JSON.stringify(manifest));
       const file = path.join(c.dir, `${name}.tar.gz`);
       await tar.create({ gzip: true, file, cwd: src, portable: true }, ['lifeboat-manifest.json', ...Object.keys(present)]);
@@ -242,12 +267,23 @@ describe('snapshot and data dir commands', () => {
     const flipped = Buffer.from(files['member/snap/db']);
     flipped[4000] ^= 0x01;
     const cases: Array<[string, string, RegExp]> = [
-      ['changed', await build('changed', files, { ...files, 'member/snap/db': flipped }), /member\/snap\/db has sha256 [0-9a-f]{16}…, the manifest says [0-9a-f]{16}…; it is damaged or was altered/],
+      [
+        'changed',
+        await build('changed', files, { ...files, 'member/snap/db': flipped }),
+        /member\/snap\/db has sha256 [0-9a-f]{16}…, the manifest says [0-9a-f]{16}…; it is damaged or was altered/,
+      ],
       ['missing', await build('missing', files, { 'member/snap/db': files['member/snap/db'] }), /is missing member\/wal\/0\.wal listed in its manifest/],
-      ['extra', await build('extra', files, { ...files, 'member/snap/extra': Buffer.from('x') }), /holds member\/snap\/extra, which its manifest does not list/],
+      [
+        'extra',
+        await build('extra', files, { ...files, 'member/snap/extra': Buffer.from('x') }),
+        /holds member\/snap\/extra, which its manifest does not list/,
+      ],
     ];
     const good = await build('good', files, files);
-    const results = await Promise.all([...cases.map(([name, file]) => lifeboat('datadir', 'unpack', file, '--data-dir', path.join(c.dir, `into-${name}`))), lifeboat('datadir', 'unpack', good, '--data-dir', path.join(c.dir, 'into-good'))]);
+    const results = await Promise.all([
+      ...cases.map(([name, file]) => lifeboat('datadir', 'unpack', file, '--data-dir', path.join(c.dir, `into-${name}`))),
+      lifeboat('datadir', 'unpack', good, '--data-dir', path.join(c.dir, 'into-good')),
+    ]);
     for (const [i, [name, , message]] of cases.entries()) {
       const r = results[i];
       assert.equal(r.code, 1, `${name}: ${r.stderr}`);

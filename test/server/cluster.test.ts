@@ -36,7 +36,11 @@ describe('a 3-member cluster', () => {
       assert.equal(r.code, 0, r.stderr);
       const got = parseEtcdJson(r.stdout);
       const kvs = got.kvs.map((kv: { key: string; value: string }) => [Buffer.from(kv.key, 'base64').toString(), Buffer.from(kv.value, 'base64').toString()]);
-      assert.deepEqual(kvs, [['k0', 'v0'], ['k1', 'v1'], ['k2', 'v2']]);
+      assert.deepEqual(kvs, [
+        ['k0', 'v0'],
+        ['k1', 'v1'],
+        ['k2', 'v2'],
+      ]);
       assert.notEqual(String(got.header.cluster_id), '0');
       assert.notEqual(String(got.header.member_id), '0');
       assert.ok(Number(got.header.raft_term) > 0);
@@ -82,7 +86,7 @@ describe('a 3-member cluster', () => {
     assert.equal(hashes.length, 3);
   });
 
-  test('a member killed after recording a leader\'s snapshot but before installing it installs it at restart', async () => {
+  test("a member killed after recording a leader's snapshot but before installing it installs it at restart", async () => {
     const leader = await c.waitForLeader();
     const m = c.running().find((x) => x !== leader)!;
     await c.kill(m);

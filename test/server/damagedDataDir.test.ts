@@ -41,10 +41,21 @@ describe('lifeboat server on a damaged or foreign data dir', () => {
   /** Starts m1 on dataDir; it must refuse with exit 1 and one operator line matching `want`. */
   async function assertRefused(dataDir: string, want: RegExp): Promise<string> {
     const r = await lifeboat(
-      'server', '--name', m1.name, '--data-dir', dataDir,
-      '--listen-peer-urls', m1.peerUrl, '--initial-advertise-peer-urls', m1.peerUrl,
-      '--listen-client-urls', m1.clientUrl, '--advertise-client-urls', m1.clientUrl,
-      '--initial-cluster', c.initialCluster(),
+      'server',
+      '--name',
+      m1.name,
+      '--data-dir',
+      dataDir,
+      '--listen-peer-urls',
+      m1.peerUrl,
+      '--initial-advertise-peer-urls',
+      m1.peerUrl,
+      '--listen-client-urls',
+      m1.clientUrl,
+      '--advertise-client-urls',
+      m1.clientUrl,
+      '--initial-cluster',
+      c.initialCluster(),
     );
     assert.equal(r.code, 1, r.stderr);
     // Besides the structured JSON log lines, exactly one line for the operator.
@@ -79,7 +90,7 @@ describe('lifeboat server on a damaged or foreign data dir', () => {
     assert.ok(line.includes(kvPath(dir)) && line.includes(`${RECOVERY} ${dir}`), line);
   });
 
-  test("kv.db of another cluster", async () => {
+  test('kv.db of another cluster', async () => {
     const dir = damagedCopy((d) => {
       const kv = KvStore.open(kvPath(d));
       kv.writeLocal((w) => {
@@ -94,7 +105,13 @@ describe('lifeboat server on a damaged or foreign data dir', () => {
   test('raft log segment with a flipped byte in a record that has records after it', async () => {
     let where = '';
     const dir = damagedCopy((d) => {
-      const file = path.join(walDir(d), fs.readdirSync(walDir(d)).filter((f) => f.endsWith('.wal')).sort()[0]);
+      const file = path.join(
+        walDir(d),
+        fs
+          .readdirSync(walDir(d))
+          .filter((f) => f.endsWith('.wal'))
+          .sort()[0],
+      );
       const buf = fs.readFileSync(file);
       const { memberId } = readMemberMeta(new NodeFileSystem(), d)!;
       const { records } = scanSegment(buf, { dataDir: d, file, memberId, seq: 1 });

@@ -19,8 +19,9 @@ describe('etcdctl 3.4 against Lifeboat', () => {
     const table = await etcdctl(c.endpoints(), 'member', 'list', '-w', 'table');
     assert.equal(table.code, 0, table.stderr);
     assert.match(table.stdout, /\|\s+ID\s+\|\s+STATUS\s+\|\s+NAME\s+\|\s+PEER ADDRS\s+\|\s+CLIENT ADDRS\s+\|\s+IS LEARNER\s+\|/);
-    for (const m of c.members) assert.match(table.stdout, new RegExp(`\\|\\s+started\\s+\\|\\s+${m.name}\\s+\\|\\s+${m.peerUrl}\\s+\\|\\s+${m.clientUrl}\\s+\\|\\s+false\\s+\\|`));
-    const json = parseEtcdJson(( await etcdctl(c.endpoints(), 'member', 'list', '-w', 'json')).stdout);
+    for (const m of c.members)
+      assert.match(table.stdout, new RegExp(`\\|\\s+started\\s+\\|\\s+${m.name}\\s+\\|\\s+${m.peerUrl}\\s+\\|\\s+${m.clientUrl}\\s+\\|\\s+false\\s+\\|`));
+    const json = parseEtcdJson((await etcdctl(c.endpoints(), 'member', 'list', '-w', 'json')).stdout);
     assert.equal(json.members.length, 3);
     for (const m of json.members) assert.match(BigInt(m.ID).toString(16), /^[0-9a-f]+$/);
     assert.ok(BigInt(json.header.cluster_id) > 0n);
@@ -35,8 +36,15 @@ describe('etcdctl 3.4 against Lifeboat', () => {
     const json = parseEtcdJson((await etcdctl(c.endpoints(), 'get', 'app/', '--prefix', '-w', 'json')).stdout);
     assert.equal(json.count, 2);
     assert.deepEqual(
-      json.kvs.map((kv: { key: string; version: number; create_revision: number; mod_revision: number }) => [Buffer.from(kv.key, 'base64').toString(), kv.version, kv.mod_revision >= kv.create_revision]),
-      [['app/a', 1, true], ['app/b', 1, true]],
+      json.kvs.map((kv: { key: string; version: number; create_revision: number; mod_revision: number }) => [
+        Buffer.from(kv.key, 'base64').toString(),
+        kv.version,
+        kv.mod_revision >= kv.create_revision,
+      ]),
+      [
+        ['app/a', 1, true],
+        ['app/b', 1, true],
+      ],
     );
     const del = await etcdctl(c.endpoints(), 'del', 'app/', '--prefix');
     assert.equal(del.stdout.trim(), '2');
@@ -48,7 +56,10 @@ describe('etcdctl 3.4 against Lifeboat', () => {
   test('endpoint status, health and hashkv', async () => {
     const status = await etcdctl(c.endpoints(), 'endpoint', 'status', '-w', 'json');
     assert.equal(status.code, 0, status.stderr);
-    const st = parseEtcdJson(status.stdout) as Array<{ Endpoint: string; Status: { leader: string; header: { member_id: string }; raftIndex: number; version: string } }>;
+    const st = parseEtcdJson(status.stdout) as Array<{
+      Endpoint: string;
+      Status: { leader: string; header: { member_id: string }; raftIndex: number; version: string };
+    }>;
     assert.equal(st.length, 3);
     assert.equal(st.filter((s) => s.Status.leader === s.Status.header.member_id).length, 1, 'exactly one leader');
     assert.ok(st.every((s) => s.Status.raftIndex > 0 && s.Status.version.startsWith('3.4')));
@@ -70,7 +81,11 @@ describe('etcdctl 3.4 against Lifeboat', () => {
       assert.equal(r.code, 0, `${cmd}: ${r.stderr}`);
       const rows = parseEtcdJson(r.stdout) as Array<{ Endpoint?: string; endpoint?: string }>;
       assert.equal(rows.length, 3, `${cmd}: ${r.stdout}`);
-      for (const m of c.members) assert.ok(rows.some((x) => (x.Endpoint ?? x.endpoint) === m.clientUrl), `${cmd} misses ${m.clientUrl}`);
+      for (const m of c.members)
+        assert.ok(
+          rows.some((x) => (x.Endpoint ?? x.endpoint) === m.clientUrl),
+          `${cmd} misses ${m.clientUrl}`,
+        );
     }
   });
 

@@ -27,13 +27,27 @@ describe('lifeboat server with a port in use', () => {
 
   test('exits 1 naming the client URL in use, and writes nothing to the data dir', async () => {
     const r = await lifeboat(
-      'server', '--name', m.name, '--data-dir', m.dataDir,
-      '--listen-peer-urls', m.peerUrl, '--initial-advertise-peer-urls', m.peerUrl,
-      '--listen-client-urls', busyUrl, '--advertise-client-urls', busyUrl,
-      '--initial-cluster', `${m.name}=${m.peerUrl}`,
+      'server',
+      '--name',
+      m.name,
+      '--data-dir',
+      m.dataDir,
+      '--listen-peer-urls',
+      m.peerUrl,
+      '--initial-advertise-peer-urls',
+      m.peerUrl,
+      '--listen-client-urls',
+      busyUrl,
+      '--advertise-client-urls',
+      busyUrl,
+      '--initial-cluster',
+      `${m.name}=${m.peerUrl}`,
     );
     assert.equal(r.code, 1, r.stderr);
-    const lines = r.stderr.trim().split('\n').filter((l) => !l.startsWith('{'));
+    const lines = r.stderr
+      .trim()
+      .split('\n')
+      .filter((l) => !l.startsWith('{'));
     assert.equal(lines.length, 1, r.stderr);
     assert.match(lines[0]!, new RegExp(`cannot listen on client URL ${busyUrl.replace(/[.]/g, '\\.')}: the address is in use`));
     assert.ok(!fs.existsSync(`${m.dataDir}/member`), `${m.dataDir}/member was written`);
@@ -49,12 +63,23 @@ describe('lifeboat server with a port in use', () => {
     assert.ok(list.includes(m.clientUrl) && !list.includes(busyUrl), list);
   });
 
-  test('a second member on a running member\'s data dir, and recover plan on it, are refused with exit 3', async () => {
+  test("a second member on a running member's data dir, and recover plan on it, are refused with exit 3", async () => {
     const again = await lifeboat(
-      'server', '--name', m.name, '--data-dir', m.dataDir,
-      '--listen-peer-urls', `http://127.0.0.1:${Number(new URL(busyUrl).port) + 1000}`, '--initial-advertise-peer-urls', m.peerUrl,
-      '--listen-client-urls', `http://127.0.0.1:${Number(new URL(busyUrl).port) + 1001}`, '--advertise-client-urls', m.clientUrl,
-      '--initial-cluster', `${m.name}=${m.peerUrl}`,
+      'server',
+      '--name',
+      m.name,
+      '--data-dir',
+      m.dataDir,
+      '--listen-peer-urls',
+      `http://127.0.0.1:${Number(new URL(busyUrl).port) + 1000}`,
+      '--initial-advertise-peer-urls',
+      m.peerUrl,
+      '--listen-client-urls',
+      `http://127.0.0.1:${Number(new URL(busyUrl).port) + 1001}`,
+      '--advertise-client-urls',
+      m.clientUrl,
+      '--initial-cluster',
+      `${m.name}=${m.peerUrl}`,
     );
     assert.equal(again.code, 3, again.stderr);
     assert.match(again.stderr, /is locked by pid \d+/);

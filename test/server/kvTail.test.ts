@@ -24,9 +24,9 @@ async function observed(m: MemberProc): Promise<{ revision: number; hash: number
   const [{ HashKV }] = parseEtcdJson(hk.stdout) as Array<{ HashKV: { hash: number; header: { revision: number } } }>;
   const get = await etcdctl(m.client, 'get', '', '--from-key', '-w', 'json');
   assert.equal(get.code, 0, get.stderr);
-  const kvs = ((parseEtcdJson(get.stdout).kvs ?? []) as Array<{ key: string; value: string; create_revision: number; mod_revision: number; version: number }>).map(
-    (kv) => `${Buffer.from(kv.key, 'base64')}=${Buffer.from(kv.value, 'base64')}@${kv.create_revision}/${kv.mod_revision}/${kv.version}`,
-  );
+  const kvs = (
+    (parseEtcdJson(get.stdout).kvs ?? []) as Array<{ key: string; value: string; create_revision: number; mod_revision: number; version: number }>
+  ).map((kv) => `${Buffer.from(kv.key, 'base64')}=${Buffer.from(kv.value, 'base64')}@${kv.create_revision}/${kv.mod_revision}/${kv.version}`);
   return { revision: Number(HashKV.header.revision), hash: HashKV.hash, kvs };
 }
 

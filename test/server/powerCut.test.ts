@@ -110,7 +110,11 @@ describe('a member whose log lost the hard state that moved its commit index (a 
 
       c.spawn(m, ['--snapshot-count', '40']);
       await c.waitForLeader([m]);
-      if (cut === 'torn in its middle') assert.ok(m.log.some((l) => l.includes('cut off a torn record')), m.log.join('\n'));
+      if (cut === 'torn in its middle')
+        assert.ok(
+          m.log.some((l) => l.includes('cut off a torn record')),
+          m.log.join('\n'),
+        );
       assert.equal(await count(m.client), KEYS);
       // It went down 170 ms after becoming leader: it must still be up well after.
       await new Promise((r) => setTimeout(r, 1500));

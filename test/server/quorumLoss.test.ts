@@ -67,7 +67,10 @@ describe('quorum loss and --force-new-cluster', () => {
       c.spawn(a, []);
       await waitFor('the old member to accept client connections', async () => (await etcdctl(a.client, 'endpoint', 'status')).code === 0);
       const KV = service('etcdserverpb.KV');
-      const kv = new KV(a.client, grpc.credentials.createInsecure()) as unknown as { Put(req: unknown, opts: unknown, cb: (e: grpc.ServiceError | null) => void): void; close(): void };
+      const kv = new KV(a.client, grpc.credentials.createInsecure()) as unknown as {
+        Put(req: unknown, opts: unknown, cb: (e: grpc.ServiceError | null) => void): void;
+        close(): void;
+      };
       err = await new Promise<grpc.ServiceError | null>((resolve) =>
         kv.Put({ key: Buffer.from('split-brain'), value: Buffer.from('x') }, { deadline: Date.now() + 30_000 }, (e) => resolve(e)),
       );
@@ -89,6 +92,9 @@ describe('quorum loss and --force-new-cluster', () => {
     assert.equal(await c.kill(survivor, 'SIGTERM'), 0);
     c.spawn(survivor, ['--force-new-cluster']);
     assert.equal(await c.exitOf(survivor), 3);
-    assert.ok(survivor.log.some((l) => l.includes('--force-new-cluster was already applied')), survivor.log.join('\n'));
+    assert.ok(
+      survivor.log.some((l) => l.includes('--force-new-cluster was already applied')),
+      survivor.log.join('\n'),
+    );
   });
 });

@@ -171,7 +171,10 @@ describe('join checks (phase 2)', () => {
     const stranger = c.define('m9');
     c.spawn(stranger, ['--initial-cluster', c.initialCluster([c.members[0], stranger]), '--initial-cluster-state', 'existing']);
     assert.equal(await c.exitOf(stranger), 1);
-    assert.ok(stranger.log.some((l) => /error validating peerURLs .*(member count is unequal|no match found)/.test(l)), stranger.log.join('\n'));
+    assert.ok(
+      stranger.log.some((l) => /error validating peerURLs .*(member count is unequal|no match found)/.test(l)),
+      stranger.log.join('\n'),
+    );
     assert.ok(!fs.existsSync(`${stranger.dataDir}/member`), 'the refused member wrote its data dir');
   });
 
@@ -182,6 +185,9 @@ describe('join checks (phase 2)', () => {
     const extra = c.define('m7');
     c.spawn(m, ['--initial-cluster', `${c.initialCluster([c.members[0], m])},m7=${extra.peerUrl}`, '--initial-cluster-state', 'existing']);
     assert.equal(await c.exitOf(m), 1);
-    assert.ok(m.log.some((l) => /member count is unequal/.test(l)), m.log.join('\n'));
+    assert.ok(
+      m.log.some((l) => /member count is unequal/.test(l)),
+      m.log.join('\n'),
+    );
   });
 });

@@ -22,11 +22,13 @@ function metric(text: string, name: string): number {
 
 function scrape(url: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    http.get(`${url}/metrics`, (res) => {
-      let body = '';
-      res.on('data', (d) => (body += d));
-      res.on('end', () => resolve(body));
-    }).on('error', reject);
+    http
+      .get(`${url}/metrics`, (res) => {
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () => resolve(body));
+      })
+      .on('error', reject);
   });
 }
 
@@ -66,10 +68,12 @@ describe('group commit', () => {
     const KV = service('etcdserverpb.KV');
     const kv = new KV(c.members[0].client, grpc.credentials.createInsecure()) as unknown as KvClient;
     await Promise.all(
-      Array.from({ length: 100 }, (_, i) =>
-        new Promise<void>((resolve, reject) =>
-          kv.Put({ key: Buffer.from(`gc${i}`), value: Buffer.alloc(256, 1) }, { deadline: Date.now() + 20_000 }, (e) => (e ? reject(e) : resolve())),
-        ),
+      Array.from(
+        { length: 100 },
+        (_, i) =>
+          new Promise<void>((resolve, reject) =>
+            kv.Put({ key: Buffer.from(`gc${i}`), value: Buffer.alloc(256, 1) }, { deadline: Date.now() + 20_000 }, (e) => (e ? reject(e) : resolve())),
+          ),
       ),
     );
     kv.close();
@@ -128,7 +132,9 @@ describe('strict reconfiguration check, move-leader and cluster identity', () =>
     const follower = c.running().find((m) => m.name !== now.name)!;
     const M = service('etcdserverpb.Maintenance');
     const mc = new M(follower.client, grpc.credentials.createInsecure()) as unknown as MaintenanceClient;
-    const err = await new Promise<grpc.ServiceError | null>((resolve) => mc.MoveLeader({ targetID: BigInt(target.ID).toString() }, { deadline: Date.now() + 5000 }, (e) => resolve(e)));
+    const err = await new Promise<grpc.ServiceError | null>((resolve) =>
+      mc.MoveLeader({ targetID: BigInt(target.ID).toString() }, { deadline: Date.now() + 5000 }, (e) => resolve(e)),
+    );
     mc.close();
     assert.equal(err?.code, grpc.status.FAILED_PRECONDITION);
     assert.equal(err?.details, 'etcdserver: not leader');

@@ -45,14 +45,19 @@ async function refused(call: Promise<unknown>, code: grpc.status, text: string):
 
 /** A membership change, retried while the strict check finds the peers' connections younger than 5 s. */
 function settled<T>(what: string, fn: () => Promise<T>): Promise<T> {
-  return waitFor(what, async () => {
-    try {
-      return await fn();
-    } catch (e) {
-      if (e instanceof EtcdClientError && e.serverMessage === 'etcdserver: unhealthy cluster') return undefined;
-      throw e;
-    }
-  }, 30_000, 500);
+  return waitFor(
+    what,
+    async () => {
+      try {
+        return await fn();
+      } catch (e) {
+        if (e instanceof EtcdClientError && e.serverMessage === 'etcdserver: unhealthy cluster') return undefined;
+        throw e;
+      }
+    },
+    30_000,
+    500,
+  );
 }
 
 /** A fresh client for one call, for a member that may not be listening yet (ours keeps its first dial's outcome). */
@@ -104,7 +109,11 @@ describe('member add, the strict reconfiguration check and join checks (strict c
     // 2 started voters are a quorum of 3: this add is allowed.
     await settled('adding v3', async () => (await lead(c)).memberAdd([unstarted.peerUrl]));
     // 2 started voters are not a quorum of 4.
-    await refused((await lead(c)).memberAdd([c.define('v4').peerUrl]), grpc.status.FAILED_PRECONDITION, 'etcdserver: re-configuration failed due to not enough started members');
+    await refused(
+      (await lead(c)).memberAdd([c.define('v4').peerUrl]),
+      grpc.status.FAILED_PRECONDITION,
+      'etcdserver: re-configuration failed due to not enough started members',
+    );
     const list = await members(await lead(c));
     assert.equal(list.length, 3);
     assert.equal(list.find((m) => m.peerURLs.includes(unstarted.peerUrl))?.name, '');
@@ -124,7 +133,10 @@ describe('member add, the strict reconfiguration check and join checks (strict c
     c.spawn(imposter, ['--initial-cluster', c.initialCluster([c.members[0], c.members[1], imposter]), '--initial-cluster-state', 'existing']);
     assert.equal(await c.exitOf(imposter), 1);
     const expected = `PeerURLs: no match found for existing member (${v3.toString(16)}, ${unstarted.peerUrl})`;
-    assert.ok(imposter.log.some((l) => l.includes('error validating peerURLs') && l.includes(expected)), imposter.log.join('\n'));
+    assert.ok(
+      imposter.log.some((l) => l.includes('error validating peerURLs') && l.includes(expected)),
+      imposter.log.join('\n'),
+    );
     assert.ok(!fs.existsSync(path.join(imposter.dataDir, 'member')), 'the refused member wrote its data dir');
   });
 
@@ -139,7 +151,10 @@ describe('member add, the strict reconfiguration check and join checks (strict c
     const lid = await idOf(await lead(c), leader.peerUrl);
     const vid = await idOf(await lead(c), victim.peerUrl);
     // The same shape the strict check refused above.
-    assert.equal(strictRemoveCheck(await members(await lead(c)), vid, () => true, lid), ErrNotEnoughStartedMembers);
+    assert.equal(
+      strictRemoveCheck(await members(await lead(c)), vid, () => true, lid),
+      ErrNotEnoughStartedMembers,
+    );
     const left = await client(leader).memberRemove(vid);
     assert.ok(!left.members.some((m) => m.id === vid));
     assert.equal(await c.exitOf(victim), 78);
@@ -166,7 +181,9 @@ describe('learners, forwarding, update and restart with new URLs, a pending chan
     c.spawn(learner, ['--initial-cluster', initial, '--initial-cluster-state', 'existing']);
     await (await lead(c)).put('before-learner', 'yes');
     // A fresh client per attempt: ours keeps the outcome of its first dial.
-    await waitFor('the learner to catch up', () => withClient(learner, async (lc) => (await lc.range('before-learner', { serializable: true })).kvs[0]?.value.toString() === 'yes'));
+    await waitFor('the learner to catch up', () =>
+      withClient(learner, async (lc) => (await lc.range('before-learner', { serializable: true })).kvs[0]?.value.toString() === 'yes'),
+    );
     const lc = client(learner);
     const text = 'etcdserver: rpc not supported for learner';
     await refused(lc.memberList(), grpc.status.UNAVAILABLE, text);
@@ -204,7 +221,9 @@ describe('learners, forwarding, update and restart with new URLs, a pending chan
     assert.deepEqual((await members(await lead(c))).find((m) => m.id === id)?.peerURLs, [newPeer]);
     // Replication reaches it at the new URL.
     await waitFor('a write with the updated member back', async () => (await (await lead(c)).put('after-update', 'yes')) !== undefined);
-    await waitFor('the updated member to catch up', () => withClient(learner, async (lc) => (await lc.range('after-update', { serializable: true })).kvs[0]?.value.toString() === 'yes'));
+    await waitFor('the updated member to catch up', () =>
+      withClient(learner, async (lc) => (await lc.range('after-update', { serializable: true })).kvs[0]?.value.toString() === 'yes'),
+    );
   });
 
   test('a restart with new --advertise-client-urls publishes them', async () => {
@@ -251,7 +270,10 @@ describe('learners, forwarding, update and restart with new URLs, a pending chan
     const leader = await c.waitForLeader();
     const lid = await idOf(await lead(c), leader.peerUrl);
     // 2 started voters of 3 are not a quorum of 4: strict would refuse.
-    assert.equal(strictAddCheck(await members(await lead(c)), true, () => true, lid), ErrNotEnoughStartedMembers);
+    assert.equal(
+      strictAddCheck(await members(await lead(c)), true, () => true, lid),
+      ErrNotEnoughStartedMembers,
+    );
     const v4 = c.define('v4');
     const added = await waitFor('the add, once the pending change is applied', async () => {
       try {
@@ -309,19 +331,27 @@ describe('identity, LIFEBOAT_<FLAG> variables, SIGINT', () => {
     const list = await client(m).memberList();
     assert.equal(list.header.clusterId.toString(16), 'cdf818194e3a8c32');
     assert.equal(list.header.memberId.toString(16), '8e9e05c52164694d');
-    assert.deepEqual(list.members.map((x) => x.id.toString(16)), ['8e9e05c52164694d']);
+    assert.deepEqual(
+      list.members.map((x) => x.id.toString(16)),
+      ['8e9e05c52164694d'],
+    );
   });
 
   test('LIFEBOAT_<FLAG> variables apply when the flag is absent, and the flag wins', async () => {
     const body = await new Promise<string>((resolve, reject) => {
-      http.get(`${metricsUrl}/metrics`, (res) => {
-        let b = '';
-        res.on('data', (d) => (b += d));
-        res.on('end', () => resolve(b));
-      }).on('error', reject);
+      http
+        .get(`${metricsUrl}/metrics`, (res) => {
+          let b = '';
+          res.on('data', (d) => (b += d));
+          res.on('end', () => resolve(b));
+        })
+        .on('error', reject);
     });
     assert.match(body, /etcd_server_is_leader 1/);
-    assert.deepEqual((await client(m).memberList()).members.map((x) => x.name), ['m1']);
+    assert.deepEqual(
+      (await client(m).memberList()).members.map((x) => x.name),
+      ['m1'],
+    );
   });
 
   test('SIGINT stops the member cleanly with exit 0', async () => {

@@ -46,7 +46,21 @@ interface Args {
 }
 
 function parse(argv: string[]): Args {
-  const a: Args = { seeds: 0, seed: 1, steps: 1000, nodes: 5, voters: 3, checks: 'all', liveness: true, literalLearnerRule: false, etcdRemoval: false, snapshots: 'transport', trace: 60, verbose: false, keepGoing: false };
+  const a: Args = {
+    seeds: 0,
+    seed: 1,
+    steps: 1000,
+    nodes: 5,
+    voters: 3,
+    checks: 'all',
+    liveness: true,
+    literalLearnerRule: false,
+    etcdRemoval: false,
+    snapshots: 'transport',
+    trace: 60,
+    verbose: false,
+    keepGoing: false,
+  };
   let seedGiven = false;
   const int = (flag: string, v: string | undefined): number => {
     const n = Number(v);
@@ -201,7 +215,8 @@ function main(): void {
     const r = runSeed(o);
     ran++;
     addStats(total, r.stats);
-    if (a.verbose) console.log(`seed ${seed}: ${r.ok ? 'ok' : r.failure!.invariant} (${r.stats.leaderChanges} leaders, ${r.stats.entriesCommitted} committed) ${r.profile}`);
+    if (a.verbose)
+      console.log(`seed ${seed}: ${r.ok ? 'ok' : r.failure!.invariant} (${r.stats.leaderChanges} leaders, ${r.stats.entriesCommitted} committed) ${r.profile}`);
     if (!r.ok && a.keepGoing) {
       failed.push(`seed ${seed}: ${r.failure!.invariant} at t=${r.failure!.tick}: ${r.failure!.detail}`);
     } else if (!r.ok) {
@@ -223,7 +238,9 @@ function main(): void {
     for (const f of failed) console.log(`  ${f}`);
     process.exit(1);
   }
-  console.log(`\n${ran} seeds x ${a.steps} steps, ${a.nodes} nodes${a.plantedBug ? `, planted bug ${a.plantedBug}` : ''}: all passed in ${secs.toFixed(1)}s (${(ran / secs).toFixed(1)} seeds/s)`);
+  console.log(
+    `\n${ran} seeds x ${a.steps} steps, ${a.nodes} nodes${a.plantedBug ? `, planted bug ${a.plantedBug}` : ''}: all passed in ${secs.toFixed(1)}s (${(ran / secs).toFixed(1)} seeds/s)`,
+  );
 }
 
 main();

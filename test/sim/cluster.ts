@@ -24,15 +24,7 @@ import {
   type Ready,
   type Snapshot,
 } from '../../src/raft/index.js';
-import {
-  Invariants,
-  chainHash,
-  diskLastIndex,
-  entryHash,
-  violation,
-  type CheckLevel,
-  type DiskLog,
-} from './invariants.js';
+import { Invariants, chainHash, diskLastIndex, entryHash, violation, type CheckLevel, type DiskLog } from './invariants.js';
 import { Network, type Envelope } from './network.js';
 import { Rng, mixSeed } from './rng.js';
 import { Trace, node } from './trace.js';
@@ -375,7 +367,9 @@ export class Cluster {
     this.boot(n);
     this.stats.restarts++;
     const d = n.disk;
-    this.event(`restart ${node(n.id)} (term ${d.hardState.term}, vote ${d.hardState.vote === NONE ? '-' : node(d.hardState.vote)}, log ${d.snapshot.meta.index + 1}..${diskLastIndex(d)}, commit ${d.hardState.commit}, applied ${n.app.applied})`);
+    this.event(
+      `restart ${node(n.id)} (term ${d.hardState.term}, vote ${d.hardState.vote === NONE ? '-' : node(d.hardState.vote)}, log ${d.snapshot.meta.index + 1}..${diskLastIndex(d)}, commit ${d.hardState.commit}, applied ${n.app.applied})`,
+    );
   }
 
   /** A removed member shuts down for good (its disk is kept for the checks). */
@@ -476,7 +470,10 @@ export class Cluster {
 
   private voteRequested(n: SimNode, m: Message): void {
     if (!n.raft!.status().conf.voters.includes(m.to)) {
-      violation('learner-vote', `${node(n.id)} asked ${node(m.to)} for a ${m.type === MessageType.Vote ? 'vote' : 'pre-vote'} in term ${m.term}, but ${node(m.to)} is not a voter in its configuration`);
+      violation(
+        'learner-vote',
+        `${node(n.id)} asked ${node(m.to)} for a ${m.type === MessageType.Vote ? 'vote' : 'pre-vote'} in term ${m.term}, but ${node(m.to)} is not a voter in its configuration`,
+      );
     }
     this.voteRequests.add(`${m.term}:${n.id}>${m.to}`);
   }
@@ -561,7 +558,8 @@ export class Cluster {
     const d = n.disk;
     if (rd.snapshot) {
       const meta = rd.snapshot.meta;
-      if (d.hardState.commit > meta.index) violation('committed-entry-lost', `${node(n.id)} replaced its log (commit ${d.hardState.commit}) by an older snapshot at ${meta.index}`);
+      if (d.hardState.commit > meta.index)
+        violation('committed-entry-lost', `${node(n.id)} replaced its log (commit ${d.hardState.commit}) by an older snapshot at ${meta.index}`);
       d.snapshot = rd.snapshot;
       d.entries = [];
     }

@@ -80,7 +80,9 @@ const hashes = new Set(c.members.map((n) => `${n.app.applied}:${n.app.hash.toStr
 say(`all ${c.members.length} nodes applied index ${final}; state hashes ${hashes.size === 1 ? 'identical' : 'DIFFER'} (${[...hashes][0]})`);
 for (const n of c.members) {
   const st = n.raft!.status();
-  say(`  ${node(n.id)}: ${st.state.padEnd(9)} term ${st.term}, log ${st.firstIndex}..${st.lastIndex}, applied ${n.app.applied}, state ${n.app.hash.toString(16)}`);
+  say(
+    `  ${node(n.id)}: ${st.state.padEnd(9)} term ${st.term}, log ${st.firstIndex}..${st.lastIndex}, applied ${n.app.applied}, state ${n.app.hash.toString(16)}`,
+  );
 }
 say(`safety checked all along: ${c.stats.messagesDelivered} messages, ${c.stats.leaderChanges} leaders, ${c.stats.entriesCommitted} entries committed`);
 if (hashes.size !== 1) process.exit(1);

@@ -164,7 +164,8 @@ export class Invariants {
       case 'PreVoteResp': {
         if (m.reject) return;
         const why = learnerVote();
-        if (why !== undefined) violation('learner-vote', `learner ${node(id)} granted a ${m.type === 'VoteResp' ? 'vote' : 'pre-vote'} to ${node(m.to)} in term ${m.term}${why}`);
+        if (why !== undefined)
+          violation('learner-vote', `learner ${node(id)} granted a ${m.type === 'VoteResp' ? 'vote' : 'pre-vote'} to ${node(m.to)} in term ${m.term}${why}`);
         if (m.type === 'PreVoteResp') return;
         let byCand = this.grants.get(m.term);
         if (!byCand) this.grants.set(m.term, (byCand = new Map()));
@@ -206,7 +207,10 @@ export class Invariants {
     let votes = 0;
     for (const v of st.conf.voters) if (v === id ? st.vote === id : granted?.has(v)) votes++;
     if (votes < quorum(st.conf.voters.length)) {
-      violation('vote-quorum', `${node(id)} became leader of term ${st.term} with ${votes} voter votes of ${st.conf.voters.length} (voters ${st.conf.voters.map(node).join(',')})`);
+      violation(
+        'vote-quorum',
+        `${node(id)} became leader of term ${st.term} with ${votes} voter votes of ${st.conf.voters.length} (voters ${st.conf.voters.map(node).join(',')})`,
+      );
     }
 
     for (const [commitTerm, p] of this.commitPoints) {
@@ -261,7 +265,10 @@ export class Invariants {
       return true;
     }
     if (rec.term !== e.term || rec.hash !== dataHash) {
-      violation('state-machine-safety', `${node(id)} applied ${e.index}@${e.term} but ${node(rec.by)} applied ${e.index}@${rec.term} (different entries at one index)`);
+      violation(
+        'state-machine-safety',
+        `${node(id)} applied ${e.index}@${e.term} but ${node(rec.by)} applied ${e.index}@${rec.term} (different entries at one index)`,
+      );
     }
     if (rec.chain !== chain) {
       violation('state-machine-safety', `${node(id)} reached a different state than ${node(rec.by)} after applying index ${e.index}`);
@@ -285,6 +292,10 @@ export class Invariants {
   readServed(id: NodeId, ctx: number, index: number): void {
     const min = this.reads.get(ctx);
     if (min === undefined) return; // not asked through the harness
-    if (index < min) violation('linearizable-read', `${node(id)} served read #${ctx} at index ${index}, but index ${min} had been applied (by some node) before the read was asked`);
+    if (index < min)
+      violation(
+        'linearizable-read',
+        `${node(id)} served read #${ctx} at index ${index}, but index ${min} had been applied (by some node) before the read was asked`,
+      );
   }
 }

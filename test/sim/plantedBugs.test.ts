@@ -39,7 +39,10 @@ for (const checks of ['all', 'end-to-end'] as const) {
         const f = result.failure!;
         t.diagnostic(`${bug}: caught at seed ${result.seed} (${seeds} seed${seeds === 1 ? '' : 's'} run) by ${f.invariant}: ${f.detail}`);
         t.diagnostic(`replay: ${f.replay}`);
-        assert.ok(EXPECTED[bug].includes(f.invariant), `${bug} was reported as ${f.invariant} (${f.detail}); expected one of ${EXPECTED[bug].join(', ')}\n${f.stack ?? ''}`);
+        assert.ok(
+          EXPECTED[bug].includes(f.invariant),
+          `${bug} was reported as ${f.invariant} (${f.detail}); expected one of ${EXPECTED[bug].join(', ')}\n${f.stack ?? ''}`,
+        );
       });
     }
   });

@@ -134,7 +134,9 @@ function describe(p: Profile): string {
     `core: hb=${c.heartbeatTick} preVote=${c.preVote} checkQuorum=${c.checkQuorum} maxSize=${c.maxSizePerMsg} inflight=${c.maxInflightMsgs}; ` +
     `net: drop=${f.drop} dup=${f.dup} delay=${f.delay}x${f.maxDelay} readyCrash=${f.readyCrash} durableApply=${f.durableApply} asyncWrite=${f.asyncWrite ?? 0}x${f.writeTicks ?? 0}t; ` +
     `work: partition=${w.partition}/${w.partitionTicks}t crash=${w.crash}/${w.downTicks}t propose=${w.propose} conf=${w.confChange} compact=${w.compact}/${w.compactGap} campaign=${w.campaign} transfer=${w.transfer} read=${w.read}` +
-    (n === NO_NEMESIS ? '' : `; nemesis: crashOnCommit=${n.crashOnCommit} crashNewLeader=${n.crashNewLeader} isolateNewLeader=${n.isolateNewLeader} crashOnVote=${n.crashOnVote} quickRestart=${n.quickRestart}t`)
+    (n === NO_NEMESIS
+      ? ''
+      : `; nemesis: crashOnCommit=${n.crashOnCommit} crashNewLeader=${n.crashNewLeader} isolateNewLeader=${n.isolateNewLeader} crashOnVote=${n.crashOnVote} quickRestart=${n.quickRestart}t`)
   );
 }
 
@@ -291,7 +293,6 @@ class Driver {
         c.cutOneWay(shuffled.slice(0, cut), shuffled.slice(cut), ticks);
       }
     }
-
   }
 
   private changeMembership(): void {
@@ -425,7 +426,9 @@ export function runSeed(o: RunOptions): RunResult {
 }
 
 function fingerprint(c: Cluster): string {
-  const nodes = [...c.nodes.values()].map((n) => `${node(n.id)}:${n.up ? 'up' : n.destroyed ? 'gone' : 'down'}:t${n.disk.hardState.term}:a${n.app.applied}:${n.app.hash.toString(16)}`);
+  const nodes = [...c.nodes.values()].map(
+    (n) => `${node(n.id)}:${n.up ? 'up' : n.destroyed ? 'gone' : 'down'}:t${n.disk.hardState.term}:a${n.app.applied}:${n.app.hash.toString(16)}`,
+  );
   return `t=${c.t} commit=${c.check.maxCommit} ${nodes.join(' ')}`;
 }
 

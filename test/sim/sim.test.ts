@@ -78,7 +78,10 @@ test('a seed replays exactly: same events, same trace, same outcome', () => {
  * hand-built versions of some): regression tests, failing `npm test` if one breaks again.
  */
 const CORE_BUGS: { what: string; o: RunOptions }[] = [
-  { what: 'a leader that removes itself steps down before the others learn the commit: quorum lost for good', o: { seed: 337, steps: STEPS, nodes: NODES, asyncWrite: 0 } },
+  {
+    what: 'a leader that removes itself steps down before the others learn the commit: quorum lost for good',
+    o: { seed: 337, steps: STEPS, nodes: NODES, asyncWrite: 0 },
+  },
   { what: 'same, the removed leader stays up but rejects votes (longer log) and cannot campaign', o: { seed: 751, steps: STEPS, nodes: NODES, asyncWrite: 0 } },
   { what: 'a ReadIndex forwarded back to its origin makes step() throw NotLeader', o: { seed: 2315, steps: STEPS, nodes: NODES, asyncWrite: 0 } },
 ];

@@ -19,7 +19,6 @@ const CONF = { voters: [1n, 2n, 3n], learners: [] };
 /** A child never outlives this, whatever happens to its parent. */
 const MAX_MS = 30_000;
 
-
 function writeUntilKilled(dir: string, seed: number): void {
   const rnd = seeded(seed);
   const { storage } = RaftStorage.open(dir, { identity: IDENTITY, ...CHILD_STORAGE_OPTS });

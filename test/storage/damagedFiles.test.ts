@@ -29,7 +29,11 @@ function populate(dir: string, identity = IDENTITY): void {
 }
 
 function segments(dir: string): string[] {
-  return fs.readdirSync(walDir(dir)).filter((n) => n.endsWith('.wal')).sort().map((n) => path.join(walDir(dir), n));
+  return fs
+    .readdirSync(walDir(dir))
+    .filter((n) => n.endsWith('.wal'))
+    .sort()
+    .map((n) => path.join(walDir(dir), n));
 }
 
 function records(file: string): ScannedRecord[] {

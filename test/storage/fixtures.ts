@@ -61,7 +61,7 @@ export function isGenuine(e: Entry): boolean {
 /** A crash child's line to its parent on stdout: written whole and synchronously, so it is out before any kill. */
 export function report(line: string): void {
   const buf = Buffer.from(line + '\n');
-  for (let done = 0; done < buf.length; ) {
+  for (let done = 0; done < buf.length;) {
     try {
       done += fs.writeSync(1, buf, done);
     } catch (err) {

@@ -14,7 +14,12 @@ export class LogModel {
   ) {}
 
   static from(state: PersistedState): LogModel {
-    return new LogModel(state.snapshot.index, state.snapshot.term, state.entries.map((e) => e.term), { ...state.hardState });
+    return new LogModel(
+      state.snapshot.index,
+      state.snapshot.term,
+      state.entries.map((e) => e.term),
+      { ...state.hardState },
+    );
   }
 
   clone(): LogModel {

@@ -80,7 +80,15 @@ export async function capture(root: string, opts: { keys: number; every: number;
   const peerUrl = `http://127.0.0.1:${peer}`;
   const clientUrl = `http://127.0.0.1:${client}`;
   const faults = [`sync-journal:${journal}`, ...(opts.planted ? ['ack-before-fsync'] : [])];
-  const proc = spawnMember(dataDir, peerUrl, peerUrl, clientUrl, ['--initial-cluster', `m1=${peerUrl}`, '--snapshot-count', String(opts.snapshotCount)], faults.join(','), path.join(root, 'live.log'));
+  const proc = spawnMember(
+    dataDir,
+    peerUrl,
+    peerUrl,
+    clientUrl,
+    ['--initial-cluster', `m1=${peerUrl}`, '--snapshot-count', String(opts.snapshotCount)],
+    faults.join(','),
+    path.join(root, 'live.log'),
+  );
   const cuts: Cut[] = [];
   try {
     await waitServing(proc, clientUrl);
@@ -102,7 +110,14 @@ export async function capture(root: string, opts: { keys: number; every: number;
         const synced = last && last[0] === segment ? Number(last[1]) : SEGMENT_HEADER;
         fs.writeFileSync(path.join(dir, 'acked.json'), JSON.stringify(promised));
         const snaps = fs.readdirSync(path.join(dir, 'member', 'snap')).map((n) => parseSnapshotName(n)?.index ?? 0);
-        cuts.push({ dir, acked: promised.length, segment, synced, applied: kvAppliedOf(path.join(dir, 'member'), path.join(root, 'scratch')), snapIndex: Math.max(0, ...snaps) });
+        cuts.push({
+          dir,
+          acked: promised.length,
+          segment,
+          synced,
+          applied: kvAppliedOf(path.join(dir, 'member'), path.join(root, 'scratch')),
+          snapIndex: Math.max(0, ...snaps),
+        });
       } finally {
         proc.kill('SIGCONT');
       }
@@ -126,7 +141,15 @@ export async function capture(root: string, opts: { keys: number; every: number;
   return { root, cuts, member: { name: 'm1', advertisePeerUrl: peerUrl, memberHex: meta.memberId.toString(16) } };
 }
 
-function spawnMember(dataDir: string, listenPeer: string, advertisePeer: string, clientUrl: string, extra: string[], fault: string, logFile: string): ChildProcess {
+function spawnMember(
+  dataDir: string,
+  listenPeer: string,
+  advertisePeer: string,
+  clientUrl: string,
+  extra: string[],
+  fault: string,
+  logFile: string,
+): ChildProcess {
   const env: NodeJS.ProcessEnv = { ...process.env, LIFEBOAT_FAULT: fault };
   const args = [BIN, 'server', '--name', 'm1', '--data-dir', dataDir, '--listen-peer-urls', listenPeer, '--initial-advertise-peer-urls', advertisePeer];
   args.push('--listen-client-urls', clientUrl, '--advertise-client-urls', clientUrl, '--heartbeat-interval', '20', '--election-timeout', '100', ...extra);
@@ -203,18 +226,32 @@ export function generate(cap: CaptureResult, category: Category, count: number, 
     const headerCommit = Number(header.readBigUInt64LE(64));
     // kv.db: this cut's state, or (older kv.db) an earlier one still covering the log's snapshot.
     const older = cap.cuts.filter((k) => k !== cut && k.applied >= cut.snapIndex && k.applied <= cut.applied);
-    const kvFrom = category === 'older kv.db' ? older[Math.floor(rnd() * older.length)] : category === 'kv above last index' || category === 'kv above commit' ? cut : rnd() < 0.5 ? cut : older[Math.floor(rnd() * older.length)] ?? cut;
+    const kvFrom =
+      category === 'older kv.db'
+        ? older[Math.floor(rnd() * older.length)]
+        : category === 'kv above last index' || category === 'kv above commit'
+          ? cut
+          : rnd() < 0.5
+            ? cut
+            : (older[Math.floor(rnd() * older.length)] ?? cut);
     if (!kvFrom) continue;
     // Where the log may end: at a record boundary at or after the synced offset (or anywhere below the
     // kv's applied index for the leader's state), or at the end of the records.
     const bounds = [...shape.records.map((r) => r.offset), shape.end];
     let candidates = bounds.filter((b) => b >= cut.synced);
-    if (category === 'kv above last index') candidates = bounds.filter((b) => logAt(shape, b, headerCommit, prevIndex).last < kvFrom.applied && b > SEGMENT_HEADER);
+    if (category === 'kv above last index')
+      candidates = bounds.filter((b) => logAt(shape, b, headerCommit, prevIndex).last < kvFrom.applied && b > SEGMENT_HEADER);
     if (category === 'kv above commit') candidates = candidates.filter((b) => logAt(shape, b, headerCommit, prevIndex).commit < kvFrom.applied);
     if (candidates.length === 0) continue;
     const cutAt = candidates[Math.floor(rnd() * candidates.length)]!;
     const tail: Case['tail'] =
-      category === 'torn record' ? 'torn' : category === 'zero-filled tail' ? 'zeros' : category === 'garbage tail' ? 'garbage' : (['none', 'zeros', 'torn'] as const)[Math.floor(rnd() * 3)]!;
+      category === 'torn record'
+        ? 'torn'
+        : category === 'zero-filled tail'
+          ? 'zeros'
+          : category === 'garbage tail'
+            ? 'garbage'
+            : (['none', 'zeros', 'torn'] as const)[Math.floor(rnd() * 3)]!;
     if (tail === 'torn' && cutAt >= shape.end) continue;
     const log = logAt(shape, cutAt, headerCommit, prevIndex);
     const categories: Category[] = [];
@@ -299,4 +336,3 @@ export async function runCase(cap: CaptureResult, c: Case, dir: string, ports: [
 export function describeCase(c: Case): string {
   return `case ${c.n}: ${path.basename(c.cut.dir)} (kv.db from ${path.basename(c.kvFrom.dir)}, applied ${c.kvFrom.applied}), log cut at byte ${c.cutAt} of ${c.cut.segment} (synced ${c.cut.synced}), tail ${c.tail} [${c.categories.join(', ')}]`;
 }
-

@@ -55,7 +55,9 @@ async function killOnce(l: Lineage, round: number): Promise<void> {
   const child = spawn(process.execPath, [CHILD, 'write', l.dir, String(round * 7919 + l.snapshots.size)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
+  const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('close', (code, signal) => resolve({ code, signal })),
+  );
   const kill = (afterMs: number) => setTimeout(() => child.kill('SIGKILL'), afterMs);
   // Mostly kill while it writes; sometimes while it is still starting or recovering.
   const early = l.rnd() < 0.15;

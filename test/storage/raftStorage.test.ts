@@ -124,7 +124,8 @@ describe('raft storage', () => {
   it('compacts after a local snapshot, dropping whole segments', () => {
     const fs = new SimulatedDisk();
     const { storage } = reopen(fs);
-    for (let i = 0; i < 40; i++) storage.save({ entries: entries(i * 5 + 1, i * 5 + 5, 1), hardState: { term: 1, vote: 0n, commit: i * 5 + 5 } }, { sync: true });
+    for (let i = 0; i < 40; i++)
+      storage.save({ entries: entries(i * 5 + 1, i * 5 + 5, 1), hardState: { term: 1, vote: 0n, commit: i * 5 + 5 } }, { sync: true });
     const before = fs.list(`${DIR}/member/wal`).length;
     assert.throws(() => storage.compact(100), /newest snapshot is at 0/);
     const conf = { voters: [1n, 2n, 3n], learners: [4n] };
@@ -199,8 +200,7 @@ describe('raft storage', () => {
     reopen(fs).storage.close();
     assert.throws(
       () => RaftStorage.open(DIR, { fs, expectMemberId: OTHER.memberId }),
-      (err: unknown) =>
-        err instanceof MemberMismatchError && err.message === 'data dir /data/m1 belongs to member 8e9e05c52164694d, not 91bc3c398fb3c146',
+      (err: unknown) => err instanceof MemberMismatchError && err.message === 'data dir /data/m1 belongs to member 8e9e05c52164694d, not 91bc3c398fb3c146',
     );
     assert.throws(() => RaftStorage.open(DIR, { fs, identity: { ...IDENTITY, clusterId: 5n } }), /belongs to cluster cdf818194e3a8c32, not 5$/);
   });

@@ -38,7 +38,10 @@ export function run(seed: number, crashes: number): RunStats {
   let durableSnapshot = 0;
 
   const save = (batch: { snapshot?: { index: number; term: number }; entries: ReturnType<typeof entries>; hardState?: HardState }, sync: boolean) => {
-    const hardState = batch.hardState && (batch.hardState.term !== model.hs.term || batch.hardState.vote !== model.hs.vote || batch.hardState.commit !== model.hs.commit) ? batch.hardState : undefined;
+    const hardState =
+      batch.hardState && (batch.hardState.term !== model.hs.term || batch.hardState.vote !== model.hs.vote || batch.hardState.commit !== model.hs.commit)
+        ? batch.hardState
+        : undefined;
     const states = model.batchStates({ ...batch, hardState });
     candidates.push(...states);
     if (batch.snapshot) snapshots.add(`${batch.snapshot.index}/${batch.snapshot.term}`);

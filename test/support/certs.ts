@@ -25,16 +25,51 @@ const EC = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes
 export async function makeCerts(dir: string): Promise<TestCerts> {
   const p = (f: string) => path.join(dir, f);
   const ca = async (name: string, cn: string) =>
-    openssl(dir, 'req', '-x509', ...EC, '-keyout', p(`${name}.key`), '-out', p(`${name}.crt`), '-days', '2', '-subj', `/CN=${cn}`,
-      '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
+    openssl(
+      dir,
+      'req',
+      '-x509',
+      ...EC,
+      '-keyout',
+      p(`${name}.key`),
+      '-out',
+      p(`${name}.crt`),
+      '-days',
+      '2',
+      '-subj',
+      `/CN=${cn}`,
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
+    );
   await ca('ca', 'lifeboat-test-ca');
   await ca('other-ca', 'lifeboat-other-ca');
   writeFileSync(p('server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\nbasicConstraints=CA:FALSE\n');
   writeFileSync(p('client.ext'), 'extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n');
-  for (const [name, cn] of [['server', 'etcd-server'], ['client', 'lifeboat-client']] as const) {
+  for (const [name, cn] of [
+    ['server', 'etcd-server'],
+    ['client', 'lifeboat-client'],
+  ] as const) {
     await openssl(dir, 'req', ...EC, '-keyout', p(`${name}.key`), '-out', p(`${name}.csr`), '-subj', `/CN=${cn}`);
-    await openssl(dir, 'x509', '-req', '-in', p(`${name}.csr`), '-CA', p('ca.crt'), '-CAkey', p('ca.key'), '-CAcreateserial',
-      '-out', p(`${name}.crt`), '-days', '2', '-extfile', p(`${name}.ext`));
+    await openssl(
+      dir,
+      'x509',
+      '-req',
+      '-in',
+      p(`${name}.csr`),
+      '-CA',
+      p('ca.crt'),
+      '-CAkey',
+      p('ca.key'),
+      '-CAcreateserial',
+      '-out',
+      p(`${name}.crt`),
+      '-days',
+      '2',
+      '-extfile',
+      p(`${name}.ext`),
+    );
   }
   return {
     dir,

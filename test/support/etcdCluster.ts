@@ -50,11 +50,16 @@ export class EtcdCluster {
       const initialCluster = specs.map((s) => `${s.name}=${s.peerUrl}`).join(',');
       for (const s of specs) {
         cluster.spawnMember(s.name, s.clientUrl, s.peerUrl, [
-          '--name', s.name,
-          '--initial-advertise-peer-urls', s.peerUrl,
-          '--initial-cluster', initialCluster,
-          '--initial-cluster-state', 'new',
-          '--initial-cluster-token', cluster.token,
+          '--name',
+          s.name,
+          '--initial-advertise-peer-urls',
+          s.peerUrl,
+          '--initial-cluster',
+          initialCluster,
+          '--initial-cluster-state',
+          'new',
+          '--initial-cluster-token',
+          cluster.token,
         ]);
       }
       await Promise.all(cluster.members.map((m) => cluster.waitReady(m)));
@@ -67,7 +72,10 @@ export class EtcdCluster {
 
   /** Client endpoints as `host:port` (plain) or `https://host:port` (TLS), comma-separated. */
   get endpoints(): string {
-    return this.members.filter((m) => m.proc).map((m) => this.endpointOf(m)).join(',');
+    return this.members
+      .filter((m) => m.proc)
+      .map((m) => this.endpointOf(m))
+      .join(',');
   }
 
   endpointOf(m: EtcdMember): string {
@@ -109,12 +117,18 @@ export class EtcdCluster {
     const logFile = path.join(this.dir, `${name}.log`);
     const tls = this.opts.tls;
     const args = [
-      '--data-dir', dataDir,
-      '--listen-client-urls', clientUrl,
-      '--advertise-client-urls', clientUrl,
-      '--listen-peer-urls', peerUrl,
-      '--logger', 'zap',
-      '--log-outputs', 'stderr',
+      '--data-dir',
+      dataDir,
+      '--listen-client-urls',
+      clientUrl,
+      '--advertise-client-urls',
+      clientUrl,
+      '--listen-peer-urls',
+      peerUrl,
+      '--logger',
+      'zap',
+      '--log-outputs',
+      'stderr',
       ...(tls ? ['--client-cert-auth', '--trusted-ca-file', tls.ca, '--cert-file', tls.serverCert, '--key-file', tls.serverKey] : []),
       ...extra,
     ];
@@ -136,7 +150,17 @@ export class EtcdCluster {
         if (m.proc && m.proc.exitCode !== null) {
           throw new Error(`etcd ${m.name} exited with code ${m.proc.exitCode}; log tail: ${this.logTail(m)}`);
         }
-        const r = await etcdctl('--endpoints', m.clientUrl, '--dial-timeout', '1s', '--command-timeout', '2s', ...this.tlsArgs(), 'endpoint', opts.learner ? 'status' : 'health');
+        const r = await etcdctl(
+          '--endpoints',
+          m.clientUrl,
+          '--dial-timeout',
+          '1s',
+          '--command-timeout',
+          '2s',
+          ...this.tlsArgs(),
+          'endpoint',
+          opts.learner ? 'status' : 'health',
+        );
         return r.code === 0;
       },
       { timeoutMs: 30_000, intervalMs: 200 },

@@ -26,7 +26,12 @@ export interface MemberProc {
   log: string[];
 }
 
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000, everyMs = 100): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 30_000,
+  everyMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {
@@ -61,7 +66,14 @@ export function killByLock(dataDir: string): void {
 /** The pid holding a data dir's lock (0 if none). */
 export function pidByLock(dataDir: string): number {
   try {
-    return Number(fs.readFileSync(path.join(dataDir, 'member', 'lock'), 'utf8').trim().split(/\s+/)[0]) || 0;
+    return (
+      Number(
+        fs
+          .readFileSync(path.join(dataDir, 'member', 'lock'), 'utf8')
+          .trim()
+          .split(/\s+/)[0],
+      ) || 0
+    );
   } catch {
     return 0;
   }
@@ -175,17 +187,29 @@ export class LifeboatCluster {
 
   /** Starts (or restarts) a member process with its flags plus `args` (and `opts.env` added to the environment). */
   spawn(m: MemberProc, args: string[], opts: SpawnOptions = {}): MemberProc {
-    return this.spawnServer(m, [
-      '--name', m.name,
-      '--data-dir', m.dataDir,
-      '--listen-peer-urls', m.peerUrl,
-      '--initial-advertise-peer-urls', m.advertisePeerUrl ?? m.peerUrl,
-      '--listen-client-urls', m.clientUrl,
-      '--advertise-client-urls', m.clientUrl,
-      '--heartbeat-interval', '50',
-      '--election-timeout', '500',
-      ...args,
-    ], opts);
+    return this.spawnServer(
+      m,
+      [
+        '--name',
+        m.name,
+        '--data-dir',
+        m.dataDir,
+        '--listen-peer-urls',
+        m.peerUrl,
+        '--initial-advertise-peer-urls',
+        m.advertisePeerUrl ?? m.peerUrl,
+        '--listen-client-urls',
+        m.clientUrl,
+        '--advertise-client-urls',
+        m.clientUrl,
+        '--heartbeat-interval',
+        '50',
+        '--election-timeout',
+        '500',
+        ...args,
+      ],
+      opts,
+    );
   }
 
   /**
@@ -194,7 +218,8 @@ export class LifeboatCluster {
    */
   spawnServer(m: MemberProc, args: string[], opts: SpawnOptions & { cwd?: string } = {}): MemberProc {
     // A second process would lose track of the first, which then outlives stopAll and hangs the test file.
-    if (m.proc && m.proc.exitCode === null && m.proc.signalCode === null) throw new Error(`${m.name} is still running (pid ${m.proc.pid}); stop it before starting it again`);
+    if (m.proc && m.proc.exitCode === null && m.proc.signalCode === null)
+      throw new Error(`${m.name} is still running (pid ${m.proc.pid}); stop it before starting it again`);
     // Settings given as variables: none may leak in from the test's own environment.
     const env: NodeJS.ProcessEnv = { ...process.env };
     if (opts.env && Object.keys(opts.env).length > 0) for (const k of Object.keys(env)) if (k.startsWith('LIFEBOAT_')) delete env[k];

@@ -125,12 +125,12 @@ export function failsWithOneLine(r: RunResult, code: number, ...mentions: string
 /** Stops a child: SIGTERM, then SIGKILL after 10 s; resolves once it has exited. */
 export async function stopProcess(proc: ChildProcess): Promise<void> {
   if (proc.exitCode !== null || proc.signalCode !== null) return;
-    await new Promise<void>((resolve) => {
-      const kill = setTimeout(() => proc.kill('SIGKILL'), 10_000);
-      proc.once('exit', () => {
-        clearTimeout(kill);
-        resolve();
-      });
-      proc.kill('SIGTERM');
+  await new Promise<void>((resolve) => {
+    const kill = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+    proc.once('exit', () => {
+      clearTimeout(kill);
+      resolve();
     });
+    proc.kill('SIGTERM');
+  });
 }

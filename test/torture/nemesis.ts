@@ -121,7 +121,13 @@ export class Nemesis {
     this.count('disk-full');
     const { m, holder } = this.disk;
     const ns = ['-t', String(holder.pid), '-m', '--'];
-    const used = Number(execFileSync('nsenter', [...ns, 'df', '-B1', '--output=used', m.dataDir]).toString().trim().split('\n').pop());
+    const used = Number(
+      execFileSync('nsenter', [...ns, 'df', '-B1', '--output=used', m.dataDir])
+        .toString()
+        .trim()
+        .split('\n')
+        .pop(),
+    );
     // tmpfs refuses a size below what it holds; df may count a little less than that.
     for (const slack of [0, 64 * 1024, 256 * 1024, MiB, 4 * MiB]) {
       const size = Math.max(used + slack, MiB);

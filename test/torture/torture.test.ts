@@ -14,7 +14,9 @@ describe('the fault suite', () => {
   test('60 s of kills, pauses, partitions, a full disk, failing fsyncs and churn: linearizable, every member back, equal HashKV', async () => {
     const r = await torture({ seconds: 60, seed: 11, members: 3, log });
     const counts = FAULT_KINDS.map((k) => `${k} ${r.faults.get(k) ?? 0}`).join(', ');
-    console.log(`torture (60 s): ${r.ops} ops; faults: ${counts}; ok ops/s quiet ${r.opsPerSecQuiet.toFixed(1)}, faulty ${r.opsPerSecFaulty.toFixed(1)}; verdict ${r.verdict}`);
+    console.log(
+      `torture (60 s): ${r.ops} ops; faults: ${counts}; ok ops/s quiet ${r.opsPerSecQuiet.toFixed(1)}, faulty ${r.opsPerSecFaulty.toFixed(1)}; verdict ${r.verdict}`,
+    );
     assert.deepEqual(r.problems, [], lines.join('\n'));
     assert.equal(r.verdict, 'ok', `${r.windowFile ?? ''}\n${lines.join('\n')}`);
     for (const k of FAULT_KINDS) assert.ok((r.faults.get(k) ?? 0) >= 1, `no ${k} fault was injected: ${counts}`);
@@ -23,7 +25,15 @@ describe('the fault suite', () => {
   test('a member that serves linearizable reads from its local state is caught', async () => {
     const out = tempDir('torture-planted');
     try {
-      const r = await torture({ seconds: 40, seed: 12, members: 3, planted: 'stale-local-reads', kinds: ['isolate', 'isolate-leader', 'pause'], outDir: out.dir, log });
+      const r = await torture({
+        seconds: 40,
+        seed: 12,
+        members: 3,
+        planted: 'stale-local-reads',
+        kinds: ['isolate', 'isolate-leader', 'pause'],
+        outDir: out.dir,
+        log,
+      });
       assert.equal(r.verdict, 'violation', `the planted bug went unseen: ${r.verdict}\n${lines.join('\n')}`);
       assert.ok(r.windowFile, 'no window file');
     } finally {

@@ -24,7 +24,16 @@ after(async () => {
 
 function snapMessage(from: bigint, to: bigint): Message {
   return {
-    type: MessageType.Snap, from, to, term: 3, logTerm: 0, index: 0, entries: [], commit: 0, reject: false, rejectHint: 0,
+    type: MessageType.Snap,
+    from,
+    to,
+    term: 3,
+    logTerm: 0,
+    index: 0,
+    entries: [],
+    commit: 0,
+    reject: false,
+    rejectHint: 0,
     snapshot: { meta: { index: 42, term: 3, conf: { voters: [from, to], learners: [] } }, data: new Uint8Array(0) },
   };
 }
@@ -43,7 +52,7 @@ async function receiver(port: number, delivered: { m: Message; file: string }[],
   return t;
 }
 
-test('a snapshot of several chunks arrives whole in a file, with its metadata; the sender\'s file is handed back', async () => {
+test("a snapshot of several chunks arrives whole in a file, with its metadata; the sender's file is handed back", async () => {
   const [port] = await freePorts(1, 'snapshot-stream-ok');
   const delivered: { m: Message; file: string }[] = [];
   const into = path.join(dir, 'ok');

@@ -25,7 +25,20 @@ describe('watching a restored member', () => {
     await c.kill(old);
 
     const restored = c.define('r1');
-    const r = await lifeboat('snapshot', 'restore', file, '--data-dir', restored.dataDir, '--name', 'r1', '--initial-advertise-peer-urls', restored.peerUrl, '--bump-revision', '1000', '--mark-compacted');
+    const r = await lifeboat(
+      'snapshot',
+      'restore',
+      file,
+      '--data-dir',
+      restored.dataDir,
+      '--name',
+      'r1',
+      '--initial-advertise-peer-urls',
+      restored.peerUrl,
+      '--bump-revision',
+      '1000',
+      '--mark-compacted',
+    );
     assert.equal(r.code, 0, r.stderr);
     c.spawn(restored, ['--initial-cluster', `r1=${restored.peerUrl}`]);
     await c.waitForLeader([restored]);

@@ -73,7 +73,10 @@ describe('a slow watcher', () => {
       const rssAfter = rssOf(m.proc?.pid);
       const written = N * VALUE.length;
       assert.ok(sawSlow, 'the watcher was never reported behind');
-      assert.ok(maxPending > 0 && maxPending <= PENDING_BOUND, `unsent watch bytes peaked at ${maxPending}, bound ${PENDING_BOUND} (events written: ${written} bytes)`);
+      assert.ok(
+        maxPending > 0 && maxPending <= PENDING_BOUND,
+        `unsent watch bytes peaked at ${maxPending}, bound ${PENDING_BOUND} (events written: ${written} bytes)`,
+      );
       const received = watch.events().length;
       assert.ok(received < N / 4, `the paused client received ${received} events already`);
       // For the record (RSS also holds SQLite's page cache, so it is not asserted).
@@ -101,14 +104,18 @@ describe('a slow watcher', () => {
     try {
       // 90 keys of 16 KiB in one revision, then all overwritten in one more: with
       // prev_kv the second revision's response is ~3 MB, above the 1.5 MiB limit.
-      const ops = (v: string) => Array.from({ length: 90 }, (_, i) => ({ request_put: { key: Buffer.from(`fr/${String(i).padStart(2, '0')}`), value: Buffer.alloc(16 * 1024, v) } }));
+      const ops = (v: string) =>
+        Array.from({ length: 90 }, (_, i) => ({ request_put: { key: Buffer.from(`fr/${String(i).padStart(2, '0')}`), value: Buffer.alloc(16 * 1024, v) } }));
       await kv.txn(ops('a'));
       const rev = Number((await kv.txn(ops('b'))).header.revision);
       watch.create({ key: 'fr/', range_end: 'fr0', start_revision: rev, prev_kv: true, fragment: true });
       await waitFor('every event', () => watch.events().length >= 90);
       const parts = watch.responses.filter((r) => r.events.length > 0);
       assert.ok(parts.length >= 2, `${parts.length} responses`);
-      assert.deepEqual(parts.map((p) => p.fragment), [...parts.slice(1).map(() => true), false]);
+      assert.deepEqual(
+        parts.map((p) => p.fragment),
+        [...parts.slice(1).map(() => true), false],
+      );
       assert.ok(watch.events().every((e) => e.mod === rev && e.value.startsWith('b')));
       assert.ok(parts.every((p) => p.events.every((e) => e.prev_kv?.value.toString().startsWith('a'))));
     } finally {
@@ -135,7 +142,11 @@ describe('a slow watcher', () => {
       assert.equal(cancel.cancel_reason, 'etcdserver: mvcc: required revision has been compacted');
       const revs = watch.events().map((e) => e.mod);
       assert.ok(revs.length < 400, 'it was cancelled before catching up');
-      assert.deepEqual(revs, Array.from({ length: revs.length }, (_, i) => start + i), 'what it got before is contiguous from its start');
+      assert.deepEqual(
+        revs,
+        Array.from({ length: revs.length }, (_, i) => start + i),
+        'what it got before is contiguous from its start',
+      );
       assert.equal(watch.responses.at(-1), cancel, 'nothing after the cancellation');
     } finally {
       watch.close();

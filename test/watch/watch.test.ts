@@ -71,11 +71,13 @@ describe('watch on a 3-member cluster', () => {
     await put(writer, 'other', 'x');
 
     const after = (es: SeenEvent[]) => es.slice(es.map((e) => e.value).lastIndexOf('ready') + 1);
-    await waitFor('every watcher to see its last event', () =>
-      watchJsonEvents(live.stdout).some((e) => e.type === 'DELETE') &&
-      watchJsonEvents(prefix.stdout).some((e) => e.value === '3') &&
-      watchJsonEvents(fromRev.stdout).some((e) => e.value === 'h3') &&
-      watchJsonEvents(prevKv.stdout).some((e) => e.value === '3'),
+    await waitFor(
+      'every watcher to see its last event',
+      () =>
+        watchJsonEvents(live.stdout).some((e) => e.type === 'DELETE') &&
+        watchJsonEvents(prefix.stdout).some((e) => e.value === '3') &&
+        watchJsonEvents(fromRev.stdout).some((e) => e.value === 'h3') &&
+        watchJsonEvents(prevKv.stdout).some((e) => e.value === '3'),
     );
     // A moment for anything unexpected to arrive too.
     await new Promise((r) => setTimeout(r, 300));
@@ -85,7 +87,11 @@ describe('watch on a 3-member cluster', () => {
     assert.deepEqual(brief(watchJsonEvents(prevKv.stdout)), ['PUT wp/a=1', 'PUT wp/b=2', 'DELETE wp/a prev=1', 'PUT wp/a=3']);
     for (const p of [live, prefix, fromRev, prevKv]) {
       const revs = watchJsonEvents(p.stdout).map((e) => e.mod);
-      assert.deepEqual(revs, [...revs].sort((x, y) => x - y), 'events in revision order');
+      assert.deepEqual(
+        revs,
+        [...revs].sort((x, y) => x - y),
+        'events in revision order',
+      );
       assert.equal(new Set(revs).size, revs.length, 'no event twice');
       assert.ok(p.running, `etcdctl watch exited: ${p.stderr}`);
     }

@@ -64,9 +64,17 @@ export function watchJsonEvents(stdout: string): SeenEvent[] {
   const out: SeenEvent[] = [];
   for (const line of stdout.split('\n')) {
     if (!line.startsWith('{')) continue;
-    const r = parseEtcdJson(line) as { Events?: Array<{ type?: number; kv: { key: string; value?: string; mod_revision: number }; prev_kv?: { value?: string } }> };
+    const r = parseEtcdJson(line) as {
+      Events?: Array<{ type?: number; kv: { key: string; value?: string; mod_revision: number }; prev_kv?: { value?: string } }>;
+    };
     for (const e of r.Events ?? []) {
-      out.push({ type: e.type === 1 ? 'DELETE' : 'PUT', key: b64(e.kv.key), value: b64(e.kv.value), mod: Number(e.kv.mod_revision), ...(e.prev_kv ? { prev: b64(e.prev_kv.value) } : {}) });
+      out.push({
+        type: e.type === 1 ? 'DELETE' : 'PUT',
+        key: b64(e.kv.key),
+        value: b64(e.kv.value),
+        mod: Number(e.kv.mod_revision),
+        ...(e.prev_kv ? { prev: b64(e.prev_kv.value) } : {}),
+      });
     }
   }
   return out;
@@ -123,11 +131,18 @@ export class RawWatch {
   }
 
   events(): Array<{ type: string; key: string; value: string; mod: number }> {
-    return this.responses.flatMap((r) => (r.events ?? []).map((e) => ({ type: e.type, key: e.kv.key.toString(), value: e.kv.value.toString(), mod: Number(e.kv.mod_revision) })));
+    return this.responses.flatMap((r) =>
+      (r.events ?? []).map((e) => ({ type: e.type, key: e.kv.key.toString(), value: e.kv.value.toString(), mod: Number(e.kv.mod_revision) })),
+    );
   }
 
   waitCreated(timeoutMs = 30_000): Promise<RawResponse> {
-    return waitFor('the watch to be created', () => this.responses.find((r) => r.created) ?? (this.error ? Promise.reject(this.error) : undefined), timeoutMs, 20);
+    return waitFor(
+      'the watch to be created',
+      () => this.responses.find((r) => r.created) ?? (this.error ? Promise.reject(this.error) : undefined),
+      timeoutMs,
+      20,
+    );
   }
 
   close(): void {
@@ -151,11 +166,17 @@ export class RawKv {
 
   put(key: string | Buffer, value: string | Buffer, timeoutMs = 10_000): Promise<{ header: { revision: string } }> {
     return new Promise((resolve, reject) =>
-      this.client.Put({ key: Buffer.from(key), value: Buffer.from(value) }, { deadline: new Date(Date.now() + timeoutMs) }, (e: Error | null, r: any) => (e ? reject(e) : resolve(r))),
+      this.client.Put({ key: Buffer.from(key), value: Buffer.from(value) }, { deadline: new Date(Date.now() + timeoutMs) }, (e: Error | null, r: any) =>
+        e ? reject(e) : resolve(r),
+      ),
     );
   }
 
-  range(key: string, rangeEnd?: string, opts: { serializable?: boolean; timeoutMs?: number } = {}): Promise<{ header: { revision: string }; kvs: Array<{ key: Buffer; value: Buffer }> }> {
+  range(
+    key: string,
+    rangeEnd?: string,
+    opts: { serializable?: boolean; timeoutMs?: number } = {},
+  ): Promise<{ header: { revision: string }; kvs: Array<{ key: Buffer; value: Buffer }> }> {
     return new Promise((resolve, reject) =>
       this.client.Range(
         { key: Buffer.from(key), range_end: rangeEnd === undefined ? Buffer.alloc(0) : Buffer.from(rangeEnd), serializable: !!opts.serializable },
@@ -167,14 +188,18 @@ export class RawKv {
 
   txn(success: unknown[]): Promise<{ header: { revision: string }; succeeded: boolean }> {
     return new Promise((resolve, reject) =>
-      this.client.Txn({ compare: [], success, failure: [] }, { deadline: new Date(Date.now() + 10_000) }, (e: Error | null, r: any) => (e ? reject(e) : resolve(r))),
+      this.client.Txn({ compare: [], success, failure: [] }, { deadline: new Date(Date.now() + 10_000) }, (e: Error | null, r: any) =>
+        e ? reject(e) : resolve(r),
+      ),
     );
   }
 
   del(key: string, rangeEnd?: string): Promise<{ header: { revision: string } }> {
     return new Promise((resolve, reject) =>
-      this.client.DeleteRange({ key: Buffer.from(key), range_end: rangeEnd === undefined ? Buffer.alloc(0) : Buffer.from(rangeEnd) }, { deadline: new Date(Date.now() + 10_000) }, (e: Error | null, r: any) =>
-        e ? reject(e) : resolve(r),
+      this.client.DeleteRange(
+        { key: Buffer.from(key), range_end: rangeEnd === undefined ? Buffer.alloc(0) : Buffer.from(rangeEnd) },
+        { deadline: new Date(Date.now() + 10_000) },
+        (e: Error | null, r: any) => (e ? reject(e) : resolve(r)),
       ),
     );
   }

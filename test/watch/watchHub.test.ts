@@ -29,7 +29,10 @@ class FakeSink implements WatchSink {
   /** Responses carrying events, as "PUT k=v@rev" strings. */
   events(): string[] {
     return this.out.flatMap((r) =>
-      r.events.map((e) => `${e.type === EventType.Put ? 'PUT' : 'DEL'} ${e.kv.key.toString()}${e.type === EventType.Put ? `=${e.kv.value.toString()}` : ''}@${e.kv.modRevision}${e.prevKv ? ` prev=${e.prevKv.value.toString()}` : ''}`),
+      r.events.map(
+        (e) =>
+          `${e.type === EventType.Put ? 'PUT' : 'DEL'} ${e.kv.key.toString()}${e.type === EventType.Put ? `=${e.kv.value.toString()}` : ''}@${e.kv.modRevision}${e.prevKv ? ` prev=${e.prevKv.value.toString()}` : ''}`,
+      ),
     );
   }
 }
@@ -69,11 +72,23 @@ describe('watch hub', () => {
     a.put('k1', 'a');
     hub.notify();
     await settle();
-    a.txn({ success: [{ requestPut: { key: b('k2'), value: b('b') } }, { requestPut: { key: b('k3'), value: b('c') } }, { requestPut: { key: b('zz'), value: b('-') } }] });
+    a.txn({
+      success: [
+        { requestPut: { key: b('k2'), value: b('b') } },
+        { requestPut: { key: b('k3'), value: b('c') } },
+        { requestPut: { key: b('zz'), value: b('-') } },
+      ],
+    });
     hub.notify();
     await settle();
     assert.deepEqual(sink.events(), ['PUT k1=a@3', 'PUT k2=b@4', 'PUT k3=c@4']);
-    assert.deepEqual(sink.out.slice(1).map((r) => [r.revision, r.events.length]), [[3, 1], [4, 2]]);
+    assert.deepEqual(
+      sink.out.slice(1).map((r) => [r.revision, r.events.length]),
+      [
+        [3, 1],
+        [4, 2],
+      ],
+    );
     hub.stop();
   });
 
@@ -90,7 +105,10 @@ describe('watch hub', () => {
     assert.equal(del.kv.modRevision, 4);
     assert.equal(del.kv.createRevision, 0);
     // One response per revision, each with that revision in its header (as etcd).
-    assert.deepEqual(sink.out.slice(1).map((r) => r.revision), [2, 3, 4, 5]);
+    assert.deepEqual(
+      sink.out.slice(1).map((r) => r.revision),
+      [2, 3, 4, 5],
+    );
     hub.stop();
   });
 
@@ -197,7 +215,10 @@ describe('watch hub', () => {
     await settle();
     const revs = sink.out.flatMap((r) => r.events.map((e) => e.kv.modRevision));
     assert.equal(revs.length, 2500);
-    assert.deepEqual(revs, Array.from({ length: 2500 }, (_, i) => i + 2));
+    assert.deepEqual(
+      revs,
+      Array.from({ length: 2500 }, (_, i) => i + 2),
+    );
     assert.ok(sink.out.length > 3, 'history came in several batches');
     assert.equal(hub.stats().slowWatchers, 0);
     hub.stop();
@@ -236,11 +257,20 @@ describe('watch hub', () => {
   });
 
   test('fragments: large responses split by size, every piece but the last marked', () => {
-    const events = Array.from({ length: 5 }, (_, i) => ({ type: EventType.Put, kv: { key: b(`k${i}`), value: Buffer.alloc(100), createRevision: 2, modRevision: 2, version: 1, lease: 0n } }));
+    const events = Array.from({ length: 5 }, (_, i) => ({
+      type: EventType.Put,
+      kv: { key: b(`k${i}`), value: Buffer.alloc(100), createRevision: 2, modRevision: 2, version: 1, lease: 0n },
+    }));
     const parts = fragments({ watchId: 1n, revision: 2, events }, 400);
     assert.ok(parts.length > 1);
-    assert.deepEqual(parts.map((p) => p.fragment), [...parts.slice(1).map(() => true), false]);
-    assert.equal(parts.reduce((n, p) => n + p.events.length, 0), 5);
+    assert.deepEqual(
+      parts.map((p) => p.fragment),
+      [...parts.slice(1).map(() => true), false],
+    );
+    assert.equal(
+      parts.reduce((n, p) => n + p.events.length, 0),
+      5,
+    );
     assert.deepEqual(fragments({ watchId: 1n, revision: 2, events: events.slice(0, 1) }, 10).length, 1);
   });
 

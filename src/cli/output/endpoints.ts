@@ -50,7 +50,11 @@ export const healthLine = (h: EndpointHealth) =>
 
 /** Healthy endpoints only: unhealthy ones go to stderr as errors. */
 export const endpointHealthOutput: Renderer<EndpointHealth[]> = {
-  simple: (list) => list.filter((h) => h.health).map(healthLine).join('\n'),
+  simple: (list) =>
+    list
+      .filter((h) => h.health)
+      .map(healthLine)
+      .join('\n'),
   table: (list) =>
     renderTable(
       ['ENDPOINT', 'HEALTH', 'TOOK', 'ERROR'],
@@ -67,7 +71,12 @@ export interface EndpointHashKV {
 
 export const endpointHashKVOutput: Renderer<EndpointHashKV[]> = {
   simple: (list) => list.map((e) => `${e.endpoint}, ${e.hashKV.hash}`).join('\n'),
-  table: (list) => renderTable(['ENDPOINT', 'HASH', 'COMPACT REVISION'], list.map((e) => [e.endpoint, e.hashKV.hash, e.hashKV.compactRevision]), { right: [1, 2] }),
+  table: (list) =>
+    renderTable(
+      ['ENDPOINT', 'HASH', 'COMPACT REVISION'],
+      list.map((e) => [e.endpoint, e.hashKV.hash, e.hashKV.compactRevision]),
+      { right: [1, 2] },
+    ),
   json: (list) =>
     list.map((e) => ({
       Endpoint: e.endpoint,

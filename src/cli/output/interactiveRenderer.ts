@@ -30,14 +30,17 @@ export class InteractiveRenderer implements RunView {
   }
 
   async run(nodes: ExecNode[]): Promise<void> {
-    await new Listr(nodes.map((n) => this.task(n)), {
-      concurrent: false,
-      exitOnError: true,
-      registerSignalListeners: false,
-      renderer: 'default',
-      fallbackRenderer: 'simple',
-      rendererOptions: { collapseSubtasks: false, collapseSkips: false, showSkipMessage: true, showErrorMessage: true },
-    }).run();
+    await new Listr(
+      nodes.map((n) => this.task(n)),
+      {
+        concurrent: false,
+        exitOnError: true,
+        registerSignalListeners: false,
+        renderer: 'default',
+        fallbackRenderer: 'simple',
+        rendererOptions: { collapseSubtasks: false, collapseSkips: false, showSkipMessage: true, showErrorMessage: true },
+      },
+    ).run();
   }
 
   private task(node: ExecNode): ListrTask {
@@ -47,7 +50,10 @@ export class InteractiveRenderer implements RunView {
         task: async (_ctx, task) => {
           const { title, nodes } = await node.expand();
           task.title = `${node.id}: ${title}`;
-          return task.newListr(nodes.map((n) => this.task(n)), { concurrent: false, exitOnError: true });
+          return task.newListr(
+            nodes.map((n) => this.task(n)),
+            { concurrent: false, exitOnError: true },
+          );
         },
       };
     }
@@ -74,4 +80,3 @@ export class InteractiveRenderer implements RunView {
     };
   }
 }
-

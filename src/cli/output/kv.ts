@@ -10,7 +10,14 @@ const kvLines = (kv: KeyValue) => `${kv.key.toString('utf8')}\n${kv.value.toStri
 const kvTable = (kvs: KeyValue[]) =>
   renderTable(
     ['KEY', 'VALUE', 'CREATE REVISION', 'MOD REVISION', 'VERSION', 'LEASE'],
-    kvs.map((kv) => [kv.key.toString('utf8'), kv.value.toString('utf8'), kv.createRevision, kv.modRevision, kv.version, kv.lease === 0n ? '' : hexId(kv.lease)]),
+    kvs.map((kv) => [
+      kv.key.toString('utf8'),
+      kv.value.toString('utf8'),
+      kv.createRevision,
+      kv.modRevision,
+      kv.version,
+      kv.lease === 0n ? '' : hexId(kv.lease),
+    ]),
     { right: [2, 3, 4] },
   );
 

@@ -9,7 +9,11 @@ import { renderTable } from './table.js';
 
 export const alarmOutput: Renderer<AlarmResult> = {
   simple: (r) => r.alarms.map((a) => `memberID:${hexId(a.memberId)} alarm:${a.alarm}`).join('\n'),
-  table: (r) => renderTable(['MEMBER ID', 'ALARM'], r.alarms.map((a) => [paddedHexId(a.memberId), a.alarm])),
+  table: (r) =>
+    renderTable(
+      ['MEMBER ID', 'ALARM'],
+      r.alarms.map((a) => [paddedHexId(a.memberId), a.alarm]),
+    ),
   json: (r) => ({ header: headerJson(r.header), alarms: r.alarms.map((a) => ({ memberID: hexId(a.memberId), alarm: a.alarm })) }),
 };
 
@@ -28,8 +32,17 @@ export interface Defragmented {
 }
 
 export const defragOutput: Renderer<Defragmented[]> = {
-  simple: (list) => list.filter((d) => d.ok).map((d) => `Finished defragmenting etcd member[${d.endpoint}]`).join('\n'),
-  table: (list) => renderTable(['ENDPOINT', 'DEFRAGMENTED', 'ERROR'], list.map((d) => [d.endpoint, String(d.ok), d.error ?? '']), { right: [1] }),
+  simple: (list) =>
+    list
+      .filter((d) => d.ok)
+      .map((d) => `Finished defragmenting etcd member[${d.endpoint}]`)
+      .join('\n'),
+  table: (list) =>
+    renderTable(
+      ['ENDPOINT', 'DEFRAGMENTED', 'ERROR'],
+      list.map((d) => [d.endpoint, String(d.ok), d.error ?? '']),
+      { right: [1] },
+    ),
   json: (list) => list.map((d) => ({ endpoint: d.endpoint, defragmented: d.ok, ...(d.error ? { error: d.error } : {}) })),
 };
 

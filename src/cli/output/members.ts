@@ -11,9 +11,7 @@ const status = (m: Member) => (m.name === '' ? 'unstarted' : 'started');
 
 export const memberListOutput: Renderer<MemberListResult> = {
   simple: (r) =>
-    r.members
-      .map((m) => [hexId(m.id), status(m), m.name, m.peerURLs.join(','), m.clientURLs.join(','), String(m.isLearner)].join(', '))
-      .join('\n'),
+    r.members.map((m) => [hexId(m.id), status(m), m.name, m.peerURLs.join(','), m.clientURLs.join(','), String(m.isLearner)].join(', ')).join('\n'),
   table: (r) =>
     renderTable(
       ['ID', 'STATUS', 'NAME', 'PEER ADDRS', 'CLIENT ADDRS', 'IS LEARNER'],

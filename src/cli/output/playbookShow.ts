@@ -52,7 +52,13 @@ export function formatShow(pb: Playbook): string {
 export function showJson(pb: Playbook): unknown {
   const node = (n: PlanNode): unknown =>
     n.kind === 'step'
-      ? { id: n.id, type: n.type, ...(n.name ? { name: n.name } : {}), with: Object.fromEntries(Object.entries(n.with).map(([k, p]) => [k, p.value])), line: n.origin.line }
+      ? {
+          id: n.id,
+          type: n.type,
+          ...(n.name ? { name: n.name } : {}),
+          with: Object.fromEntries(Object.entries(n.with).map(([k, p]) => [k, p.value])),
+          line: n.origin.line,
+        }
       : { id: n.id, forEach: n.forEach.value, as: n.as, ...(n.name ? { name: n.name } : {}), steps: n.steps.map(node), line: n.origin.line };
   return {
     name: pb.name,

@@ -2,10 +2,21 @@
 import Table from 'cli-table3';
 
 const ASCII = {
-  top: '-', 'top-mid': '+', 'top-left': '+', 'top-right': '+',
-  bottom: '-', 'bottom-mid': '+', 'bottom-left': '+', 'bottom-right': '+',
-  left: '|', 'left-mid': '+', mid: '-', 'mid-mid': '+',
-  right: '|', 'right-mid': '+', middle: '|',
+  top: '-',
+  'top-mid': '+',
+  'top-left': '+',
+  'top-right': '+',
+  bottom: '-',
+  'bottom-mid': '+',
+  'bottom-left': '+',
+  'bottom-right': '+',
+  left: '|',
+  'left-mid': '+',
+  mid: '-',
+  'mid-mid': '+',
+  right: '|',
+  'right-mid': '+',
+  middle: '|',
 };
 
 /** Columns listed in `right` are right-aligned (numbers, booleans), as etcdctl does. */

@@ -109,11 +109,16 @@ export const packDataDirStep: StepDefinition = {
 export const unpackDataDirStep: StepDefinition = {
   type: 'unpack-data-dir',
   description: 'Unpack an archive into a new data dir, every checksum verified first.',
-  params: { archive: { type: 'path', required: true, description: 'the archive' }, 'data-dir': { type: 'path', required: true, description: 'the new data dir' } },
+  params: {
+    archive: { type: 'path', required: true, description: 'the archive' },
+    'data-dir': { type: 'path', required: true, description: 'the new data dir' },
+  },
   describe: (p) => [`unpack ${p.archive} into ${p['data-dir']}`],
   async run(p, ctx) {
     const r = await unpackDataDir(String(p.archive), String(p['data-dir']));
-    ctx.progress(r.alreadyUnpacked ? `${p['data-dir']} already holds exactly ${p.archive}'s ${r.files} files; keeping it` : `${r.files} files, ${r.bytes} bytes`);
+    ctx.progress(
+      r.alreadyUnpacked ? `${p['data-dir']} already holds exactly ${p.archive}'s ${r.files} files; keeping it` : `${r.files} files, ${r.bytes} bytes`,
+    );
     return { ...r };
   },
 };

@@ -9,15 +9,7 @@ import { clientFor } from '../../client/etcdClient.js';
 import { parseMemberId } from '../../client/ids.js';
 import type { Member, MemberListResult } from '../../client/types.js';
 import { answers } from '../../recovery/fence.js';
-import {
-  checkCluster,
-  promoteWhenReady,
-  statusOf,
-  LearnerStalledError,
-  waitCaughtUp,
-  waitHealthy,
-  waitUntil,
-} from '../../ops/memberOps.js';
+import { checkCluster, promoteWhenReady, statusOf, LearnerStalledError, waitCaughtUp, waitHealthy, waitUntil } from '../../ops/memberOps.js';
 import { serverArgs, spawnMember } from '../../ops/startMember.js';
 import type { StepContext, StepDefinition } from '../stepTypes.js';
 
@@ -93,7 +85,11 @@ export const startMember: StepDefinition = {
     remote: { type: 'bool', default: false, description: 'another host starts it: print the command and wait' },
     timeout: timeoutParam(60_000),
   },
-  describe: (p) => [p.remote ? `ask the operator to start ${p.name} on its host and wait for ${p['client-url']}` : `start ${p.name} on this host (${p['data-dir']}), serving ${p['client-url']}`],
+  describe: (p) => [
+    p.remote
+      ? `ask the operator to start ${p.name} on its host and wait for ${p['client-url']}`
+      : `start ${p.name} on this host (${p['data-dir']}), serving ${p['client-url']}`,
+  ],
   async run(p, ctx) {
     const clientUrl = String(p['client-url']);
     if (await alreadyServing(clientUrl, ctx)) {
@@ -118,7 +114,13 @@ export const startMember: StepDefinition = {
       pid = spawnMember(o);
       ctx.progress(`started ${p.name} (pid ${pid}), log ${o.logFile}`);
     }
-    await waitUntil(`${p.name} to answer at ${clientUrl}`, Number(p.timeout), async () => ((await alreadyServing(clientUrl, ctx)) ? true : undefined), 50, ctx.signal);
+    await waitUntil(
+      `${p.name} to answer at ${clientUrl}`,
+      Number(p.timeout),
+      async () => ((await alreadyServing(clientUrl, ctx)) ? true : undefined),
+      50,
+      ctx.signal,
+    );
     return { started: true, pid: pid ?? 0, clientUrl, log: p.remote ? '' : o.logFile };
   },
 };
@@ -135,7 +137,12 @@ export const stopMember: StepDefinition = {
   async run(p, ctx) {
     let pid = 0;
     try {
-      pid = Number(fs.readFileSync(lockPath(String(p['data-dir'])), 'utf8').trim().split(/\s+/)[0]);
+      pid = Number(
+        fs
+          .readFileSync(lockPath(String(p['data-dir'])), 'utf8')
+          .trim()
+          .split(/\s+/)[0],
+      );
     } catch {
       // no lock: not running
     }
@@ -146,7 +153,13 @@ export const stopMember: StepDefinition = {
         // already gone
       }
     }
-    await waitUntil(`${p['client-url']} to stop answering`, Number(p.timeout), async () => ((await alreadyServing(String(p['client-url']), ctx)) ? undefined : true), 250, ctx.signal);
+    await waitUntil(
+      `${p['client-url']} to stop answering`,
+      Number(p.timeout),
+      async () => ((await alreadyServing(String(p['client-url']), ctx)) ? undefined : true),
+      250,
+      ctx.signal,
+    );
     return { stopped: pid > 0, pid };
   },
 };
@@ -182,17 +195,23 @@ export const addLearner: StepDefinition = {
       ctx.progress(`${p.name} is already a member (${me.id.toString(16)}); not adding it twice`);
     } else {
       // The strict check refuses for a few seconds after the cluster (re)started.
-      const added = await waitUntil(`${p.name} to be added`, Number(p.timeout), async () => {
-        const c = clientFor(endpoints, ctx.connection);
-        try {
-          return await c.memberAdd([peerUrl], { learner: true });
-        } catch (e) {
-          if (/unhealthy cluster|not enough started/.test((e as Error).message)) return undefined;
-          throw e;
-        } finally {
-          c.close();
-        }
-      }, 500, ctx.signal);
+      const added = await waitUntil(
+        `${p.name} to be added`,
+        Number(p.timeout),
+        async () => {
+          const c = clientFor(endpoints, ctx.connection);
+          try {
+            return await c.memberAdd([peerUrl], { learner: true });
+          } catch (e) {
+            if (/unhealthy cluster|not enough started/.test((e as Error).message)) return undefined;
+            throw e;
+          } finally {
+            c.close();
+          }
+        },
+        500,
+        ctx.signal,
+      );
       me = added.member;
       ctx.progress(`added ${p.name} as learner ${me.id.toString(16)}`);
     }
@@ -209,7 +228,8 @@ export const addLearner: StepDefinition = {
 
 export const waitCaughtUpStep: StepDefinition = {
   type: 'wait-caught-up',
-  description: "Wait until a learner's applied index reaches the leader's raft index and stays there for the stabilization time; a learner that stops making progress is removed and reported.",
+  description:
+    "Wait until a learner's applied index reaches the leader's raft index and stays there for the stabilization time; a learner that stops making progress is removed and reported.",
   params: {
     endpoints: endpointsParam,
     'learner-url': { type: 'url', required: true, description: "the learner's client URL" },
@@ -230,7 +250,11 @@ export const waitCaughtUpStep: StepDefinition = {
         onProgress: (t) => ctx.progress(t),
         // Recorded so the audit shows the stabilization gate: promotion comes at least this long after.
         onCaughtUp: (applied, leaderIndex) =>
-          ctx.event('caught-up', `learner ${String(p['learner-id'])} caught up (applied ${applied} of ${leaderIndex}); promoting once it stays so for ${stabilization / 1000}s`, { applied, leaderIndex, at: Date.now() }),
+          ctx.event(
+            'caught-up',
+            `learner ${String(p['learner-id'])} caught up (applied ${applied} of ${leaderIndex}); promoting once it stays so for ${stabilization / 1000}s`,
+            { applied, leaderIndex, at: Date.now() },
+          ),
         signal: ctx.signal,
       });
       return { ...r };
@@ -291,18 +315,24 @@ export const removeMember: StepDefinition = {
     // The member to remove may be the leader that just died: while the others
     // elect a new one, a removal fails (no leader, or the forward to the dead one).
     // Retried, bounded; an attempt whose answer was lost shows as the member gone.
-    await waitUntil(`${m.id.toString(16)} to be removed`, Number(p.timeout), async () => {
-      const c = clientFor(endpoints, ctx.connection);
-      try {
-        await c.memberRemove(m.id);
-        return true;
-      } catch (e) {
-        if (!(await listMembers(endpoints, ctx)).members.some((x) => x.id === m.id)) return true;
-        throw e;
-      } finally {
-        c.close();
-      }
-    }, 500, ctx.signal);
+    await waitUntil(
+      `${m.id.toString(16)} to be removed`,
+      Number(p.timeout),
+      async () => {
+        const c = clientFor(endpoints, ctx.connection);
+        try {
+          await c.memberRemove(m.id);
+          return true;
+        } catch (e) {
+          if (!(await listMembers(endpoints, ctx)).members.some((x) => x.id === m.id)) return true;
+          throw e;
+        } finally {
+          c.close();
+        }
+      },
+      500,
+      ctx.signal,
+    );
     await recordIdsAfter(ctx, `remove ${m.id.toString(16)}`, before, endpoints);
     ctx.progress(`removed ${m.id.toString(16)}`);
     return { removed: true, id: m.id.toString(16) };
@@ -312,7 +342,11 @@ export const removeMember: StepDefinition = {
 export const updatePeerUrls: StepDefinition = {
   type: 'update-peer-urls',
   description: "Change a member's peer URLs (then restart it with them).",
-  params: { endpoints: endpointsParam, member: { type: 'string', required: true, description: 'member ID (hex) or name' }, 'peer-urls': { type: 'list', required: true, description: 'the new peer URLs' } },
+  params: {
+    endpoints: endpointsParam,
+    member: { type: 'string', required: true, description: 'member ID (hex) or name' },
+    'peer-urls': { type: 'list', required: true, description: 'the new peer URLs' },
+  },
   describe: (p) => [`set ${p.member}'s peer URLs to ${(p['peer-urls'] as string[]).join(',')}`],
   async run(p, ctx) {
     const endpoints = p.endpoints as string[];
@@ -340,7 +374,9 @@ export const checkClusterStep: StepDefinition = {
     'expect-voters': { type: 'int', default: 0, description: 'fail unless there are this many voters (0: any)' },
     timeout: timeoutParam(30_000),
   },
-  describe: (p) => [`check ${(p.endpoints as string[]).join(', ')}: one leader, equal HashKV${Number(p['expect-voters']) ? `, ${p['expect-voters']} voters` : ''}`],
+  describe: (p) => [
+    `check ${(p.endpoints as string[]).join(', ')}: one leader, equal HashKV${Number(p['expect-voters']) ? `, ${p['expect-voters']} voters` : ''}`,
+  ],
   async run(p, ctx) {
     const r = await checkCluster(p.endpoints as string[], ctx.connection, Number(p.timeout), ctx.signal);
     if (Number(p['expect-voters']) && r.voters !== Number(p['expect-voters'])) throw new Error(`${r.voters} voters, expected ${p['expect-voters']}`);

@@ -51,7 +51,8 @@ export const inspectSources: StepDefinition = {
       throw e;
     }
     ctx.progress(`data dir: last term ${r.lastTerm} index ${r.lastIndex}, commit ${r.commitIndex}, ${r.keyCount} keys at revision ${r.kvRevision}`);
-    if (r.uncommitted.count > 0) ctx.event('note', `${r.uncommitted.count} entries past the commit index (${r.uncommitted.from}..${r.uncommitted.to})`, r.uncommitted);
+    if (r.uncommitted.count > 0)
+      ctx.event('note', `${r.uncommitted.count} entries past the commit index (${r.uncommitted.from}..${r.uncommitted.to})`, r.uncommitted);
     for (const d of r.damage) ctx.event('warning', `${src.path}: ${d}`);
     const me = r.members.find((m) => m.id === r.memberId);
     return {
@@ -77,7 +78,9 @@ export const fenceOldMembers: StepDefinition = {
     'assume-dead': { type: 'list', default: [], description: 'old member IDs (hex) or names to treat as dead even if they answer' },
     'skip-urls': { type: 'list', default: [], description: 'URLs not to probe (e.g. the survivor peer URL the recovered member will take over)' },
   },
-  describe: (p) => [`probe the peer and client URLs of every member of ${p.source}'s old cluster${(p['assume-dead'] as string[]).length ? `, treating ${(p['assume-dead'] as string[]).join(', ')} as dead` : ''}`],
+  describe: (p) => [
+    `probe the peer and client URLs of every member of ${p.source}'s old cluster${(p['assume-dead'] as string[]).length ? `, treating ${(p['assume-dead'] as string[]).join(', ')} as dead` : ''}`,
+  ],
   async run(p, ctx) {
     const src = sourceOf(String(p.source));
     if (src.kind === 'data-dir') {
@@ -94,10 +97,17 @@ export const fenceOldMembers: StepDefinition = {
     const members = old.members.map((m) => ({ ...m, peerURLs: m.peerURLs.filter((u) => !skip.has(u)), clientURLs: m.clientURLs.filter((u) => !skip.has(u)) }));
     ctx.progress(`probing ${members.length} old members of cluster ${old.clusterId}`);
     const r = await probeOldMembers(members, p['assume-dead'] as string[]);
-    for (const a of r.assumedDead) ctx.event('override', `--assume-dead ${a.member.id} (${a.member.name || 'unnamed'}): it answered at ${a.url} but the operator declared it dead`, { member: a.member.id, url: a.url });
+    for (const a of r.assumedDead)
+      ctx.event('override', `--assume-dead ${a.member.id} (${a.member.name || 'unnamed'}): it answered at ${a.url} but the operator declared it dead`, {
+        member: a.member.id,
+        url: a.url,
+      });
     if (r.alive.length > 0) {
       const who = r.alive.map((a) => `${a.member.name || a.member.id} (${a.member.id}) answers at ${a.url}`).join('; ');
-      throw new SafetyCheckError(`old members are alive: ${who}. Stop them, or if they are truly gone, pass assume-dead=${r.alive.map((a) => a.member.id).join(',')}`, 'assume-dead');
+      throw new SafetyCheckError(
+        `old members are alive: ${who}. Stop them, or if they are truly gone, pass assume-dead=${r.alive.map((a) => a.member.id).join(',')}`,
+        'assume-dead',
+      );
     }
     return { probed: r.probed, alive: 0, assumedDead: r.assumedDead.map((a) => a.member.id) };
   },
@@ -139,7 +149,14 @@ export const restore: StepDefinition = {
       if (done && done.parentClusterId === old.clusterId) {
         ctx.progress(`${target} was already restored from ${src.path}; keeping it`);
         ctx.event('ids', `cluster ${done.clusterId} (member ${done.memberId}) replaces ${old.clusterId}`, recoveryIds(old, done.clusterId, done.memberId));
-        return { clusterId: done.clusterId, parentClusterId: done.parentClusterId, memberId: done.memberId, revision: done.kvRevision, keys: done.keyCount, reused: true };
+        return {
+          clusterId: done.clusterId,
+          parentClusterId: done.parentClusterId,
+          memberId: done.memberId,
+          revision: done.kvRevision,
+          keys: done.keyCount,
+          reused: true,
+        };
       }
     }
     const opts = {
@@ -154,7 +171,20 @@ export const restore: StepDefinition = {
     const old = await oldMembersOf(src);
     const r = src.kind === 'snapshot' ? await restoreSnapshot(src.path, opts) : await restoreDataDir(src.path, opts);
     ctx.progress(`restored ${r.keys} keys at revision ${r.revision}: cluster ${r.clusterId} (parent ${r.parentClusterId})`);
-    ctx.event('note', `new cluster ${r.clusterId} replaces ${r.parentClusterId}`, { clusterId: r.clusterId, parent: r.parentClusterId, memberId: r.memberId, ...recoveryIds(old, r.clusterId, r.memberId) });
-    return { clusterId: r.clusterId, parentClusterId: r.parentClusterId, memberId: r.memberId, revision: r.revision, keys: r.keys, uncommittedKept: r.uncommittedKept, reused: false };
+    ctx.event('note', `new cluster ${r.clusterId} replaces ${r.parentClusterId}`, {
+      clusterId: r.clusterId,
+      parent: r.parentClusterId,
+      memberId: r.memberId,
+      ...recoveryIds(old, r.clusterId, r.memberId),
+    });
+    return {
+      clusterId: r.clusterId,
+      parentClusterId: r.parentClusterId,
+      memberId: r.memberId,
+      revision: r.revision,
+      keys: r.keys,
+      uncommittedKept: r.uncommittedKept,
+      reused: false,
+    };
   },
 };
