@@ -272,9 +272,10 @@ test('snapshot save: one endpoint only; the file has the sha256 trailer and matc
   assert.deepEqual(createHash('sha256').update(db).digest(), bytes.subarray(bytes.length - 32), 'trailer = sha256 of the database');
   assert.equal(statSync(file).mode & 0o777, 0o600);
 
-  const m = /^Snapshot saved at (.+)\nfrom (\S+): .* \((\d+) bytes\), revision (\d+), (\d+) keys\nsha256 ([0-9a-f]{64}) .*\ntook [\d.]+s, [\d.]+ MB\/s\n$/.exec(
-    out,
-  );
+  const m =
+    /^Snapshot saved at (.+)\nfrom (\S+): .* \((\d+) bytes\), revision (\d+), (\d+) keys\nfile sha256 ([0-9a-f]{64}) .*\ntook [\d.]+s, [\d.]+ MB\/s\n$/.exec(
+      out,
+    );
   assert.ok(m, `snapshot save output: ${out}`);
   assert.equal(m[1], file);
   assert.equal(Number(m[3]), bytes.length);
