@@ -3,6 +3,7 @@
 // calls advance() when done. No I/O, no clock, no randomness but config.random.
 import { Config, decodeConfChange, encodeConfChange } from './confChange.js';
 import { invariant } from './invariant.js';
+import type { RaftKnobs } from './knobs.js';
 import { RaftLog } from './log.js';
 import { Progress, ProgressState } from './progress.js';
 import { committedIndex, quorumSize, tallyVotes } from './quorum.js';
@@ -29,19 +30,7 @@ import {
   type SoftState,
 } from './types.js';
 
-/** Deliberate defects the simulator must catch (npm run sim -- --plant-bug NAME). */
-export type PlantedBug = 'learner-counts-toward-commit' | 'commit-previous-term-by-counting' | 'vote-not-persisted' | 'skip-log-consistency-check';
-
-export const PLANTED_BUGS: PlantedBug[] = [
-  'learner-counts-toward-commit',
-  'commit-previous-term-by-counting',
-  'vote-not-persisted',
-  'skip-log-consistency-check',
-];
-
-export interface RaftOptions extends RaftConfig {
-  plantedBug?: PlantedBug;
-}
+export type RaftOptions = RaftConfig;
 
 export interface RaftStatus {
   id: NodeId;
@@ -111,7 +100,11 @@ export class Raft {
   private prevHard: HardState;
   private outstanding: Ready | undefined;
 
-  constructor(config: RaftOptions, persisted: PersistedState) {
+  constructor(
+    config: RaftOptions,
+    persisted: PersistedState,
+    private readonly knobs: RaftKnobs = {},
+  ) {
     invariant(config.id !== NONE, 'node ID 0 is reserved');
     invariant(config.heartbeatTick > 0 && config.electionTick > config.heartbeatTick, 'electionTick must exceed heartbeatTick > 0');
     invariant(config.readOnly !== 'lease' || config.checkQuorum, "readOnly 'lease' needs checkQuorum");
@@ -290,7 +283,7 @@ export class Raft {
       // promises persisted state (acks, votes) or follows a term change waits for it.
       const early =
         (!termOrVoteChanged && this.state === StateType.Leader && SEND_BEFORE_PERSIST.has(m.type)) ||
-        (this.cfg.plantedBug === 'vote-not-persisted' && (m.type === MessageType.Vote || m.type === MessageType.VoteResp));
+        (this.knobs.plantedBug === 'vote-not-persisted' && (m.type === MessageType.Vote || m.type === MessageType.VoteResp));
       (early ? messages : after).push(m);
     }
     const rd: Ready = {
@@ -667,11 +660,11 @@ export class Raft {
 
   private maybeCommit(): boolean {
     const voters = new Set(this.config.voters);
-    if (this.cfg.plantedBug === 'learner-counts-toward-commit') for (const l of this.config.learners) voters.add(l);
+    if (this.knobs.plantedBug === 'learner-counts-toward-commit') for (const l of this.config.learners) voters.add(l);
     const mci = committedIndex(voters, (id) => this.progress.get(id)?.match ?? 0);
     if (mci <= this.log.committed) return false;
     // Only an entry of the current term is committed by counting (Raft §5.4.2).
-    if (this.cfg.plantedBug !== 'commit-previous-term-by-counting' && this.log.term(mci) !== this.term) return false;
+    if (this.knobs.plantedBug !== 'commit-previous-term-by-counting' && this.log.term(mci) !== this.term) return false;
     this.log.commitTo(mci);
     if (this.pendingReadIndex.length > 0 && this.log.term(this.log.committed) === this.term) {
       const waiting = this.pendingReadIndex;
@@ -867,7 +860,7 @@ export class Raft {
       this.send({ ...this.msg(MessageType.AppResp, m.from), index: this.log.committed });
       return;
     }
-    const lastNew = this.log.maybeAppend(m.index, m.logTerm, m.commit, m.entries, this.cfg.plantedBug === 'skip-log-consistency-check');
+    const lastNew = this.log.maybeAppend(m.index, m.logTerm, m.commit, m.entries, this.knobs.plantedBug === 'skip-log-consistency-check');
     if (lastNew !== undefined) {
       this.send({ ...this.msg(MessageType.AppResp, m.from), index: lastNew });
       return;

@@ -9,6 +9,7 @@ import {
   type Message,
   type NodeId,
   type PersistedState,
+  type RaftKnobs,
   type RaftOptions,
   type ReadState,
   type DroppedProposal,
@@ -55,15 +56,16 @@ export class TestNetwork {
   filter: (m: Message) => boolean = () => true;
 
   /** Founding voters 1..n (bigint IDs) plus `learners` that start empty. */
-  constructor(voters: number, extra: Partial<RaftOptions> = {}) {
+  constructor(voters: number, extra: Partial<RaftOptions> & RaftKnobs = {}) {
     const ids = Array.from({ length: voters }, (_, i) => BigInt(i + 1));
     const boot = bootstrapState(ids.map((id) => ({ id, context: new Uint8Array(0) })));
     for (const id of ids) this.add(id, structuredClone(boot), extra);
   }
 
-  add(id: NodeId, persisted: PersistedState = emptyState(), extra: Partial<RaftOptions> = {}): TestNode {
+  add(id: NodeId, persisted: PersistedState = emptyState(), extra: Partial<RaftOptions> & RaftKnobs = {}): TestNode {
+    const { plantedBug, ...opts } = extra;
     const node: TestNode = {
-      raft: new Raft(options(id, extra), structuredClone(persisted)),
+      raft: new Raft(options(id, opts), structuredClone(persisted), { plantedBug }),
       persisted,
       snapshotData: new Uint8Array(0),
       applied: [],

@@ -324,7 +324,6 @@ export class Cluster {
       checkQuorum: c.checkQuorum,
       readOnly: 'safe',
       applied,
-      plantedBug: this.opts.plantedBug,
     };
   }
 
@@ -335,7 +334,7 @@ export class Cluster {
     n.app = this.faults.durableApply && d.app.applied >= snapIndex ? { ...d.app } : decodeAppState(n.id, d.snapshot);
     if (n.app.applied > d.hardState.commit) throw new Error(`${node(n.id)}: applied ${n.app.applied} beyond persisted commit ${d.hardState.commit}`);
     const persisted: PersistedState = { hardState: { ...d.hardState }, snapshot: d.snapshot.meta, entries: d.entries.slice() };
-    n.raft = new Raft(this.options(n, n.app.applied), persisted);
+    n.raft = new Raft(this.options(n, n.app.applied), persisted, { plantedBug: this.opts.plantedBug });
     n.incarnation++;
     n.restartAt = -1;
     const st = n.raft.status();
