@@ -4,6 +4,7 @@
 // single-member cluster from it. Nothing is written before every check passed.
 import fs from 'node:fs';
 import net from 'node:net';
+import { hostPort } from '../common/urls.js';
 import { randomInt } from 'node:crypto';
 import { KvDamagedError, KvStore } from '../kv/index.js';
 import { bootstrapState, emptyState, forceNewClusterState } from '../raft/bootstrap.js';
@@ -68,8 +69,9 @@ async function checkListenUrls(cfg: ServerConfig): Promise<void> {
     ...cfg.listenMetricsUrls.map((u): [string, string] => ['metrics', u]),
   ];
   for (const [kind, url] of urls) {
-    const { hostname, port } = new URL(url.includes('://') ? url : `http://${url}`);
-    const host = hostname.replace(/^\[|\]$/g, '');
+    const address = hostPort(url);
+    const sep = address.lastIndexOf(':');
+    const [host, port] = [address.slice(0, sep), address.slice(sep + 1)];
     const error = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
       const srv = net.createServer();
       srv.once('error', (e: NodeJS.ErrnoException) => resolve(e));
