@@ -3,6 +3,7 @@ import { EtcdCommand } from '../../src/cli/baseCommand.js';
 import { parsePeerUrls } from '../../src/cli/args.js';
 import { memberAddOutput } from '../../src/cli/output/members.js';
 import { joinInstructions } from '../../src/client/joinInstructions.js';
+import { parseRuntimeChoice, resolveRuntime, runtimeOfVersion } from '../../src/ops/runtime.js';
 
 export default class MemberAdd extends EtcdCommand {
   static override description =
@@ -22,9 +23,15 @@ export default class MemberAdd extends EtcdCommand {
     'peer-urls': Flags.string({ description: "the new member's peer URLs, comma-separated", required: true }),
     learner: Flags.boolean({ description: 'add as a non-voting learner (promote it later with `member promote`)' }),
     'client-urls': Flags.string({
-      description: "the new member's client URLs, for the printed `lifeboat server` line only (default: its peer hosts on port 2379)",
+      description: "the new member's client URLs, for the printed start line only (default: its peer hosts on port 2379)",
     }),
-    'new-data-dir': Flags.string({ description: "the new member's data dir, for the printed `lifeboat server` line only (default: <name>.etcd)" }),
+    'new-data-dir': Flags.string({ description: "the new member's data dir, for the printed start line only (default: <name>.etcd)" }),
+    runtime: Flags.string({
+      description:
+        "the new member's runtime: lifeboat, etcd, or auto (the cluster's, from its reported version); a member of another runtime is refused before the add",
+      default: 'auto',
+      options: ['auto', 'lifeboat', 'etcd'],
+    }),
   };
 
   async run(): Promise<void> {
@@ -32,8 +39,12 @@ export default class MemberAdd extends EtcdCommand {
     const peerURLs = parsePeerUrls(flags['peer-urls']);
     // Checked before the request so a typo does not leave a half-announced member.
     const clientURLs = flags['client-urls'] === undefined ? undefined : parsePeerUrls(flags['client-urls'], '--client-urls');
-    const result = await this.client(flags).memberAdd(peerURLs, { learner: flags.learner });
-    const join = joinInstructions(args.name, result.member, result.members, { clientURLs, dataDir: flags['new-data-dir'] });
+    const client = this.client(flags);
+    // The settings printed are the cluster's runtime's (ETCD_* and `etcd …` for real etcd).
+    const version = (await client.status()).version;
+    const runtime = resolveRuntime(parseRuntimeChoice(flags.runtime), runtimeOfVersion(version), `the cluster (version ${version})`);
+    const result = await client.memberAdd(peerURLs, { learner: flags.learner });
+    const join = joinInstructions(args.name, result.member, result.members, { clientURLs, dataDir: flags['new-data-dir'], runtime });
     this.print(flags['write-out'], { result, join }, memberAddOutput);
   }
 }

@@ -6,7 +6,7 @@ export { parseMemberId, parseLeaseId, hexId, paddedHexId } from './ids.js';
 export { selectKeys, prefixEnd, ALL_KEYS, type KeySelection } from './keyRange.js';
 export { targetEndpoints, forEachEndpoint, checkHealth, findLeaderEndpoint, type EndpointOutcome, type HealthResult } from './perEndpoint.js';
 export { assessRemoval, describeMember, planRemoval, type RemovalRisk } from './removalRisk.js';
-export { joinInstructions, shellQuote, type JoinInstructions } from './joinInstructions.js';
+export { joinInstructions, type JoinInstructions } from './joinInstructions.js';
 export { saveSnapshot, verifySnapshotTrailer, TrailerCheck, type SnapshotSaved } from './snapshotSave.js';
 export type { TlsOptions } from './tls.js';
 export type * from './types.js';

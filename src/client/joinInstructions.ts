@@ -1,11 +1,12 @@
 // Phase 2 of a runtime member add: the settings the new member must start with,
 // built from MemberAdd's response as etcdctl builds its ETCD_* block.
+import { memberCommandLine, memberEnvironment, type RuntimeName } from '../common/memberCommand.js';
 import type { Member } from './types.js';
 
 export interface JoinInstructions {
-  /** LIFEBOAT_NAME, LIFEBOAT_INITIAL_CLUSTER, LIFEBOAT_INITIAL_ADVERTISE_PEER_URLS, LIFEBOAT_INITIAL_CLUSTER_STATE, in order */
+  /** <P>_NAME, <P>_INITIAL_CLUSTER, <P>_INITIAL_ADVERTISE_PEER_URLS, <P>_INITIAL_CLUSTER_STATE in order (P: ETCD or LIFEBOAT) */
   env: Array<[string, string]>;
-  /** the matching `lifeboat server …` command line, complete enough to run as printed */
+  /** the matching `lifeboat server …` or `etcd …` command line, complete enough to run as printed */
   command: string;
   initialCluster: string;
   peerURLs: string[];
@@ -18,6 +19,8 @@ export interface JoinOptions {
   clientURLs?: readonly string[];
   /** default: `<name>.etcd`, the server's own default, spelled out */
   dataDir?: string;
+  /** which member the cluster runs: ETCD_* and `etcd …` for etcd (default lifeboat) */
+  runtime?: RuntimeName;
 }
 
 /** etcd's convention: clients on 2379 of the host that serves peers on 2380. */
@@ -45,32 +48,27 @@ export function joinInstructions(name: string, newMember: Member, members: reado
   }
   const initialCluster = entries.join(',');
   const peerURLs = newMember.peerURLs;
-  const env: Array<[string, string]> = [
-    ['LIFEBOAT_NAME', name],
-    ['LIFEBOAT_INITIAL_CLUSTER', initialCluster],
-    ['LIFEBOAT_INITIAL_ADVERTISE_PEER_URLS', peerURLs.join(',')],
-    ['LIFEBOAT_INITIAL_CLUSTER_STATE', 'existing'],
-  ];
+  const runtime = opts.runtime ?? 'lifeboat';
+  // etcdctl's block: the four settings the cluster decides.
+  const env = memberEnvironment(runtime, [
+    ['name', name],
+    ['initial-cluster', initialCluster],
+    ['initial-advertise-peer-urls', peerURLs.join(',')],
+    ['initial-cluster-state', 'existing'],
+  ]);
   const clientURLs = opts.clientURLs?.length ? [...opts.clientURLs] : defaultClientUrls(peerURLs);
   const dataDir = opts.dataDir ?? `${name}.etcd`;
   // Every flag whose server default (localhost:2379/2380, <name>.etcd) would be
   // wrong or implicit for a joining member, so the line runs as printed.
-  const command = [
-    'lifeboat server',
-    `--name ${shellQuote(name)}`,
-    `--data-dir ${shellQuote(dataDir)}`,
-    `--listen-peer-urls ${shellQuote(peerURLs.join(','))}`,
-    `--initial-advertise-peer-urls ${shellQuote(peerURLs.join(','))}`,
-    `--listen-client-urls ${shellQuote(clientURLs.join(','))}`,
-    `--advertise-client-urls ${shellQuote(clientURLs.join(','))}`,
-    `--initial-cluster ${shellQuote(initialCluster)}`,
-    '--initial-cluster-state existing',
-  ].join(' ');
+  const command = memberCommandLine(runtime, [
+    ['name', name],
+    ['data-dir', dataDir],
+    ['listen-peer-urls', peerURLs.join(',')],
+    ['initial-advertise-peer-urls', peerURLs.join(',')],
+    ['listen-client-urls', clientURLs.join(',')],
+    ['advertise-client-urls', clientURLs.join(',')],
+    ['initial-cluster', initialCluster],
+    ['initial-cluster-state', 'existing'],
+  ]);
   return { env, command, initialCluster, peerURLs: [...peerURLs], clientURLs, dataDir };
-}
-
-/** Quote for a POSIX shell only when needed. */
-export function shellQuote(s: string): string {
-  if (/^[A-Za-z0-9_\-.,:/=@+%]+$/.test(s)) return s;
-  return `'${s.replace(/'/g, `'\\''`)}'`;
 }

@@ -1,9 +1,13 @@
-// Starting a member on this host: the `lifeboat server` command line for it, and
-// the process, detached, its output appended to a log file.
+// Starting a member on this host, for either runtime: the command line and the
+// environment block it runs with (what a remote host is told to run), and the
+// process, detached, its output appended to a log file, watched so a member that
+// exits at once is noticed at once.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { memberCommandLine, memberEnvironment, settingsArgs, type MemberSettings, type RuntimeName } from '../common/memberCommand.js';
+import { etcdBinary } from './runtime.js';
 
 /** The package root, from src/ or dist/src/. */
 function packageRoot(): string {
@@ -12,50 +16,75 @@ function packageRoot(): string {
 }
 
 export interface StartMemberOptions {
+  /** default lifeboat */
+  runtime?: RuntimeName;
   name: string;
   dataDir: string;
   peerUrl: string;
   clientUrl: string;
   initialCluster: string;
   state: 'new' | 'existing';
+  initialClusterToken?: string;
   logFile: string;
+  /** the etcd binary (runtime etcd); default: etcd on PATH */
+  etcdBin?: string;
   extraArgs?: string[];
 }
 
-/** The `lifeboat server` command line for a member (what a remote host should run). */
-export function serverArgs(o: StartMemberOptions): string[] {
+/** The member's settings, by etcd's flag names (which `lifeboat server` shares). */
+function memberSettings(o: StartMemberOptions): MemberSettings {
   return [
-    'server',
-    '--name',
-    o.name,
-    '--data-dir',
-    o.dataDir,
-    '--listen-peer-urls',
-    o.peerUrl,
-    '--initial-advertise-peer-urls',
-    o.peerUrl,
-    '--listen-client-urls',
-    o.clientUrl,
-    '--advertise-client-urls',
-    o.clientUrl,
-    '--initial-cluster',
-    o.initialCluster,
-    '--initial-cluster-state',
-    o.state,
-    ...(o.extraArgs ?? []),
+    ['name', o.name],
+    ['data-dir', o.dataDir],
+    ['listen-peer-urls', o.peerUrl],
+    ['initial-advertise-peer-urls', o.peerUrl],
+    ['listen-client-urls', o.clientUrl],
+    ['advertise-client-urls', o.clientUrl],
+    ['initial-cluster', o.initialCluster],
+    ['initial-cluster-state', o.state],
+    ...(o.initialClusterToken ? [['initial-cluster-token', o.initialClusterToken] as const] : []),
   ];
 }
 
-/** Starts a member on this host, detached, its log appended to logFile; returns its pid. */
-export function spawnMember(o: StartMemberOptions): number {
+/** What another host must run: the command line and the same settings as an environment block. */
+export function startInstructions(o: StartMemberOptions): { command: string; env: Array<[string, string]> } {
+  const runtime = o.runtime ?? 'lifeboat';
+  return { command: memberCommandLine(runtime, memberSettings(o)), env: memberEnvironment(runtime, memberSettings(o)) };
+}
+
+export interface StartedMember {
+  pid: number;
+  /** resolves with the exit code (or the signal) if the process ends while we watch */
+  exited: Promise<string>;
+}
+
+/** Starts a member on this host, detached, its log appended to logFile. */
+export function spawnMember(o: StartMemberOptions): StartedMember {
+  const args = [...settingsArgs(memberSettings(o)), ...(o.extraArgs ?? [])];
+  const [bin, argv] =
+    (o.runtime ?? 'lifeboat') === 'etcd' ? [etcdBinary(o.etcdBin), args] : [process.execPath, [path.join(packageRoot(), 'bin', 'run.js'), 'server', ...args]];
   fs.mkdirSync(path.dirname(o.logFile), { recursive: true });
   const log = fs.openSync(o.logFile, 'a');
-  const child = spawn(process.execPath, [path.join(packageRoot(), 'bin', 'run.js'), ...serverArgs(o)], {
-    detached: true,
-    stdio: ['ignore', log, log],
-  });
-  child.unref();
-  fs.closeSync(log);
-  if (child.pid === undefined) throw new Error(`could not start member ${o.name}`);
-  return child.pid;
+  try {
+    const child = spawn(bin, argv, { detached: true, stdio: ['ignore', log, log] });
+    const exited = new Promise<string>((resolve) => {
+      child.once('exit', (code, signal) => resolve(signal ? `killed by ${signal}` : `exit ${code}`));
+      child.once('error', (e) => resolve(`could not start: ${e.message}`));
+    });
+    child.unref();
+    if (child.pid === undefined) throw new Error(`could not start member ${o.name} (${bin})`);
+    return { pid: child.pid, exited };
+  } finally {
+    fs.closeSync(log);
+  }
+}
+
+/** The last lines of a member's log, to say why it stopped. */
+export function logTail(file: string, lines = 5): string {
+  try {
+    const text = fs.readFileSync(file, 'utf8').trimEnd();
+    return text.split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
 }

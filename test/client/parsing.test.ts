@@ -7,7 +7,8 @@ import { parseEndpoint, parseEndpoints } from '../../src/client/endpoints.js';
 import { callError, connectReason, opensslReason, unreachableError } from '../../src/client/errors.js';
 import { InputError } from '../../src/common/errors.js';
 import { hexId, paddedHexId, parseLeaseId, parseMemberId } from '../../src/client/ids.js';
-import { joinInstructions, shellQuote } from '../../src/client/joinInstructions.js';
+import { joinInstructions } from '../../src/client/joinInstructions.js';
+import { shellQuote } from '../../src/common/memberCommand.js';
 import { prefixEnd, selectKeys } from '../../src/client/keyRange.js';
 import { assessRemoval } from '../../src/client/removalRisk.js';
 import type { Member } from '../../src/client/types.js';
@@ -107,6 +108,13 @@ test('member add: phase-2 settings list named members plus the new one; unstarte
     / --data-dir '\/var\/lib\/my dir' .* --listen-client-urls https:\/\/10\.0\.0\.4:12379 --advertise-client-urls https:\/\/10\.0\.0\.4:12379 /,
   );
   assert.equal(shellQuote("it's here"), `'it'\\''s here'`);
+  // Against etcd: etcdctl's ETCD_* block and an etcd command line with the same settings.
+  const etcd = joinInstructions('infra4', added, members, { runtime: 'etcd' });
+  assert.deepEqual(
+    etcd.env.map(([k]) => k),
+    ['ETCD_NAME', 'ETCD_INITIAL_CLUSTER', 'ETCD_INITIAL_ADVERTISE_PEER_URLS', 'ETCD_INITIAL_CLUSTER_STATE'],
+  );
+  assert.equal(etcd.command, j.command.replace('lifeboat server ', 'etcd '));
 });
 
 test('member remove: the leader and a 2-voter cluster are dangerous; a learner or a follower of 3 is not', () => {

@@ -10,8 +10,10 @@ import { parseMemberId } from '../../client/ids.js';
 import type { Member, MemberListResult } from '../../client/types.js';
 import { answers } from '../../recovery/fence.js';
 import { checkCluster, promoteWhenReady, statusOf, LearnerStalledError, waitCaughtUp, waitHealthy, waitUntil } from '../../ops/memberOps.js';
-import { serverArgs, spawnMember } from '../../ops/startMember.js';
-import type { StepContext, StepDefinition } from '../stepTypes.js';
+import { clusterRuntime, parseRuntimeChoice, resolveRuntime, runtimeOfDataDir } from '../../ops/runtime.js';
+import { logTail, spawnMember, startInstructions, type StartedMember } from '../../ops/startMember.js';
+import type { RuntimeName } from '../../common/memberCommand.js';
+import { SafetyCheckError, type StepContext, type StepDefinition } from '../stepTypes.js';
 
 const endpointsParam = { type: 'list' as const, required: true, description: 'client URLs of the cluster' };
 const timeoutParam = (ms: number) => ({ type: 'duration' as const, default: ms, description: 'give up after this long' });
@@ -72,9 +74,50 @@ async function alreadyServing(clientUrl: string, ctx: StepContext): Promise<bool
   }
 }
 
+/** The runtime for a member about to start: forced, else its data dir's layout, else the cluster's, else Lifeboat. */
+async function runtimeForStart(p: Record<string, unknown>, ctx: StepContext): Promise<RuntimeName> {
+  const choice = parseRuntimeChoice(String(p.runtime ?? 'auto'), 'runtime');
+  const dataDir = String(p['data-dir']);
+  const layout = runtimeOfDataDir(dataDir);
+  if (layout) return resolveRuntime(choice, layout, `data dir ${dataDir}`);
+  const endpoints = (p.endpoints as string[] | undefined) ?? [];
+  if (choice === 'auto' && endpoints.length > 0) return (await clusterRuntime(endpoints, ctx.connection)).runtime;
+  return resolveRuntime(choice, undefined, '');
+}
+
+/**
+ * A learner this run added and that never started is removed again, so the next
+ * add is not refused (too many learners); if that fails, the error says how.
+ */
+async function removeUnstartedLearner(p: Record<string, unknown>, ctx: StepContext): Promise<string> {
+  const endpoints = (p.endpoints as string[] | undefined) ?? [];
+  const idText = String(p['member-id'] ?? '');
+  if (!idText || endpoints.length === 0) return '';
+  const id = parseMemberId(idText);
+  try {
+    const c = clientFor(endpoints, ctx.connection);
+    try {
+      const before = await c.memberList();
+      const m = before.members.find((x) => x.id === id);
+      if (!m || !m.isLearner || m.name !== '') return '';
+      await c.memberRemove(id);
+      ctx.event('warning', `removed learner ${idText} (${String(p.name)}): it was added by this run and never started`, { member: idText });
+      await recordIdsAfter(ctx, `remove unstarted learner ${idText}`, before, endpoints);
+      return `; learner ${idText}, which never started, was removed from the cluster`;
+    } finally {
+      c.close();
+    }
+  } catch (e) {
+    const how = `lifeboat member remove ${idText} --endpoints ${endpoints.join(',')}`;
+    ctx.event('warning', `learner ${idText} never started and could not be removed: ${(e as Error).message}; remove it with: ${how}`, { member: idText });
+    return `; learner ${idText} never started and could not be removed (${(e as Error).message}): remove it with ${how}`;
+  }
+}
+
 export const startMember: StepDefinition = {
   type: 'start-member',
-  description: "Start a member: on this host (its log in the run's directory), or on another host by printing the exact command and waiting until it answers.",
+  description:
+    "Start a member of either runtime (lifeboat or etcd): on this host (its log in the run's directory; one that exits is noticed at once), or on another host by printing the exact command and environment and waiting until it answers. A learner this run added that never starts is removed again.",
   params: {
     name: { type: 'string', required: true, description: 'member name' },
     'data-dir': { type: 'path', required: true, description: 'its data dir' },
@@ -82,13 +125,18 @@ export const startMember: StepDefinition = {
     'client-url': { type: 'url', required: true, description: 'its client URL' },
     'initial-cluster': { type: 'string', required: true, description: 'name=peerURL,... (for a joining member: as printed by add-learner)' },
     state: { type: 'string', default: 'new', description: 'new (a restored member) or existing (joining)' },
+    'initial-cluster-token': { type: 'string', default: '', description: 'the cluster token (etcd: the one the data dir was restored with)' },
+    runtime: { type: 'string', default: 'auto', description: "lifeboat, etcd, or auto: the data dir's layout, else the cluster's (endpoints), else lifeboat" },
+    'etcd-bin': { type: 'string', default: '', description: 'the etcd binary (default: etcd on PATH)' },
+    endpoints: { type: 'list', default: [], description: 'the cluster it joins (to detect its runtime and to remove an unstarted learner)' },
+    'member-id': { type: 'string', default: '', description: 'the learner this run added for it (removed again if it never starts)' },
     remote: { type: 'bool', default: false, description: 'another host starts it: print the command and wait' },
     timeout: timeoutParam(60_000),
   },
   describe: (p) => [
     p.remote
       ? `ask the operator to start ${p.name} on its host and wait for ${p['client-url']}`
-      : `start ${p.name} on this host (${p['data-dir']}), serving ${p['client-url']}`,
+      : `start ${p.name} on this host (${p['data-dir']}${p.runtime && p.runtime !== 'auto' ? `, ${p.runtime}` : ''}), serving ${p['client-url']}`,
   ],
   async run(p, ctx) {
     const clientUrl = String(p['client-url']);
@@ -96,32 +144,51 @@ export const startMember: StepDefinition = {
       ctx.progress(`${p.name} already answers at ${clientUrl}`);
       return { started: false, clientUrl };
     }
+    const runtime = await runtimeForStart(p, ctx);
     const o = {
+      runtime,
       name: String(p.name),
       dataDir: String(p['data-dir']),
       peerUrl: String(p['peer-url']),
       clientUrl,
       initialCluster: String(p['initial-cluster']),
       state: (String(p.state) === 'existing' ? 'existing' : 'new') as 'new' | 'existing',
+      ...(p['initial-cluster-token'] ? { initialClusterToken: String(p['initial-cluster-token']) } : {}),
+      ...(p['etcd-bin'] ? { etcdBin: String(p['etcd-bin']) } : {}),
       logFile: path.join(ctx.runDir, `${p.name}.log`),
     };
-    let pid: number | undefined;
+    let started: StartedMember | undefined;
     if (p.remote) {
-      const cmd = ['lifeboat', ...serverArgs(o)].join(' ');
-      ctx.progress(`on ${p.name}'s host, run: ${cmd}`);
-      ctx.event('note', `start ${p.name} on its host with: ${cmd}`);
+      const how = startInstructions(o);
+      ctx.progress(`on ${p.name}'s host, run: ${how.command}`);
+      ctx.event('note', `start ${p.name} (${runtime}) on its host with: ${how.command}`, { environment: Object.fromEntries(how.env) });
     } else {
-      pid = spawnMember(o);
-      ctx.progress(`started ${p.name} (pid ${pid}), log ${o.logFile}`);
+      started = spawnMember(o);
+      ctx.progress(`started ${p.name} (${runtime}, pid ${started.pid}), log ${o.logFile}`);
     }
-    await waitUntil(
-      `${p.name} to answer at ${clientUrl}`,
-      Number(p.timeout),
-      async () => ((await alreadyServing(clientUrl, ctx)) ? true : undefined),
-      50,
-      ctx.signal,
-    );
-    return { started: true, pid: pid ?? 0, clientUrl, log: p.remote ? '' : o.logFile };
+    try {
+      const answering = waitUntil(
+        `${p.name} to answer at ${clientUrl}`,
+        Number(p.timeout),
+        async () => ((await alreadyServing(clientUrl, ctx)) ? true : undefined),
+        50,
+        ctx.signal,
+      );
+      if (started) {
+        // A member that exits (bad flags, a port taken, a refused join) fails the step at once.
+        const exited = started.exited.then((how) => {
+          throw new Error(`${p.name} (${runtime}) stopped at once (${how}); last lines of ${o.logFile}:\n${logTail(o.logFile)}`);
+        });
+        exited.catch(() => undefined); // an exit after it answered is not this step's failure
+        await Promise.race([answering, exited]);
+      } else await answering;
+    } catch (e) {
+      if (ctx.signal.aborted) throw e;
+      const removed = await removeUnstartedLearner(p, ctx);
+      if (started) ctx.event('warning', `${p.name} did not start: ${(e as Error).message.split('\n')[0]}`, { log: o.logFile });
+      throw new Error(`${(e as Error).message}${removed}`);
+    }
+    return { started: true, runtime, pid: started?.pid ?? 0, clientUrl, log: p.remote ? '' : o.logFile };
   },
 };
 
@@ -183,12 +250,25 @@ export const addLearner: StepDefinition = {
     endpoints: endpointsParam,
     name: { type: 'string', required: true, description: 'the new member name' },
     'peer-url': { type: 'url', required: true, description: 'its peer URL' },
+    runtime: { type: 'string', default: 'auto', description: "the new member's runtime (lifeboat, etcd); must be the cluster's (auto: the cluster's)" },
+    'data-dir': { type: 'path', default: '', description: "the new member's data dir, if known: an existing one must be of the same runtime" },
     timeout: timeoutParam(60_000),
   },
   describe: (p) => [`add ${p.name} (${p['peer-url']}) as a learner`],
   async run(p, ctx) {
     const endpoints = p.endpoints as string[];
     const peerUrl = String(p['peer-url']);
+    // A member of another runtime cannot join (a Lifeboat learner for an etcd cluster): refused before the add.
+    const cluster = await clusterRuntime(endpoints, ctx.connection);
+    const runtime = resolveRuntime(
+      parseRuntimeChoice(String(p.runtime ?? 'auto'), 'runtime'),
+      cluster.runtime,
+      `the cluster at ${endpoints.join(',')} (version ${cluster.version})`,
+    );
+    const dir = String(p['data-dir'] ?? '');
+    const layout = dir ? runtimeOfDataDir(dir) : undefined;
+    if (layout && layout !== runtime)
+      throw new SafetyCheckError(`data dir ${dir} belongs to a ${layout} member, but the cluster runs ${runtime}: give ${p.name} an empty data dir`);
     const before = await listMembers(endpoints, ctx);
     let me = before.members.find((m) => m.peerURLs.includes(peerUrl));
     if (me) {
@@ -222,7 +302,7 @@ export const addLearner: StepDefinition = {
       .filter((m) => m.id === me!.id || m.name !== '')
       .flatMap((m) => (m.id === me!.id ? [`${p.name}=${peerUrl}`] : m.peerURLs.map((u) => `${m.name}=${u}`)))
       .join(',');
-    return { id: me.id.toString(16), 'initial-cluster': initial };
+    return { id: me.id.toString(16), 'initial-cluster': initial, runtime };
   },
 };
 

@@ -1,0 +1,30 @@
+// How a member of either runtime is started: the same settings (etcd's flag names,
+// which `lifeboat server` shares) as a command line or as an environment block
+// (etcd reads ETCD_<FLAG>, the Lifeboat member LIFEBOAT_<FLAG>).
+
+export type RuntimeName = 'lifeboat' | 'etcd';
+
+/** [flag without dashes, value] in the order they are printed. */
+export type MemberSettings = ReadonlyArray<readonly [string, string]>;
+
+/** Quote for a POSIX shell only when needed. */
+export function shellQuote(s: string): string {
+  if (/^[A-Za-z0-9_\-.,:/=@+%]+$/.test(s)) return s;
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/** `--name infra4 --data-dir …` as arguments. */
+export function settingsArgs(settings: MemberSettings): string[] {
+  return settings.flatMap(([k, v]) => [`--${k}`, v]);
+}
+
+/** The command an operator types: `etcd …` or `lifeboat server …`. */
+export function memberCommandLine(runtime: RuntimeName, settings: MemberSettings): string {
+  return [runtime === 'etcd' ? 'etcd' : 'lifeboat server', ...settingsArgs(settings).map(shellQuote)].join(' ');
+}
+
+/** The same settings as ETCD_* / LIFEBOAT_* variables. */
+export function memberEnvironment(runtime: RuntimeName, settings: MemberSettings): Array<[string, string]> {
+  const prefix = runtime === 'etcd' ? 'ETCD' : 'LIFEBOAT';
+  return settings.map(([k, v]) => [`${prefix}_${k.toUpperCase().replace(/-/g, '_')}`, v]);
+}
