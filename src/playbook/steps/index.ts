@@ -13,12 +13,13 @@ import {
   waitHealthyStep,
 } from './memberSteps.js';
 import { migrateStep } from './migrateSteps.js';
-import { fenceOldMembers, inspectSources, restore, verifySnapshot } from './sourceSteps.js';
+import { fenceOldDataDirs, fenceOldMembers, inspectSources, restore, verifySnapshot } from './sourceSteps.js';
 
 export const STEP_LIBRARY: Record<string, StepDefinition> = Object.fromEntries(
   [
     inspectSources,
     fenceOldMembers,
+    fenceOldDataDirs,
     verifySnapshot,
     restore,
     startMember,

@@ -251,7 +251,7 @@ export const addLearner: StepDefinition = {
     name: { type: 'string', required: true, description: 'the new member name' },
     'peer-url': { type: 'url', required: true, description: 'its peer URL' },
     runtime: { type: 'string', default: 'auto', description: "the new member's runtime (lifeboat, etcd); must be the cluster's (auto: the cluster's)" },
-    'data-dir': { type: 'path', default: '', description: "the new member's data dir, if known: an existing one must be of the same runtime" },
+    'data-dir': { type: 'string', default: '', description: "the new member's data dir, if known: an existing one must be of the same runtime" },
     timeout: timeoutParam(60_000),
   },
   describe: (p) => [`add ${p.name} (${p['peer-url']}) as a learner`],

@@ -3,11 +3,16 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { DataDirLockedError } from '../../storage/errors.js';
+import { parseHexId } from '../../common/ids.js';
 import { probeOldMembers, type OldMember } from '../../recovery/fence.js';
+import { fenceDataDir, readFenceRecord } from '../../recovery/fenceDataDir.js';
 import { inspectDataDir } from '../../recovery/inspect.js';
 import { restoreDataDir, restoreSnapshot } from '../../recovery/restore.js';
-import { snapshotStatus } from '../../recovery/snapshotFormat.js';
-import { SafetyCheckError, type StepDefinition } from '../stepTypes.js';
+import { snapshotKind, snapshotStatus } from '../../recovery/snapshotFormat.js';
+import type { RuntimeName } from '../../common/memberCommand.js';
+import { parseRuntimeChoice, resolveRuntime, runtimeOfDataDir, type RuntimeChoice } from '../../ops/runtime.js';
+import { restoreEtcdDataDir, restoreEtcdSnapshotFile } from '../../recovery/etcdRestore.js';
+import { SafetyCheckError, type StepContext, type StepDefinition } from '../stepTypes.js';
 
 type Source = { kind: 'data-dir' | 'snapshot'; path: string };
 
@@ -137,11 +142,21 @@ export const restore: StepDefinition = {
     'discard-uncommitted': { type: 'bool', default: false, description: "drop the entries past the survivor's commit index" },
     'bump-revision': { type: 'int', default: 0, description: 'raise the revision (with mark-compacted) so watchers relist' },
     'mark-compacted': { type: 'bool', default: false, description: 'mark the revisions before the new one compacted' },
+    runtime: {
+      type: 'string',
+      default: 'auto',
+      description:
+        "the new member's runtime: auto (the source's: an etcd data dir or etcd snapshot gives etcd), lifeboat (an etcd snapshot can become a Lifeboat member), etcd",
+    },
+    'etcd-bin': { type: 'string', default: '', description: 'the etcd binary (default: etcd on PATH); etcdctl or etcdutl beside it restores' },
+    'wal-dir': { type: 'string', default: '', description: "an etcd source's separate WAL directory (its --wal-dir)" },
   },
   describe: (p) => [`create ${p['data-dir']} from ${p.source}: member ${p.name} at ${p['peer-url']}, alone, with a new cluster ID`],
   async run(p, ctx) {
     const target = String(p['data-dir']);
     const src = sourceOf(String(p.source));
+    const runtime = await restoreRuntime(src, parseRuntimeChoice(String(p.runtime ?? 'auto'), 'runtime'));
+    if (runtime === 'etcd') return restoreIntoEtcd(p, ctx, src);
     if (fs.existsSync(target) && fs.readdirSync(target).length > 0) {
       // Done before (an interrupted run resumed): accept it if it came from this source.
       const old = await oldMembersOf(src);
@@ -156,6 +171,7 @@ export const restore: StepDefinition = {
           revision: done.kvRevision,
           keys: done.keyCount,
           reused: true,
+          runtime: 'lifeboat',
         };
       }
     }
@@ -185,6 +201,142 @@ export const restore: StepDefinition = {
       keys: r.keys,
       uncommittedKept: r.uncommittedKept,
       reused: false,
+      runtime,
     };
+  },
+};
+
+/** The new member's runtime: the source's unless forced; only an etcd snapshot may become either. */
+async function restoreRuntime(src: Source, choice: RuntimeChoice): Promise<RuntimeName> {
+  if (src.kind === 'data-dir') return resolveRuntime(choice, runtimeOfDataDir(src.path), `the source data dir ${src.path}`);
+  const kind = await snapshotKind(src.path);
+  if (kind.format === 'etcd') return choice === 'lifeboat' ? 'lifeboat' : 'etcd';
+  return resolveRuntime(choice, 'lifeboat', `the snapshot ${src.path} (a Lifeboat snapshot)`);
+}
+
+/**
+ * The etcd path of restore: etcd's own tools build the data dir. Its result is
+ * kept in the run's directory, so a resumed run finds a restore it already made.
+ */
+async function restoreIntoEtcd(p: Record<string, unknown>, ctx: StepContext, src: Source): Promise<Record<string, unknown>> {
+  const target = String(p['data-dir']);
+  const record = path.join(ctx.runDir, `restore-${String(p.name)}.json`);
+  const old = await oldMembersOf(src);
+  if (fs.existsSync(target) && fs.readdirSync(target).length > 0 && fs.existsSync(record)) {
+    const done = JSON.parse(fs.readFileSync(record, 'utf8')) as Record<string, unknown>;
+    if (done.dataDir === path.resolve(target)) {
+      ctx.progress(`${target} was already restored from ${src.path}; keeping it`);
+      return { ...done, reused: true };
+    }
+  }
+  const opts = {
+    dataDir: target,
+    name: String(p.name),
+    initialAdvertisePeerUrls: [String(p['peer-url'])],
+    initialClusterToken: String(p['initial-cluster-token']),
+    discardUncommitted: !!p['discard-uncommitted'],
+    bumpRevision: Number(p['bump-revision'] ?? 0),
+    markCompacted: !!p['mark-compacted'],
+    ...(p['etcd-bin'] ? { etcdBin: String(p['etcd-bin']) } : {}),
+    ...(p['wal-dir'] ? { walDir: String(p['wal-dir']) } : {}),
+    onProgress: (t: string) => ctx.progress(t),
+    onWarning: (t: string) => ctx.event('warning', t),
+  };
+  const r =
+    src.kind === 'snapshot'
+      ? await restoreEtcdSnapshotFile(src.path, opts)
+      : await restoreEtcdDataDir(src.path, { ...opts, parentClusterId: BigInt(`0x${old.clusterId || '0'}`) });
+  ctx.progress(`restored ${r.keys} keys at revision ${r.revision} into etcd ${r.etcdVersion}: cluster ${r.clusterId} (parent ${r.parentClusterId})`);
+  ctx.event('note', `new etcd cluster ${r.clusterId} replaces ${r.parentClusterId} (token ${r.initialClusterToken})`, {
+    clusterId: r.clusterId,
+    parent: r.parentClusterId,
+    memberId: r.memberId,
+    initialClusterToken: r.initialClusterToken,
+    ...recoveryIds(old, r.clusterId, r.memberId),
+  });
+  const out = {
+    clusterId: r.clusterId,
+    parentClusterId: r.parentClusterId,
+    memberId: r.memberId,
+    revision: r.revision,
+    keys: r.keys,
+    uncommittedKept: r.uncommittedKept,
+    runtime: 'etcd',
+    'initial-cluster-token': r.initialClusterToken,
+    dataDir: r.dataDir,
+  };
+  fs.mkdirSync(ctx.runDir, { recursive: true });
+  fs.writeFileSync(record, `${JSON.stringify(out)}\n`);
+  return { ...out, reused: false };
+}
+
+/** Old member IDs as hex without leading zeros, for matching however they were written. */
+function idKey(id: string): string {
+  return id.toLowerCase().replace(/^0x/, '').replace(/^0+/, '');
+}
+
+export const fenceOldDataDirs: StepDefinition = {
+  type: 'fence-old-data-dirs',
+  description:
+    "After the new cluster is verified: fence the old data dirs on this host (the source's and the others given) so their members never serve again (reversible: 'datadir unfence'); for every other old member print the command to run on its host and wait for the operator to confirm it (scripted: fenced=NAME,...).",
+  params: {
+    source: { type: 'path', required: true, description: 'the recovery source (fenced if it is a data dir; its member list is the old cluster)' },
+    'superseded-by': { type: 'string', required: true, description: 'the new cluster ID (hex)' },
+    'old-data-dirs': { type: 'list', default: [], description: 'other old data dirs on this host' },
+    fenced: { type: 'list', default: [], description: 'old members (names or IDs) the operator has fenced on their own hosts' },
+    'assume-dead': { type: 'list', default: [], description: 'old members that cannot be reached at all: not asked about, recorded as unfenced' },
+  },
+  describe: (p) => [
+    `fence ${[String(p.source), ...(p['old-data-dirs'] as string[])].join(', ')} (superseded by ${String(p['superseded-by'])}); ask for the other old members`,
+  ],
+  async run(p, ctx) {
+    const src = sourceOf(String(p.source));
+    const by = parseHexId(String(p['superseded-by']));
+    if (by === undefined || by === 0n) throw new Error(`superseded-by ${String(p['superseded-by'])} is not a cluster ID`);
+    // Who the old members were, read before the source is fenced (fenced, it no longer reads).
+    const fencedRecord = src.kind === 'data-dir' ? readFenceRecord(src.path) : undefined;
+    const old = fencedRecord ? undefined : await oldMembersOf(src).catch(() => undefined);
+    const dirs = [...(src.kind === 'data-dir' ? [src.path] : []), ...(p['old-data-dirs'] as string[]).map((d) => path.resolve(d))];
+    const covered = new Set<string>();
+    const done: string[] = [];
+    for (const dir of dirs) {
+      const who = readFenceRecord(dir) ? undefined : await inspectDataDir(dir).catch(() => undefined);
+      if (who) covered.add(idKey(who.memberId));
+      const r = fenceDataDir(dir, by);
+      done.push(dir);
+      ctx.progress(r.alreadyFenced ? `${dir} was already fenced` : `fenced ${dir} (${r.runtime})${r.movedTo ? `: member/ moved to ${r.movedTo}/` : ''}`);
+      ctx.event('fence', `fenced ${dir} (${r.runtime}, superseded by ${r.supersededBy})`, {
+        dataDir: dir,
+        runtime: r.runtime,
+        movedTo: r.movedTo ?? null,
+        member: who?.memberId ?? null,
+      });
+    }
+    const confirmed = new Set((p.fenced as string[]).map((x) => x.toLowerCase()));
+    const dead = new Set((p['assume-dead'] as string[]).map((x) => x.toLowerCase()));
+    const matches = (set: Set<string>, m: OldMember) => set.has(m.name.toLowerCase()) || [...set].some((x) => idKey(x) === idKey(m.id));
+    const remote: string[] = [];
+    for (const m of old?.members ?? []) {
+      if (covered.has(idKey(m.id)) || (old?.memberId && idKey(old.memberId) === idKey(m.id))) continue;
+      const who = `${m.name || 'unnamed'} (${m.id})`;
+      const host = m.peerURLs[0] ? new URL(m.peerURLs[0]).hostname : 'its host';
+      const cmd = `lifeboat datadir fence <its data dir> --superseded-by ${String(p['superseded-by'])}`;
+      if (matches(confirmed, m)) {
+        ctx.event('fence', `${who}: fenced on ${host} by the operator (fenced=${m.name || m.id})`, { member: m.id, host, by: 'operator' });
+        remote.push(m.id);
+        continue;
+      }
+      if (matches(dead, m)) {
+        ctx.event('warning', `${who} is assumed dead and was not fenced: if it ever comes back, run on ${host}: ${cmd}`, { member: m.id });
+        continue;
+      }
+      ctx.progress(`on ${host}, run: ${cmd}`);
+      ctx.event('note', `fence ${who} on ${host} with: ${cmd}`, { member: m.id, host, command: cmd });
+      if (!(await ctx.confirm(`Has ${who} been fenced on ${host} (${cmd})?`)))
+        throw new SafetyCheckError(`${who} is not fenced: run on ${host}: ${cmd}, then resume`, 'fenced');
+      ctx.event('fence', `${who}: fenced on ${host}, as the operator confirmed`, { member: m.id, host, by: 'confirmation' });
+      remote.push(m.id);
+    }
+    return { fenced: done, confirmed: remote };
   },
 };

@@ -1,0 +1,270 @@
+// Recovery into a real etcd member: a new one-member etcd cluster with a new
+// cluster ID (a fresh random --initial-cluster-token), built by etcd's own tools
+// so the data dir is exactly what etcd writes.
+//
+// From an `etcdctl snapshot save` file: `snapshot restore` (etcdutl where it
+// exists, 3.5+; etcdctl on 3.4).
+//
+// From a stopped member's data dir, every entry it holds is kept by default: a
+// copy of member/snap/db alone loses what was applied after the backend's last
+// commit, and `--force-new-cluster` alone drops the entries past the commit index.
+// So, in a scratch copy (the source is never written): the commit index is moved
+// to the last entry (one HardState record appended, its CRC continuing the chain),
+// etcd runs once with --force-new-cluster on loopback ports and applies the whole
+// log itself, is stopped cleanly, and its db is restored like a snapshot.
+import { execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { InputError, RefusedError } from '../common/errors.js';
+import { formatId as hex } from '../common/ids.js';
+import { isValidMemberUrl } from '../common/urls.js';
+import { clientFor } from '../client/etcdClient.js';
+import { requireTrailer, TrailerError } from '../etcdfile/index.js';
+import { waitUntil } from '../ops/memberOps.js';
+import { etcdBinary, etcdRestoreTool, etcdVersionOf } from '../ops/runtime.js';
+import { logTail } from '../ops/startMember.js';
+import { clusterIdFor, memberIdFor } from '../storage/identity.js';
+import { memberDir } from '../storage/layout.js';
+import { commitWalTail } from './etcdWalTail.js';
+import type { RestoreOptions, RestoreResult } from './restore.js';
+import { snapshotStatus } from './snapshotFormat.js';
+
+const run = promisify(execFile);
+
+export interface EtcdRestoreOptions extends RestoreOptions {
+  etcdBin?: string;
+  /** the source's separate WAL directory (etcd's --wal-dir), if it has one */
+  walDir?: string;
+  /** progress lines */
+  onProgress?: (text: string) => void;
+  /** warnings (an untested etcd version) */
+  onWarning?: (text: string) => void;
+}
+
+export interface EtcdRestoreResult extends RestoreResult {
+  runtime: 'etcd';
+  /** the fresh token the new cluster was built with (its ID derives from it) */
+  initialClusterToken: string;
+  etcdVersion: string;
+}
+
+function checkOptions(o: EtcdRestoreOptions): void {
+  if (!o.name) throw new InputError('--name is required');
+  if (o.initialAdvertisePeerUrls.length === 0 || !o.initialAdvertisePeerUrls.every(isValidMemberUrl))
+    throw new InputError(`--initial-advertise-peer-urls "${o.initialAdvertisePeerUrls.join(',')}" is not a valid URL list; e.g. http://10.0.0.1:2380`);
+  if (fs.existsSync(o.dataDir) && fs.readdirSync(o.dataDir).length > 0)
+    throw new RefusedError(`data dir ${o.dataDir} is not empty; restore into a new directory (or move ${o.dataDir} aside first)`);
+}
+
+/** The tools, checked before anything is written; bump-revision needs etcdutl (3.5 with the backport, 3.6). */
+function tools(o: EtcdRestoreOptions): { etcd: string; restore: { bin: string; env: NodeJS.ProcessEnv }; version: string } {
+  const etcd = etcdBinary(o.etcdBin);
+  const v = etcdVersionOf(etcd);
+  if (v.warning) o.onWarning?.(v.warning);
+  const restore = etcdRestoreTool(etcd);
+  if ((o.bumpRevision ?? 0) > 0 || o.markCompacted) {
+    if (path.basename(restore.bin) !== 'etcdutl')
+      throw new InputError(
+        `--bump-revision/--mark-compacted need etcdutl (etcd 3.6, or 3.5 with the backport); etcd ${v.version}'s etcdctl snapshot restore lacks them: restore without them, or into a Lifeboat member`,
+      );
+  }
+  return { etcd, restore, version: v.version };
+}
+
+function fsyncDir(dir: string): void {
+  const fd = fs.openSync(dir, 'r');
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** `snapshot restore` of a bbolt file into <dataDir>.part, renamed into place. */
+async function restoreDb(db: string, o: EtcdRestoreOptions, t: ReturnType<typeof tools>, token: string, skipHashCheck: boolean): Promise<void> {
+  const target = path.resolve(o.dataDir);
+  const part = `${target}.part`;
+  fs.rmSync(part, { recursive: true, force: true });
+  fs.mkdirSync(path.dirname(target), { recursive: true });
+  const peers = o.initialAdvertisePeerUrls.join(',');
+  const args = [
+    'snapshot',
+    'restore',
+    db,
+    '--data-dir',
+    part,
+    '--name',
+    o.name,
+    '--initial-cluster',
+    o.initialAdvertisePeerUrls.map((u) => `${o.name}=${u}`).join(','),
+    '--initial-advertise-peer-urls',
+    peers,
+    '--initial-cluster-token',
+    token,
+    ...(skipHashCheck ? ['--skip-hash-check'] : []),
+    ...((o.bumpRevision ?? 0) > 0 ? ['--bump-revision', String(o.bumpRevision), '--mark-compacted'] : []),
+  ];
+  try {
+    await run(t.restore.bin, args, { env: { ...process.env, ...t.restore.env }, timeout: 10 * 60_000, maxBuffer: 16 << 20 });
+    if (fs.existsSync(target)) fs.rmdirSync(target); // checked empty
+    fs.renameSync(part, target);
+    fsyncDir(path.dirname(target));
+  } catch (e) {
+    fs.rmSync(part, { recursive: true, force: true });
+    const err = e as Error & { stderr?: string };
+    const why = (err.stderr ?? err.message).trim().split('\n').at(-1);
+    throw new Error(`${path.basename(t.restore.bin)} snapshot restore of ${db} failed: ${why}`);
+  }
+}
+
+function result(o: EtcdRestoreOptions, token: string, parent: bigint, revision: number, keys: number, version: string, kept: number): EtcdRestoreResult {
+  const memberId = memberIdFor(o.initialAdvertisePeerUrls, token);
+  return {
+    runtime: 'etcd',
+    dataDir: path.resolve(o.dataDir),
+    memberId: hex(memberId),
+    clusterId: hex(clusterIdFor([memberId])),
+    parentClusterId: hex(parent),
+    revision,
+    keys,
+    appliedIndex: 0,
+    uncommittedKept: kept,
+    serverCommand: `etcd --name ${o.name} --data-dir ${path.resolve(o.dataDir)} --listen-peer-urls ${o.initialAdvertisePeerUrls.join(',')} --initial-advertise-peer-urls ${o.initialAdvertisePeerUrls.join(',')} --listen-client-urls http://${new URL(o.initialAdvertisePeerUrls[0]!).hostname}:2379 --advertise-client-urls http://${new URL(o.initialAdvertisePeerUrls[0]!).hostname}:2379`,
+    initialClusterToken: token,
+    etcdVersion: version,
+    notCarriedOver: [],
+  };
+}
+
+/** A fresh token: the new cluster's ID must never equal the old one, even with the same peer URLs. */
+function freshToken(given?: string): string {
+  return `${given && given !== 'etcd-cluster' ? given : 'lifeboat-recovered'}-${randomBytes(6).toString('hex')}`;
+}
+
+/** From an etcd snapshot file (sha256 trailer checked unless skipHashCheck). */
+export async function restoreEtcdSnapshotFile(file: string, o: EtcdRestoreOptions): Promise<EtcdRestoreResult> {
+  checkOptions(o);
+  if (!fs.existsSync(file)) throw new InputError(`snapshot ${file} does not exist; check the path`);
+  try {
+    requireTrailer(file, !!o.skipHashCheck);
+  } catch (err) {
+    if (err instanceof TrailerError && err.kind === 'missing') throw new InputError(err.message);
+    throw err;
+  }
+  const t = tools(o);
+  const status = await snapshotStatus(file);
+  const token = freshToken(o.initialClusterToken);
+  await restoreDb(file, o, t, token, !!o.skipHashCheck);
+  return result(o, token, BigInt(`0x${status.clusterId || '0'}`), status.revision, status.etcd?.liveKeys ?? status.totalKeys, t.version, 0);
+}
+
+/** A free port on 127.0.0.1, for the replay member that nobody else talks to. */
+function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Runs etcd --force-new-cluster on a scratch data dir, on loopback ports, until it
+ * has applied its whole log; then stops it cleanly so its db holds everything.
+ */
+async function replayWithEtcd(etcd: string, scratch: string, walDir: string | undefined, onProgress?: (t: string) => void): Promise<void> {
+  const [clientPort, peerPort] = [await freeLoopbackPort(), await freeLoopbackPort()];
+  const client = `http://127.0.0.1:${clientPort}`;
+  const peer = `http://127.0.0.1:${peerPort}`;
+  const log = path.join(scratch, 'replay.log');
+  const fd = fs.openSync(log, 'a');
+  const args = [
+    '--data-dir',
+    scratch,
+    ...(walDir ? ['--wal-dir', walDir] : []),
+    '--force-new-cluster',
+    '--name',
+    'lifeboat-replay',
+    '--listen-client-urls',
+    client,
+    '--advertise-client-urls',
+    client,
+    '--listen-peer-urls',
+    peer,
+    '--initial-advertise-peer-urls',
+    peer,
+    '--snapshot-count',
+    '100000000',
+  ];
+  const child = spawn(etcd, args, { stdio: ['ignore', fd, fd] });
+  fs.closeSync(fd);
+  let exited: string | undefined;
+  const done = new Promise<void>((resolve) =>
+    child.once('exit', (code, signal) => {
+      exited = signal ? `killed by ${signal}` : `exit ${code}`;
+      resolve();
+    }),
+  );
+  try {
+    onProgress?.(`replaying the log with etcd --force-new-cluster on ${client} (scratch copy)`);
+    const conn = { dialTimeoutMs: 1000, commandTimeoutMs: 5000 };
+    let lastApplied = -1;
+    await waitUntil('etcd to apply the whole log', 5 * 60_000, async () => {
+      if (exited) throw new Error(`etcd --force-new-cluster stopped (${exited}): ${logTail(log, 3)}`);
+      const c = clientFor([client], conn);
+      try {
+        const s = await c.status();
+        // Settled: everything in its log applied, and the same on two looks in a row.
+        const settled = s.raftAppliedIndex >= s.raftIndex && s.raftAppliedIndex === lastApplied;
+        lastApplied = s.raftAppliedIndex;
+        return settled ? true : undefined;
+      } catch {
+        return undefined;
+      } finally {
+        c.close();
+      }
+    });
+  } finally {
+    if (!exited) {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      await done;
+      clearTimeout(timer);
+    }
+  }
+  if (exited !== 'exit 0' && exited !== 'killed by SIGTERM') throw new Error(`etcd --force-new-cluster did not stop cleanly (${exited}): ${logTail(log, 3)}`);
+}
+
+/**
+ * From a stopped etcd member's data dir (and its --wal-dir): every entry kept
+ * unless discardUncommitted. The source is copied first and never written.
+ */
+export async function restoreEtcdDataDir(src: string, o: EtcdRestoreOptions & { parentClusterId: bigint }): Promise<EtcdRestoreResult> {
+  checkOptions(o);
+  if (path.resolve(src) === path.resolve(o.dataDir)) throw new InputError('the new data dir must differ from the source data dir');
+  const t = tools(o);
+  const scratch = `${path.resolve(o.dataDir)}.replay`;
+  fs.rmSync(scratch, { recursive: true, force: true });
+  fs.mkdirSync(scratch, { recursive: true });
+  try {
+    fs.cpSync(memberDir(src), memberDir(scratch), { recursive: true });
+    const scratchWal = path.join(scratch, 'wal');
+    if (o.walDir) fs.cpSync(o.walDir, scratchWal, { recursive: true });
+    const walDir = o.walDir ? scratchWal : path.join(memberDir(scratch), 'wal');
+    const tail = o.discardUncommitted ? { pastCommit: 0, appended: false } : commitWalTail(walDir);
+    if (tail.appended) o.onProgress?.(`kept ${tail.pastCommit} entries past the commit index: the scratch copy's commit moved to its last entry`);
+    await replayWithEtcd(t.etcd, scratch, o.walDir ? scratchWal : undefined, o.onProgress);
+    const db = path.join(memberDir(scratch), 'snap', 'db');
+    const status = await snapshotStatus(db);
+    const token = freshToken(o.initialClusterToken);
+    await restoreDb(db, o, t, token, true);
+    return result(o, token, o.parentClusterId, status.revision, status.etcd?.liveKeys ?? status.totalKeys, t.version, tail.pastCommit);
+  } finally {
+    fs.rmSync(scratch, { recursive: true, force: true });
+  }
+}
