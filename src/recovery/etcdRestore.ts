@@ -132,7 +132,7 @@ function result(o: EtcdRestoreOptions, token: string, parent: bigint, revision: 
     keys,
     appliedIndex: 0,
     uncommittedKept: kept,
-    serverCommand: `etcd --name ${o.name} --data-dir ${path.resolve(o.dataDir)} --listen-peer-urls ${o.initialAdvertisePeerUrls.join(',')} --initial-advertise-peer-urls ${o.initialAdvertisePeerUrls.join(',')} --listen-client-urls http://${new URL(o.initialAdvertisePeerUrls[0]!).hostname}:2379 --advertise-client-urls http://${new URL(o.initialAdvertisePeerUrls[0]!).hostname}:2379`,
+    serverCommand: `etcd --name ${o.name} --data-dir ${path.resolve(o.dataDir)} --listen-peer-urls ${o.initialAdvertisePeerUrls.join(',')} --initial-advertise-peer-urls ${o.initialAdvertisePeerUrls.join(',')} --listen-client-urls http://${new URL(o.initialAdvertisePeerUrls[0]).hostname}:2379 --advertise-client-urls http://${new URL(o.initialAdvertisePeerUrls[0]).hostname}:2379`,
     initialClusterToken: token,
     etcdVersion: version,
     notCarriedOver: [],

@@ -82,7 +82,7 @@ function lockedInodes(): Set<string> {
   for (const line of text.split('\n')) {
     // "1: OFDLCK ADVISORY  WRITE -1 fd:01:1234 0 EOF": major:minor in hex, the inode in decimal.
     const m = /\s([0-9a-f]+):([0-9a-f]+):(\d+)\s/.exec(line);
-    if (m) out.add(`${parseInt(m[1]!, 16)}:${parseInt(m[2]!, 16)}:${m[3]}`);
+    if (m) out.add(`${parseInt(m[1], 16)}:${parseInt(m[2], 16)}:${m[3]}`);
   }
   return out;
 }

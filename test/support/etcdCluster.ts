@@ -15,6 +15,8 @@ export interface EtcdMember {
   peerUrl: string;
   dataDir: string;
   logFile: string;
+  /** the arguments it was started with (its "unit"), to start it again as an operator's unit would */
+  args: string[];
   proc?: ChildProcess;
 }
 
@@ -137,7 +139,7 @@ export class EtcdCluster {
     for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('ETCD')) cleanEnv[k] = v;
     const proc = spawn('etcd', args, { env: { ...cleanEnv, ...env }, stdio: ['ignore', fd, fd] });
     closeSync(fd);
-    const m: EtcdMember = { name, clientUrl, peerUrl, dataDir, logFile, proc };
+    const m: EtcdMember = { name, clientUrl, peerUrl, dataDir, logFile, args, proc };
     this.members.push(m);
     return m;
   }
