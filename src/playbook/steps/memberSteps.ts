@@ -152,7 +152,7 @@ export const startMember: StepDefinition = {
       peerUrl: String(p['peer-url']),
       clientUrl,
       initialCluster: String(p['initial-cluster']),
-      state: (String(p.state) === 'existing' ? 'existing' : 'new'),
+      state: (String(p.state) === 'existing' ? 'existing' : 'new') as 'new' | 'existing',
       ...(p['initial-cluster-token'] ? { initialClusterToken: String(p['initial-cluster-token']) } : {}),
       ...(p['etcd-bin'] ? { etcdBin: String(p['etcd-bin']) } : {}),
       logFile: path.join(ctx.runDir, `${p.name}.log`),
@@ -299,8 +299,8 @@ export const addLearner: StepDefinition = {
     recordIds(ctx, `add ${p.name}`, before, afterList);
     const now = afterList.members;
     const initial = now
-      .filter((m) => m.id === me.id || m.name !== '')
-      .flatMap((m) => (m.id === me.id ? [`${p.name}=${peerUrl}`] : m.peerURLs.map((u) => `${m.name}=${u}`)))
+      .filter((m) => m.id === me!.id || m.name !== '')
+      .flatMap((m) => (m.id === me!.id ? [`${p.name}=${peerUrl}`] : m.peerURLs.map((u) => `${m.name}=${u}`)))
       .join(',');
     return { id: me.id.toString(16), 'initial-cluster': initial, runtime };
   },
