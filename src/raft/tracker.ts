@@ -10,7 +10,7 @@ import type { ConfChange, ConfState, NodeId } from './types.js';
 
 export class ProgressTracker {
   private conf: Config;
-  /** One entry per member, voters first, in the order they joined (the order appends go out). */
+  /** One entry per member: voters then learners at a reset, members added since at the end (the order appends go out). */
   private readonly prs = new Map<NodeId, Progress>();
   private readonly votes = new Map<NodeId, boolean>();
 
