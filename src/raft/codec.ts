@@ -125,8 +125,8 @@ export function writeEntry(w: ByteWriter, e: Entry): void {
 export function readEntry(r: ByteReader): Entry {
   const term = r.num();
   const index = r.num();
-  const type = r.u8();
-  if (type !== EntryType.Normal && type !== EntryType.ConfChange) throw new RangeError(`unknown entry type ${type}`);
+  const type = r.u8() as EntryType;
+  if (type !== EntryType.Normal && type !== EntryType.ConfChange) throw new RangeError(`unknown entry type ${type as number}`);
   // Copy: the record buffer may be reused by the reader's caller.
   return { term, index, type, data: r.bytes().slice() };
 }

@@ -1,6 +1,6 @@
 // The Raft core's public surface.
 export * from './types.js';
-export { Raft, type RaftOptions, type RaftStatus } from './raft.js';
+export { Raft, type RaftOptions } from './raft.js';
 export { PLANTED_BUGS, type PlantedBug, type RaftKnobs } from './knobs.js';
 export { ProgressState } from './progress.js';
 export { encodeConfChange, decodeConfChange } from './confChange.js';

@@ -84,6 +84,16 @@ export class Progress {
     this.pendingSnapshot = index;
   }
 
+  /** An append went out; `last` is the index of its last entry (undefined if it carried none). */
+  sentAppend(last: number | undefined): void {
+    if (this.state === ProgressState.Replicate && last !== undefined) {
+      this.next = last + 1;
+      this.inflights.add(last);
+    } else if (this.state === ProgressState.Probe) {
+      this.probeSent = true;
+    }
+  }
+
   /** An acknowledgement of index n; false if it was stale. */
   maybeUpdate(n: number): boolean {
     let updated = false;

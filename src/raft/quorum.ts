@@ -14,6 +14,13 @@ export function committedIndex(voters: Iterable<NodeId>, matchOf: (id: NodeId) =
   return matches[quorumSize(matches.length) - 1];
 }
 
+/** Whether the voters for which `yes` holds make a quorum. */
+export function isQuorum(voters: ReadonlySet<NodeId>, yes: (id: NodeId) => boolean): boolean {
+  let n = 0;
+  for (const id of voters) if (yes(id)) n++;
+  return n >= quorumSize(voters.size);
+}
+
 export type VoteResult = 'won' | 'lost' | 'pending';
 
 /** Tally of an election among voters: granted and rejected votes seen so far. */

@@ -1,13 +1,18 @@
 // The Raft state machine. It is driven, never running: the caller hands it
 // messages and ticks, asks ready() for what to persist, send and apply, and
 // calls advance() when done. No I/O, no clock, no randomness but config.random.
-import { Config, decodeConfChange, encodeConfChange } from './confChange.js';
+// This file is the protocol: step, elections, replication, membership rules. The
+// caller's side (Ready, advance(), compaction) is RawNode's (rawNode.ts), which
+// this class extends; the leader's view of the members is tracker.ts's.
+import { decodeConfChange, encodeConfChange } from './confChange.js';
 import { invariant } from './invariant.js';
 import type { RaftKnobs } from './knobs.js';
 import { RaftLog } from './log.js';
-import { Progress, ProgressState } from './progress.js';
-import { committedIndex, quorumSize, tallyVotes } from './quorum.js';
+import { ProgressState, type Progress } from './progress.js';
+import type { VoteResult } from './quorum.js';
+import { RawNode } from './rawNode.js';
 import { ReadOnlyQueue } from './readOnly.js';
+import { ProgressTracker } from './tracker.js';
 import {
   EntryType,
   MessageType,
@@ -15,42 +20,20 @@ import {
   RaftError,
   StateType,
   type ConfChange,
-  type ConfState,
-  type DroppedProposal,
   type Entry,
   type HardState,
   type Message,
   type NodeId,
   type PersistedState,
   type RaftConfig,
-  type ReadState,
-  type Ready,
+  type RaftStatus,
   type Snapshot,
-  type SnapshotMeta,
   type SoftState,
 } from './types.js';
 
 export type RaftOptions = RaftConfig;
 
-export interface RaftStatus {
-  id: NodeId;
-  term: number;
-  vote: NodeId;
-  commit: number;
-  applied: number;
-  lead: NodeId;
-  state: StateType;
-  conf: ConfState;
-  firstIndex: number;
-  lastIndex: number;
-  /** The leader's view of each member's replication (empty on non-leaders). */
-  progress: Map<NodeId, { match: number; next: number; state: ProgressState }>;
-  leadTransferee: NodeId;
-}
-
 const TRANSFER = new TextEncoder().encode('transfer');
-/** Messages a leader may send before its own write is durable (thesis §10.2.1). */
-const SEND_BEFORE_PERSIST = new Set([MessageType.App, MessageType.Heartbeat, MessageType.Snap, MessageType.TimeoutNow]);
 
 function isTransfer(ctx: Uint8Array | undefined): boolean {
   return ctx !== undefined && ctx.length === TRANSFER.length && ctx.every((b, i) => b === TRANSFER[i]);
@@ -60,21 +43,15 @@ function voteRespType(t: MessageType): MessageType {
   return t === MessageType.Vote ? MessageType.VoteResp : MessageType.PreVoteResp;
 }
 
-export class Raft {
-  readonly id: NodeId;
+export class Raft extends RawNode {
   private readonly cfg: RaftOptions;
-  private readonly log: RaftLog;
 
   private term = 0;
   private vote: NodeId = NONE;
   private state = StateType.Follower;
   private lead: NodeId = NONE;
 
-  private config: Config;
-  /** Configurations in force after each applied conf change, for snapshots taken below `applied`. */
-  private confHistory: { index: number; conf: ConfState }[] = [];
-  private progress = new Map<NodeId, Progress>();
-  private votes = new Map<NodeId, boolean>();
+  private readonly trk: ProgressTracker;
 
   private electionElapsed = 0;
   private heartbeatElapsed = 0;
@@ -90,30 +67,15 @@ export class Raft {
   /** Read requests that arrived before the leader committed an entry of its term. */
   private pendingReadIndex: Message[] = [];
 
-  private snapshotData: Uint8Array = new Uint8Array(0);
-
-  // Output accumulated for the next ready().
-  private msgs: Message[] = [];
-  private readStates: ReadState[] = [];
-  private dropped: DroppedProposal[] = [];
-  private prevSoft: SoftState;
-  private prevHard: HardState;
-  private outstanding: Ready | undefined;
-
-  constructor(
-    config: RaftOptions,
-    persisted: PersistedState,
-    private readonly knobs: RaftKnobs = {},
-  ) {
+  constructor(config: RaftOptions, persisted: PersistedState, knobs: RaftKnobs = {}) {
     invariant(config.id !== NONE, 'node ID 0 is reserved');
     invariant(config.heartbeatTick > 0 && config.electionTick > config.heartbeatTick, 'electionTick must exceed heartbeatTick > 0');
     invariant(config.readOnly !== 'lease' || config.checkQuorum, "readOnly 'lease' needs checkQuorum");
-    this.id = config.id;
-    this.cfg = config;
     const hs = persisted.hardState;
     const applied = config.applied ?? persisted.snapshot.index;
-    this.log = new RaftLog(persisted.snapshot, persisted.entries, hs.commit, Math.min(applied, hs.commit));
-    this.config = Config.from(persisted.snapshot.conf);
+    super(config.id, new RaftLog(persisted.snapshot, persisted.entries, hs.commit, Math.min(applied, hs.commit)), knobs);
+    this.cfg = config;
+    this.trk = new ProgressTracker(persisted.snapshot.conf, config.maxInflightMsgs);
     // Conf changes the application already applied before the restart are in force.
     for (const e of persisted.entries) {
       if (e.index > this.log.applied) break;
@@ -122,8 +84,7 @@ export class Raft {
     this.term = hs.term;
     this.vote = hs.vote;
     this.becomeFollower(hs.term, NONE);
-    this.prevHard = { term: hs.term, vote: hs.vote, commit: this.log.committed };
-    this.prevSoft = { lead: this.lead, state: this.state };
+    this.markReported();
   }
 
   // ---- inputs -------------------------------------------------------------
@@ -131,15 +92,6 @@ export class Raft {
   tick(): void {
     if (this.state === StateType.Leader) this.tickHeartbeat();
     else this.tickElection();
-  }
-
-  /** Starts an election now (as a timeout would). */
-  campaign(): void {
-    this.step(this.localMsg(MessageType.Hup));
-  }
-
-  propose(data: Uint8Array): void {
-    this.proposeEntries([{ term: 0, index: 0, type: EntryType.Normal, data }]);
   }
 
   /** Proposes one membership change; only the leader accepts one (callers forward to it). */
@@ -150,52 +102,20 @@ export class Raft {
     if (this.pendingConfIndex > this.log.applied) {
       throw new RaftError('ConfChangePending', `a membership change is pending until index ${this.pendingConfIndex} is applied (applied ${this.log.applied})`);
     }
-    const why = this.config.check(cc);
+    const why = this.trk.check(cc);
     if (why !== undefined) throw new RaftError('InvalidConfChange', why);
     this.proposeEntries([{ term: 0, index: 0, type: EntryType.ConfChange, data: encodeConfChange(cc) }]);
   }
 
-  readIndex(context: Uint8Array): void {
-    this.step({ ...this.localMsg(MessageType.ReadIndex), entries: [{ term: 0, index: 0, type: EntryType.Normal, data: context }] });
-  }
-
   /** Asks the leader to hand leadership to `to` (a voter); a follower forwards the request. */
   transferLeader(to: NodeId): void {
-    if (!this.config.voters.has(to)) throw new RaftError('BadTransferee', `node ${to.toString(16)} is not a voter`);
+    if (!this.trk.voters.has(to)) throw new RaftError('BadTransferee', `node ${to.toString(16)} is not a voter`);
     if (this.state !== StateType.Leader && this.lead === NONE) throw new RaftError('NotLeader', 'no leader to transfer from');
     // By convention the request names the transferee as its sender.
     this.step({ ...this.localMsg(MessageType.TransferLeader), from: to });
   }
 
-  reportUnreachable(id: NodeId): void {
-    this.step({ ...this.localMsg(MessageType.Unreachable), from: id });
-  }
-
-  reportSnapshot(id: NodeId, ok: boolean): void {
-    this.step({ ...this.localMsg(MessageType.SnapStatus), from: id, reject: !ok });
-  }
-
-  /**
-   * Records that the application holds a snapshot of its state at `index`
-   * (<= applied), and drops the log up to it. `data` is what a lagging follower
-   * will be sent.
-   */
-  compact(index: number, data: Uint8Array): void {
-    if (index === this.log.snapshot.index) {
-      // After a restart the core knows the snapshot's metadata but not its data.
-      this.snapshotData = data;
-      return;
-    }
-    if (index < this.log.snapshot.index) return;
-    invariant(index <= this.log.applied, `snapshot at ${index} beyond applied ${this.log.applied}`);
-    const term = this.log.term(index);
-    invariant(term !== undefined, `no term for snapshot index ${index}`);
-    this.log.compact({ index, term, conf: this.confAt(index) });
-    this.snapshotData = data;
-    this.confHistory = this.confHistory.filter((c) => c.index > index);
-  }
-
-  step(m: Message): void {
+  override step(m: Message): void {
     if (m.term === 0) {
       // Local or forwarded requests carry no term.
     } else if (m.term > this.term) {
@@ -257,73 +177,10 @@ export class Raft {
 
   // ---- outputs ------------------------------------------------------------
 
-  hasReady(): boolean {
-    if (this.outstanding) return false;
-    return (
-      this.msgs.length > 0 ||
-      this.readStates.length > 0 ||
-      this.dropped.length > 0 ||
-      this.log.pendingSnapshot !== undefined ||
-      this.log.stable < this.log.lastIndex() ||
-      this.log.committed > this.log.applying ||
-      this.softChanged() ||
-      this.hardChanged()
-    );
-  }
-
-  ready(): Ready {
-    invariant(this.outstanding === undefined, 'ready() called again before advance()');
-    const hard = this.hardState();
-    const termOrVoteChanged = hard.term !== this.prevHard.term || hard.vote !== this.prevHard.vote;
-    const entries = this.log.unstableEntries();
-    const messages: Message[] = [];
-    const after: Message[] = [];
-    for (const m of this.msgs) {
-      // The leader's appends may leave before its own write is durable; anything that
-      // promises persisted state (acks, votes) or follows a term change waits for it.
-      const early =
-        (!termOrVoteChanged && this.state === StateType.Leader && SEND_BEFORE_PERSIST.has(m.type)) ||
-        (this.knobs.plantedBug === 'vote-not-persisted' && (m.type === MessageType.Vote || m.type === MessageType.VoteResp));
-      (early ? messages : after).push(m);
-    }
-    const rd: Ready = {
-      entries,
-      snapshot: this.log.pendingSnapshot,
-      messages,
-      messagesAfterPersist: after,
-      committedEntries: this.log.nextCommitted(),
-      readStates: this.readStates,
-      droppedProposals: this.dropped,
-      mustSync: termOrVoteChanged || entries.length > 0 || this.log.pendingSnapshot !== undefined,
-    };
-    if (this.softChanged()) rd.softState = { lead: this.lead, state: this.state };
-    if (this.hardChanged()) rd.hardState = hard;
-    this.msgs = [];
-    this.readStates = [];
-    this.dropped = [];
-    if (rd.committedEntries.length > 0) this.log.applying = rd.committedEntries[rd.committedEntries.length - 1].index;
-    this.outstanding = rd;
-    return rd;
-  }
-
-  advance(rd: Ready): void {
-    invariant(rd === this.outstanding, 'advance() with a Ready that is not the outstanding one');
-    this.outstanding = undefined;
-    if (rd.softState) this.prevSoft = rd.softState;
-    if (rd.hardState) this.prevHard = rd.hardState;
-    if (rd.snapshot) {
-      if (this.log.pendingSnapshot === rd.snapshot) this.log.pendingSnapshot = undefined;
-      this.snapshotData = rd.snapshot.data;
-      this.log.appliedTo(rd.snapshot.meta.index);
-    }
-    this.log.stableTo(rd.entries);
-    for (const e of rd.committedEntries) {
-      this.log.appliedTo(e.index);
-      if (e.type === EntryType.ConfChange) this.applyConfChange(decodeConfChange(e.data), e.index);
-    }
+  protected override afterAdvance(): void {
     if (this.state === StateType.Leader) {
       // The leader counts itself toward a commit only once its own write is durable.
-      const self = this.progress.get(this.id);
+      const self = this.trk.progress.get(this.id);
       if (self && self.maybeUpdate(this.log.stable) && this.maybeCommit()) this.bcastAppend();
     }
   }
@@ -331,7 +188,7 @@ export class Raft {
   status(): RaftStatus {
     const progress = new Map<NodeId, { match: number; next: number; state: ProgressState }>();
     if (this.state === StateType.Leader) {
-      for (const [id, pr] of this.progress) progress.set(id, { match: pr.match, next: pr.next, state: pr.state });
+      for (const [id, pr] of this.trk.progress) progress.set(id, { match: pr.match, next: pr.next, state: pr.state });
     }
     return {
       id: this.id,
@@ -341,37 +198,12 @@ export class Raft {
       applied: this.log.applied,
       lead: this.lead,
       state: this.state,
-      conf: this.config.toConfState(),
+      conf: this.trk.confState(),
       firstIndex: this.log.firstIndex(),
       lastIndex: this.log.lastIndex(),
       progress,
       leadTransferee: this.leadTransferee,
     };
-  }
-
-  termAt(index: number): number | undefined {
-    return this.log.term(index);
-  }
-
-  /** Entries in [lo, hi) still held in memory (undefined if lo was compacted). */
-  entries(lo: number, hi: number): Entry[] | undefined {
-    return this.log.slice(lo, hi);
-  }
-
-  snapshotMeta(): SnapshotMeta {
-    return this.log.snapshot;
-  }
-
-  /** A snapshot from the leader that is accepted and not yet persisted (advance() clears it). */
-  pendingSnapshot(): Snapshot | undefined {
-    return this.log.pendingSnapshot;
-  }
-
-  /** Metadata for a snapshot of the application's state at `index` (term and conf in force). */
-  snapshotMetaAt(index: number): SnapshotMeta | undefined {
-    const term = this.log.term(index);
-    if (term === undefined || index > this.log.applied) return undefined;
-    return { index, term, conf: this.confAt(index) };
   }
 
   // ---- roles --------------------------------------------------------------
@@ -385,7 +217,7 @@ export class Raft {
   private becomePreCandidate(): void {
     invariant(this.state !== StateType.Leader, 'leader cannot become pre-candidate');
     // Neither the term nor the vote changes: a pre-election disturbs no one.
-    this.votes.clear();
+    this.trk.resetVotes();
     this.state = StateType.PreCandidate;
     this.lead = NONE;
   }
@@ -402,7 +234,7 @@ export class Raft {
     this.reset(this.term);
     this.state = StateType.Leader;
     this.lead = this.id;
-    const self = this.progress.get(this.id);
+    const self = this.trk.progress.get(this.id);
     if (self) {
       self.becomeReplicate();
       self.match = this.log.stable;
@@ -425,12 +257,9 @@ export class Raft {
     this.heartbeatElapsed = 0;
     this.resetRandomizedElectionTimeout();
     this.leadTransferee = NONE;
-    this.votes.clear();
-    this.progress.clear();
-    const last = this.log.lastIndex();
-    for (const id of this.config.voters) this.progress.set(id, new Progress(last + 1, this.cfg.maxInflightMsgs, false));
-    for (const id of this.config.learners) this.progress.set(id, new Progress(last + 1, this.cfg.maxInflightMsgs, true));
-    const self = this.progress.get(this.id);
+    this.trk.resetVotes();
+    this.trk.resetProgress(this.log.lastIndex() + 1);
+    const self = this.trk.progress.get(this.id);
     if (self) self.match = this.log.stable;
     this.pendingConfIndex = 0;
     this.leaving = false;
@@ -444,12 +273,12 @@ export class Raft {
   }
 
   private promotable(): boolean {
-    return this.config.voters.has(this.id);
+    return this.trk.voters.has(this.id);
   }
 
   private tickElection(): void {
     this.electionElapsed++;
-    const sole = this.config.voters.size === 1 && this.promotable();
+    const sole = this.trk.isSoleVoter(this.id);
     if (this.promotable() && (sole || this.electionElapsed >= this.randomizedElectionTimeout)) {
       this.electionElapsed = 0;
       this.hup(false);
@@ -461,7 +290,7 @@ export class Raft {
     this.electionElapsed++;
     if (this.electionElapsed >= this.cfg.electionTick) {
       this.electionElapsed = 0;
-      if (this.cfg.checkQuorum && !this.quorumActive()) {
+      if (this.cfg.checkQuorum && !this.trk.quorumActive(this.id)) {
         this.becomeFollower(this.term, NONE);
         return;
       }
@@ -481,22 +310,11 @@ export class Raft {
 
   /** Every voter holds our whole log and has been sent a commit covering it. */
   private remainingVotersCaughtUp(): boolean {
-    for (const id of this.config.voters) {
-      const pr = this.progress.get(id);
+    for (const id of this.trk.voters) {
+      const pr = this.trk.progress.get(id);
       if (!pr || pr.match < this.log.lastIndex() || this.log.committed < this.log.lastIndex()) return false;
     }
     return true;
-  }
-
-  /** Check-quorum: did a quorum of voters answer during the last election timeout? */
-  private quorumActive(): boolean {
-    let active = 0;
-    for (const id of this.config.voters) {
-      const pr = this.progress.get(id);
-      if (id === this.id || pr?.recentActive) active++;
-    }
-    for (const pr of this.progress.values()) pr.recentActive = false;
-    return active >= quorumSize(this.config.voters.size);
   }
 
   private hup(transfer: boolean): void {
@@ -526,7 +344,7 @@ export class Raft {
       else this.becomeLeader();
       return;
     }
-    for (const id of this.config.voters) {
+    for (const id of this.trk.voters) {
       if (id === this.id) continue;
       this.send({
         ...this.msg(type, id),
@@ -538,9 +356,8 @@ export class Raft {
     }
   }
 
-  private poll(from: NodeId, granted: boolean): 'won' | 'lost' | 'pending' {
-    if (!this.votes.has(from)) this.votes.set(from, granted);
-    return tallyVotes(this.config.voters, this.votes);
+  private poll(from: NodeId, granted: boolean): VoteResult {
+    return this.trk.recordVote(from, granted);
   }
 
   private handleVoteRequest(m: Message): void {
@@ -574,7 +391,7 @@ export class Raft {
         this.leaderTransfer(m.from);
         return;
     }
-    const pr = this.progress.get(m.from);
+    const pr = this.trk.progress.get(m.from);
     if (!pr) return;
     switch (m.type) {
       case MessageType.AppResp:
@@ -604,7 +421,7 @@ export class Raft {
   private leaderPropose(m: Message): void {
     invariant(m.entries.length > 0, 'empty proposal');
     let reason: string | undefined;
-    if (this.leaving || !this.config.voters.has(this.id)) reason = 'this node is leaving the cluster';
+    if (this.leaving || !this.trk.voters.has(this.id)) reason = 'this node is leaving the cluster';
     else if (this.leadTransferee !== NONE) reason = `leadership transfer to ${this.leadTransferee.toString(16)} in progress`;
     if (reason !== undefined) {
       if (m.to === NONE) throw new RaftError(this.leadTransferee !== NONE ? 'TransferInProgress' : 'ProposalDropped', reason);
@@ -627,7 +444,7 @@ export class Raft {
     const stamped = entries.map((e) => ({ ...e, term: this.term, index: ++index }));
     this.log.append(stamped);
     // The leader's own match advances in advance(), once these are durable.
-    const self = this.progress.get(this.id);
+    const self = this.trk.progress.get(this.id);
     if (self) self.next = this.log.lastIndex() + 1;
   }
 
@@ -659,9 +476,7 @@ export class Raft {
   }
 
   private maybeCommit(): boolean {
-    const voters = new Set(this.config.voters);
-    if (this.knobs.plantedBug === 'learner-counts-toward-commit') for (const l of this.config.learners) voters.add(l);
-    const mci = committedIndex(voters, (id) => this.progress.get(id)?.match ?? 0);
+    const mci = this.trk.committed(this.knobs.plantedBug === 'learner-counts-toward-commit');
     if (mci <= this.log.committed) return false;
     // Only an entry of the current term is committed by counting (Raft §5.4.2).
     if (this.knobs.plantedBug !== 'commit-previous-term-by-counting' && this.log.term(mci) !== this.term) return false;
@@ -676,7 +491,7 @@ export class Raft {
 
   /** Sends the next append (or a snapshot) to a follower; false if nothing was sent. */
   private sendAppend(to: NodeId, sendIfEmpty: boolean): boolean {
-    const pr = this.progress.get(to);
+    const pr = this.trk.progress.get(to);
     if (!pr || to === this.id || pr.isPaused()) return false;
     const prevIndex = pr.next - 1;
     const prevTerm = this.log.term(prevIndex);
@@ -691,26 +506,16 @@ export class Raft {
     }
     if (entries.length === 0 && !sendIfEmpty) return false;
     this.send({ ...this.msg(MessageType.App, to), index: prevIndex, logTerm: prevTerm, entries, commit: this.log.committed });
-    if (entries.length > 0) {
-      const last = entries[entries.length - 1].index;
-      if (pr.state === ProgressState.Replicate) {
-        pr.next = last + 1;
-        pr.inflights.add(last);
-      } else if (pr.state === ProgressState.Probe) {
-        pr.probeSent = true;
-      }
-    } else if (pr.state === ProgressState.Probe) {
-      pr.probeSent = true;
-    }
+    pr.sentAppend(entries.length > 0 ? entries[entries.length - 1].index : undefined);
     return true;
   }
 
   private bcastAppend(): void {
-    for (const id of this.progress.keys()) if (id !== this.id) this.sendAppend(id, true);
+    for (const id of this.trk.progress.keys()) if (id !== this.id) this.sendAppend(id, true);
   }
 
   private bcastHeartbeat(context: Uint8Array | undefined): void {
-    for (const [id, pr] of this.progress) {
+    for (const [id, pr] of this.trk.progress) {
       if (id === this.id) continue;
       // Never tell a follower to commit past what it is known to hold.
       this.send({ ...this.msg(MessageType.Heartbeat, id), commit: Math.min(pr.match, this.log.committed), context });
@@ -725,7 +530,7 @@ export class Raft {
       this.pendingReadIndex.push(m);
       return;
     }
-    if (this.config.voters.size === 1 && this.config.voters.has(this.id)) {
+    if (this.trk.isSoleVoter(this.id)) {
       this.respondRead(m.from, this.log.committed, context);
       return;
     }
@@ -739,10 +544,7 @@ export class Raft {
 
   private handleReadAck(from: NodeId, context: Uint8Array): void {
     const acks = this.readOnly.ack(from, context);
-    if (!acks) return;
-    let n = 0;
-    for (const id of this.config.voters) if (acks.has(id)) n++;
-    if (n < quorumSize(this.config.voters.size)) return;
+    if (!acks || !this.trk.hasQuorum(acks)) return;
     for (const r of this.readOnly.release(context)) this.respondRead(r.from, r.index, r.context);
   }
 
@@ -752,11 +554,11 @@ export class Raft {
   }
 
   private leaderTransfer(transferee: NodeId): void {
-    if (!this.config.voters.has(transferee) || transferee === this.id) return;
+    if (!this.trk.voters.has(transferee) || transferee === this.id) return;
     if (this.leadTransferee === transferee) return;
     this.leadTransferee = transferee;
     this.electionElapsed = 0;
-    const pr = this.progress.get(transferee);
+    const pr = this.trk.progress.get(transferee);
     if (pr && pr.match === this.log.lastIndex()) this.send(this.msg(MessageType.TimeoutNow, transferee));
     else this.sendAppend(transferee, true);
   }
@@ -898,29 +700,25 @@ export class Raft {
       return false;
     }
     this.log.restore(s);
-    this.config = Config.from(s.meta.conf);
+    this.trk.restoreConfig(s.meta.conf);
     this.confHistory = [];
     return true;
   }
 
   // ---- membership -----------------------------------------------------------
 
-  private applyConfChange(cc: ConfChange, index: number): void {
-    if (!this.config.apply(cc)) return;
-    this.confHistory.push({ index, conf: this.config.toConfState() });
+  protected override applyConfChange(cc: ConfChange, index: number): void {
+    if (!this.trk.applyConfChange(cc)) return;
+    this.confHistory.push({ index, conf: this.trk.confState() });
     if (cc.type === 'update') return;
     if (this.state === StateType.Leader) {
-      if (cc.type === 'remove') {
-        this.progress.delete(cc.nodeId);
-        if (cc.nodeId === this.leadTransferee) this.leadTransferee = NONE;
-      } else if (!this.progress.has(cc.nodeId)) {
-        this.progress.set(cc.nodeId, new Progress(this.log.lastIndex() + 1, this.cfg.maxInflightMsgs, cc.type === 'addLearner'));
+      if (this.trk.updateProgress(cc, this.log.lastIndex() + 1)) {
         // Start probing the new member now rather than at the next heartbeat.
         this.sendAppend(cc.nodeId, true);
-      } else {
-        this.progress.get(cc.nodeId)!.isLearner = this.config.learners.has(cc.nodeId);
+      } else if (cc.type === 'remove' && cc.nodeId === this.leadTransferee) {
+        this.leadTransferee = NONE;
       }
-      if (!this.config.voters.has(this.id)) {
+      if (!this.trk.voters.has(this.id)) {
         // The leader removed itself. Stepping down at once could strand the others:
         // if none of them knows the removal is committed, they still need this
         // node's vote. It leads on, without counting itself or taking proposals,
@@ -934,40 +732,17 @@ export class Raft {
     }
   }
 
-  private confAt(index: number): ConfState {
-    let conf: ConfState | undefined;
-    for (const c of this.confHistory) if (c.index <= index) conf = c.conf;
-    return conf ?? this.log.snapshot.conf;
-  }
-
   // ---- helpers ------------------------------------------------------------
-
-  private proposeEntries(entries: Entry[]): void {
-    this.step({ ...this.localMsg(MessageType.Prop), entries });
-  }
-
-  private localMsg(type: MessageType): Message {
-    return { type, from: this.id, to: NONE, term: 0, logTerm: 0, index: 0, entries: [], commit: 0, reject: false, rejectHint: 0 };
-  }
 
   private msg(type: MessageType, to: NodeId): Message {
     return { type, from: this.id, to, term: this.term, logTerm: 0, index: 0, entries: [], commit: 0, reject: false, rejectHint: 0 };
   }
 
-  private send(m: Message): void {
-    invariant(m.to !== this.id, `message ${m.type} to self`);
-    this.msgs.push(m);
-  }
-
-  private hardState(): HardState {
+  protected override hardState(): HardState {
     return { term: this.term, vote: this.vote, commit: this.log.committed };
   }
 
-  private hardChanged(): boolean {
-    return this.term !== this.prevHard.term || this.vote !== this.prevHard.vote || this.log.committed !== this.prevHard.commit;
-  }
-
-  private softChanged(): boolean {
-    return this.lead !== this.prevSoft.lead || this.state !== this.prevSoft.state;
+  protected override softState(): SoftState {
+    return { lead: this.lead, state: this.state };
   }
 }

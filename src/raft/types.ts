@@ -1,5 +1,6 @@
 // The Raft core's vocabulary. Node IDs are uint64 and held as bigint; terms and
 // indexes are plain numbers (2^53 entries is beyond any log we will keep).
+import type { ProgressState } from './progress.js';
 
 export type NodeId = bigint;
 /** "No node": no vote cast, no leader known. */
@@ -137,6 +138,22 @@ export interface Ready {
 }
 
 /** State the core is restarted from (what the driver persisted). */
+export interface RaftStatus {
+  id: NodeId;
+  term: number;
+  vote: NodeId;
+  commit: number;
+  applied: number;
+  lead: NodeId;
+  state: StateType;
+  conf: ConfState;
+  firstIndex: number;
+  lastIndex: number;
+  /** The leader's view of each member's replication (empty on non-leaders). */
+  progress: Map<NodeId, { match: number; next: number; state: ProgressState }>;
+  leadTransferee: NodeId;
+}
+
 export interface PersistedState {
   hardState: HardState;
   /** The latest snapshot's metadata; index 0 with an empty conf for a fresh node. */
