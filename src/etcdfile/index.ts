@@ -12,5 +12,5 @@ export { checkTrailer, hasTrailer, requireTrailer, TrailerError, type TrailerChe
 export type { EtcdAlarm, EtcdLease, EtcdMember } from './etcdBuckets.js';
 export { etcdDataDirLock, isEtcdDataDir, readEtcdDataDir, type EtcdDataDirOptions, type EtcdDataDirSummary } from './etcdDataDir.js';
 export type { LockHolder } from './etcdLock.js';
-export type { EntryDescription, EntryKind } from './walEntryKinds.js';
+export { kvText, type EntryDescription, type EntryKind } from './walEntryKinds.js';
 export { EtcdWalError } from './walErrors.js';

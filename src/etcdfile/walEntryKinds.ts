@@ -65,7 +65,8 @@ function opText(op: RequestOp): string {
   return 'no-op';
 }
 
-function kvText(kv: KvRequest): { kind: EntryKind; text: string } {
+/** A KV request in one line (keys and value sizes, never values). */
+export function kvText(kv: KvRequest): { kind: EntryKind; text: string } {
   if ('put' in kv)
     return {
       kind: 'put',

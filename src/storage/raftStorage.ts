@@ -95,7 +95,9 @@ export class RaftStorage {
       if (!opts.identity || opts.readOnly) throw new StorageError(`data dir ${dataDir} holds no member (${memberDir(dataDir)} not found)`);
       fs.mkdirp(memberDir(dataDir));
     }
-    const lock = DirLock.acquire(fs, dataDir, warnings);
+    if (opts.lock === 'check' && !opts.readOnly)
+      throw new StorageError(`checking the lock without taking it is for read-only opening only (data dir ${dataDir})`);
+    const lock = opts.lock === 'check' ? DirLock.check(fs, dataDir) : DirLock.acquire(fs, dataDir, warnings);
     try {
       const r = recoverDataDir(dataDir, fs, opts, warnings);
       const storage = new RaftStorage(
