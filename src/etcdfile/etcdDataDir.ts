@@ -103,9 +103,11 @@ const sortIds = (s: Set<bigint>) => [...s].sort((a, b) => (a < b ? -1 : a > b ? 
 export function readEtcdDataDir(dataDir: string, opts: EtcdDataDirOptions = {}): EtcdDataDirSummary {
   const walDir = opts.walDir ?? defaultWalDir(dataDir);
   const dbFile = etcdDbFile(dataDir);
-  if (!fs.existsSync(walDir)) throw new EtcdWalError(walDir, 0, 'the WAL directory does not exist (etcd run with --wal-dir? give it as --wal-dir)');
+  if (!fs.existsSync(walDir)) {
+    throw new Error(`etcd data dir ${dataDir} has no WAL directory ${walDir}; if etcd ran with --wal-dir, give that directory as --wal-dir`);
+  }
   const segments = listWalSegments(walDir);
-  if (segments.length === 0) throw new EtcdWalError(walDir, 0, 'no WAL segments (<seq>-<index>.wal) in the WAL directory');
+  if (segments.length === 0) throw new Error(`etcd WAL directory ${walDir} holds no segments (<seq>-<index>.wal); check the path`);
   const scan = scanWal(segments);
   const facts = walHeaderFacts(scan.records);
   if (facts.nodeId === undefined || facts.clusterId === undefined) {

@@ -282,7 +282,7 @@ function listed(d: EntryDescription): ListedEntry {
 function inspectEtcdDataDir(dataDir: string, opts: InspectOptions): DataDirReport {
   const held = etcdDataDirLock(dataDir, opts);
   if (held) {
-    throw new DataDirLockedError(dataDir, held.pid ?? 0, `${held.pid ? `pid ${held.pid}` : 'a running process'} (a lock on ${held.file}: etcd is running)`);
+    throw new DataDirLockedError(dataDir, held.pid ?? 0, `etcd${held.pid ? ` pid ${held.pid}` : ''} via ${held.file}`);
   }
   const s = readEtcdDataDir(dataDir, opts);
   const last = s.entries.at(-1);
