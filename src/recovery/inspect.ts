@@ -10,6 +10,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { InputError } from '../common/errors.js';
 import { etcdDataDirLock, isEtcdDataDir, kvText, readEtcdDataDir, type EntryDescription } from '../etcdfile/index.js';
 import { KvStore } from '../kv/index.js';
 import { decodeRequest } from '../kv/requestCodec.js';
@@ -194,7 +195,7 @@ export async function inspectDataDir(dataDir: string, opts: InspectOptions = {})
   const runtime = dataDirRuntime(dataDir);
   if (runtime === 'etcd') return inspectEtcdDataDir(dataDir, opts);
   if (opts.walDir !== undefined)
-    throw new StorageError(`--wal-dir is for etcd data dirs; ${dataDir} is a Lifeboat data dir, whose log is in ${walDir(dataDir)}`);
+    throw new InputError(`--wal-dir is for etcd data dirs; ${dataDir} is a Lifeboat data dir, whose log is in ${walDir(dataDir)}`);
   return inspectLifeboatDataDir(dataDir);
 }
 
