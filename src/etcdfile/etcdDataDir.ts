@@ -111,7 +111,7 @@ export function readEtcdDataDir(dataDir: string, opts: EtcdDataDirOptions = {}):
   const scan = scanWal(segments);
   const facts = walHeaderFacts(scan.records);
   if (facts.nodeId === undefined || facts.clusterId === undefined) {
-    throw new EtcdWalError(segments[0]!.file, 0, 'no metadata record (member and cluster ID)');
+    throw new EtcdWalError(segments[0].file, 0, 'no metadata record (member and cluster ID)');
   }
   const damage: string[] = [];
   if (scan.tail) damage.push(`torn tail not used: ${scan.tail.file} at byte offset ${scan.tail.offset} (${scan.tail.bytes} bytes): ${scan.tail.reason}`);

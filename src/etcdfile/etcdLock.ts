@@ -37,7 +37,7 @@ function readLockTable(): Array<{ key: string; pid: number }> {
   for (const line of text.split('\n')) {
     const m = /^\d+:\s+(\S+)\s+\S+\s+\S+\s+(-?\d+)\s+([0-9a-f]+):([0-9a-f]+):(\d+)\s/.exec(line);
     if (!m) continue; // a waiter (`->`) or something unexpected
-    out.push({ key: `${parseInt(m[3]!, 16)}:${parseInt(m[4]!, 16)}:${m[5]!}`, pid: Number(m[2]) });
+    out.push({ key: `${parseInt(m[3], 16)}:${parseInt(m[4], 16)}:${m[5]}`, pid: Number(m[2]) });
   }
   return out;
 }

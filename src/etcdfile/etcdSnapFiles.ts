@@ -48,7 +48,7 @@ function countLeaves(node: V2Node | undefined): number {
 
 export function parseSnapName(name: string): { term: number; index: number } | undefined {
   const m = /^([0-9a-f]{16})-([0-9a-f]{16})\.snap$/.exec(name);
-  return m ? { term: parseInt(m[1]!, 16), index: parseInt(m[2]!, 16) } : undefined;
+  return m ? { term: parseInt(m[1], 16), index: parseInt(m[2], 16) } : undefined;
 }
 
 function readSnapFile(file: string, term: number, index: number): EtcdSnapFile {

@@ -201,7 +201,7 @@ function describeNormal(data: Buffer): Pick<EntryDescription, 'kind' | 'text' | 
     }
   }
   if (texts.length === 0) return { kind: 'other', text: 'InternalRaftRequest with no request' };
-  return { kind: texts[0]!.kind, text: texts.map((t) => t.text).join('; '), ...(texts[0]!.v2 ? { v2: texts[0]!.v2 } : {}) };
+  return { kind: texts[0].kind, text: texts.map((t) => t.text).join('; '), ...(texts[0].v2 ? { v2: texts[0].v2 } : {}) };
 }
 
 function describeConfChange(data: Buffer): Pick<EntryDescription, 'kind' | 'text' | 'confChange'> {

@@ -61,7 +61,7 @@ export interface WalScan {
 export function parseWalName(name: string): { seq: number; index: number } | undefined {
   const m = /^([0-9a-f]{16})-([0-9a-f]{16})\.wal$/.exec(name);
   if (!m) return undefined;
-  return { seq: parseInt(m[1]!, 16), index: parseInt(m[2]!, 16) };
+  return { seq: parseInt(m[1], 16), index: parseInt(m[2], 16) };
 }
 
 /** The segments of a WAL directory in name order; the sequence must not jump (etcd's isValidSeq). */
@@ -72,8 +72,8 @@ export function listWalSegments(dir: string): WalSegmentName[] {
     if (p) out.push({ file: path.join(dir, name), ...p });
   }
   for (let i = 1; i < out.length; i++) {
-    if (out[i]!.seq !== out[i - 1]!.seq + 1) {
-      throw new EtcdWalError(out[i]!.file, 0, `segment sequence jumps from ${out[i - 1]!.seq} to ${out[i]!.seq}: a segment is missing`);
+    if (out[i].seq !== out[i - 1].seq + 1) {
+      throw new EtcdWalError(out[i].file, 0, `segment sequence jumps from ${out[i - 1].seq} to ${out[i].seq}: a segment is missing`);
     }
   }
   return out;

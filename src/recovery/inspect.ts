@@ -169,7 +169,7 @@ function describeLifeboatEntry(e: Entry): ListedEntry {
 function uncommittedOf(listed: ListedEntry[], confChanges: number): DataDirReport['uncommitted'] {
   return {
     count: listed.length,
-    ...(listed.length > 0 ? { from: listed[0]!.index, to: listed[listed.length - 1]!.index } : {}),
+    ...(listed.length > 0 ? { from: listed[0].index, to: listed[listed.length - 1].index } : {}),
     confChanges,
     kinds: countKinds(listed),
     entries: listed.slice(0, MAX_LISTED_ENTRIES),
@@ -194,8 +194,7 @@ export async function inspectDataDir(dataDir: string, opts: InspectOptions = {})
   if (!fs.existsSync(dataDir)) throw new StorageError(`data dir ${dataDir} does not exist; check the path`);
   const runtime = dataDirRuntime(dataDir);
   if (runtime === 'etcd') return inspectEtcdDataDir(dataDir, opts);
-  if (opts.walDir !== undefined)
-    throw new InputError(`--wal-dir is for etcd data dirs; ${dataDir} is a Lifeboat data dir, whose log is in ${walDir(dataDir)}`);
+  if (opts.walDir !== undefined) throw new InputError(`--wal-dir is for etcd data dirs; ${dataDir} is a Lifeboat data dir, whose log is in ${walDir(dataDir)}`);
   return inspectLifeboatDataDir(dataDir);
 }
 

@@ -54,7 +54,7 @@ describe('an etcd 3.4 data dir, read-only', () => {
     expectOk(await etcdctl('--endpoints', ep, 'del', 'b'));
     const [, peer] = await cluster.freePorts();
     const added = expectOk(await etcdctl('--endpoints', ep, 'member', 'add', 'l1', '--learner', '--peer-urls', `http://127.0.0.1:${peer}`));
-    const learnerId = /Member ([0-9a-f]+) added/.exec(added)![1]!;
+    const learnerId = /Member ([0-9a-f]+) added/.exec(added)![1];
     expectOk(await etcdctl('--endpoints', ep, 'user', 'add', `alice:${PASSWORD}`));
     expectOk(
       await run('etcdctl', ['--endpoints', ep, 'user', 'passwd', 'alice', '--interactive=false'], {
@@ -149,7 +149,7 @@ describe('an etcd 3.4 data dir, read-only', () => {
     const dir = copyDir('damaged');
     const walDir = path.join(dir, 'member', 'wal');
     const segments = listWalSegments(walDir);
-    const file = segments[0]!.file;
+    const file = segments[0].file;
     const put = scanWal(segments).records.find((x) => x.type === WAL_RECORD.entry && decodeEntry(x.data).index === 5)!;
     const bytes = fs.readFileSync(file);
     bytes[put.offset + 8 + 20] ^= 0x40; // a byte of the entry's data

@@ -36,7 +36,7 @@ export function readRecords(walDir: string): { file: string; size: number; recor
   const segments = listWalSegments(walDir);
   if (segments.length !== 1) throw new Error(`fixture expects one WAL segment, found ${segments.length}`);
   const scan = scanWal(segments);
-  return { file: segments[0]!.file, size: scan.segments[0]!.size, records: scan.records };
+  return { file: segments[0].file, size: scan.segments[0].size, records: scan.records };
 }
 
 /** Rewrites the segment with `records` (new CRC chain from 0), zero-filled to its old size. */
