@@ -14,7 +14,7 @@ import { lifeboatOnReadOnlyMount, treeState } from '../recovery/treeState.js';
 import { listWalSegments, scanWal, WAL_RECORD } from '../../src/etcdfile/walRecord.js';
 import { decodeEntry } from '../../src/etcdfile/raftpbCodec.js';
 import { etcdJson } from './etcdSource.js';
-import { cutTrailingHardStates } from './walFixture.js';
+import { cutTrailingHardStates, encodeEntry, endOfRecords, readRecords, writeSegment } from './walFixture.js';
 
 const PASSWORD = 'Alice-Secret-pw-1';
 const NEW_PASSWORD = 'Alice-Changed-pw-2';
@@ -191,5 +191,37 @@ describe('an etcd 3.4 data dir, read-only', () => {
       assert.ok(!out.includes(PASSWORD) && !out.includes(NEW_PASSWORD), 'a password was printed');
     }
     assert.match(plan.stdout, new RegExp(`past commit: ${n} entries`));
+  });
+
+  test('a torn write at the end of the newest segment is reported with its offset and not used', async () => {
+    const dir = copyDir('torn');
+    const walDir = path.join(dir, 'member', 'wal');
+    const file = listWalSegments(walDir)[0]!.file;
+    const end = endOfRecords(walDir);
+    const bytes = fs.readFileSync(file);
+    // A length word for a 1000-byte record whose first bytes reached the disk and whose next sector did not.
+    bytes.writeBigUInt64LE(1000n, end);
+    bytes.fill(0x5a, end + 8, end + 8 + 40);
+    fs.writeFileSync(file, bytes);
+    const r = JSON.parse(expectOk(await lifeboat('datadir', 'inspect', dir, '-w', 'json')));
+    assert.equal(r.lastIndex, seen.raftIndex);
+    assert.equal(r.damage.length, 1);
+    assert.match(r.damage[0], new RegExp(`^torn tail not used: ${file} at byte offset ${end} `));
+  });
+
+  test("a later entry at a lower index replaces the log from there (an old leader's tail overwritten)", async () => {
+    const dir = copyDir('overwrite');
+    const walDir = path.join(dir, 'member', 'wal');
+    const { file, size, records } = readRecords(walDir);
+    const last = records.filter((x) => x.type === WAL_RECORD.entry).at(-1)!;
+    const { index, term } = decodeEntry(last.data);
+    // A new leader (term + 1) writes index - 1 again: entries index - 1 and index are replaced by one.
+    const replaced = { ...last, data: encodeEntry(0, term + 1, index - 1, Buffer.alloc(0)) };
+    writeSegment(file, size, [...records, replaced]);
+    const r = JSON.parse(expectOk(await lifeboat('datadir', 'inspect', dir, '-w', 'json')));
+    assert.equal(r.lastIndex, index - 1);
+    assert.equal(r.lastTerm, term + 1);
+    assert.equal(r.etcd.overwrittenEntries, 2);
+    assert.deepEqual(r.damage, []);
   });
 });

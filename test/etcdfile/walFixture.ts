@@ -70,3 +70,13 @@ export function cutTrailingHardStates(walDir: string, n: number): { from: number
   writeSegment(file, size, kept);
   return { from, to: last, commit: from - 1 };
 }
+
+/** raftpb.Entry{type=1, term=2, index=3, data=4}, as gogoproto writes it (every scalar present). */
+export function encodeEntry(type: number, term: number, index: number, data: Buffer): Buffer {
+  return Buffer.concat([Buffer.from([0x08, ...varint(type), 0x10, ...varint(term), 0x18, ...varint(index), 0x22, ...varint(data.length)]), data]);
+}
+
+/** The byte offset just after the last record of a one-segment WAL. */
+export function endOfRecords(walDir: string): number {
+  return scanWal(listWalSegments(walDir)).segments[0]!.end;
+}
