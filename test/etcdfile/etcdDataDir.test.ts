@@ -196,7 +196,7 @@ describe('an etcd 3.4 data dir, read-only', () => {
   test('a torn write at the end of the newest segment is reported with its offset and not used', async () => {
     const dir = copyDir('torn');
     const walDir = path.join(dir, 'member', 'wal');
-    const file = listWalSegments(walDir)[0]!.file;
+    const file = listWalSegments(walDir)[0].file;
     const end = endOfRecords(walDir);
     const bytes = fs.readFileSync(file);
     // A length word for a 1000-byte record whose first bytes reached the disk and whose next sector did not.

@@ -78,5 +78,5 @@ export function encodeEntry(type: number, term: number, index: number, data: Buf
 
 /** The byte offset just after the last record of a one-segment WAL. */
 export function endOfRecords(walDir: string): number {
-  return scanWal(listWalSegments(walDir)).segments[0]!.end;
+  return scanWal(listWalSegments(walDir)).segments[0].end;
 }
