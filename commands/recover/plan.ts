@@ -3,7 +3,7 @@ import { BaseCommand } from '../../src/cli/baseCommand.js';
 import { formatPlan, planRecovery, type RecoveryPlan } from '../../src/recovery/plan.js';
 
 export default class RecoverPlan extends BaseCommand {
-  static override description = `Compare every survivor you have, read-only, and recommend the one that loses the least (highest last term, then index). For each source: cluster and member IDs, members, last term and index, commit and applied index, KV revision, key count and hash, and the entries past the commit index. Says what is kept and what would be lost, and prints the command that applies the plan.`;
+  static override description = `Compare every survivor you have (Lifeboat or etcd data dirs), strictly read-only, and recommend the one that loses the least (highest last term, then index). For each source: cluster and member IDs, members, last term and index, commit and applied index, KV revision, key count and hash, and the entries past the commit index. Says what is kept and what would be lost, and prints the command that applies the plan.`;
 
   static override examples = [
     '<%= config.bin %> recover plan --from-data-dir /var/lib/lifeboat/m1 --from-data-dir /var/lib/lifeboat/m2',
@@ -14,6 +14,12 @@ export default class RecoverPlan extends BaseCommand {
     'from-data-dir': Flags.string({ description: "a stopped survivor's data dir (repeatable)", multiple: true, default: [] }),
     'from-inspect': Flags.string({
       description: "the 'datadir inspect -w json' output of a survivor on another host (repeatable)",
+      multiple: true,
+      default: [],
+    }),
+    'wal-dir': Flags.string({
+      description:
+        'an etcd data dir\'s separate WAL directory (etcd\'s --wal-dir): one for the only --from-data-dir, or one per --from-data-dir in order ("" for none)',
       multiple: true,
       default: [],
     }),
@@ -28,6 +34,7 @@ export default class RecoverPlan extends BaseCommand {
     const { flags } = await this.parse(RecoverPlan);
     const plan = await planRecovery({
       dataDirs: flags['from-data-dir'],
+      walDirs: flags['wal-dir'],
       inspectFiles: flags['from-inspect'],
       snapshots: flags['from-snapshot'],
       discardUncommitted: flags['discard-uncommitted'],

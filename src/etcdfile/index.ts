@@ -10,3 +10,7 @@ export { importEtcdDb, type EtcdImportResult } from './etcdImport.js';
 export { looksLikeBolt } from './metaPage.js';
 export { checkTrailer, hasTrailer, requireTrailer, TrailerError, type TrailerCheck } from './shaTrailer.js';
 export type { EtcdAlarm, EtcdLease, EtcdMember } from './etcdBuckets.js';
+export { etcdDataDirLock, isEtcdDataDir, readEtcdDataDir, type EtcdDataDirOptions, type EtcdDataDirSummary } from './etcdDataDir.js';
+export type { LockHolder } from './etcdLock.js';
+export { kvText, type EntryDescription, type EntryKind } from './walEntryKinds.js';
+export { EtcdWalError } from './walErrors.js';

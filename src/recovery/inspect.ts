@@ -1,14 +1,24 @@
-// Read-only inspection of a stopped member's data dir: who it was, how far its
-// log and KV got, what lies past the commit index, and any damage found. The
-// JSON form is complete enough for `recover plan --from-inspect` on another host.
+// Read-only inspection of a stopped member's data dir, Lifeboat's or etcd's: who it
+// was, how far its log and KV got, what lies past the commit index, and any damage
+// found. The JSON form is complete enough for `recover plan --from-inspect` on
+// another host.
+//
+// Read-only means not a byte changes, not even a directory's modification time:
+// the lock is checked, never taken (a stale one stays); kv.db (SQLite in WAL mode,
+// which creates kv.db-shm even when opened read-only) is read from a private copy
+// of kv.db and kv.db-wal in a temp dir; etcd's files are opened for reading only.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { InputError } from '../common/errors.js';
+import { etcdDataDirLock, isEtcdDataDir, kvText, readEtcdDataDir, type EntryDescription } from '../etcdfile/index.js';
 import { KvStore } from '../kv/index.js';
+import { decodeRequest } from '../kv/requestCodec.js';
 import { decodeConfChange } from '../raft/confChange.js';
-import { EntryType } from '../raft/types.js';
-import { kvPath, parseSnapshotName, snapDir, walDir } from '../storage/layout.js';
+import { EntryType, type Entry } from '../raft/types.js';
+import { kvPath, memberDir, metaPath, parseSnapshotName, snapDir, walDir } from '../storage/layout.js';
 import { RaftStorage } from '../storage/raftStorage.js';
-import { StorageError } from '../storage/errors.js';
+import { DataDirLockedError, StorageError } from '../storage/errors.js';
 import { readMarker } from '../storage/markers.js';
 
 export interface InspectedMember {
@@ -19,8 +29,44 @@ export interface InspectedMember {
   isLearner: boolean;
 }
 
+/** One entry past the commit index, in one line (never a value or a password). */
+export interface ListedEntry {
+  index: number;
+  term: number;
+  kind: string;
+  text: string;
+}
+
+/** What only an etcd data dir has. */
+export interface EtcdDataDirFacts {
+  walDir: string;
+  dbFile: string;
+  /** The backend's consistent index (the last entry applied to it; = appliedIndex). */
+  consistentIndex: number;
+  clusterVersion?: string;
+  walSegments: number;
+  /** The .snap file the log starts after, if any. */
+  snapshotFile?: string;
+  /** Entries replaced by a later entry at the same index (an old leader's uncommitted tail). */
+  overwrittenEntries: number;
+  /** v2-API data, which a v3 restore (etcdctl's or Lifeboat's) leaves behind. */
+  v2: {
+    /** v2 requests in the WAL after the snapshot: etcd's own (/0: members, version) and clients' (/1). */
+    walRequests: number;
+    /** Of those, on clients' v2 keys (/1/...): lost by a v3 restore. */
+    walKeyRequests: number;
+    /** Keys in the snapshot file's v2 store (under /1), lost by a v3 restore; null: no snapshot file. */
+    snapshotKeys: number | null;
+  };
+}
+
+/** Entries listed in the report at most (the count and range cover all of them). */
+export const MAX_LISTED_ENTRIES = 200;
+
 /** Everything `recover plan` compares between survivors. IDs are hex strings. */
 export interface DataDirReport {
+  /** Whose data dir: Lifeboat's (member/meta + kv.db) or etcd's (member/snap/db). Absent in older inspect files: Lifeboat. */
+  runtime: 'lifeboat' | 'etcd';
   dataDir: string;
   memberId: string;
   clusterId: string;
@@ -35,7 +81,16 @@ export interface DataDirReport {
   commitIndex: number;
   appliedIndex: number;
   /** Entries past the commit index: the old leader may have acknowledged them. */
-  uncommitted: { count: number; from?: number; to?: number; confChanges: number };
+  uncommitted: {
+    count: number;
+    from?: number;
+    to?: number;
+    confChanges: number;
+    /** How many of each kind: put, delete, txn, member change, ... */
+    kinds?: Record<string, number>;
+    /** The first MAX_LISTED_ENTRIES of them. */
+    entries?: ListedEntry[];
+  };
   kvRevision: number;
   compactRevision: number;
   keyCount: number;
@@ -48,6 +103,12 @@ export interface DataDirReport {
   markers: string[];
   /** Warnings (a torn tail cut off) and problems found; empty when healthy. */
   damage: string[];
+  etcd?: EtcdDataDirFacts;
+}
+
+export interface InspectOptions {
+  /** etcd's --wal-dir: the WAL of an etcd data dir lives there instead of member/wal. */
+  walDir?: string;
 }
 
 function hex(id: bigint): string {
@@ -78,21 +139,92 @@ function newestSnapshotAt(dataDir: string): string | undefined {
   }
 }
 
+function countKinds(list: readonly ListedEntry[]): Record<string, number> {
+  const kinds: Record<string, number> = {};
+  for (const e of list) kinds[e.kind] = (kinds[e.kind] ?? 0) + 1;
+  return kinds;
+}
+
+/** A Lifeboat log entry in one line. */
+function describeLifeboatEntry(e: Entry): ListedEntry {
+  const base = { index: e.index, term: e.term };
+  try {
+    if (e.type === EntryType.ConfChange) {
+      const cc = decodeConfChange(e.data);
+      return { ...base, kind: 'member change', text: `${cc.type} ${cc.nodeId.toString(16)}` };
+    }
+    if (e.data.length === 0) return { ...base, kind: 'empty', text: 'empty (a new leader’s first entry)' };
+    const req = decodeRequest(e.data);
+    if (req.kv) return { ...base, ...kvText(req.kv) };
+    if (req.server) {
+      const kind = Object.keys(req.server)[0] ?? 'other';
+      return { ...base, kind: kind === 'leaseGrant' || kind === 'leaseRevoke' ? 'lease' : kind, text: kind };
+    }
+    return { ...base, kind: 'other', text: 'no request' };
+  } catch (err) {
+    return { ...base, kind: 'other', text: `does not decode (${(err as Error).message})` };
+  }
+}
+
+function uncommittedOf(listed: ListedEntry[], confChanges: number): DataDirReport['uncommitted'] {
+  return {
+    count: listed.length,
+    ...(listed.length > 0 ? { from: listed[0].index, to: listed[listed.length - 1].index } : {}),
+    confChanges,
+    kinds: countKinds(listed),
+    entries: listed.slice(0, MAX_LISTED_ENTRIES),
+  };
+}
+
+/** Lifeboat's (member/meta, kv.db), etcd's (member/snap/db), or neither (an error saying so). */
+export function dataDirRuntime(dataDir: string): 'lifeboat' | 'etcd' {
+  if (isEtcdDataDir(dataDir)) return 'etcd';
+  if (fs.existsSync(metaPath(dataDir)) || fs.existsSync(kvPath(dataDir))) return 'lifeboat';
+  throw new StorageError(
+    `data dir ${dataDir} is neither Lifeboat's (no ${metaPath(dataDir)}) nor etcd's (no ${path.join(memberDir(dataDir), 'snap', 'db')}); check the path`,
+  );
+}
+
 /**
  * Inspects a data dir without changing it. The member must be stopped: a running
- * one holds the lock and the error says so.
+ * one holds its lock (Lifeboat: member/lock; etcd: its WAL and db locks) and the
+ * error (DataDirLockedError) says so.
  */
-export async function inspectDataDir(dataDir: string): Promise<DataDirReport> {
+export async function inspectDataDir(dataDir: string, opts: InspectOptions = {}): Promise<DataDirReport> {
   if (!fs.existsSync(dataDir)) throw new StorageError(`data dir ${dataDir} does not exist; check the path`);
-  const opened = RaftStorage.open(dataDir, { readOnly: true });
+  const runtime = dataDirRuntime(dataDir);
+  if (runtime === 'etcd') return inspectEtcdDataDir(dataDir, opts);
+  if (opts.walDir !== undefined) throw new InputError(`--wal-dir is for etcd data dirs; ${dataDir} is a Lifeboat data dir, whose log is in ${walDir(dataDir)}`);
+  return inspectLifeboatDataDir(dataDir);
+}
+
+/** Copies kv.db (and kv.db-wal) into a private temp dir, opens the copy, and removes it after. */
+async function withKvCopy<T>(dataDir: string, use: (kv: KvStore) => Promise<T>): Promise<T> {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-inspect-'));
+  try {
+    const copy = path.join(tmp, 'kv.db');
+    fs.copyFileSync(kvPath(dataDir), copy, fs.constants.COPYFILE_FICLONE);
+    if (fs.existsSync(`${kvPath(dataDir)}-wal`)) fs.copyFileSync(`${kvPath(dataDir)}-wal`, `${copy}-wal`, fs.constants.COPYFILE_FICLONE);
+    const kv = KvStore.open(copy, { readonly: true });
+    try {
+      return await use(kv);
+    } finally {
+      kv.close();
+    }
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+async function inspectLifeboatDataDir(dataDir: string): Promise<DataDirReport> {
+  const opened = RaftStorage.open(dataDir, { readOnly: true, lock: 'check' });
   const { storage, state, member, warnings } = opened;
   try {
     if (!fs.existsSync(kvPath(dataDir)))
       throw new StorageError(
         `data dir ${dataDir} has no KV store (${kvPath(dataDir)} is missing); check the path, or recover this member from another member or a snapshot`,
       );
-    const kv = KvStore.open(kvPath(dataDir), { readonly: true });
-    try {
+    return await withKvCopy(dataDir, async (kv) => {
       const hs = state.hardState;
       const last = state.entries.at(-1);
       const past = state.entries.filter((e) => e.index > hs.commit);
@@ -113,6 +245,7 @@ export async function inspectDataDir(dataDir: string): Promise<DataDirReport> {
       const hashed = await kv.hashKvAsync(0);
       const parent = kv.cluster.parentClusterId();
       return {
+        runtime: 'lifeboat' as const,
         dataDir: path.resolve(dataDir),
         memberId: hex(member.memberId),
         clusterId: hex(kv.cluster.clusterId() ?? member.clusterId),
@@ -126,11 +259,7 @@ export async function inspectDataDir(dataDir: string): Promise<DataDirReport> {
         snapshotIndex: state.snapshot.index,
         commitIndex: hs.commit,
         appliedIndex: kv.appliedIndex(),
-        uncommitted: {
-          count: past.length,
-          ...(past.length > 0 ? { from: past[0].index, to: past[past.length - 1].index } : {}),
-          confChanges: past.filter((e) => e.type === EntryType.ConfChange).length,
-        },
+        uncommitted: uncommittedOf(past.map(describeLifeboatEntry), past.filter((e) => e.type === EntryType.ConfChange).length),
         kvRevision: kv.currentRevision(),
         compactRevision: kv.compactRevision(),
         keyCount: count,
@@ -140,10 +269,101 @@ export async function inspectDataDir(dataDir: string): Promise<DataDirReport> {
         markers: (['removed', 'superseded', 'forced'] as const).filter((m) => readMarker(dataDir, m) !== undefined),
         damage: warnings.map((w) => `${w.msg}${'file' in w ? ` (${String((w as { file?: string }).file)})` : ''}`),
       };
-    } finally {
-      kv.close();
-    }
+    });
   } finally {
     storage.close();
   }
+}
+
+function listed(d: EntryDescription): ListedEntry {
+  return { index: d.index, term: d.term, kind: d.kind, text: d.text };
+}
+
+function inspectEtcdDataDir(dataDir: string, opts: InspectOptions): DataDirReport {
+  const held = etcdDataDirLock(dataDir, opts);
+  if (held) {
+    throw new DataDirLockedError(dataDir, held.pid ?? 0, `etcd${held.pid ? ` pid ${held.pid}` : ''} via ${held.file}`);
+  }
+  const s = readEtcdDataDir(dataDir, opts);
+  const last = s.entries.at(-1);
+  const confChanges = s.pastCommit.filter((d) => d.kind === 'member change').length;
+  const snapshotKeys = s.v2.snapshotKeys;
+  return {
+    runtime: 'etcd',
+    dataDir: s.dataDir,
+    memberId: hex(s.memberId),
+    clusterId: hex(s.clusterId),
+    members: s.db.members.map((m) => ({ id: hex(m.id), name: m.name, peerURLs: m.peerURLs, clientURLs: m.clientURLs, isLearner: m.isLearner })),
+    voters: s.voters.map(hex),
+    learners: s.learners.map(hex),
+    lastTerm: last?.term ?? s.start.term,
+    lastIndex: last?.index ?? s.start.index,
+    firstIndex: s.start.index + 1,
+    snapshotIndex: s.start.index,
+    commitIndex: s.hardState.commit,
+    appliedIndex: s.db.consistentIndex ?? 0,
+    uncommitted: uncommittedOf(s.pastCommit.map(listed), confChanges),
+    kvRevision: s.db.currentRevision,
+    compactRevision: Math.max(0, s.db.compactRevision),
+    keyCount: s.db.liveKeys ?? 0,
+    hash: s.hashKv,
+    ...(s.lastWrite ? { lastWrite: s.lastWrite } : {}),
+    ...(s.snapshot ? { snapshotTakenAt: s.snapshot.mtime } : {}),
+    markers: [],
+    damage: s.damage,
+    etcd: {
+      walDir: s.walDir,
+      dbFile: s.dbFile,
+      consistentIndex: s.db.consistentIndex ?? 0,
+      ...(s.db.clusterVersion ? { clusterVersion: s.db.clusterVersion } : {}),
+      walSegments: s.walSegments.length,
+      ...(s.snapshot ? { snapshotFile: s.snapshot.file } : {}),
+      overwrittenEntries: s.overwritten,
+      v2: { walRequests: s.v2.walRequests, walKeyRequests: s.v2.walKeyRequests, snapshotKeys },
+    },
+  };
+}
+
+/** Entry lines shown by the text form (-w json lists up to MAX_LISTED_ENTRIES). */
+const TEXT_ENTRIES = 20;
+
+function kindsText(kinds: Record<string, number> | undefined): string {
+  const parts = Object.entries(kinds ?? {}).map(([k, n]) => `${n} ${k}`);
+  return parts.length > 0 ? `: ${parts.join(', ')}` : '';
+}
+
+/** The text form of `datadir inspect`. */
+export function formatDataDirReport(r: DataDirReport): string {
+  const pad = (id: string) => id.padStart(16, '0');
+  const u = r.uncommitted;
+  const lines = [
+    `data dir        ${r.dataDir} (${r.runtime ?? 'lifeboat'})`,
+    `member          ${pad(r.memberId)}`,
+    `cluster         ${pad(r.clusterId)}${r.parentClusterId ? ` (parent ${pad(r.parentClusterId)})` : ''}`,
+    `voters          ${r.voters.map(pad).join(', ') || '-'}`,
+    `learners        ${r.learners.map(pad).join(', ') || '-'}`,
+    ...r.members.map((m) => `  member        ${pad(m.id)} ${m.name || '(unstarted)'} ${m.peerURLs.join(',')}${m.isLearner ? ' learner' : ''}`),
+    `last term/index ${r.lastTerm}/${r.lastIndex} (log from ${r.firstIndex})`,
+    `commit index    ${r.commitIndex}`,
+    `applied index   ${r.appliedIndex}${r.etcd ? ' (the backend’s consistent index)' : ''}`,
+    `past commit     ${u.count === 0 ? 'none' : `${u.count} entries (${u.from}..${u.to})${kindsText(u.kinds)}`}`,
+    ...(u.entries ?? []).slice(0, TEXT_ENTRIES).map((e) => `  ${e.index} term ${e.term}  ${e.text}`),
+    ...(u.count > TEXT_ENTRIES ? [`  … ${u.count - TEXT_ENTRIES} more (-w json lists ${Math.min(u.count, MAX_LISTED_ENTRIES)})`] : []),
+    `kv revision     ${r.kvRevision} (compacted at ${r.compactRevision})`,
+    `keys            ${r.keyCount}`,
+    `hash            ${r.hash}`,
+    `last write      ${r.lastWrite ?? 'unknown'}`,
+    `snapshot        ${r.snapshotTakenAt ? `index ${r.snapshotIndex}, taken ${r.snapshotTakenAt}` : 'no Raft snapshot yet'}`,
+  ];
+  if (r.etcd) {
+    const e = r.etcd;
+    const v2 = e.v2;
+    lines.push(
+      `etcd wal        ${e.walDir} (${e.walSegments} segments${e.overwrittenEntries ? `; ${e.overwrittenEntries} entries overwritten by a later leader` : ''})`,
+      `etcd backend    ${e.dbFile} (consistent index ${e.consistentIndex}${e.clusterVersion ? `, cluster version ${e.clusterVersion}` : ''})`,
+      `etcd v2 data    ${v2.walRequests} v2 requests in the WAL (${v2.walKeyRequests} on v2 keys); ${v2.snapshotKeys === null ? 'no snapshot file' : `${v2.snapshotKeys} v2 keys in the snapshot file`}${v2.walKeyRequests + (v2.snapshotKeys ?? 0) > 0 ? ': lost by a v3 restore' : ''}`,
+    );
+  }
+  lines.push(`markers         ${r.markers.join(', ') || 'none'}`, `damage          ${r.damage.join('; ') || 'none found'}`);
+  return lines.join('\n');
 }

@@ -46,6 +46,8 @@ export interface RecoveryPlan {
 
 export interface PlanInput {
   dataDirs: string[];
+  /** etcd's --wal-dir for the etcd data dirs: one for the only data dir, or one per data dir in order. */
+  walDirs?: string[];
   inspectFiles: string[];
   snapshots: string[];
   discardUncommitted: boolean;
@@ -81,9 +83,16 @@ function ageText(s: PlanSource): string {
 async function load(input: PlanInput): Promise<PlanSource[]> {
   const out: PlanSource[] = [];
   const now = Date.now();
-  for (const dir of input.dataDirs) {
+  const walDirs = input.walDirs ?? [];
+  if (walDirs.length > 0 && walDirs.length !== input.dataDirs.length) {
+    throw new InputError(
+      `give one --wal-dir per --from-data-dir, in the same order (${walDirs.length} --wal-dir for ${input.dataDirs.length} data dirs); use "" for a data dir whose WAL is in member/wal`,
+    );
+  }
+  for (const [i, dir] of input.dataDirs.entries()) {
     try {
-      const report = await inspectDataDir(dir);
+      const walDir = walDirs[i] || undefined;
+      const report = await inspectDataDir(dir, { walDir });
       out.push(withAge({ kind: 'data-dir', path: path.resolve(dir), report }, report.snapshotTakenAt, now));
     } catch (e) {
       out.push({ kind: 'data-dir', path: path.resolve(dir), error: (e as Error).message, ...(e instanceof DataDirLockedError ? { locked: true } : {}) });
@@ -93,6 +102,7 @@ async function load(input: PlanInput): Promise<PlanSource[]> {
     try {
       const report = JSON.parse(fs.readFileSync(file, 'utf8')) as DataDirReport;
       if (typeof report.lastIndex !== 'number' || typeof report.clusterId !== 'string') throw new Error('not the output of `lifeboat datadir inspect -w json`');
+      report.runtime ??= 'lifeboat';
       out.push(withAge({ kind: 'inspect', path: path.resolve(file), report }, report.snapshotTakenAt, now));
     } catch (e) {
       out.push({ kind: 'inspect', path: path.resolve(file), error: `${file}: ${(e as Error).message.split('\n')[0]}` });
@@ -188,6 +198,11 @@ export async function planRecovery(input: PlanInput): Promise<RecoveryPlan> {
         `only ${examined.size} of the old cluster's ${voters} voters examined: writes acknowledged after this survivor's last log write (index ${r.lastIndex}${r.lastWrite ? ` at ${r.lastWrite}` : ''}) may be missing; look for a more recent survivor first (every data dir you have: --from-data-dir, or --from-inspect from other hosts)`,
       );
     }
+    const v2 = r.etcd?.v2;
+    if (v2 && v2.walKeyRequests + (v2.snapshotKeys ?? 0) > 0)
+      loses.push(
+        `the survivor's etcd v2-API data (${v2.snapshotKeys ?? 0} v2 keys in its snapshot file, ${v2.walKeyRequests} v2 key requests in its WAL): a v3 restore does not carry the v2 store`,
+      );
     for (const d of r.damage) warnings.push(`${best.s.path}: ${d}`);
     for (const m of r.markers) warnings.push(`${best.s.path} is marked ${m}`);
     if (best.s.kind === 'inspect')
@@ -218,12 +233,16 @@ export function formatPlan(p: RecoveryPlan): string {
     if (s.error) lines.push(`${mark} ${s.kind} ${s.path}: unusable (${s.error})`);
     else if (s.report) {
       const r = s.report;
+      const u = r.uncommitted;
+      const kinds = Object.entries(u.kinds ?? {})
+        .map(([k, n]) => `${n} ${k}`)
+        .join(', ');
       lines.push(
-        `${mark} ${s.kind} ${s.path}`,
+        `${mark} ${s.kind} ${s.path}${r.runtime === 'etcd' ? ' (etcd)' : ''}`,
         `    cluster ${r.clusterId} member ${r.memberId}; voters ${r.voters.length}, learners ${r.learners.length}`,
         `    last term ${r.lastTerm}, last index ${r.lastIndex}, commit ${r.commitIndex}, applied ${r.appliedIndex}`,
         `    kv revision ${r.kvRevision}, ${r.keyCount} keys, hash ${r.hash}; last write ${r.lastWrite ?? 'unknown'}`,
-        `    past commit: ${r.uncommitted.count === 0 ? 'none' : `${r.uncommitted.count} entries (${r.uncommitted.from}..${r.uncommitted.to})`}`,
+        `    past commit: ${u.count === 0 ? 'none' : `${u.count} entries (${u.from}..${u.to})${kinds ? `: ${kinds}` : ''}`}`,
         `    snapshot age ${ageText(s)}`,
       );
     } else if (s.snapshot) {

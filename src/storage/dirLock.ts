@@ -22,7 +22,7 @@ function encode(p: ProcessRef): Buffer {
 
 function decode(buf: Buffer): ProcessRef | undefined {
   const m = /^(\d+) (\S*)\n$/.exec(buf.toString('latin1'));
-  return m ? { pid: Number(m[1]), start: m[2]! } : undefined;
+  return m ? { pid: Number(m[1]), start: m[2] } : undefined;
 }
 
 function readIfExists(fs: FileSystem, file: string): Buffer | undefined {
@@ -38,8 +38,20 @@ export class DirLock {
   private constructor(
     private readonly fs: FileSystem,
     private readonly file: string,
-    private readonly content: Buffer,
+    private readonly content: Buffer | undefined,
   ) {}
+
+  /**
+   * Checks the lock without taking it, creating or removing anything (read-only
+   * inspection): a running holder is refused with DataDirLockedError; a stale lock
+   * is left where it is. release() of the result does nothing.
+   */
+  static check(fs: FileSystem, dataDir: string): DirLock {
+    const seen = readIfExists(fs, lockPath(dataDir));
+    const holder = seen === undefined ? undefined : decode(seen);
+    if (holder && fs.isRunning(holder)) throw new DataDirLockedError(dataDir, holder.pid);
+    return new DirLock(fs, lockPath(dataDir), undefined);
+  }
 
   /** Takes the lock of the data dir (whose member/ directory must exist) or throws DataDirLockedError. */
   static acquire(fs: FileSystem, dataDir: string, warnings: StorageWarning[]): DirLock {
@@ -77,6 +89,7 @@ export class DirLock {
 
   /** Removes the lock file if it is still ours. */
   release(): void {
+    if (this.content === undefined) return;
     const seen = readIfExists(this.fs, this.file);
     if (seen?.equals(this.content)) this.fs.unlink(this.file);
   }

@@ -34,9 +34,12 @@ export class StorageCorruptError extends StorageError {
 export class DataDirLockedError extends StorageError {
   constructor(
     readonly dataDir: string,
+    /** 0 when the holder cannot be told (an etcd member's OFD lock names no process). */
     readonly pid: number,
+    /** Who holds it, when not a pid: e.g. "a running etcd (lock on FILE)". */
+    holder?: string,
   ) {
-    super(`data dir ${dataDir} is locked by pid ${pid} (a member is running); stop it first`);
+    super(`data dir ${dataDir} is locked by ${holder ?? `pid ${pid}`} (a member is running); stop it first`);
     this.name = 'DataDirLockedError';
   }
 }

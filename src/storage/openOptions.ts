@@ -21,7 +21,14 @@ export interface OpenOptions {
   /**
    * Inspect without changing anything (recovery planning): no temp-file cleanup,
    * no torn tail cut (it is left out of the state all the same), every write refused.
-   * The lock is still taken, so a running member's data dir is never read mid-write.
+   * The lock is still taken, so a running member's data dir is never read mid-write
+   * (unless `lock` is 'check').
    */
   readOnly?: boolean;
+  /**
+   * 'take' (default): hold member/lock while open. 'check' (with readOnly only):
+   * refuse a running holder but create and remove nothing, so a stale lock stays
+   * and the directory is not touched (datadir inspect, recover plan).
+   */
+  lock?: 'take' | 'check';
 }

@@ -95,7 +95,9 @@ export class RaftStorage {
       if (!opts.identity || opts.readOnly) throw new StorageError(`data dir ${dataDir} holds no member (${memberDir(dataDir)} not found)`);
       fs.mkdirp(memberDir(dataDir));
     }
-    const lock = DirLock.acquire(fs, dataDir, warnings);
+    if (opts.lock === 'check' && !opts.readOnly)
+      throw new StorageError(`checking the lock without taking it is for read-only opening only (data dir ${dataDir})`);
+    const lock = opts.lock === 'check' ? DirLock.check(fs, dataDir) : DirLock.acquire(fs, dataDir, warnings);
     try {
       const r = recoverDataDir(dataDir, fs, opts, warnings);
       const storage = new RaftStorage(
@@ -345,7 +347,7 @@ export class RaftStorage {
       if (s.hasSnapshot) lastWithSnapshot = i;
     });
     let n = 0;
-    while (n < this.segments.length - 1 && (n < lastWithSnapshot || this.segments[n]!.maxIndex <= index)) n++;
+    while (n < this.segments.length - 1 && (n < lastWithSnapshot || this.segments[n].maxIndex <= index)) n++;
     if (n === 0) return;
     this.guard(() => {
       // Oldest first: a crash midway leaves a contiguous run of segments.
@@ -400,7 +402,7 @@ export class RaftStorage {
       base = last = snapshot.meta.index;
     }
     if (entries.length > 0) {
-      const first = entries[0]!.index;
+      const first = entries[0].index;
       if (first <= base || first > last + 1) throw fail(`entries start at ${first}, outside (${base}, ${last + 1}]`);
       entries.forEach((e, i) => {
         if (e.index !== first + i) throw fail(`entries not contiguous: ${e.index} after ${first + i - 1}`);
