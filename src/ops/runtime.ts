@@ -10,7 +10,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { InputError, RefusedError } from '../common/errors.js';
 import type { ConnectionOptions } from '../client/etcdClient.js';
-import { kvPath, memberDir, metaPath } from '../storage/layout.js';
+import { isEtcdDataDir } from '../etcdfile/index.js';
+import { kvPath, metaPath } from '../storage/layout.js';
 import { statusOf } from './memberOps.js';
 
 export type RuntimeName = 'lifeboat' | 'etcd';
@@ -33,10 +34,9 @@ export function runtimeOfVersion(version: string): RuntimeName {
 
 /** The runtime a data dir belongs to, by its layout; undefined when it holds neither (absent or empty). */
 export function runtimeOfDataDir(dir: string): RuntimeName | undefined {
-  const etcdDb = path.join(memberDir(dir), 'snap', 'db');
   const lifeboat = fs.existsSync(metaPath(dir)) || fs.existsSync(kvPath(dir));
-  const etcd = fs.existsSync(etcdDb);
-  if (lifeboat && etcd) throw new InputError(`data dir ${dir} holds both an etcd backend (${etcdDb}) and Lifeboat's member/meta or kv.db; inspect it by hand`);
+  const etcd = isEtcdDataDir(dir);
+  if (lifeboat && etcd) throw new InputError(`data dir ${dir} holds both an etcd backend (member/snap/db) and Lifeboat's member/meta or kv.db; inspect it by hand`);
   if (etcd) return 'etcd';
   if (lifeboat) return 'lifeboat';
   return undefined;

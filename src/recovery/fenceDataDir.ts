@@ -19,6 +19,7 @@ import { NodeFileSystem } from '../storage/fileSystem.js';
 import { readMarker, writeMarker } from '../storage/markers.js';
 import { DataDirLockedError } from '../storage/errors.js';
 import { runtimeOfDataDir } from '../ops/runtime.js';
+import { etcdDataDirLock } from '../etcdfile/index.js';
 import type { RuntimeName } from '../common/memberCommand.js';
 
 const RECORD = 'lifeboat-fence.json';
@@ -70,48 +71,6 @@ function writeDurably(file: string, text: string): void {
   fsyncDir(path.dirname(file));
 }
 
-/** Inode → holder of a POSIX, OFD or flock lock, from /proc/locks (etcd locks its WAL files). */
-function lockedInodes(): Set<string> {
-  const out = new Set<string>();
-  let text = '';
-  try {
-    text = fs.readFileSync('/proc/locks', 'utf8');
-  } catch {
-    return out;
-  }
-  for (const line of text.split('\n')) {
-    // "1: OFDLCK ADVISORY  WRITE -1 fd:01:1234 0 EOF": major:minor in hex, the inode in decimal.
-    const m = /\s([0-9a-f]+):([0-9a-f]+):(\d+)\s/.exec(line);
-    if (m) out.add(`${parseInt(m[1], 16)}:${parseInt(m[2], 16)}:${m[3]}`);
-  }
-  return out;
-}
-
-function devKey(st: fs.Stats): string {
-  const major = Number((BigInt(st.dev) >> 8n) & 0xfffn) | Number((BigInt(st.dev) >> 32n) & ~0xfffn);
-  const minor = Number(BigInt(st.dev) & 0xffn) | Number((BigInt(st.dev) >> 12n) & ~0xffn);
-  return `${major}:${minor}:${st.ino}`;
-}
-
-/** Is a running etcd holding this data dir (a lock on one of its WAL files)? */
-export function etcdDataDirLocked(dir: string): boolean {
-  const wal = path.join(memberDir(dir), 'wal');
-  let names: string[] = [];
-  try {
-    names = fs.readdirSync(wal).filter((n) => n.endsWith('.wal'));
-  } catch {
-    return false;
-  }
-  const locked = lockedInodes();
-  return names.some((n) => {
-    try {
-      return locked.has(devKey(fs.statSync(path.join(wal, n))));
-    } catch {
-      return false;
-    }
-  });
-}
-
 /** The empty member/ beside an empty proxy/ that etcd refuses to start on. */
 function leaveUnstartableLayout(dir: string): void {
   fs.mkdirSync(memberDir(dir), { recursive: true });
@@ -150,8 +109,9 @@ export function fenceDataDir(dir: string, supersededBy: bigint): FenceOutcome {
       lock.release();
     }
   }
-  if (etcdDataDirLocked(dir))
-    throw new RefusedError(`data dir ${dir} is in use by a running etcd (its WAL is locked); stop it first: a running member cannot be fenced`);
+  const holder = etcdDataDirLock(dir);
+  if (holder)
+    throw new RefusedError(`data dir ${dir} is in use by a running etcd${holder.pid ? ` (pid ${holder.pid})` : ''}: ${holder.file} is locked; stop it first: a running member cannot be fenced`);
   const movedTo = `member.fenced-${by}`;
   if (fs.existsSync(path.join(dir, movedTo))) throw new RefusedError(`${path.join(dir, movedTo)} already exists; move it away by hand before fencing again`);
   const record: FenceRecord = { runtime, supersededBy: by, at, movedTo };

@@ -11,7 +11,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { InputError } from '../common/errors.js';
-import { etcdDataDirLock, isEtcdDataDir, kvText, readEtcdDataDir, type EntryDescription } from '../etcdfile/index.js';
+import { runtimeOfDataDir } from '../ops/runtime.js';
+import { etcdDataDirLock, kvText, readEtcdDataDir, type EntryDescription } from '../etcdfile/index.js';
 import { KvStore } from '../kv/index.js';
 import { decodeRequest } from '../kv/requestCodec.js';
 import { decodeConfChange } from '../raft/confChange.js';
@@ -177,9 +178,10 @@ function uncommittedOf(listed: ListedEntry[], confChanges: number): DataDirRepor
 }
 
 /** Lifeboat's (member/meta, kv.db), etcd's (member/snap/db), or neither (an error saying so). */
+/** The runtime whose data dir this is (by layout); neither is a usage error naming both. */
 export function dataDirRuntime(dataDir: string): 'lifeboat' | 'etcd' {
-  if (isEtcdDataDir(dataDir)) return 'etcd';
-  if (fs.existsSync(metaPath(dataDir)) || fs.existsSync(kvPath(dataDir))) return 'lifeboat';
+  const runtime = runtimeOfDataDir(dataDir);
+  if (runtime) return runtime;
   throw new StorageError(
     `data dir ${dataDir} is neither Lifeboat's (no ${metaPath(dataDir)}) nor etcd's (no ${path.join(memberDir(dataDir), 'snap', 'db')}); check the path`,
   );

@@ -1,7 +1,9 @@
-// The main job on real etcd 3.4: a real 3-member etcd cluster loses quorum and the
-// scripted recover-from-quorum-loss playbook rebuilds it as 3 real etcd voters with
-// a new cluster ID; the old members, started again with their own command lines,
-// stop and create nothing. Then, on the recovered etcd cluster: scale-out adds a
+// The main job on real etcd 3.4: a real 3-member etcd cluster written to under load
+// loses quorum and the scripted recover-from-quorum-loss playbook rebuilds it from
+// the survivor's data dir as 3 real etcd voters with a new cluster ID and every
+// acknowledged key; the old members, started again with their own command lines,
+// stop and create nothing. The same from an etcdctl snapshot file, and from the
+// tail fixture (entries past the commit index kept, or dropped on request). Then, on the recovered etcd cluster: scale-out adds a
 // real etcd learner and promotes it; a Lifeboat member for it is refused before
 // anything changes; a member that cannot start fails the step at once and its
 // learner is removed again; member add prints etcd's ETCD_* block.
@@ -11,7 +13,10 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { EtcdCluster } from '../support/etcdCluster.js';
+import { cutTrailingHardStates } from '../etcdfile/walFixture.js';
+import { ackedWriter } from '../support/ackedWriter.js';
+import { EtcdCluster, type EtcdMember } from '../support/etcdCluster.js';
+import { treeState } from './treeState.js';
 import { freePorts } from '../support/ports.js';
 import { stopProcessesUnder } from '../support/processes.js';
 import { etcdctl, lifeboat, run, ROOT, waitFor } from '../support/tools.js';
@@ -34,6 +39,8 @@ async function memberList(endpoint: string): Promise<{ clusterId: string; member
   return { clusterId: BigInt(j.header.cluster_id).toString(16), members: j.members };
 }
 
+type Recovered = { name: string; peerUrl: string; clientUrl: string; dataDir: string };
+
 async function playbook(name: string, sets: Record<string, string>, auditDb: string, extra: string[] = []): Promise<{ code: number | null; out: string }> {
   const args = [BIN, 'playbook', 'run', name, '--yes', '--reason', `test: ${name} on etcd`, '--audit-db', auditDb, ...extra];
   for (const [k, v] of Object.entries(sets)) args.push('--set', `${k}=${v}`);
@@ -41,63 +48,71 @@ async function playbook(name: string, sets: Record<string, string>, auditDb: str
   return { code: r.code, out: `${r.stdout}\n${r.stderr}` };
 }
 
-/** Every file and directory under dir with its size and content hash: what "creates nothing" compares. */
-function treeOf(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (d: string) => {
-    for (const name of fs.readdirSync(d).sort()) {
-      const p = path.join(d, name);
-      const st = fs.statSync(p);
-      if (st.isDirectory()) {
-        out.push(`${path.relative(dir, p)}/`);
-        walk(p);
-      } else out.push(`${path.relative(dir, p)} ${st.size}`);
-    }
-  };
-  walk(dir);
-  return out;
-}
-
 describe('the main job on real etcd 3.4', () => {
   let old: EtcdCluster;
   let newDir: string;
   let auditDb: string;
-  let recovered: { name: string; peerUrl: string; clientUrl: string; dataDir: string }[] = [];
+  let recovered: Recovered[] = [];
+  let snapFile: string;
 
   before(async () => {
     old = await EtcdCluster.start({ size: 3, portSeed: 'etcd-runtime' });
     newDir = path.join(old.dir, 'new');
     fs.mkdirSync(newDir);
     auditDb = path.join(old.dir, 'audit.db');
+    snapFile = path.join(old.dir, 'backup.db');
   });
   after(async () => {
     await stopProcessesUnder(old.dir);
     await old?.stop();
   });
 
-  test('an etcd snapshot becomes 3 real etcd voters with a new cluster ID; old members started with their own commands stop and create nothing', async () => {
-    const first = old.members[0];
+  test('a real etcd cluster written to under load loses quorum: plan changes no byte; the playbook from the survivor data dir yields 3 etcd voters, a new cluster ID, every acknowledged key; old members are fenced', async () => {
+    const [m1, m2, m3] = old.members as [EtcdMember, EtcdMember, EtcdMember];
     const before = await memberList(old.endpoints);
-    for (let i = 0; i < 200; i++) assert.equal((await etcdctl('--endpoints', old.endpoints, 'put', `k/${String(i).padStart(3, '0')}`, `v${i}`)).code, 0);
-    const snap = path.join(old.dir, 'backup.db');
-    assert.equal((await etcdctl('--endpoints', first.clientUrl, 'snapshot', 'save', snap)).code, 0);
-    // Quorum lost for good: two members die, the third is stopped.
-    await Promise.all(old.members.map((m) => old.stopMember(m)));
-    const oldTrees = old.members.map((m) => treeOf(m.dataDir));
+    const w = ackedWriter(m1.clientUrl);
+    await waitFor('100 acknowledged writes', () => Promise.resolve(w.acked.length >= 100), { timeoutMs: 60_000 });
+    // A snapshot for the next test, taken while the writes go on.
+    assert.equal((await etcdctl('--endpoints', m1.clientUrl, 'snapshot', 'save', snapFile)).code, 0);
+    await waitFor('50 more acknowledged writes', () => Promise.resolve(w.acked.length >= 150), { timeoutMs: 60_000 });
+    // Two members die for good (kill -9), mid-stream; the survivor is stopped.
+    m2.proc?.kill('SIGKILL');
+    m3.proc?.kill('SIGKILL');
+    await Promise.all([old.stopMember(m2), old.stopMember(m3)]);
+    await old.stopMember(m1);
+    const acked = await w.stop();
+    const oldMemberTrees = old.members.map((m) => treeState(path.join(m.dataDir, 'member')));
 
-    recovered = old.members.map((m) => ({ name: m.name, peerUrl: m.peerUrl, clientUrl: m.clientUrl, dataDir: path.join(newDir, m.name) }));
-    const [r1, ...rest] = recovered;
+    // recover plan over the three data dirs: read-only, not a byte changed.
+    const trees = old.members.map((m) => treeState(m.dataDir));
+    const plan = await lifeboat('recover', 'plan', ...old.members.flatMap((m) => ['--from-data-dir', m.dataDir]), '-w', 'json');
+    assert.equal(plan.code, 0, plan.stderr);
+    old.members.forEach((m, i) => assert.deepEqual(treeState(m.dataDir), trees[i], `recover plan changed ${m.dataDir}`));
+    const p = JSON.parse(plan.stdout) as { recommended: number; sources: Array<{ path: string }> };
+    const source = old.members.find((m) => path.resolve(m.dataDir) === p.sources[p.recommended]!.path)!;
+
+    // The recovered member keeps the survivor's URLs; the others come back on theirs, with new data dirs.
+    recovered = [source, ...old.members.filter((m) => m !== source)].map((m) => ({
+      name: m.name,
+      peerUrl: m.peerUrl,
+      clientUrl: m.clientUrl,
+      dataDir: path.join(newDir, m.name),
+    }));
+    const [r1, ...rest] = recovered as [Recovered, ...Recovered[]];
     const r = await playbook(
       'recover-from-quorum-loss',
       {
-        source: snap,
+        source: source.dataDir,
         'data-dir': r1.dataDir,
         name: r1.name,
         'peer-url': r1.peerUrl,
         'client-url': r1.clientUrl,
         members: rest.map((m) => `${m.name}=${m.peerUrl},${m.clientUrl},${m.dataDir}`).join(';'),
         stabilization: '1s',
-        'old-data-dirs': old.members.map((m) => m.dataDir).join(','),
+        'old-data-dirs': old.members
+          .filter((m) => m !== source)
+          .map((m) => m.dataDir)
+          .join(','),
       },
       auditDb,
     );
@@ -105,44 +120,119 @@ describe('the main job on real etcd 3.4', () => {
     const head = /Audit chain head: ([0-9a-f]{64})/.exec(r.out)?.[1];
     assert.ok(head, r.out);
 
-    // Real etcd, 3 voters, a new cluster ID, every key of the snapshot.
+    // Real etcd, 3 voters, a new cluster ID, every acknowledged key on every member.
     const after = await memberList(r1.clientUrl);
     assert.notEqual(after.clusterId, before.clusterId);
     assert.equal(after.members.filter((m) => !m.isLearner).length, 3);
     const status = await etcdctl('--endpoints', recovered.map((m) => m.clientUrl).join(','), 'endpoint', 'status', '-w', 'json');
     for (const s of JSON.parse(status.stdout) as Array<{ Status: { version: string } }>) assert.equal(s.Status.version, '3.4.23');
-    const keys = await etcdctl('--endpoints', r1.clientUrl, 'get', 'k/', '--prefix', '--keys-only');
-    assert.equal(keys.stdout.split('\n').filter(Boolean).length, 200);
+    for (const m of recovered) {
+      const got = await etcdctl('--endpoints', m.clientUrl, 'get', 'acked/', '--prefix', '--keys-only', '--consistency=s');
+      const keys = new Set(got.stdout.split('\n').filter(Boolean));
+      assert.deepEqual(
+        acked.filter((k) => !keys.has(k)),
+        [],
+        `${m.name} misses acknowledged keys`,
+      );
+    }
 
     // Fenced: each old member, started again with its own command (new, then existing), exits non-zero and creates nothing.
     for (const [i, m] of old.members.entries()) {
-      assert.ok(fs.existsSync(path.join(m.dataDir, 'lifeboat-fence.json')), `${m.name} not fenced`);
+      const fence = JSON.parse(fs.readFileSync(path.join(m.dataDir, 'lifeboat-fence.json'), 'utf8')) as { movedTo: string; supersededBy: string };
+      assert.equal(fence.supersededBy, after.clusterId);
+      const fenced = treeState(m.dataDir);
       for (const state of ['new', 'existing']) {
         const args = m.args.map((a, k) => (m.args[k - 1] === '--initial-cluster-state' ? state : a));
-        const p = spawnSync('etcd', args, { timeout: 20_000, encoding: 'utf8' });
-        assert.notEqual(p.status, 0, `${m.name} started on its fenced data dir (${state})`);
-        assert.notEqual(p.status, null, `${m.name} had to be killed (${state}): it ran`);
+        const run = spawnSync('etcd', args, { timeout: 20_000, encoding: 'utf8' });
+        assert.ok(run.status !== 0 && run.status !== null, `${m.name} started on its fenced data dir (${state}): ${run.status}`);
       }
-      const now = treeOf(m.dataDir);
-      // What fencing left (the member moved aside, an empty member/ and proxy/) and nothing more.
-      assert.deepEqual(
-        now.filter((x) => !x.startsWith('member.fenced-')),
-        ['lifeboat-fence.json ' + fs.statSync(path.join(m.dataDir, 'lifeboat-fence.json')).size, 'member/', 'proxy/'],
-      );
-      assert.deepEqual(
-        now.filter((x) => x.startsWith('member.fenced-')).map((x) => x.replace(/^member\.fenced-[0-9a-f]+/, 'member')),
-        oldTrees[i],
-      );
+      assert.deepEqual(treeState(m.dataDir), fenced, `${m.name}'s start created or changed something`);
+      assert.deepEqual(treeState(path.join(m.dataDir, fence.movedTo)), oldMemberTrees[i], `${m.name}'s data was changed by the fence`);
     }
-    // Unfence gives the data dir back exactly as it was.
-    const u = await lifeboat('datadir', 'unfence', old.members[2].dataDir);
+    // Unfence gives the data dir back exactly as it was; fence again.
+    const last = old.members[2]!;
+    const u = await lifeboat('datadir', 'unfence', last.dataDir);
     assert.equal(u.code, 0, u.stderr);
-    assert.deepEqual(treeOf(old.members[2].dataDir), oldTrees[2]);
-    const refence = await lifeboat('datadir', 'fence', old.members[2].dataDir, '--superseded-by', after.clusterId);
+    assert.deepEqual(treeState(path.join(last.dataDir, 'member')), oldMemberTrees[2]);
+    const refence = await lifeboat('datadir', 'fence', last.dataDir, '--superseded-by', after.clusterId);
     assert.equal(refence.code, 0, refence.stderr);
 
     const verify = await lifeboat('audit', 'verify', '--audit-db', auditDb, '--head', head);
     assert.equal(verify.code, 0, verify.stderr);
+  });
+
+  test('an etcdctl snapshot save file becomes a one-member etcd cluster with a new cluster ID and every key it held', async () => {
+    assert.ok(fs.existsSync(snapFile), 'needs the snapshot of the test before');
+    const [client, peer] = await freePorts(2, 'etcd-runtime-snap');
+    const dataDir = path.join(old.dir, 'from-snapshot');
+    const clientUrl = `http://127.0.0.1:${client}`;
+    const r = await playbook(
+      'recover-from-quorum-loss',
+      // The snapshot's old members are the cluster recovered above, alive on those URLs: declared dead here.
+      {
+        source: snapFile,
+        'data-dir': dataDir,
+        name: 'solo',
+        'peer-url': `http://127.0.0.1:${peer}`,
+        'client-url': clientUrl,
+        'assume-dead': old.members.map((m) => m.name).join(','),
+      },
+      auditDb,
+    );
+    assert.equal(r.code, 0, r.out);
+    const status = JSON.parse((await etcdctl('--endpoints', clientUrl, 'snapshot', 'status', snapFile, '-w', 'json')).stdout) as { revision: number };
+    const header = JSON.parse((await etcdctl('--endpoints', clientUrl, 'get', 'x', '-w', 'json')).stdout) as { header: { revision: number } };
+    assert.equal(header.header.revision, status.revision, 'the recovered etcd starts at the snapshot revision');
+    assert.equal((await memberList(clientUrl)).members.length, 1);
+    await stopProcessesUnder(dataDir);
+  });
+
+  test('the tail fixture: entries past the survivor commit index are kept by default and dropped with discard-uncommitted', async () => {
+    const solo = await EtcdCluster.start({ size: 1, portSeed: 'etcd-runtime-tail' });
+    try {
+      const m = solo.members[0]!;
+      for (let i = 0; i < 20; i++) assert.equal((await etcdctl('--endpoints', m.clientUrl, 'put', `base/${i}`, 'v')).code, 0);
+      await solo.stopMember(m);
+      // The backend as it was before the tail's puts: a power cut can leave it so.
+      const db = path.join(m.dataDir, 'member', 'snap', 'db');
+      const dbBefore = fs.readFileSync(db);
+      solo.restart(m);
+      await solo.waitReady(m);
+      const n = 5;
+      for (let i = 0; i < n; i++) assert.equal((await etcdctl('--endpoints', m.clientUrl, 'put', `tail/${i}`, 'v')).code, 0);
+      await solo.stopMember(m);
+      fs.writeFileSync(db, dbBefore);
+      const cut = cutTrailingHardStates(path.join(m.dataDir, 'member', 'wal'), n);
+      assert.equal(cut.to - cut.from + 1, n);
+
+      const inspect = JSON.parse((await lifeboat('datadir', 'inspect', m.dataDir, '-w', 'json')).stdout) as { uncommitted: { count: number } };
+      assert.equal(inspect.uncommitted.count, n, 'the plan shows the entries past the commit index');
+      for (const [discard, want] of [
+        ['false', n],
+        ['true', 0],
+      ] as const) {
+        const [client, peer] = await freePorts(2, `etcd-runtime-tail-${discard}`);
+        const clientUrl = `http://127.0.0.1:${client}`;
+        const dataDir = path.join(solo.dir, `recovered-${discard}`);
+        // A copy per run: the run fences its source.
+        const source = path.join(solo.dir, `survivor-${discard}`);
+        fs.cpSync(m.dataDir, source, { recursive: true });
+        const r = await playbook(
+          'recover-from-quorum-loss',
+          { source, 'data-dir': dataDir, name: 'r', 'peer-url': `http://127.0.0.1:${peer}`, 'client-url': clientUrl, 'discard-uncommitted': discard },
+          path.join(solo.dir, `audit-${discard}.db`),
+        );
+        assert.equal(r.code, 0, r.out);
+        const keys = (await etcdctl('--endpoints', clientUrl, 'get', 'tail/', '--prefix', '--keys-only')).stdout.split('\n').filter(Boolean);
+        assert.equal(keys.length, want, `discard-uncommitted=${discard}`);
+        const base = (await etcdctl('--endpoints', clientUrl, 'get', 'base/', '--prefix', '--keys-only')).stdout.split('\n').filter(Boolean);
+        assert.equal(base.length, 20);
+        await stopProcessesUnder(dataDir);
+      }
+    } finally {
+      await stopProcessesUnder(solo.dir);
+      await solo.stop();
+    }
   });
 
   test('scale-out on the recovered etcd cluster: a real etcd learner joins and is promoted; a Lifeboat member is refused before the add; a member that cannot start is noticed at once and its learner removed', async () => {

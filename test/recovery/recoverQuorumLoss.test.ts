@@ -6,39 +6,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import * as grpc from '@grpc/grpc-js';
-import { service } from '../../src/proto/load.js';
+import { ackedWriter } from '../support/ackedWriter.js';
 import { LifeboatCluster, etcdctl, killByLock, lifeboat, parseEtcdJson, run, waitFor, BIN, type MemberProc } from '../support/lifeboatCluster.js';
-
-type KvClient = { Put(req: unknown, opts: unknown, cb: (e: grpc.ServiceError | null) => void): void; close(): void };
-
-/** Writes keys as fast as acknowledgements come back, until stopped; returns the acknowledged keys. */
-function writer(endpoint: string): { acked: string[]; stop(): Promise<string[]> } {
-  const KV = service('etcdserverpb.KV');
-  const kv = new KV(endpoint, grpc.credentials.createInsecure()) as unknown as KvClient;
-  const acked: string[] = [];
-  let running = true;
-  let i = 0;
-  const loops = Array.from({ length: 8 }, async () => {
-    while (running) {
-      const key = `acked/${String(i++).padStart(6, '0')}`;
-      const ok = await new Promise<boolean>((resolve) =>
-        kv.Put({ key: Buffer.from(key), value: Buffer.from('v') }, { deadline: Date.now() + 2000 }, (e) => resolve(!e)),
-      );
-      if (ok) acked.push(key);
-      else await new Promise((r) => setTimeout(r, 20));
-    }
-  });
-  return {
-    acked,
-    async stop() {
-      running = false;
-      await Promise.all(loops);
-      kv.close();
-      return acked;
-    },
-  };
-}
 
 function memberArg(members: MemberProc[]): string {
   return members.map((m) => `${m.name}=${m.peerUrl},${m.clientUrl},${m.dataDir}`).join(';');
@@ -60,7 +29,7 @@ describe('recovery from permanent quorum loss', () => {
     const [m1, m2, m3] = c.members;
     const oldCluster = BigInt(parseEtcdJson((await etcdctl(c.endpoints(), 'get', 'x', '-w', 'json')).stdout).header.cluster_id).toString(16);
     // Writes acknowledged right up to the kill.
-    const w = writer(m1.client);
+    const w = ackedWriter(m1.client);
     // Enough acknowledged writes to matter, however loaded the machine (bounded wait), then the kill mid-stream.
     await waitFor('50 acknowledged writes', () => w.acked.length >= 50);
     await Promise.all([c.kill(m2), c.kill(m3)]);

@@ -179,6 +179,14 @@ export class EtcdCluster {
     }
   }
 
+  /** Start a stopped member again with the arguments it first had (wait with waitReady). */
+  restart(m: EtcdMember): void {
+    if (m.proc) throw new Error(`etcd ${m.name} is running`);
+    const fd = openSync(m.logFile, 'a');
+    m.proc = spawn('etcd', m.args, { stdio: ['ignore', fd, fd] });
+    closeSync(fd);
+  }
+
   /** Stop one member (SIGTERM, then SIGKILL after 10 s). */
   async stopMember(m: EtcdMember): Promise<void> {
     const proc = m.proc;
