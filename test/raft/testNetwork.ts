@@ -3,6 +3,7 @@
 // and any message can be dropped by a filter.
 import {
   Raft,
+  StateType,
   bootstrapState,
   emptyState,
   type Entry,
@@ -174,7 +175,7 @@ export class TestNetwork {
   }
 
   leader(): NodeId | undefined {
-    for (const [id, n] of this.nodes) if (n.raft.status().state === 'Leader') return id;
+    for (const [id, n] of this.nodes) if (n.raft.status().state === StateType.Leader) return id;
     return undefined;
   }
 
