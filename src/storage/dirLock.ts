@@ -22,7 +22,7 @@ function encode(p: ProcessRef): Buffer {
 
 function decode(buf: Buffer): ProcessRef | undefined {
   const m = /^(\d+) (\S*)\n$/.exec(buf.toString('latin1'));
-  return m ? { pid: Number(m[1]), start: m[2]! } : undefined;
+  return m ? { pid: Number(m[1]), start: m[2] } : undefined;
 }
 
 function readIfExists(fs: FileSystem, file: string): Buffer | undefined {

@@ -345,7 +345,7 @@ export class RaftStorage {
       if (s.hasSnapshot) lastWithSnapshot = i;
     });
     let n = 0;
-    while (n < this.segments.length - 1 && (n < lastWithSnapshot || this.segments[n]!.maxIndex <= index)) n++;
+    while (n < this.segments.length - 1 && (n < lastWithSnapshot || this.segments[n].maxIndex <= index)) n++;
     if (n === 0) return;
     this.guard(() => {
       // Oldest first: a crash midway leaves a contiguous run of segments.
@@ -400,7 +400,7 @@ export class RaftStorage {
       base = last = snapshot.meta.index;
     }
     if (entries.length > 0) {
-      const first = entries[0]!.index;
+      const first = entries[0].index;
       if (first <= base || first > last + 1) throw fail(`entries start at ${first}, outside (${base}, ${last + 1}]`);
       entries.forEach((e, i) => {
         if (e.index !== first + i) throw fail(`entries not contiguous: ${e.index} after ${first + i - 1}`);
