@@ -64,7 +64,7 @@ describe('elections', () => {
       assert.ok(ticks >= 10 && ticks < 20, `campaigned after ${ticks} ticks`);
       seen.add(ticks);
     }
-    assert.ok(seen.size > 3, `timeouts not randomized: ${[...seen]}`);
+    assert.ok(seen.size > 3, `timeouts not randomized: ${[...seen].join(',')}`);
   });
 
   test('pre-vote: a node rejoining after a partition does not unseat a healthy leader', () => {
