@@ -91,7 +91,7 @@ function measure(batch: number, seconds: number): Result {
   return { batch, entries: committed, cycles, seconds: secs };
 }
 
-export async function run(args: string[]): Promise<void> {
+export function run(args: string[]): Promise<void> {
   let seconds = 2;
   let batches = [1, 64, 1024];
   for (let i = 0; i < args.length; i++) {
@@ -118,4 +118,5 @@ export async function run(args: string[]): Promise<void> {
     table.push([String(b), Math.round(eps).toLocaleString('en-US'), Math.round(r.cycles / r.seconds).toLocaleString('en-US'), (1e6 / eps).toFixed(2)]);
   }
   console.log(table.toString());
+  return Promise.resolve();
 }

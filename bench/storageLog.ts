@@ -120,7 +120,7 @@ const CANDIDATES: { name: string; open(dir: string): LogUnderTest }[] = [
 export const logAppendSection: BenchSection = {
   name: 'log',
   title: 'raft log appends, fsync per batch',
-  async run(opts: StorageBenchOptions) {
+  run(opts: StorageBenchOptions) {
     const rows: string[][] = [];
     const root = opts.dir ?? os.tmpdir();
     for (const batch of opts.batches) {
@@ -149,10 +149,10 @@ export const logAppendSection: BenchSection = {
         for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
       }
     }
-    return {
+    return Promise.resolve({
       head: ['batch', 'layout', 'fsyncs/s', 'entries/s', 'MB/s', 'p50 ms', 'p99 ms', 'CPU µs/batch', 'written B/entry'],
       rows,
       note: `${opts.entryBytes}-byte entries plus a hard state per batch; ${opts.seconds} s per row in ${opts.rounds} interleaved rounds (median); MB/s counts entry payload; written B/entry: bytes passed to write(2), preallocation included`,
-    };
+    });
   },
 };

@@ -200,7 +200,7 @@ export class AuditLog extends AuditReader {
       if (result.outcome === 'succeeded') {
         const open = (this.q.stepsOfRun.all(runId) as StepRow[]).filter(isUnfinishedLatest);
         if (open.length > 0) {
-          throw new Error(`run ${runId} cannot succeed with step ${open[0]!.ordinal} (${open[0]!.step_id}) still running; finish the step first`);
+          throw new Error(`run ${runId} cannot succeed with step ${open[0].ordinal} (${open[0].step_id}) still running; finish the step first`);
         }
       }
       return this.append('run.end', runId, {

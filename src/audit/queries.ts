@@ -85,7 +85,7 @@ export class AuditReader {
       ...this.events(runId).map((event): [number, TimelineEntry] => [event.seq, { type: 'event', event }]),
       ...(this.q.marksOfRun.all(runId) as ChainRow[]).map((r): [number, TimelineEntry] => [
         r.seq,
-        { type: 'run', mark: { runId: r.run_id, seq: r.seq, at: r.at, kind: r.kind as RunMark['kind'], payload: JSON.parse(r.payload) } },
+        { type: 'run', mark: { runId: r.run_id, seq: r.seq, at: r.at, kind: r.kind as RunMark['kind'], payload: JSON.parse(r.payload) as RunMark['payload'] } },
       ]),
     ];
     return entries.sort((a, b) => a[0] - b[0]).map(([, e]) => e);

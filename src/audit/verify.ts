@@ -135,11 +135,13 @@ function rowProblem(
       step.ended = true;
       return undefined;
     }
-    case 'event':
-      if (p.step !== undefined && steps.get(p.step as number)?.runId !== row.run_id) {
-        return `event for step ${String(p.step)}, which run ${row.run_id} never started`;
+    case 'event': {
+      const step = p.step as number | undefined; // a step's seq, as journaled
+      if (step !== undefined && steps.get(step)?.runId !== row.run_id) {
+        return `event for step ${step}, which run ${row.run_id} never started`;
       }
       return undefined;
+    }
     default:
       return undefined;
   }

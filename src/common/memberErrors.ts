@@ -39,7 +39,8 @@ export class MemberError extends Error {
   }
 }
 
-const e = (kind: MemberErrorKind, message: string) => Object.freeze(new MemberError(kind, message));
+// Typed as the class, not Object.freeze's Readonly<…>, so `throw ErrX` is an Error to the type checker.
+const e = (kind: MemberErrorKind, message: string): MemberError => Object.freeze(new MemberError(kind, message));
 
 export const ErrNoSpace = e('noSpace', 'mvcc: database space exceeded');
 export const ErrNoLeader = e('noLeader', 'etcdserver: no leader');

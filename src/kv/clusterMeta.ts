@@ -203,9 +203,9 @@ export class ClusterMeta implements ClusterMetaWriter {
   }
 
   alarms(): Alarm[] {
-    return (this.s.alarms.all() as { member_id: string; alarm: number }[]).map((r) => ({
+    return (this.s.alarms.all() as { member_id: string; alarm: AlarmType }[]).map((r) => ({
       memberId: parseId(r.member_id),
-      alarm: r.alarm as AlarmType,
+      alarm: r.alarm,
     }));
   }
 

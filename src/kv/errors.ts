@@ -15,7 +15,8 @@ export class KvError extends Error {
   }
 }
 
-const e = (kind: KvErrorKind, message: string) => Object.freeze(new KvError(kind, message));
+// Typed as the class, not Object.freeze's Readonly<…>, so `throw ErrX` is an Error to the type checker.
+const e = (kind: KvErrorKind, message: string): KvError => Object.freeze(new KvError(kind, message));
 
 export const ErrCompacted = e('compacted', 'mvcc: required revision has been compacted');
 export const ErrFutureRev = e('futureRev', 'mvcc: required revision is a future revision');

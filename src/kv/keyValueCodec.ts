@@ -41,10 +41,10 @@ export function writeRevisionRecordFromRow(w: ProtoWriter, row: string): void {
   const main = Number(f[0]);
   const tombstone = f[5] === '1';
   writeRevisionKey(w, main, Number(f[1]), tombstone);
-  w.bytesHex(1, f[6]!);
+  w.bytesHex(1, f[6]);
   if (tombstone) return;
-  w.int(2, Number(f[2])).int(3, main).int(4, Number(f[3])).bytesHex(5, f[7]!);
-  if (f[4] !== '0') w.int(6, BigInt(f[4]!));
+  w.int(2, Number(f[2])).int(3, main).int(4, Number(f[3])).bytesHex(5, f[7]);
+  if (f[4] !== '0') w.int(6, BigInt(f[4]));
 }
 
 export function encodeKeyValue(r: StoredRevision): Buffer {

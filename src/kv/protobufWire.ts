@@ -229,7 +229,7 @@ export class ProtoReader {
   }
 
   skip(wire: number): void {
-    switch (wire) {
+    switch (wire as WireType) {
       case WireType.Varint:
         this.uint64();
         return;
@@ -254,6 +254,6 @@ export class ProtoReader {
 
   private byte(): number {
     if (this.pos >= this.buf.length) throw new Error('protobuf: truncated varint');
-    return this.buf[this.pos++]!;
+    return this.buf[this.pos++];
   }
 }

@@ -198,7 +198,7 @@ export class RevisionTables {
       const rows = s.all({ upTo, hide: hideAtOrBelow, afterMain, afterSub, pageSize }) as string[];
       if (rows.length === 0) return;
       yield rows;
-      const last = rows[rows.length - 1]!.split(',', 2);
+      const last = rows[rows.length - 1].split(',', 2);
       afterMain = Number(last[0]);
       afterSub = Number(last[1]);
     }

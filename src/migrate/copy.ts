@@ -47,7 +47,7 @@ export async function copyAtRevision(o: CopyOptions): Promise<void> {
         dst,
         page.kvs.map((kv) => ({ put: { key: mapping.toDest(kv.key), value: kv.value } })),
       );
-      const last = page.kvs[page.kvs.length - 1]!.key;
+      const last = page.kvs[page.kvs.length - 1].key;
       progress.copiedThrough = last.toString('base64');
       progress.copiedKeys += page.kvs.length;
       o.save();

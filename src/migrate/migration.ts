@@ -32,7 +32,7 @@ export interface MigrateOptions {
   /** aborted to stop at once, progress kept */
   abort: AbortSignal;
   log(line: string): void;
-  onCopyProgress(done: number, total: number): void;
+  onCopyProgress: (done: number, total: number) => void;
 }
 
 export interface MigrateResult {
@@ -224,7 +224,11 @@ function checkSame(p: MigrationProgress, file: string, src: bigint, dst: bigint,
   if (p.sourceCluster !== hex(src)) throw differs('source cluster', p.sourceCluster, hex(src));
   if (p.destCluster !== hex(dst)) throw differs('destination cluster', p.destCluster, hex(dst));
   if (p.sourcePrefix !== sp.toString('base64') || p.destPrefix !== dp.toString('base64')) {
-    throw differs('prefixes', `${Buffer.from(p.sourcePrefix, 'base64')} → ${Buffer.from(p.destPrefix, 'base64')}`, `${sp} → ${dp}`);
+    throw differs(
+      'prefixes',
+      `${Buffer.from(p.sourcePrefix, 'base64').toString()} → ${Buffer.from(p.destPrefix, 'base64').toString()}`,
+      `${sp.toString()} → ${dp.toString()}`,
+    );
   }
 }
 

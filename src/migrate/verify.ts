@@ -88,7 +88,7 @@ async function* keys(c: EtcdClient, sel: KeySelection, revision: number): AsyncG
     if (rev === 0) rev = page.header.revision;
     yield* page.kvs;
     if (!page.more || page.kvs.length === 0) return;
-    next = Buffer.concat([page.kvs[page.kvs.length - 1]!.key, Buffer.from([0])]);
+    next = Buffer.concat([page.kvs[page.kvs.length - 1].key, Buffer.from([0])]);
   }
 }
 

@@ -69,7 +69,10 @@ export async function decideRecovery(req: RecoverInput, ask: RecoverAsk): Promis
   events.push({
     kind: 'plan',
     message: `recover plan: recommended ${best.path} (${plan.why})`,
-    data: { text: planText, plan: JSON.parse(JSON.stringify(plan, (_k, v) => (typeof v === 'bigint' ? v.toString(16) : v))) as Record<string, unknown> },
+    data: {
+      text: planText,
+      plan: JSON.parse(JSON.stringify(plan, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString(16) : v))) as Record<string, unknown>,
+    },
   });
   const question = `Recover from ${best.path}?`;
   const go = ask.tty && !req.yes ? await ask.confirm(question) : req.yes;

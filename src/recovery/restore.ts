@@ -93,14 +93,14 @@ function serverCommand(o: RestoreOptions): string {
  * Writes the new data dir's Raft state and cluster identity around a KV store
  * already installed at <part>/member/kv.db.
  */
-async function finish(
+function finish(
   o: RestoreOptions,
   part: string,
   storage: RaftStorage,
   memberId: bigint,
   state: (kv: KvStore) => PersistedState,
   uncommittedKept: number,
-): Promise<RestoreResult> {
+): RestoreResult {
   const kv = KvStore.open(kvPath(part));
   try {
     const oldCluster = kv.cluster.clusterId() ?? 0n;
@@ -135,7 +135,7 @@ async function finish(
 }
 
 /** Builds <dataDir>.part with `build`, then renames it into place. */
-async function buildAtomically(o: RestoreOptions, build: (part: string) => Promise<RestoreResult>): Promise<RestoreResult> {
+async function buildAtomically(o: RestoreOptions, build: (part: string) => Promise<RestoreResult> | RestoreResult): Promise<RestoreResult> {
   const target = path.resolve(o.dataDir);
   const part = `${target}.part`;
   fs.rmSync(part, { recursive: true, force: true });
@@ -156,7 +156,7 @@ async function buildAtomically(o: RestoreOptions, build: (part: string) => Promi
 export async function restoreSnapshot(file: string, o: RestoreOptions): Promise<RestoreResult> {
   checkOptions(o);
   if (!fs.existsSync(file)) throw new InputError(`snapshot ${file} does not exist; check the path`);
-  const kind = await snapshotKind(file);
+  const kind = snapshotKind(file);
   if (kind.format === 'etcd') return restoreEtcdFile(file, o);
   if (kind.format !== 'lifeboat')
     throw new InputError(
@@ -172,7 +172,7 @@ export async function restoreSnapshot(file: string, o: RestoreOptions): Promise<
       } else {
         fs.copyFileSync(file, kvPath(part));
       }
-      return await finish(o, part, storage, memberId, (kv) => singleVoterState(kv, memberId), 0);
+      return finish(o, part, storage, memberId, (kv) => singleVoterState(kv, memberId), 0);
     } finally {
       storage.close();
     }
@@ -194,7 +194,7 @@ async function restoreEtcdFile(file: string, o: RestoreOptions): Promise<Restore
     throw err;
   }
   const memberId = memberIdFor(o.initialAdvertisePeerUrls, o.initialClusterToken ?? 'etcd-cluster');
-  return buildAtomically(o, async (part) => {
+  return buildAtomically(o, (part) => {
     const { storage } = RaftStorage.open(part, { identity: { memberId, clusterId: 0n } });
     try {
       const { summary, notCarriedOver } = importEtcdDb(file, kvPath(part));
@@ -207,7 +207,7 @@ async function restoreEtcdFile(file: string, o: RestoreOptions): Promise<Restore
           kv.close();
         }
       }
-      const result = await finish(o, part, storage, memberId, (kv) => singleVoterState(kv, memberId), 0);
+      const result = finish(o, part, storage, memberId, (kv) => singleVoterState(kv, memberId), 0);
       return { ...result, notCarriedOver };
     } finally {
       storage.close();
@@ -252,7 +252,7 @@ export async function restoreDataDir(src: string, o: RestoreOptions): Promise<Re
       const { storage } = RaftStorage.open(part, { identity: { memberId, clusterId: 0n } });
       try {
         await KvStore.restoreSnapshot(tmp, kvPath(part));
-        return await finish(
+        return finish(
           o,
           part,
           storage,

@@ -21,7 +21,7 @@ export interface SnapshotKind {
   detail: string;
 }
 
-export async function snapshotKind(file: string): Promise<SnapshotKind> {
+export function snapshotKind(file: string): SnapshotKind {
   const size = fs.statSync(file).size;
   const fd = fs.openSync(file, 'r');
   const head = Buffer.alloc(32);
@@ -151,7 +151,7 @@ export async function snapshotStatus(file: string): Promise<SnapshotStatus> {
       `${file} is a directory, not a snapshot file; give the file itself (an etcd data dir's is ${path.join(file, 'member', 'snap', 'db')}; for a data dir use 'lifeboat datadir inspect ${file}')`,
     );
   }
-  const kind = await snapshotKind(file);
+  const kind = snapshotKind(file);
   if (kind.format === 'etcd') return etcdStatus(file, kind);
   if (kind.format !== 'lifeboat')
     throw new InputError(

@@ -4,7 +4,7 @@
 // with --strict-reconfig-check also against the peers connected for a while), a
 // learner is promoted only once in sync with the leader, and the change is
 // proposed as a Raft conf change and answered once applied.
-import { EtcdError, type GrpcCode } from '../api/errors.js';
+import { EtcdError } from '../api/errors.js';
 import { ErrLearnerNotReady, ErrMemberNotFound, ErrNoLeader, ErrUnhealthy } from '../common/memberErrors.js';
 import type { KvStore } from '../kv/index.js';
 import type { Member as MemberInfo } from '../kv/types.js';
@@ -52,7 +52,7 @@ export class ClusterApi {
     // Without a leader there is no quorum: a membership change cannot be made safely.
     if (h.leader() === NONE) throw h.cfg.strictReconfigCheck ? ErrUnhealthy : ErrNoLeader;
     const reply = await h.forward(h.leader(), method, JSON.stringify(args, bigintToJson), h.requestTimeoutMs);
-    if (reply.error_message) throw new EtcdError(reply.error_code as GrpcCode, reply.error_message);
+    if (reply.error_message) throw new EtcdError(reply.error_code, reply.error_message);
     return JSON.parse(reply.json, bigintFromJson) as T;
   }
 

@@ -124,7 +124,7 @@ export class RaftDriver {
   }
 
   private fail(e: unknown): void {
-    this.stop();
+    void this.stop(); // its promise never rejects; fatal() is told at once, not after a write in flight settles
     this.hooks.fatal(e instanceof Error ? e : new Error(String(e)));
   }
 

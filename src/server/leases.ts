@@ -250,7 +250,7 @@ export class Leases {
         if (this.host.hasLeader()) {
           const reply = await this.host.forwardToLeader(method, JSON.stringify(args), Math.max(100, deadline - Date.now()));
           if (!reply.error_message) return decode(reply.json);
-          throw new EtcdError(reply.error_code as GrpcCode, reply.error_message);
+          throw new EtcdError(reply.error_code, reply.error_message);
         }
       } catch (e) {
         // Errors of this member and the leader's alike, by what clients would see.

@@ -134,7 +134,7 @@ function sameUrls(a: string[], b: string[]): boolean {
   return [...a].sort().join(',') === [...b].sort().join(',');
 }
 
-async function bootstrap(cfg: ServerConfig, log: Logger): Promise<Member> {
+function bootstrap(cfg: ServerConfig, log: Logger): Member {
   const members: MemberRecord[] = [...cfg.initialCluster].map(([, urls]) => ({
     id: memberIdFor(urls, cfg.initialClusterToken),
     name: '',
@@ -202,7 +202,7 @@ async function join(cfg: ServerConfig, log: Logger): Promise<Member> {
   kv.writeLocal((c) => {
     c.setClusterId(clusterId);
     c.setMemberId(self.id);
-    const parent = BigInt(reply!.parent_cluster_id || '0');
+    const parent = BigInt(reply.parent_cluster_id || '0');
     if (parent !== 0n) c.setParentClusterId(parent);
     for (const m of members) c.putMember(m);
   });

@@ -132,17 +132,17 @@ export class V3Backend implements EtcdBackend, WatchBackend, LeaseBackend {
     return this.cluster.memberPromote(id);
   }
 
-  async memberList(): Promise<MemberInfo[]> {
-    return this.host.kv().cluster.members();
+  memberList(): Promise<MemberInfo[]> {
+    return Promise.resolve(this.host.kv().cluster.members());
   }
 
-  async status(): Promise<StatusInfo> {
+  status(): Promise<StatusInfo> {
     const kv = this.host.kv();
     const st = this.host.raft().status();
     const errors: string[] = [];
     if (st.lead === NONE) errors.push(grpcErrors.ErrNoLeader.message);
     for (const a of kv.cluster.alarms()) errors.push(`memberID:${a.memberId} alarm:${AlarmType[a.alarm].toUpperCase()} `);
-    return {
+    return Promise.resolve({
       version: SERVER_VERSION,
       dbSize: kv.dbSize(),
       dbSizeInUse: kv.dbSizeInUse(),
@@ -152,7 +152,7 @@ export class V3Backend implements EtcdBackend, WatchBackend, LeaseBackend {
       raftAppliedIndex: kv.appliedIndex(),
       errors,
       isLearner: st.conf.learners.includes(this.host.memberId),
-    };
+    });
   }
 
   async hashKV(revision: number): Promise<{ hash: number; compactRevision: number; revision: number }> {
@@ -201,8 +201,9 @@ export class V3Backend implements EtcdBackend, WatchBackend, LeaseBackend {
     return action === 'ACTIVATE' ? [{ memberId: target, alarm }] : had;
   }
 
-  async defragment(): Promise<void> {
+  defragment(): Promise<void> {
     this.host.kv().defragment();
+    return Promise.resolve();
   }
 
   // ---- Watch, Lease ----------------------------------------------------------
@@ -227,7 +228,7 @@ export class V3Backend implements EtcdBackend, WatchBackend, LeaseBackend {
     return this.host.leases.timeToLive(id, keys);
   }
 
-  async leaseLeases(): Promise<bigint[]> {
-    return this.host.leases.list();
+  leaseLeases(): Promise<bigint[]> {
+    return Promise.resolve(this.host.leases.list());
   }
 }

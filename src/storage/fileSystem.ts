@@ -127,11 +127,7 @@ export class NodeFileSystem implements FileSystem {
   fsyncAsync(fh: FileHandle): Promise<void> {
     const fd = fdOf(fh);
     return new Promise((resolve, reject) => {
-      try {
-        failingFsync(fh);
-      } catch (e) {
-        return reject(e as Error);
-      }
+      failingFsync(fh); // a throw here rejects the promise (the executor's contract)
       fs.fdatasync(fd, (err) => (err ? reject(err) : resolve()));
     });
   }

@@ -43,7 +43,7 @@ export function segmentName(seq: number, firstIndex: number): string {
 export function parseSegmentName(name: string): { seq: number; firstIndex: number } | undefined {
   const m = /^([0-9a-f]{16})-([0-9a-f]{16})\.wal$/.exec(name);
   if (!m) return undefined;
-  return { seq: parseInt(m[1]!, 16), firstIndex: parseInt(m[2]!, 16) };
+  return { seq: parseInt(m[1], 16), firstIndex: parseInt(m[2], 16) };
 }
 
 export function snapshotName(term: number, index: number): string {
@@ -53,5 +53,5 @@ export function snapshotName(term: number, index: number): string {
 export function parseSnapshotName(name: string): { term: number; index: number } | undefined {
   const m = /^([0-9a-f]{16})-([0-9a-f]{16})\.snap$/.exec(name);
   if (!m) return undefined;
-  return { term: parseInt(m[1]!, 16), index: parseInt(m[2]!, 16) };
+  return { term: parseInt(m[1], 16), index: parseInt(m[2], 16) };
 }

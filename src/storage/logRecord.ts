@@ -118,15 +118,18 @@ export function readRecord(buf: Buffer, off: number): ReadResult {
   if (crc32c(buf.subarray(off + 4, end)) !== buf.readUInt32LE(off)) {
     return { kind: 'bad', reason: 'record checksum mismatch', verified: false };
   }
-  const type = buf[off + 8]!;
+  const typeByte = buf[off + 8];
+  // Typed at the boundary; the switch's default refuses a byte that is no RecordType.
+  const type = typeByte as RecordType;
   const p = off + RECORD_HEADER;
   const bad = (reason: string): ReadResult => ({ kind: 'bad', reason, verified: true });
   try {
     switch (type) {
       case RecordType.Entry: {
         if (len < ENTRY_FIXED) return bad(`entry record of ${len} bytes is too short`);
-        const entryType = buf[p + 16]!;
-        if (entryType !== EntryType.Normal && entryType !== EntryType.ConfChange) return bad(`unknown entry type ${entryType}`);
+        const entryByte = buf[p + 16];
+        const entryType = entryByte as EntryType;
+        if (entryType !== EntryType.Normal && entryType !== EntryType.ConfChange) return bad(`unknown entry type ${entryByte}`);
         const entry: Entry = {
           index: getU64(buf, p),
           term: getU64(buf, p + 8),
@@ -153,7 +156,7 @@ export function readRecord(buf: Buffer, off: number): ReadResult {
         if (len !== 8) return bad(`seal record of ${len} bytes, expected 8`);
         return { kind: 'record', record: { type, seq: getU64(buf, p) }, next: end };
       default:
-        return bad(`unknown record type ${type} (written by a newer version?)`);
+        return bad(`unknown record type ${typeByte} (written by a newer version?)`);
     }
   } catch (err) {
     return bad(`undecodable record: ${(err as Error).message}`);

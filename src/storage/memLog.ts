@@ -24,7 +24,7 @@ export class MemLog {
     return this.base.index + this.ents.length;
   }
   lastTerm(): number {
-    return this.ents.length > 0 ? this.ents[this.ents.length - 1]!.term : this.base.term;
+    return this.ents.length > 0 ? this.ents[this.ents.length - 1].term : this.base.term;
   }
 
   /** The term of entry `index`, for baseIndex <= index <= lastIndex; undefined outside. */

@@ -87,7 +87,7 @@ describe('bbolt reader', () => {
       const a = db.bucket('a')!;
       assert.ok(a.inline);
       assert.deepEqual(
-        [...db.entries(a)].map((e) => `${e.key}=${e.value}`),
+        [...db.entries(a)].map((e) => `${e.key.toString()}=${e.value.toString()}`),
         ['x=1', 'y=2'],
       );
       const key = db.bucket('key')!;

@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { stripVTControlCharacters } from 'node:util';
 import { EtcdClient } from '../../src/client/etcdClient.js';
 import { EXIT } from '../../src/cli/exitCodes.js';
 import { EtcdCluster } from '../support/etcdCluster.js';
@@ -359,7 +360,7 @@ test('on a terminal, removing the leader asks first and answering no changes not
       resolve({ code, text });
     });
   });
-  const plain = out.text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '');
+  const plain = stripVTControlCharacters(out.text);
   assert.match(plain, new RegExp(`About to remove member ${leader} \\(infra\\d\\): it is the leader`));
   assert.match(plain, /did not remove member .*: not confirmed; nothing changed/);
   assert.match(plain, /EXIT=3/);

@@ -11,7 +11,6 @@
 //   A <last>            it committed
 //   D                   makeDurable / a checkpoint is starting (A follows when it returned)
 
-import fs from 'node:fs';
 import { KvStore } from '../../src/kv/kvStore.js';
 import { report, seeded } from '../storage/fixtures.js';
 import { requestAt } from './crashRequests.js';

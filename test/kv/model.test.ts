@@ -156,24 +156,23 @@ class Model {
   private begin() {
     const beginRev = this.rev;
     let changes = 0;
-    const self = this;
     return {
       readRev: () => (changes > 0 ? beginRev + 1 : beginRev),
-      put(key: string, value: Buffer, lease: bigint): number {
-        const prev = self.latest(key);
+      put: (key: string, value: Buffer, lease: bigint): number => {
+        const prev = this.latest(key);
         const main = beginRev + 1;
-        const h = self.hist.get(key) ?? [];
+        const h = this.hist.get(key) ?? [];
         h.push({ main, sub: changes++, create: prev ? prev.create : main, version: prev ? prev.version + 1 : 1, lease, value });
-        self.hist.set(key, h);
+        this.hist.set(key, h);
         return main;
       },
-      del(key: Buffer, rangeEnd: Buffer | undefined): [number, number] {
-        const keys = self.keysIn(key, rangeEnd).filter((k) => self.latest(k));
-        for (const k of keys) self.hist.get(k)!.push({ main: beginRev + 1, sub: changes++, create: 0, version: 0, lease: 0n, value: null });
+      del: (key: Buffer, rangeEnd: Buffer | undefined): [number, number] => {
+        const keys = this.keysIn(key, rangeEnd).filter((k) => this.latest(k));
+        for (const k of keys) this.hist.get(k)!.push({ main: beginRev + 1, sub: changes++, create: 0, version: 0, lease: 0n, value: null });
         return keys.length > 0 || changes > 0 ? [keys.length, beginRev + 1] : [0, beginRev];
       },
-      end() {
-        if (changes > 0) self.rev = beginRev + 1;
+      end: () => {
+        if (changes > 0) this.rev = beginRev + 1;
       },
     };
   }

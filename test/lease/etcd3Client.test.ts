@@ -61,14 +61,14 @@ describe('the npm etcd3 client', () => {
     const seen: string[] = [];
     const history = await watching(e.watch().prefix('w3/').startRevision(first.header.revision).watcher(), (w) => {
       watchers.push(w);
-      w.on('put', (kv: IKeyValue) => seen.push(`h put ${kv.key}=${kv.value}`));
-      w.on('delete', (kv: IKeyValue) => seen.push(`h del ${kv.key}`));
+      w.on('put', (kv: IKeyValue) => seen.push(`h put ${kv.key.toString()}=${kv.value.toString()}`));
+      w.on('delete', (kv: IKeyValue) => seen.push(`h del ${kv.key.toString()}`));
     });
     const liveSeen: string[] = [];
     const live = await watching(e.watch().prefix('w3/').withPreviousKV().watcher(), (w) => {
       watchers.push(w);
-      w.on('put', (kv: IKeyValue, prev?: IKeyValue) => liveSeen.push(`put ${kv.key}=${kv.value} prev=${prev?.value ?? '-'}`));
-      w.on('delete', (kv: IKeyValue, prev?: IKeyValue) => liveSeen.push(`del ${kv.key} prev=${prev?.value ?? '-'}`));
+      w.on('put', (kv: IKeyValue, prev?: IKeyValue) => liveSeen.push(`put ${kv.key.toString()}=${kv.value.toString()} prev=${prev?.value.toString() ?? '-'}`));
+      w.on('delete', (kv: IKeyValue, prev?: IKeyValue) => liveSeen.push(`del ${kv.key.toString()} prev=${prev?.value.toString() ?? '-'}`));
     });
     await e.put('w3/b').value('x');
     await e.put('w3/b').value('y');
@@ -129,7 +129,7 @@ describe('the npm etcd3 client', () => {
     await sleep(4500);
     assert.equal(await e.get('ls/held').string(), 'x', 'the key went while its lease was kept alive');
     assert.ok(renewals >= 3, `only ${renewals} keep-alives answered`);
-    const ttl = await e.lease(5, { autoKeepAlive: false });
+    const ttl = e.lease(5, { autoKeepAlive: false });
     const other = await ttl.grant();
 
     // Txn compare on the key's lease.
@@ -142,7 +142,7 @@ describe('the npm etcd3 client', () => {
     const kv = (await e.get('ls/held').exec()).kvs[0];
     assert.equal(kv.value.toString(), 'y');
     assert.equal(kv.lease, id);
-    const ttlInfo = await e.lease(1, { autoKeepAlive: false }); // granted with the minimum TTL
+    const ttlInfo = e.lease(1, { autoKeepAlive: false }); // granted with the minimum TTL
     assert.ok(Number(await ttlInfo.grant()) > 0);
 
     await lease.revoke();
@@ -177,7 +177,8 @@ describe('the npm etcd3 client', () => {
       assert.equal(await ea.leader(), 'bob');
       await waitFor('the observer to see bob', () => obs.leader() === 'bob' && leaders.includes('bob'));
     } finally {
-      await Promise.all([ca.resign(), cb?.resign(), observer?.cancel()].map((p) => (p ? within('cleanup', p, 10_000).catch(() => undefined) : undefined)));
+      const pending = [ca.resign(), cb?.resign(), observer?.cancel()].filter((p) => p !== undefined);
+      await Promise.all(pending.map((p) => within('cleanup', p, 10_000).catch(() => undefined)));
     }
   });
 

@@ -94,18 +94,18 @@ describe('end to end, a grpc-js server behind the rewrite', () => {
     const st = await etcdctl('--endpoints', `http://127.0.0.1:${port}`, 'endpoint', 'status', '-w', 'json');
     assert.equal(st.code, 0, st.stderr);
     const status = JSON.parse(st.stdout) as Array<{ Endpoint: string; Status: { version: string; leader: number; header: { member_id: number } } }>;
-    assert.equal(status[0]!.Endpoint, `http://127.0.0.1:${port}`);
-    assert.equal(status[0]!.Status.version, '3.4.23');
-    assert.equal(status[0]!.Status.header.member_id, 42);
+    assert.equal(status[0].Endpoint, `http://127.0.0.1:${port}`);
+    assert.equal(status[0].Status.version, '3.4.23');
+    assert.equal(status[0].Status.header.member_id, 42);
     const hk = await etcdctl('--endpoints', `http://127.0.0.1:${port}`, 'endpoint', 'hashkv', '-w', 'json');
     assert.equal(hk.code, 0, hk.stderr);
-    assert.equal((JSON.parse(hk.stdout) as Array<{ HashKV: { hash: number } }>)[0]!.HashKV.hash, 123456);
+    assert.equal((JSON.parse(hk.stdout) as Array<{ HashKV: { hash: number } }>)[0].HashKV.hash, 123456);
   });
 
   test('etcdctl with a plain host:port endpoint', async () => {
     const st = await etcdctl('--endpoints', `127.0.0.1:${port}`, 'endpoint', 'status', '-w', 'json');
     assert.equal(st.code, 0, st.stderr);
-    assert.equal((JSON.parse(st.stdout) as Array<{ Status: { version: string } }>)[0]!.Status.version, '3.4.23');
+    assert.equal((JSON.parse(st.stdout) as Array<{ Status: { version: string } }>)[0].Status.version, '3.4.23');
   });
 
   test('grpc-js: 500 sequential calls on one connection, each with its own deadline', async () => {
@@ -174,7 +174,7 @@ describe('end to end, a grpc-js server behind the rewrite', () => {
         else authority = `http://h${i}.example:${port}/${'p'.repeat(rnd(120))}`;
         seen.push(authority);
         // New values enter the dynamic table; reused ones come back as indexed fields.
-        const xRequest = rnd(3) === 0 && sentX.length > 0 ? sentX[rnd(sentX.length)]! : `r${i}-${'q'.repeat(rnd(60))}`;
+        const xRequest = rnd(3) === 0 && sentX.length > 0 ? sentX[rnd(sentX.length)] : `r${i}-${'q'.repeat(rnd(60))}`;
         sentX.push(xRequest);
         await h2Status(session, authority, xRequest, i);
       }
@@ -194,7 +194,7 @@ describe('end to end, a grpc-js server behind the rewrite', () => {
     try {
       for (let i = 0; i < 300; i++) {
         const k = 1 + (i % 30);
-        const xRequest = i % 2 === 1 && sentX.length >= k ? sentX[sentX.length - k]! : `r${i}-${'q'.repeat(i % 40)}`;
+        const xRequest = i % 2 === 1 && sentX.length >= k ? sentX[sentX.length - k] : `r${i}-${'q'.repeat(i % 40)}`;
         sentX.push(xRequest);
         await h2Status(session, `a/${i}`, xRequest, i);
       }

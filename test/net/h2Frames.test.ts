@@ -127,7 +127,7 @@ describe('rewriting the client byte stream', () => {
     const frames: Array<{ type: number; flags: number; len: number; payload: Buffer }> = [];
     for (let at = PREFACE.length; at < out.length;) {
       const len = out.readUIntBE(at, 3);
-      frames.push({ type: out[at + 3]!, flags: out[at + 4]!, len, payload: out.subarray(at + 9, at + 9 + len) });
+      frames.push({ type: out[at + 3], flags: out[at + 4], len, payload: out.subarray(at + 9, at + 9 + len) });
       at += 9 + len;
     }
     assert.deepEqual(

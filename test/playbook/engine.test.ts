@@ -39,11 +39,11 @@ class AnsweringView implements RunView {
         setTitle: () => {},
         progress: (t) => this.lines.push(t),
         event: (k, m) => this.lines.push(`${k}: ${m}`),
-        ask: async (q) => {
+        ask: (q) => {
           this.questions.push(q);
           const a = this.answers.shift();
-          if (a === undefined) throw new Error(`unexpected question ${q}`);
-          return a;
+          if (a === undefined) return Promise.reject(new Error(`unexpected question ${q}`));
+          return Promise.resolve(a);
         },
         skip: (r) => this.lines.push(`skip ${r}`),
       });
@@ -362,7 +362,7 @@ steps:
     assert.deepEqual(bound.values, { a: 'from-file', b: 3, c: 'file-c', d: false });
     assert.deepEqual(bound.sources, { a: 'vars-file', b: 'set', c: 'vars-file', d: 'default' });
     const asked: string[] = [];
-    const prompted = await bindVariables(pb, { sets: ['a=x'], ask: async (def) => (asked.push(def.name), def.name === 'c' ? 'typed' : 5) });
+    const prompted = await bindVariables(pb, { sets: ['a=x'], ask: (def) => (asked.push(def.name), Promise.resolve(def.name === 'c' ? 'typed' : 5)) });
     assert.deepEqual(asked, ['c'], 'only c: it has prompt text; b and d take their defaults silently');
     assert.deepEqual(prompted.prompts, [{ variable: 'c', question: 'Value of c?', answer: 'typed' }]);
     await assert.rejects(bindVariables(pb, {}), /missing variable c \(string: Value of c\?\)/);

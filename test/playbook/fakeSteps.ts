@@ -46,8 +46,8 @@ const typed: StepDefinition = {
     endpoints: { type: 'list', description: 'endpoints' },
   },
   describe: (p) => Object.entries(p).map(([k, v]) => `${k}=${JSON.stringify(v)}`),
-  async run(p) {
-    return { ...p };
+  run(p) {
+    return Promise.resolve({ ...p });
   },
 };
 
@@ -56,8 +56,8 @@ const fail: StepDefinition = {
   description: 'Always fails.',
   params: { message: { type: 'string', required: true, description: 'the error' } },
   describe: () => ['fail'],
-  async run(p) {
-    throw new Error(String(p.message));
+  run(p) {
+    return Promise.reject(new Error(String(p.message)));
   },
 };
 
@@ -66,8 +66,8 @@ const unsafe: StepDefinition = {
   description: 'Always fails its safety check.',
   params: { message: { type: 'string', required: true, description: 'the refusal' } },
   describe: () => ['refuse'],
-  async run(p) {
-    throw new SafetyCheckError(String(p.message), 'assume-dead');
+  run(p) {
+    return Promise.reject(new SafetyCheckError(String(p.message), 'assume-dead'));
   },
 };
 
@@ -86,13 +86,13 @@ const ids: StepDefinition = {
   description: 'Reports cluster and member IDs through an event.',
   params: {},
   describe: () => ['report IDs'],
-  async run(_p, ctx) {
+  run(_p, ctx) {
     ctx.event('cluster-ids', 'old cluster 8e9e05c52164694d, new cluster 2f0a', {
       clusterIdBefore: '8e9e05c52164694d',
       clusterIdAfter: '2f0a',
       memberIdsAfter: ['a1', 'b2'],
     });
-    return {};
+    return Promise.resolve({});
   },
 };
 

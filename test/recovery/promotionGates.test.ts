@@ -195,7 +195,7 @@ describe('promotion gates', () => {
     );
     await waitFor('n3 to serve', () => withClient(n3, async (c3) => (await c3.status()).raftAppliedIndex > 0));
     // Stopped before the run saw it answer, the start step would wait for it instead.
-    await waitFor('the run to wait for n3 to catch up', async () => {
+    await waitFor('the run to wait for n3 to catch up', () => {
       if (!fs.existsSync(auditDb)) return false;
       const audit = AuditLog.open(auditDb, { readonly: true });
       try {

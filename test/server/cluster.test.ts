@@ -80,7 +80,7 @@ describe('a 3-member cluster', () => {
     const hashes = await waitFor('equal HashKV on all members', async () => {
       const r = await etcdctl(c.endpoints(c.members), 'endpoint', 'hashkv', '-w', 'json');
       if (r.code !== 0) return undefined;
-      const hs = (parseEtcdJson(r.stdout) as Array<{ HashKV: { hash: number } }>).map((x) => x.HashKV.hash);
+      const hs = parseEtcdJson<Array<{ HashKV: { hash: number } }>>(r.stdout).map((x) => x.HashKV.hash);
       return new Set(hs).size === 1 ? hs : undefined;
     });
     assert.equal(hashes.length, 3);
@@ -96,7 +96,7 @@ describe('a 3-member cluster', () => {
     }
     // The fault hook kills it (SIGKILL) right before the install.
     c.spawn(m, [], { env: { LIFEBOAT_FAULT: 'before-snapshot-install' } });
-    await waitFor('the member to die at the fault hook', async () => m.proc?.exitCode !== null || m.proc?.signalCode !== null, 30_000, 100);
+    await waitFor('the member to die at the fault hook', () => m.proc?.exitCode !== null || m.proc?.signalCode !== null, 30_000, 100);
     assert.equal(m.proc?.signalCode, 'SIGKILL', 'the member did not reach the snapshot install');
     const received = () => fs.readdirSync(path.join(m.dataDir, 'member')).filter((f) => f.startsWith('received-'));
     assert.equal(received().length, 1, 'the received snapshot file is kept until installed');

@@ -56,10 +56,12 @@ describe('etcdctl 3.4 against Lifeboat', () => {
   test('endpoint status, health and hashkv', async () => {
     const status = await etcdctl(c.endpoints(), 'endpoint', 'status', '-w', 'json');
     assert.equal(status.code, 0, status.stderr);
-    const st = parseEtcdJson(status.stdout) as Array<{
-      Endpoint: string;
-      Status: { leader: string; header: { member_id: string }; raftIndex: number; version: string };
-    }>;
+    const st = parseEtcdJson<
+      Array<{
+        Endpoint: string;
+        Status: { leader: string; header: { member_id: string }; raftIndex: number; version: string };
+      }>
+    >(status.stdout);
     assert.equal(st.length, 3);
     assert.equal(st.filter((s) => s.Status.leader === s.Status.header.member_id).length, 1, 'exactly one leader');
     assert.ok(st.every((s) => s.Status.raftIndex > 0 && s.Status.version.startsWith('3.4')));
@@ -69,7 +71,7 @@ describe('etcdctl 3.4 against Lifeboat', () => {
     await etcdctl(c.endpoints(), 'put', 'hash-me', 'x');
     const hashes = await waitFor('equal hashes', async () => {
       const r = await etcdctl(c.endpoints(), 'endpoint', 'hashkv', '-w', 'json');
-      const hs = (parseEtcdJson(r.stdout) as Array<{ HashKV: { hash: number } }>).map((x) => x.HashKV.hash);
+      const hs = parseEtcdJson<Array<{ HashKV: { hash: number } }>>(r.stdout).map((x) => x.HashKV.hash);
       return new Set(hs).size === 1 && hs.length === 3 ? hs : undefined;
     });
     assert.ok(hashes[0] > 0);
@@ -79,7 +81,7 @@ describe('etcdctl 3.4 against Lifeboat', () => {
     for (const cmd of ['status', 'hashkv', 'health']) {
       const r = await etcdctl(c.members[0].client, 'endpoint', cmd, '--cluster', '-w', 'json');
       assert.equal(r.code, 0, `${cmd}: ${r.stderr}`);
-      const rows = parseEtcdJson(r.stdout) as Array<{ Endpoint?: string; endpoint?: string }>;
+      const rows = parseEtcdJson<Array<{ Endpoint?: string; endpoint?: string }>>(r.stdout);
       assert.equal(rows.length, 3, `${cmd}: ${r.stdout}`);
       for (const m of c.members)
         assert.ok(

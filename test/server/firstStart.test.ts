@@ -49,7 +49,7 @@ describe('lifeboat server with a port in use', () => {
       .split('\n')
       .filter((l) => !l.startsWith('{'));
     assert.equal(lines.length, 1, r.stderr);
-    assert.match(lines[0]!, new RegExp(`cannot listen on client URL ${busyUrl.replace(/[.]/g, '\\.')}: the address is in use`));
+    assert.match(lines[0], new RegExp(`cannot listen on client URL ${busyUrl.replace(/[.]/g, '\\.')}: the address is in use`));
     assert.ok(!fs.existsSync(`${m.dataDir}/member`), `${m.dataDir}/member was written`);
   });
 

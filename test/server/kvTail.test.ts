@@ -21,12 +21,14 @@ async function put(m: MemberProc, from: number, to: number): Promise<void> {
 async function observed(m: MemberProc): Promise<{ revision: number; hash: number; kvs: string[] }> {
   const hk = await etcdctl(m.client, 'endpoint', 'hashkv', '-w', 'json');
   assert.equal(hk.code, 0, hk.stderr);
-  const [{ HashKV }] = parseEtcdJson(hk.stdout) as Array<{ HashKV: { hash: number; header: { revision: number } } }>;
+  const [{ HashKV }] = parseEtcdJson<Array<{ HashKV: { hash: number; header: { revision: number } } }>>(hk.stdout);
   const get = await etcdctl(m.client, 'get', '', '--from-key', '-w', 'json');
   assert.equal(get.code, 0, get.stderr);
   const kvs = (
     (parseEtcdJson(get.stdout).kvs ?? []) as Array<{ key: string; value: string; create_revision: number; mod_revision: number; version: number }>
-  ).map((kv) => `${Buffer.from(kv.key, 'base64')}=${Buffer.from(kv.value, 'base64')}@${kv.create_revision}/${kv.mod_revision}/${kv.version}`);
+  ).map(
+    (kv) => `${Buffer.from(kv.key, 'base64').toString()}=${Buffer.from(kv.value, 'base64').toString()}@${kv.create_revision}/${kv.mod_revision}/${kv.version}`,
+  );
   return { revision: Number(HashKV.header.revision), hash: HashKV.hash, kvs };
 }
 

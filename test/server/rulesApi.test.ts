@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import { inspect } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { EtcdClient } from '../../src/client/etcdClient.js';
@@ -38,7 +39,7 @@ async function refused(call: Promise<unknown>, code: grpc.status, text: string):
   } catch (e) {
     err = e;
   }
-  assert.ok(err instanceof EtcdClientError, `expected ${text}, got ${err === undefined ? 'success' : String(err)}`);
+  assert.ok(err instanceof EtcdClientError, `expected ${text}, got ${err === undefined ? 'success' : err instanceof Error ? String(err) : inspect(err)}`);
   assert.equal(err.serverMessage, text, err.message);
   assert.equal(err.grpcCode, code, `${text}: gRPC code ${err.grpcCode}, expected ${code}`);
 }
@@ -287,7 +288,7 @@ describe('learners, forwarding, update and restart with new URLs, a pending chan
     assert.equal(added.members.length, 4);
   });
 
-  test('logs: one JSON object per line with level, time, msg, member and cluster; became leader, added member, removed member', async () => {
+  test('logs: one JSON object per line with level, time, msg, member and cluster; became leader, added member, removed member', () => {
     const seen = new Set<string>();
     for (const m of c.members) {
       const file = path.join(c.dir, `${m.name}.log`);

@@ -24,7 +24,7 @@
 //   commit-current-term    a leader moves its commit index only onto an entry of its own term (§5.4.2)
 // The harness itself reports 'ready-contract' (a Ready it cannot follow, e.g. entries
 // with a gap) and 'core-exception' (the core threw from an input it must accept).
-import { type Entry, type HardState, type Message, type NodeId, type RaftStatus, type Snapshot } from '../../src/raft/index.js';
+import { MessageType, type Entry, type HardState, type Message, type NodeId, type RaftStatus, type Snapshot } from '../../src/raft/index.js';
 import { node } from './trace.js';
 
 export type CheckLevel = 'all' | 'end-to-end';
@@ -160,13 +160,16 @@ export class Invariants {
   /** A node hands `m` to the network; `disk` is what it has persisted at that moment. */
   sent(id: NodeId, m: Message, disk: DiskLog, learnerVote: () => string | undefined, early: boolean): void {
     switch (m.type) {
-      case 'VoteResp':
-      case 'PreVoteResp': {
+      case MessageType.VoteResp:
+      case MessageType.PreVoteResp: {
         if (m.reject) return;
         const why = learnerVote();
         if (why !== undefined)
-          violation('learner-vote', `learner ${node(id)} granted a ${m.type === 'VoteResp' ? 'vote' : 'pre-vote'} to ${node(m.to)} in term ${m.term}${why}`);
-        if (m.type === 'PreVoteResp') return;
+          violation(
+            'learner-vote',
+            `learner ${node(id)} granted a ${m.type === MessageType.VoteResp ? 'vote' : 'pre-vote'} to ${node(m.to)} in term ${m.term}${why}`,
+          );
+        if (m.type === MessageType.PreVoteResp) return;
         let byCand = this.grants.get(m.term);
         if (!byCand) this.grants.set(m.term, (byCand = new Map()));
         let voters = byCand.get(m.to);
@@ -182,7 +185,7 @@ export class Invariants {
         }
         return;
       }
-      case 'AppResp':
+      case MessageType.AppResp:
         // An ack to a leader of an older term than the one on disk is exempt: the log
         // it described may have been replaced by a newer leader's entries before it was
         // written, but a deposed leader cannot complete a quorum with it (every quorum

@@ -10,7 +10,6 @@
 //   S <index> <term> <compactTo>                                                      saveSnapshot() + compact() starting
 //   A                                                                                 it returned (fsynced)
 
-import fs from 'node:fs';
 import type { Entry, HardState } from '../../src/raft/types.js';
 import { RaftStorage } from '../../src/storage/raftStorage.js';
 import { CHILD_STORAGE_OPTS, entries, IDENTITY, report, seeded } from './fixtures.js';

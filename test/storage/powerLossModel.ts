@@ -96,8 +96,7 @@ export async function capture(root: string, opts: { keys: number; every: number;
     let next = 0;
     let acked = 0;
     const ackedSet = new Set<number>();
-    let freezing: Promise<void> = Promise.resolve();
-    const freeze = async () => {
+    const freeze = () => {
       // Only keys acknowledged before the stop count as promised.
       const promised = [...ackedSet];
       proc.kill('SIGSTOP');
@@ -126,13 +125,11 @@ export async function capture(root: string, opts: { keys: number; every: number;
       while (next < opts.keys) {
         const i = next++;
         await c.put(key(i), value(i));
-        await freezing;
         ackedSet.add(i);
-        if (++acked % opts.every === 0) freezing = freeze();
+        if (++acked % opts.every === 0) freeze();
       }
     };
     await Promise.all(Array.from({ length: 8 }, worker));
-    await freezing;
     c.close();
   } finally {
     proc.kill('SIGKILL');
@@ -155,7 +152,7 @@ function spawnMember(
   args.push('--listen-client-urls', clientUrl, '--advertise-client-urls', clientUrl, '--heartbeat-interval', '20', '--election-timeout', '100', ...extra);
   const p = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'], env });
   const log = fs.createWriteStream(logFile);
-  p.stderr!.pipe(log);
+  p.stderr.pipe(log);
   return p;
 }
 
@@ -218,7 +215,7 @@ export function generate(cap: CaptureResult, category: Category, count: number, 
   const memberId = BigInt('0x' + cap.member.memberHex);
   for (let attempt = 0; out.length < count && attempt < count * 50; attempt++) {
     const rnd = seeded(seed * 1_000_003 + first + attempt);
-    const cut = cap.cuts[Math.floor(rnd() * cap.cuts.length)]!;
+    const cut = cap.cuts[Math.floor(rnd() * cap.cuts.length)];
     const file = path.join(walDir(cut.dir), cut.segment);
     const shape = shapeOf(file, cut.dir, memberId);
     const header = fs.readFileSync(file).subarray(0, SEGMENT_HEADER);
@@ -243,7 +240,7 @@ export function generate(cap: CaptureResult, category: Category, count: number, 
       candidates = bounds.filter((b) => logAt(shape, b, headerCommit, prevIndex).last < kvFrom.applied && b > SEGMENT_HEADER);
     if (category === 'kv above commit') candidates = candidates.filter((b) => logAt(shape, b, headerCommit, prevIndex).commit < kvFrom.applied);
     if (candidates.length === 0) continue;
-    const cutAt = candidates[Math.floor(rnd() * candidates.length)]!;
+    const cutAt = candidates[Math.floor(rnd() * candidates.length)];
     const tail: Case['tail'] =
       category === 'torn record'
         ? 'torn'
@@ -251,7 +248,7 @@ export function generate(cap: CaptureResult, category: Category, count: number, 
           ? 'zeros'
           : category === 'garbage tail'
             ? 'garbage'
-            : (['none', 'zeros', 'torn'] as const)[Math.floor(rnd() * 3)]!;
+            : (['none', 'zeros', 'torn'] as const)[Math.floor(rnd() * 3)];
     if (tail === 'torn' && cutAt >= shape.end) continue;
     const log = logAt(shape, cutAt, headerCommit, prevIndex);
     const categories: Category[] = [];
@@ -318,7 +315,7 @@ export async function runCase(cap: CaptureResult, c: Case, dir: string, ports: [
       const got = new Map(r.kvs.map((kv) => [kv.key.toString(), kv.value.toString()]));
       const acked = JSON.parse(fs.readFileSync(path.join(c.cut.dir, 'acked.json'), 'utf8')) as number[];
       const lost = acked.filter((i) => got.get(key(i)) !== value(i));
-      if (lost.length > 0) return { c, error: `${lost.length} acknowledged writes lost, e.g. ${key(lost[0]!)}` };
+      if (lost.length > 0) return { c, error: `${lost.length} acknowledged writes lost, e.g. ${key(lost[0])}` };
       await client.put('pl/after-restart', 'x');
     } finally {
       client.close();

@@ -216,7 +216,7 @@ describe('raft storage', () => {
       );
       storage.close();
       const fs = new SimulatedDisk();
-      reopen(fs).storage; // left open: the "process" holding it dies below
+      reopen(fs); // left open: the "process" holding it dies below
       fs.crash();
       const lock = `${DIR}/member/lock`;
       if (fs.exists(lock)) fs.unlink(lock);

@@ -6,7 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { HardState, PersistedState } from '../../src/raft/types.js';
+import type { HardState } from '../../src/raft/types.js';
 import { RaftStorage, type OpenResult } from '../../src/storage/raftStorage.js';
 import { SimulatedCrash, SimulatedDisk, type CrashOptions } from '../../src/storage/simulatedDisk.js';
 import type { StorageWarning } from '../../src/storage/warning.js';

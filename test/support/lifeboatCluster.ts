@@ -224,7 +224,7 @@ export class LifeboatCluster {
     const env: NodeJS.ProcessEnv = { ...process.env };
     if (opts.env && Object.keys(opts.env).length > 0) for (const k of Object.keys(env)) if (k.startsWith('LIFEBOAT_')) delete env[k];
     const command = [...(opts.wrap ?? []), process.execPath, ...(opts.nodeArgs ?? []), BIN, 'server', ...args];
-    const p = spawn(command[0]!, command.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], env: { ...env, ...opts.env }, cwd: opts.cwd });
+    const p = spawn(command[0], command.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], env: { ...env, ...opts.env }, cwd: opts.cwd });
     m.proc = p;
     m.log = [];
     let partial = '';

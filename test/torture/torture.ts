@@ -45,7 +45,7 @@ function alive(m: MemberProc): boolean {
 export async function torture(o: TortureOptions): Promise<TortureResult> {
   const log = o.log ?? ((line: string) => console.log(line));
   const rnd = seeded(o.seed);
-  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
   const c = await LifeboatCluster.create(`torture-${o.seed}`, o.members + 1);
   const t0 = Date.now();
   const faultLog = (line: string) => log(`  ${((Date.now() - t0) / 1000).toFixed(1).padStart(6)}s fault: ${line}`);
@@ -70,7 +70,7 @@ export async function torture(o: TortureOptions): Promise<TortureResult> {
     const order = [...kinds].sort(() => rnd() - 0.5);
     while (Date.now() < deadline - 4_000) {
       await sleep(800 + rnd() * 1200);
-      const kind = order[turn++ % order.length]!;
+      const kind = order[turn++ % order.length];
       const from = workload.now();
       await inject(kind);
       await sleep(1500 + rnd() * 1500);

@@ -53,7 +53,7 @@ export class Workload {
   }
 
   private async client(i: number): Promise<void> {
-    const endpoint = this.o.endpoints[i % this.o.endpoints.length]!;
+    const endpoint = this.o.endpoints[i % this.o.endpoints.length];
     let client = new EtcdClient({ endpoints: endpoint, commandTimeoutMs: this.o.opTimeoutMs, dialTimeoutMs: 1_000 });
     try {
       while (!this.stopped) {

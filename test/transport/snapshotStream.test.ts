@@ -64,7 +64,7 @@ test("a snapshot of several chunks arrives whole in a file, with its metadata; t
   let sent: boolean | undefined;
   const sender = new PeerTransport({
     ...host(1n, 7n, { unreachable: 0, refused: 0 }),
-    snapshotData: async (m) => ({ message: m, file, done: () => void (released = true) }),
+    snapshotData: (m) => Promise.resolve({ message: m, file, done: () => void (released = true) }),
     snapshotSent: (_peer, ok) => void (sent = ok),
   });
   transports.push(sender);

@@ -17,12 +17,10 @@ export function host(memberId: bigint, clusterId: bigint, counts: { unreachable:
       removed: false,
       members_json: '[]',
     }),
-    forward: async () => ({ json: '', error_code: 0, error_message: '' }),
+    forward: () => Promise.resolve({ json: '', error_code: 0, error_message: '' }),
     refused: () => void counts.refused++,
     unreachable: () => void counts.unreachable++,
-    snapshotData: async () => {
-      throw new Error('no snapshots here');
-    },
+    snapshotData: () => Promise.reject(new Error('no snapshots here')),
     snapshotSent: () => undefined,
     incomingSnapshotFile: () => {
       throw new Error('no snapshots here');

@@ -64,9 +64,9 @@ export function watchJsonEvents(stdout: string): SeenEvent[] {
   const out: SeenEvent[] = [];
   for (const line of stdout.split('\n')) {
     if (!line.startsWith('{')) continue;
-    const r = parseEtcdJson(line) as {
+    const r = parseEtcdJson<{
       Events?: Array<{ type?: number; kv: { key: string; value?: string; mod_revision: number }; prev_kv?: { value?: string } }>;
-    };
+    }>(line);
     for (const e of r.Events ?? []) {
       out.push({
         type: e.type === 1 ? 'DELETE' : 'PUT',

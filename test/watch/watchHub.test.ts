@@ -163,7 +163,7 @@ describe('watch hub', () => {
     hub.stop();
   });
 
-  test('duplicate watch IDs and empty ranges are refused like etcd; auto IDs skip taken ones', async () => {
+  test('duplicate watch IDs and empty ranges are refused like etcd; auto IDs skip taken ones', () => {
     const { hub, sink, session } = setup();
     session.create(create({ key: 'a', watchId: 0n }));
     session.create(create({ key: 'a', watchId: 1n }));
