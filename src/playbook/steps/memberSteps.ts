@@ -10,7 +10,7 @@ import { parseMemberId } from '../../client/ids.js';
 import type { Member, MemberListResult } from '../../client/types.js';
 import { answers } from '../../recovery/fence.js';
 import { checkCluster, promoteWhenReady, statusOf, LearnerStalledError, waitCaughtUp, waitHealthy, waitUntil } from '../../ops/memberOps.js';
-import { serverArgs, spawnMember } from '../../ops/startMember.js';
+import { serverArgs, spawnMember, type StartMemberOptions } from '../../ops/startMember.js';
 import type { StepContext, StepDefinition } from '../stepTypes.js';
 
 const endpointsParam = { type: 'list' as const, required: true, description: 'client URLs of the cluster' };
@@ -87,35 +87,35 @@ export const startMember: StepDefinition = {
   },
   describe: (p) => [
     p.remote
-      ? `ask the operator to start ${p.name} on its host and wait for ${p['client-url']}`
-      : `start ${p.name} on this host (${p['data-dir']}), serving ${p['client-url']}`,
+      ? `ask the operator to start ${String(p.name)} on its host and wait for ${String(p['client-url'])}`
+      : `start ${String(p.name)} on this host (${String(p['data-dir'])}), serving ${String(p['client-url'])}`,
   ],
   async run(p, ctx) {
     const clientUrl = String(p['client-url']);
     if (await alreadyServing(clientUrl, ctx)) {
-      ctx.progress(`${p.name} already answers at ${clientUrl}`);
+      ctx.progress(`${String(p.name)} already answers at ${clientUrl}`);
       return { started: false, clientUrl };
     }
-    const o = {
+    const o: StartMemberOptions = {
       name: String(p.name),
       dataDir: String(p['data-dir']),
       peerUrl: String(p['peer-url']),
       clientUrl,
       initialCluster: String(p['initial-cluster']),
-      state: (String(p.state) === 'existing' ? 'existing' : 'new') as 'new' | 'existing',
-      logFile: path.join(ctx.runDir, `${p.name}.log`),
+      state: String(p.state) === 'existing' ? 'existing' : 'new',
+      logFile: path.join(ctx.runDir, `${String(p.name)}.log`),
     };
     let pid: number | undefined;
     if (p.remote) {
       const cmd = ['lifeboat', ...serverArgs(o)].join(' ');
-      ctx.progress(`on ${p.name}'s host, run: ${cmd}`);
-      ctx.event('note', `start ${p.name} on its host with: ${cmd}`);
+      ctx.progress(`on ${String(p.name)}'s host, run: ${cmd}`);
+      ctx.event('note', `start ${String(p.name)} on its host with: ${cmd}`);
     } else {
       pid = spawnMember(o);
-      ctx.progress(`started ${p.name} (pid ${pid}), log ${o.logFile}`);
+      ctx.progress(`started ${String(p.name)} (pid ${pid}), log ${o.logFile}`);
     }
     await waitUntil(
-      `${p.name} to answer at ${clientUrl}`,
+      `${String(p.name)} to answer at ${clientUrl}`,
       Number(p.timeout),
       async () => ((await alreadyServing(clientUrl, ctx)) ? true : undefined),
       50,
@@ -133,7 +133,7 @@ export const stopMember: StepDefinition = {
     'client-url': { type: 'url', required: true, description: 'its client URL' },
     timeout: timeoutParam(30_000),
   },
-  describe: (p) => [`stop the member running on ${p['data-dir']} (${p['client-url']})`],
+  describe: (p) => [`stop the member running on ${String(p['data-dir'])} (${String(p['client-url'])})`],
   async run(p, ctx) {
     let pid = 0;
     try {
@@ -154,7 +154,7 @@ export const stopMember: StepDefinition = {
       }
     }
     await waitUntil(
-      `${p['client-url']} to stop answering`,
+      `${String(p['client-url'])} to stop answering`,
       Number(p.timeout),
       async () => ((await alreadyServing(String(p['client-url']), ctx)) ? undefined : true),
       250,
@@ -185,18 +185,18 @@ export const addLearner: StepDefinition = {
     'peer-url': { type: 'url', required: true, description: 'its peer URL' },
     timeout: timeoutParam(60_000),
   },
-  describe: (p) => [`add ${p.name} (${p['peer-url']}) as a learner`],
+  describe: (p) => [`add ${String(p.name)} (${String(p['peer-url'])}) as a learner`],
   async run(p, ctx) {
     const endpoints = p.endpoints as string[];
     const peerUrl = String(p['peer-url']);
     const before = await listMembers(endpoints, ctx);
     let me = before.members.find((m) => m.peerURLs.includes(peerUrl));
     if (me) {
-      ctx.progress(`${p.name} is already a member (${me.id.toString(16)}); not adding it twice`);
+      ctx.progress(`${String(p.name)} is already a member (${me.id.toString(16)}); not adding it twice`);
     } else {
       // The strict check refuses for a few seconds after the cluster (re)started.
       const added = await waitUntil(
-        `${p.name} to be added`,
+        `${String(p.name)} to be added`,
         Number(p.timeout),
         async () => {
           const c = clientFor(endpoints, ctx.connection);
@@ -213,14 +213,14 @@ export const addLearner: StepDefinition = {
         ctx.signal,
       );
       me = added.member;
-      ctx.progress(`added ${p.name} as learner ${me.id.toString(16)}`);
+      ctx.progress(`added ${String(p.name)} as learner ${me.id.toString(16)}`);
     }
     const afterList = await listMembers(endpoints, ctx);
-    recordIds(ctx, `add ${p.name}`, before, afterList);
+    recordIds(ctx, `add ${String(p.name)}`, before, afterList);
     const now = afterList.members;
     const initial = now
-      .filter((m) => m.id === me!.id || m.name !== '')
-      .flatMap((m) => (m.id === me!.id ? [`${p.name}=${peerUrl}`] : m.peerURLs.map((u) => `${m.name}=${u}`)))
+      .filter((m) => m.id === me.id || m.name !== '')
+      .flatMap((m) => (m.id === me.id ? [`${String(p.name)}=${peerUrl}`] : m.peerURLs.map((u) => `${m.name}=${u}`)))
       .join(',');
     return { id: me.id.toString(16), 'initial-cluster': initial };
   },
@@ -238,7 +238,7 @@ export const waitCaughtUpStep: StepDefinition = {
     'stall-timeout': { type: 'duration', default: 30_000, description: 'remove it if it makes no progress for this long' },
     lag: { type: 'int', default: 2, description: 'entries it may be behind and still count as caught up' },
   },
-  describe: (p) => [`wait until ${p['learner-url']} has caught up and stayed so for ${Number(p.stabilization) / 1000}s`],
+  describe: (p) => [`wait until ${String(p['learner-url'])} has caught up and stayed so for ${Number(p.stabilization) / 1000}s`],
   async run(p, ctx) {
     const endpoints = p.endpoints as string[];
     const stabilization = Number(p.stabilization);
@@ -280,15 +280,15 @@ export const promote: StepDefinition = {
   type: 'promote',
   description: 'Promote a caught-up learner to a voter (retried while the leader says it is not yet in sync).',
   params: { endpoints: endpointsParam, member: { type: 'string', required: true, description: 'member ID (hex), name or URL' }, timeout: timeoutParam(60_000) },
-  describe: (p) => [`promote ${p.member} to a voter`],
+  describe: (p) => [`promote ${String(p.member)} to a voter`],
   async run(p, ctx) {
     const endpoints = p.endpoints as string[];
     const before = await listMembers(endpoints, ctx);
     const m = findMember(before.members, String(p.member));
-    if (!m) throw new Error(`no member ${p.member} in the cluster`);
+    if (!m) throw new Error(`no member ${String(p.member)} in the cluster`);
     if (!m.isLearner) {
-      ctx.progress(`${p.member} is already a voter`);
-      recordIds(ctx, `${p.member} already a voter`, before, before);
+      ctx.progress(`${String(p.member)} is already a voter`);
+      recordIds(ctx, `${String(p.member)} already a voter`, before, before);
       return { id: m.id.toString(16), promoted: false };
     }
     await promoteWhenReady(endpoints, m.id, ctx.connection, Number(p.timeout), ctx.signal);
@@ -302,14 +302,14 @@ export const removeMember: StepDefinition = {
   type: 'remove-member',
   description: 'Remove a member from the cluster (nothing to do if it is already gone).',
   params: { endpoints: endpointsParam, member: { type: 'string', required: true, description: 'member ID (hex), name or URL' }, timeout: timeoutParam(30_000) },
-  describe: (p) => [`remove ${p.member} from the cluster`],
+  describe: (p) => [`remove ${String(p.member)} from the cluster`],
   async run(p, ctx) {
     const endpoints = p.endpoints as string[];
     const before = await listMembers(endpoints, ctx);
     const m = findMember(before.members, String(p.member));
     if (!m) {
-      ctx.progress(`${p.member} is not a member; nothing to remove`);
-      recordIds(ctx, `${p.member} already gone`, before, before);
+      ctx.progress(`${String(p.member)} is not a member; nothing to remove`);
+      recordIds(ctx, `${String(p.member)} already gone`, before, before);
       return { removed: false };
     }
     // The member to remove may be the leader that just died: while the others
@@ -347,13 +347,13 @@ export const updatePeerUrls: StepDefinition = {
     member: { type: 'string', required: true, description: 'member ID (hex) or name' },
     'peer-urls': { type: 'list', required: true, description: 'the new peer URLs' },
   },
-  describe: (p) => [`set ${p.member}'s peer URLs to ${(p['peer-urls'] as string[]).join(',')}`],
+  describe: (p) => [`set ${String(p.member)}'s peer URLs to ${(p['peer-urls'] as string[]).join(',')}`],
   async run(p, ctx) {
     const endpoints = p.endpoints as string[];
     const urls = p['peer-urls'] as string[];
     const before = await listMembers(endpoints, ctx);
     const m = findMember(before.members, String(p.member));
-    if (!m) throw new Error(`no member ${p.member} in the cluster`);
+    if (!m) throw new Error(`no member ${String(p.member)} in the cluster`);
     recordIds(ctx, `peer URLs of ${m.id.toString(16)}`, before, before);
     if ([...m.peerURLs].sort().join(',') === [...urls].sort().join(',')) return { id: m.id.toString(16), updated: false };
     const c = clientFor(endpoints, ctx.connection);
@@ -375,11 +375,11 @@ export const checkClusterStep: StepDefinition = {
     timeout: timeoutParam(30_000),
   },
   describe: (p) => [
-    `check ${(p.endpoints as string[]).join(', ')}: one leader, equal HashKV${Number(p['expect-voters']) ? `, ${p['expect-voters']} voters` : ''}`,
+    `check ${(p.endpoints as string[]).join(', ')}: one leader, equal HashKV${Number(p['expect-voters']) ? `, ${String(p['expect-voters'])} voters` : ''}`,
   ],
   async run(p, ctx) {
     const r = await checkCluster(p.endpoints as string[], ctx.connection, Number(p.timeout), ctx.signal);
-    if (Number(p['expect-voters']) && r.voters !== Number(p['expect-voters'])) throw new Error(`${r.voters} voters, expected ${p['expect-voters']}`);
+    if (Number(p['expect-voters']) && r.voters !== Number(p['expect-voters'])) throw new Error(`${r.voters} voters, expected ${String(p['expect-voters'])}`);
     ctx.progress(`${r.voters} voters, ${r.learners} learners, leader ${r.leader}, HashKV equal at revision ${r.revision}`);
     const endpoints = p.endpoints as string[];
     await listMembers(endpoints, ctx).then(

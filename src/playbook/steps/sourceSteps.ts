@@ -35,7 +35,7 @@ export const inspectSources: StepDefinition = {
   type: 'inspect-sources',
   description: "Read the recovery source (a stopped survivor's data dir or a snapshot) and report what it holds.",
   params: { source: { type: 'path', required: true, description: 'data dir or snapshot file' } },
-  describe: (p) => [`read ${p.source} (read-only)`],
+  describe: (p) => [`read ${String(p.source)} (read-only)`],
   async run(p, ctx) {
     const src = sourceOf(String(p.source));
     if (src.kind === 'snapshot') {
@@ -79,7 +79,7 @@ export const fenceOldMembers: StepDefinition = {
     'skip-urls': { type: 'list', default: [], description: 'URLs not to probe (e.g. the survivor peer URL the recovered member will take over)' },
   },
   describe: (p) => [
-    `probe the peer and client URLs of every member of ${p.source}'s old cluster${(p['assume-dead'] as string[]).length ? `, treating ${(p['assume-dead'] as string[]).join(', ')} as dead` : ''}`,
+    `probe the peer and client URLs of every member of ${String(p.source)}'s old cluster${(p['assume-dead'] as string[]).length ? `, treating ${(p['assume-dead'] as string[]).join(', ')} as dead` : ''}`,
   ],
   async run(p, ctx) {
     const src = sourceOf(String(p.source));
@@ -117,7 +117,7 @@ export const verifySnapshot: StepDefinition = {
   type: 'verify-snapshot',
   description: "Check a snapshot file's sha256 trailer and read its revision, keys and members.",
   params: { file: { type: 'path', required: true, description: 'the snapshot file' } },
-  describe: (p) => [`verify ${p.file} (read-only)`],
+  describe: (p) => [`verify ${String(p.file)} (read-only)`],
   async run(p, ctx) {
     const s = await snapshotStatus(String(p.file));
     ctx.progress(`sha256 verified; revision ${s.revision}, ${s.totalKeys} keys`);
@@ -138,7 +138,9 @@ export const restore: StepDefinition = {
     'bump-revision': { type: 'int', default: 0, description: 'raise the revision (with mark-compacted) so watchers relist' },
     'mark-compacted': { type: 'bool', default: false, description: 'mark the revisions before the new one compacted' },
   },
-  describe: (p) => [`create ${p['data-dir']} from ${p.source}: member ${p.name} at ${p['peer-url']}, alone, with a new cluster ID`],
+  describe: (p) => [
+    `create ${String(p['data-dir'])} from ${String(p.source)}: member ${String(p.name)} at ${String(p['peer-url'])}, alone, with a new cluster ID`,
+  ],
   async run(p, ctx) {
     const target = String(p['data-dir']);
     const src = sourceOf(String(p.source));
