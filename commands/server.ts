@@ -88,7 +88,8 @@ Exit codes: 0 clean stop, 1 failure, 2 bad usage, 3 refused by a safety check, 7
       };
       process.once('SIGTERM', () => onSignal('SIGTERM'));
       process.once('SIGINT', () => onSignal('SIGINT'));
-      running.exited().then((e) => resolve(e.code));
+      // exited() only ever resolves
+      void running.exited().then((e) => resolve(e.code));
     });
     await running.stop();
     log.info({ code }, 'stopped');

@@ -21,10 +21,10 @@ export default class AuditVerify extends BaseCommand {
     head: Flags.string({
       description: 'the head hash kept outside the database; the chain must end exactly there',
       helpValue: 'HASH',
-      parse: async (input) => {
+      parse: (input) => {
         const hash = input.trim().toLowerCase();
-        if (!/^[0-9a-f]{64}$/.test(hash)) throw new Error(`invalid head hash "${input}": expected 64 hex digits (a sha256)`);
-        return hash;
+        if (!/^[0-9a-f]{64}$/.test(hash)) return Promise.reject(new Error(`invalid head hash "${input}": expected 64 hex digits (a sha256)`));
+        return Promise.resolve(hash);
       },
     }),
     'audit-db': auditDbFlag,

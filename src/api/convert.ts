@@ -18,13 +18,83 @@ import type {
 import { CompareResult, CompareTarget, SortOrder, SortTarget } from '../kv/types.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
+/** A response as protobufjs takes it. */
 type Wire = Record<string, any>;
+
+// ---- requests as grpc-js hands them to a handler (proto/load.ts: keepCase, longs
+// as decimal strings, bytes as Buffers, enums as names); every field may be missing ----
+
+/** A 64-bit integer (decimal string) or a 32-bit one (number). */
+export type WireInt = string | number;
+/** An enum: its name, or its number. */
+export type WireEnum = string | number;
+
+export interface WireRangeRequest {
+  key?: Uint8Array;
+  range_end?: Uint8Array;
+  limit?: WireInt;
+  revision?: WireInt;
+  sort_order?: WireEnum;
+  sort_target?: WireEnum;
+  serializable?: boolean;
+  keys_only?: boolean;
+  count_only?: boolean;
+  min_mod_revision?: WireInt;
+  max_mod_revision?: WireInt;
+  min_create_revision?: WireInt;
+  max_create_revision?: WireInt;
+}
+
+export interface WirePutRequest {
+  key?: Uint8Array;
+  value?: Uint8Array;
+  lease?: WireInt;
+  prev_kv?: boolean;
+  ignore_value?: boolean;
+  ignore_lease?: boolean;
+}
+
+export interface WireDeleteRangeRequest {
+  key?: Uint8Array;
+  range_end?: Uint8Array;
+  prev_kv?: boolean;
+}
+
+export interface WireCompare {
+  result?: WireEnum;
+  target?: WireEnum;
+  key?: Uint8Array;
+  range_end?: Uint8Array;
+  version?: WireInt;
+  create_revision?: WireInt;
+  mod_revision?: WireInt;
+  value?: Uint8Array;
+  lease?: WireInt;
+}
+
+export interface WireRequestOp {
+  request_range?: WireRangeRequest | null;
+  request_put?: WirePutRequest | null;
+  request_delete_range?: WireDeleteRangeRequest | null;
+  request_txn?: WireTxnRequest | null;
+}
+
+export interface WireTxnRequest {
+  compare?: WireCompare[];
+  success?: WireRequestOp[];
+  failure?: WireRequestOp[];
+}
+
+export interface WireCompactionRequest {
+  revision?: WireInt;
+  physical?: boolean;
+}
 
 const num = (v: unknown): number => (v === undefined || v === null || v === '' ? 0 : Number(v));
 const big = (v: unknown): bigint => (v === undefined || v === null || v === '' ? 0n : BigInt(v as string));
 const buf = (v: unknown): Buffer => (v ? Buffer.from(v as Uint8Array) : Buffer.alloc(0));
 
-function enumValue<T extends Record<string, string | number>>(e: T, names: string[], v: unknown): T[keyof T] {
+function enumValue<T extends Record<string, string | number>>(e: T, names: string[], v: WireEnum | null | undefined): T[keyof T] {
   if (typeof v === 'number') return v as T[keyof T];
   const i = names.indexOf(String(v ?? names[0]));
   return (i < 0 ? 0 : i) as T[keyof T];
@@ -35,7 +105,7 @@ const SORT_TARGETS = ['KEY', 'VERSION', 'CREATE', 'MOD', 'VALUE'];
 const COMPARE_RESULTS = ['EQUAL', 'GREATER', 'LESS', 'NOT_EQUAL'];
 const COMPARE_TARGETS = ['VERSION', 'CREATE', 'MOD', 'VALUE', 'LEASE'];
 
-export function rangeFromWire(w: Wire): RangeRequest {
+export function rangeFromWire(w: WireRangeRequest): RangeRequest {
   return {
     key: buf(w.key),
     rangeEnd: buf(w.range_end),
@@ -53,15 +123,15 @@ export function rangeFromWire(w: Wire): RangeRequest {
   };
 }
 
-export function putFromWire(w: Wire): PutRequest {
+export function putFromWire(w: WirePutRequest): PutRequest {
   return { key: buf(w.key), value: buf(w.value), lease: big(w.lease), prevKv: !!w.prev_kv, ignoreValue: !!w.ignore_value, ignoreLease: !!w.ignore_lease };
 }
 
-export function deleteRangeFromWire(w: Wire): DeleteRangeRequest {
+export function deleteRangeFromWire(w: WireDeleteRangeRequest): DeleteRangeRequest {
   return { key: buf(w.key), rangeEnd: buf(w.range_end), prevKv: !!w.prev_kv };
 }
 
-function compareFromWire(w: Wire): Compare {
+function compareFromWire(w: WireCompare): Compare {
   const c: Compare = {
     result: enumValue(CompareResult, COMPARE_RESULTS, w.result),
     target: enumValue(CompareTarget, COMPARE_TARGETS, w.target),
@@ -88,7 +158,7 @@ function compareFromWire(w: Wire): Compare {
   return c;
 }
 
-function opFromWire(w: Wire): RequestOp {
+function opFromWire(w: WireRequestOp): RequestOp {
   if (w.request_range) return { requestRange: rangeFromWire(w.request_range) };
   if (w.request_put) return { requestPut: putFromWire(w.request_put) };
   if (w.request_delete_range) return { requestDeleteRange: deleteRangeFromWire(w.request_delete_range) };
@@ -97,7 +167,7 @@ function opFromWire(w: Wire): RequestOp {
   return { requestRange: { key: Buffer.alloc(0) } };
 }
 
-export function txnFromWire(w: Wire): TxnRequest {
+export function txnFromWire(w: WireTxnRequest): TxnRequest {
   return {
     compare: (w.compare ?? []).map(compareFromWire),
     success: (w.success ?? []).map(opFromWire),
@@ -105,7 +175,7 @@ export function txnFromWire(w: Wire): TxnRequest {
   };
 }
 
-export function compactionFromWire(w: Wire): CompactionRequest {
+export function compactionFromWire(w: WireCompactionRequest): CompactionRequest {
   return { revision: num(w.revision), physical: !!w.physical };
 }
 

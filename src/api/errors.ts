@@ -49,7 +49,8 @@ export class EtcdError extends Error {
   }
 }
 
-const e = (code: GrpcCode, message: string) => Object.freeze(new EtcdError(code, message));
+// Typed as EtcdError (not Readonly<EtcdError>) so that `throw ErrX` throws an Error as far as the types go; frozen all the same.
+const e = (code: GrpcCode, message: string): EtcdError => Object.freeze(new EtcdError(code, message));
 
 // Requests
 export const ErrEmptyKey = e(GrpcCode.InvalidArgument, 'etcdserver: key is not provided');

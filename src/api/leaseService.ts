@@ -6,6 +6,7 @@ import * as grpc from '@grpc/grpc-js';
 import { ErrLearnerNotSupported } from './errors.js';
 import { service } from '../proto/load.js';
 import { toStatus, type Header } from './services.js';
+import type { WireInt } from './convert.js';
 import { endWith, type OpenStreams } from './watchService.js';
 
 export interface LeaseTimeToLive {
@@ -28,10 +29,20 @@ export interface LeaseBackend {
   leaseLeases(): Promise<bigint[]>;
 }
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
-type Handler = (call: any, cb: grpc.sendUnaryData<any>) => void;
+// Request shapes, as grpc-js hands them over (int64 as decimal strings).
+interface LeaseGrantRequest {
+  TTL?: WireInt;
+  ID?: WireInt;
+}
+interface LeaseIdRequest {
+  ID?: WireInt;
+}
+interface LeaseTimeToLiveRequest extends LeaseIdRequest {
+  keys?: boolean;
+}
 
-function unary(b: LeaseBackend, fn: (req: any) => Promise<unknown>): Handler {
+/** A unary handler (refused on a learner); errors become etcd statuses. `Req`: the request's shape. */
+function unary<Req>(b: LeaseBackend, fn: (req: Req) => Promise<unknown>): grpc.handleUnaryCall<Req, unknown> {
   return (call, cb) => {
     const run = b.isLearner() ? Promise.reject(ErrLearnerNotSupported) : fn(call.request);
     run.then(
@@ -46,15 +57,15 @@ const big = (v: unknown): bigint => (v === undefined || v === null || v === '' ?
 export function registerLeaseService(server: grpc.Server, b: LeaseBackend, streams: OpenStreams): void {
   const h = () => b.header(b.currentRevision());
   server.addService(service('etcdserverpb.Lease').service, {
-    LeaseGrant: unary(b, async (w) => {
+    LeaseGrant: unary(b, async (w: LeaseGrantRequest) => {
       const l = await b.leaseGrant(Number(w.TTL ?? 0), big(w.ID));
       return { header: h(), ID: l.id.toString(), TTL: String(l.ttl), error: '' };
     }),
-    LeaseRevoke: unary(b, async (w) => {
+    LeaseRevoke: unary(b, async (w: LeaseIdRequest) => {
       await b.leaseRevoke(big(w.ID));
       return { header: h() };
     }),
-    LeaseTimeToLive: unary(b, async (w) => {
+    LeaseTimeToLive: unary(b, async (w: LeaseTimeToLiveRequest) => {
       const id = big(w.ID);
       const r = await b.leaseTimeToLive(id, !!w.keys);
       return { header: h(), ID: id.toString(), TTL: String(r.ttl), grantedTTL: String(r.grantedTtl), keys: r.keys };
@@ -87,7 +98,8 @@ export function registerLeaseService(server: grpc.Server, b: LeaseBackend, strea
         done = true;
       };
       call.on('end', () => {
-        chain.then(() => {
+        // The chain's links catch their own errors.
+        void chain.then(() => {
           if (!done) call.end();
           done = true;
         });

@@ -27,6 +27,12 @@ import {
   rangeToWire,
   txnFromWire,
   txnToWire,
+  type WireCompactionRequest,
+  type WireDeleteRangeRequest,
+  type WireInt,
+  type WirePutRequest,
+  type WireRangeRequest,
+  type WireTxnRequest,
 } from './convert.js';
 import { service } from '../proto/load.js';
 
@@ -74,8 +80,29 @@ export interface EtcdBackend {
   defragment(): Promise<void>;
 }
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
-type Handler = (call: any, cb: grpc.sendUnaryData<any>) => void;
+// Request shapes of the Cluster and Maintenance calls (KV's are in convert.ts), as
+// grpc-js hands them over: 64-bit integers as decimal strings, enums as names.
+interface MemberAddRequest {
+  peerURLs?: string[];
+  isLearner?: boolean;
+}
+interface MemberIdRequest {
+  ID: WireInt;
+}
+interface MemberUpdateRequest extends MemberIdRequest {
+  peerURLs?: string[];
+}
+interface HashKVRequest {
+  revision?: WireInt;
+}
+interface MoveLeaderRequest {
+  targetID?: WireInt;
+}
+interface AlarmRequest {
+  action?: 'GET' | 'ACTIVATE' | 'DEACTIVATE';
+  memberID?: WireInt;
+  alarm?: string;
+}
 
 /** An error as the gRPC status clients expect: etcd's code and text, or Unknown. */
 export function toStatus(e: unknown): Partial<grpc.StatusObject> {
@@ -85,8 +112,8 @@ export function toStatus(e: unknown): Partial<grpc.StatusObject> {
   return { code: GrpcCode.Unknown as number, details: msg };
 }
 
-/** A unary handler around an async function; errors become etcd statuses. */
-function unary(fn: (req: any) => Promise<unknown>): Handler {
+/** A unary handler around an async function; errors become etcd statuses. `Req`: the request's shape. */
+function unary<Req>(fn: (req: Req) => Promise<unknown>): grpc.handleUnaryCall<Req, unknown> {
   return (call, cb) => {
     fn(call.request).then(
       (r) => cb(null, r),
@@ -141,23 +168,23 @@ export function registerEtcdServices(server: grpc.Server, b: EtcdBackend): void 
   const h = (rev: number) => b.header(rev);
   // A learner serves only Status and serializable Range (SEMANTICS.md "Leadership").
   const voterOnly =
-    <T>(fn: (req: any) => Promise<T>) =>
-    (req: any) => {
+    <Req, T>(fn: (req: Req) => Promise<T>) =>
+    (req: Req) => {
       if (b.isLearner()) return Promise.reject(ErrLearnerNotSupported);
       return fn(req);
     };
 
   server.addService(service('etcdserverpb.KV').service, {
-    Range: unary(async (w) => {
+    Range: unary(async (w: WireRangeRequest) => {
       const r = rangeFromWire(w);
       if (b.isLearner() && !r.serializable) throw ErrLearnerNotSupported;
       return rangeToWire(await b.range(r), h);
     }),
-    Put: unary(voterOnly(async (w) => putToWire(await b.put(putFromWire(w)), h))),
-    DeleteRange: unary(voterOnly(async (w) => deleteRangeToWire(await b.deleteRange(deleteRangeFromWire(w)), h))),
-    Txn: unary(voterOnly(async (w) => txnToWire(await b.txn(txnFromWire(w)), h))),
+    Put: unary(voterOnly(async (w: WirePutRequest) => putToWire(await b.put(putFromWire(w)), h))),
+    DeleteRange: unary(voterOnly(async (w: WireDeleteRangeRequest) => deleteRangeToWire(await b.deleteRange(deleteRangeFromWire(w)), h))),
+    Txn: unary(voterOnly(async (w: WireTxnRequest) => txnToWire(await b.txn(txnFromWire(w)), h))),
     Compact: unary(
-      voterOnly(async (w) => {
+      voterOnly(async (w: WireCompactionRequest) => {
         await b.compact(compactionFromWire(w));
         return { header: h(b.currentRevision()) };
       }),
@@ -167,14 +194,16 @@ export function registerEtcdServices(server: grpc.Server, b: EtcdBackend): void 
   // Cluster RPCs answer with revision 0 in the header, as etcd does.
   server.addService(service('etcdserverpb.Cluster').service, {
     MemberAdd: unary(
-      voterOnly(async (w) => {
+      voterOnly(async (w: MemberAddRequest) => {
         const r = await b.memberAdd(w.peerURLs ?? [], !!w.isLearner);
         return { header: h(0), member: memberToWire(r.member), members: r.members.map(memberToWire) };
       }),
     ),
-    MemberRemove: unary(voterOnly(async (w) => ({ header: h(0), members: (await b.memberRemove(BigInt(w.ID))).map(memberToWire) }))),
-    MemberUpdate: unary(voterOnly(async (w) => ({ header: h(0), members: (await b.memberUpdate(BigInt(w.ID), w.peerURLs ?? [])).map(memberToWire) }))),
-    MemberPromote: unary(voterOnly(async (w) => ({ header: h(0), members: (await b.memberPromote(BigInt(w.ID))).map(memberToWire) }))),
+    MemberRemove: unary(voterOnly(async (w: MemberIdRequest) => ({ header: h(0), members: (await b.memberRemove(BigInt(w.ID))).map(memberToWire) }))),
+    MemberUpdate: unary(
+      voterOnly(async (w: MemberUpdateRequest) => ({ header: h(0), members: (await b.memberUpdate(BigInt(w.ID), w.peerURLs ?? [])).map(memberToWire) })),
+    ),
+    MemberPromote: unary(voterOnly(async (w: MemberIdRequest) => ({ header: h(0), members: (await b.memberPromote(BigInt(w.ID))).map(memberToWire) }))),
     MemberList: unary(voterOnly(async () => ({ header: h(0), members: (await b.memberList()).map(memberToWire) }))),
   });
 
@@ -195,20 +224,20 @@ export function registerEtcdServices(server: grpc.Server, b: EtcdBackend): void 
       };
     }),
     HashKV: unary(
-      voterOnly(async (w) => {
+      voterOnly(async (w: HashKVRequest) => {
         const r = await b.hashKV(Number(w.revision ?? 0));
         return { header: h(r.revision), hash: r.hash, compact_revision: String(r.compactRevision) };
       }),
     ),
     Hash: unary(voterOnly(async () => ({ header: h(b.currentRevision()), hash: await b.hash() }))),
     MoveLeader: unary(
-      voterOnly(async (w) => {
+      voterOnly(async (w: MoveLeaderRequest) => {
         await b.moveLeader(BigInt(w.targetID ?? 0));
         return { header: h(b.currentRevision()) };
       }),
     ),
     Alarm: unary(
-      voterOnly(async (w) => {
+      voterOnly(async (w: AlarmRequest) => {
         const type = Math.max(0, ALARM_NAMES.indexOf(w.alarm ?? 'NONE')) as AlarmType;
         const alarms = await b.alarm(w.action ?? 'GET', BigInt(w.memberID ?? 0), type);
         return { header: h(b.currentRevision()), alarms: alarms.map((a) => ({ memberID: a.memberId.toString(), alarm: ALARM_NAMES[a.alarm] })) };

@@ -12,7 +12,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { ErrLearnerNotSupported, ErrNoLeader, ErrStopped } from './errors.js';
 import { EventType, type KeyValue } from '../kv/types.js';
-import { kvToWire } from './convert.js';
+import { kvToWire, type WireEnum, type WireInt } from './convert.js';
 import { service } from '../proto/load.js';
 import { toStatus, type Header } from './services.js';
 
@@ -156,13 +156,32 @@ export function endWith(call: AnyStream, e: unknown): void {
 }
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
+/** A response as protobufjs takes it. */
 type Wire = Record<string, any>;
+
+// A WatchRequest as grpc-js hands it over (oneofs: request_union names the field set).
+interface WireWatchCreateRequest {
+  key?: Uint8Array;
+  range_end?: Uint8Array;
+  start_revision?: WireInt;
+  progress_notify?: boolean;
+  filters?: WireEnum[];
+  prev_kv?: boolean;
+  watch_id?: WireInt;
+  fragment?: boolean;
+}
+interface WireWatchRequest {
+  request_union?: string;
+  create_request?: WireWatchCreateRequest | null;
+  cancel_request?: { watch_id?: WireInt } | null;
+  progress_request?: object | null;
+}
 
 const num = (v: unknown): number => (v === undefined || v === null || v === '' ? 0 : Number(v));
 const big = (v: unknown): bigint => (v === undefined || v === null || v === '' ? 0n : BigInt(v as string));
 const buf = (v: unknown): Buffer => (v ? Buffer.from(v as Uint8Array) : Buffer.alloc(0));
 
-export function watchCreateFromWire(w: Wire): WatchCreate {
+export function watchCreateFromWire(w: WireWatchCreateRequest): WatchCreate {
   const filters: unknown[] = w.filters ?? [];
   return {
     key: buf(w.key),
@@ -280,7 +299,7 @@ export function registerWatchService(server: grpc.Server, b: WatchBackend, strea
         sink.closed = true;
         session.close();
       };
-      call.on('data', (req: Wire) => {
+      call.on('data', (req: WireWatchRequest) => {
         if (sink.closed) return;
         try {
           const kind =

@@ -81,10 +81,11 @@ export const durationFlag = (name: string, defaultMs: number, defaultText: strin
   Flags.custom<number>({
     description,
     default: defaultMs,
-    defaultHelp: async () => defaultText,
+    defaultHelp: () => Promise.resolve(defaultText),
     env: `LIFEBOAT_${name.toUpperCase().replaceAll('-', '_')}`,
     helpGroup: 'GLOBAL',
-    parse: async (input) => parseDuration(input, `--${name}`),
+    // oclif awaits this inside its own try, so a throw here is caught as a rejection would be
+    parse: (input) => Promise.resolve(parseDuration(input, `--${name}`)),
   })();
 
 export abstract class EtcdCommand extends BaseCommand {

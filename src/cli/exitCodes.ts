@@ -49,7 +49,7 @@ const OCLIF_HELP_HINT = /\s*See more help with --help\s*$/;
  * The message is always a single line; set LIFEBOAT_DEBUG=1 for stack traces.
  */
 export function exitFor(err: unknown, bin = 'lifeboat'): ExitDecision {
-  const e: ErrorShape = typeof err === 'object' && err !== null ? (err as ErrorShape) : {};
+  const e: ErrorShape = typeof err === 'object' && err !== null ? err : {};
   const rawMessage = typeof e.message === 'string' ? e.message : String(err);
 
   // oclif's ExitError, thrown by this.exit(n): the command already said what it had to.
@@ -66,7 +66,7 @@ export function exitFor(err: unknown, bin = 'lifeboat'): ExitDecision {
 
   const notFound = /^command (.+) not found$/.exec(rawMessage);
   if (notFound) {
-    const command = notFound[1]!.replaceAll(':', ' ');
+    const command = notFound[1].replaceAll(':', ' ');
     return { code: EXIT.USAGE, message: `Error: unknown command '${command}'. See '${bin} --help'.` };
   }
 
@@ -86,7 +86,7 @@ function usageText(e: ErrorShape, message: string): string {
   // RequiredArgsError lists "name  description" rows under its first line; the names are enough.
   if (/^Missing \d+ required args?/.test(text) && Array.isArray(e.args)) {
     const names = e.args.map((a) => a.name).filter((n): n is string => typeof n === 'string');
-    const first = text.split('\n', 1)[0]!.replace(/:$/, '');
+    const first = text.split('\n', 1)[0].replace(/:$/, '');
     return names.length > 0 ? `${first}: ${names.join(', ')}` : first;
   }
   return oneLine(text);

@@ -11,10 +11,10 @@ export function silenceTlsServerNameWarning(): void {
   if (installed) return;
   installed = true;
   const original = process.emitWarning.bind(process) as (...args: unknown[]) => void;
-  process.emitWarning = ((warning: unknown, ...rest: unknown[]) => {
+  process.emitWarning = (warning: unknown, ...rest: unknown[]) => {
     const opts = rest[0];
     const code = typeof opts === 'object' && opts !== null ? (opts as { code?: string }).code : rest[1];
     if (code === 'DEP0123') return;
     original(warning, ...rest);
-  }) as typeof process.emitWarning;
+  };
 }

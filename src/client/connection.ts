@@ -5,8 +5,25 @@ import { service } from '../proto/load.js';
 import type { Endpoint } from './endpoints.js';
 import { connectReason, isTlsReason, unreachableError } from './errors.js';
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
-export type ServiceClient = grpc.Client & Record<string, any>;
+// grpc-js builds each service's methods from the .proto at run time, so its types
+// cannot name them: these say how the ones we call are called.
+
+/** A unary method: request, metadata, options, and a callback with the response. */
+export type UnaryMethod = (
+  req: object,
+  md: grpc.Metadata,
+  opts: grpc.CallOptions,
+  cb: (err: grpc.ServiceError | null, res: unknown) => void,
+) => grpc.ClientUnaryCall;
+
+/** A service's unary methods by name (Range, MemberList, Status, ...). */
+export type UnaryMethods = grpc.Client & Record<string, UnaryMethod>;
+
+/** Maintenance: unary methods, and Snapshot, a server stream. */
+export type MaintenanceClient = UnaryMethods & { Snapshot(req: object, md: grpc.Metadata): grpc.ClientReadableStream<unknown> };
+
+/** Watch: one bidirectional stream (its one method, Watch). */
+export type WatchClient = grpc.Client & Record<string, (md: grpc.Metadata) => grpc.ClientDuplexStream<unknown, unknown>>;
 
 export const CHANNEL_OPTIONS: grpc.ChannelOptions = {
   // Snapshots and large ranges: receive without limit, as etcdctl does.
@@ -20,10 +37,10 @@ const { READY, TRANSIENT_FAILURE, SHUTDOWN } = grpc.connectivityState;
 
 export class Connection {
   readonly channel: grpc.Channel;
-  readonly kv: ServiceClient;
-  readonly cluster: ServiceClient;
-  readonly maintenance: ServiceClient;
-  readonly watch: ServiceClient;
+  readonly kv: UnaryMethods;
+  readonly cluster: UnaryMethods;
+  readonly maintenance: MaintenanceClient;
+  readonly watch: WatchClient;
   private dialing?: Promise<void>;
   private closed = false;
 
@@ -34,12 +51,12 @@ export class Connection {
     this.channel = new grpc.Channel(endpoint.address, credentials, CHANNEL_OPTIONS);
     const make = (name: string) => {
       const Ctor = service(name);
-      return new Ctor(endpoint.address, credentials, { channelOverride: this.channel }) as ServiceClient;
+      return new Ctor(endpoint.address, credentials, { channelOverride: this.channel });
     };
-    this.kv = make('etcdserverpb.KV');
-    this.cluster = make('etcdserverpb.Cluster');
-    this.maintenance = make('etcdserverpb.Maintenance');
-    this.watch = make('etcdserverpb.Watch');
+    this.kv = make('etcdserverpb.KV') as UnaryMethods;
+    this.cluster = make('etcdserverpb.Cluster') as UnaryMethods;
+    this.maintenance = make('etcdserverpb.Maintenance') as MaintenanceClient;
+    this.watch = make('etcdserverpb.Watch') as WatchClient;
   }
 
   /** Resolves once the channel is READY; rejects by `deadline` with a one-line reason. Memoized. */
@@ -75,7 +92,8 @@ export class Connection {
   private lastError(deadline: number): Promise<string | undefined> {
     return new Promise((resolve) => {
       const probeDeadline = Math.min(deadline, Date.now() + 500);
-      this.maintenance.Status({}, new grpc.Metadata(), { deadline: probeDeadline, waitForReady: false }, (err: grpc.ServiceError | null) => {
+      // Fail fast (grpc-js's default, and a Metadata option there, not a call option).
+      this.maintenance.Status({}, new grpc.Metadata({ waitForReady: false }), { deadline: probeDeadline }, (err: grpc.ServiceError | null) => {
         if (!err || err.code === grpc.status.DEADLINE_EXCEEDED) return resolve(undefined);
         if (err.code !== grpc.status.UNAVAILABLE) return resolve(undefined);
         resolve(connectReason(err.details ?? err.message));

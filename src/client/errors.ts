@@ -3,7 +3,6 @@
 // the CLI turns `InputError` into exit 2 and everything else here into exit 1.
 import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { formatDuration } from '../common/durations.js';
-import { InputError } from '../common/errors.js';
 
 export type ClientErrorKind =
   /** the endpoint could not be connected to within the dial timeout */

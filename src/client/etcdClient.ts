@@ -11,7 +11,7 @@
 // - Per-endpoint commands (endpoint status/health/hashkv, defrag, move-leader)
 //   use `forEndpoint` to dial each endpoint on its own connection, like etcdctl.
 import * as grpc from '@grpc/grpc-js';
-import { Connection, type ServiceClient } from './connection.js';
+import { Connection, type UnaryMethods } from './connection.js';
 import { parseEndpoints, type Endpoint } from './endpoints.js';
 import { EtcdClientError, callError } from './errors.js';
 import { formatDuration } from '../common/durations.js';
@@ -45,6 +45,18 @@ import {
   type TxnRequest,
   type TxnResult,
   type Wire,
+  type WireAlarmResponse,
+  type WireDeleteRangeResponse,
+  type WireHashKVResponse,
+  type WireHashResponse,
+  type WireHeaderOnly,
+  type WireMemberAddResponse,
+  type WireMemberListResponse,
+  type WirePutResponse,
+  type WireRangeResponse,
+  type WireSnapshotResponse,
+  type WireStatusResponse,
+  type WireTxnResponse,
 } from './types.js';
 import { wireNum } from './ids.js';
 import { WatchStream, type WatchOptions } from './watchStream.js';
@@ -106,12 +118,12 @@ export class EtcdClient {
   // ---- Cluster ----
 
   async memberList(): Promise<MemberListResult> {
-    const { res } = await this.unary('cluster', 'MemberList', {});
+    const { res } = await this.unary<WireMemberListResponse>('cluster', 'MemberList', {});
     return { header: headerFromWire(res.header), members: (res.members ?? []).map(memberFromWire) };
   }
 
   async memberAdd(peerURLs: string[], opts: { learner?: boolean } = {}): Promise<MemberAddResult> {
-    const { res } = await this.unary('cluster', 'MemberAdd', { peerURLs, isLearner: !!opts.learner });
+    const { res } = await this.unary<WireMemberAddResponse>('cluster', 'MemberAdd', { peerURLs, isLearner: !!opts.learner });
     return {
       header: headerFromWire(res.header),
       member: memberFromWire(res.member ?? {}),
@@ -120,66 +132,66 @@ export class EtcdClient {
   }
 
   async memberRemove(id: bigint): Promise<MemberListResult> {
-    const { res } = await this.unary('cluster', 'MemberRemove', { ID: id.toString() });
+    const { res } = await this.unary<WireMemberListResponse>('cluster', 'MemberRemove', { ID: id.toString() });
     return { header: headerFromWire(res.header), members: (res.members ?? []).map(memberFromWire) };
   }
 
   async memberUpdate(id: bigint, peerURLs: string[]): Promise<MemberListResult> {
-    const { res } = await this.unary('cluster', 'MemberUpdate', { ID: id.toString(), peerURLs });
+    const { res } = await this.unary<WireMemberListResponse>('cluster', 'MemberUpdate', { ID: id.toString(), peerURLs });
     return { header: headerFromWire(res.header), members: (res.members ?? []).map(memberFromWire) };
   }
 
   async memberPromote(id: bigint): Promise<MemberListResult> {
-    const { res } = await this.unary('cluster', 'MemberPromote', { ID: id.toString() });
+    const { res } = await this.unary<WireMemberListResponse>('cluster', 'MemberPromote', { ID: id.toString() });
     return { header: headerFromWire(res.header), members: (res.members ?? []).map(memberFromWire) };
   }
 
   // ---- KV ----
 
   async range(key: Buffer | string, opts: RangeOptions = {}): Promise<RangeResult> {
-    const { res } = await this.unary('kv', 'Range', rangeToWire(key, opts));
+    const { res } = await this.unary<WireRangeResponse>('kv', 'Range', rangeToWire(key, opts));
     return rangeFromWire(res);
   }
 
   async put(key: Buffer | string, value: Buffer | string, opts: PutOptions = {}): Promise<PutResult> {
-    const { res } = await this.unary('kv', 'Put', putToWire(key, value, opts));
+    const { res } = await this.unary<WirePutResponse>('kv', 'Put', putToWire(key, value, opts));
     return putFromWire(res);
   }
 
   async deleteRange(key: Buffer | string, opts: DeleteOptions = {}): Promise<DeleteResult> {
-    const { res } = await this.unary('kv', 'DeleteRange', deleteToWire(key, opts));
+    const { res } = await this.unary<WireDeleteRangeResponse>('kv', 'DeleteRange', deleteToWire(key, opts));
     return deleteFromWire(res);
   }
 
   async txn(req: TxnRequest): Promise<TxnResult> {
-    const { res } = await this.unary('kv', 'Txn', txnToWire(req));
+    const { res } = await this.unary<WireTxnResponse>('kv', 'Txn', txnToWire(req));
     return txnFromWire(res);
   }
 
   async compact(revision: number, opts: { physical?: boolean } = {}): Promise<HeaderOnly> {
-    const { res } = await this.unary('kv', 'Compact', { revision: String(revision), physical: !!opts.physical });
+    const { res } = await this.unary<WireHeaderOnly>('kv', 'Compact', { revision: String(revision), physical: !!opts.physical });
     return { header: headerFromWire(res.header) };
   }
 
   // ---- Maintenance ----
 
   async status(): Promise<StatusResult> {
-    const { res } = await this.unary('maintenance', 'Status', {});
+    const { res } = await this.unary<WireStatusResponse>('maintenance', 'Status', {});
     return statusFromWire(res);
   }
 
   async hashKV(revision = 0): Promise<HashKVResult> {
-    const { res } = await this.unary('maintenance', 'HashKV', { revision: String(revision) });
+    const { res } = await this.unary<WireHashKVResponse>('maintenance', 'HashKV', { revision: String(revision) });
     return { header: headerFromWire(res.header), hash: wireNum(res.hash), compactRevision: wireNum(res.compact_revision) };
   }
 
   async hash(): Promise<HashResult> {
-    const { res } = await this.unary('maintenance', 'Hash', {});
+    const { res } = await this.unary<WireHashResponse>('maintenance', 'Hash', {});
     return { header: headerFromWire(res.header), hash: wireNum(res.hash) };
   }
 
   async alarm(action: AlarmAction, memberId = 0n, alarm: AlarmType = 'NONE'): Promise<AlarmResult> {
-    const { res } = await this.unary('maintenance', 'Alarm', { action, memberID: memberId.toString(), alarm });
+    const { res } = await this.unary<WireAlarmResponse>('maintenance', 'Alarm', { action, memberID: memberId.toString(), alarm });
     return alarmFromWire(res);
   }
 
@@ -201,13 +213,13 @@ export class EtcdClient {
   }
 
   async defragment(): Promise<HeaderOnly> {
-    const { res } = await this.unary('maintenance', 'Defragment', {});
+    const { res } = await this.unary<WireHeaderOnly>('maintenance', 'Defragment', {});
     return { header: headerFromWire(res.header) };
   }
 
   /** Must be sent to the leader (a follower answers "etcdserver: not leader"). */
   async moveLeader(targetId: bigint): Promise<HeaderOnly> {
-    const { res } = await this.unary('maintenance', 'MoveLeader', { targetID: targetId.toString() });
+    const { res } = await this.unary<WireHeaderOnly>('maintenance', 'MoveLeader', { targetID: targetId.toString() });
     return { header: headerFromWire(res.header) };
   }
 
@@ -221,7 +233,7 @@ export class EtcdClient {
     const ep = conn.endpoint.text;
     const started = Date.now();
     this.options.debug?.(`→ Maintenance.Snapshot ${ep}`);
-    const stream = conn.maintenance.Snapshot({}, new grpc.Metadata()) as grpc.ClientReadableStream<Wire>;
+    const stream = conn.maintenance.Snapshot({}, new grpc.Metadata()) as grpc.ClientReadableStream<WireSnapshotResponse>;
     let timedOut = false;
     let timer: NodeJS.Timeout | undefined;
     const arm = () => {
@@ -233,7 +245,7 @@ export class EtcdClient {
     };
     arm();
     try {
-      for await (const msg of stream) {
+      for await (const msg of stream as AsyncIterable<WireSnapshotResponse>) {
         arm();
         yield { remainingBytes: wireNum(msg.remaining_bytes), blob: Buffer.from(msg.blob ?? []) };
       }
@@ -290,15 +302,15 @@ export class EtcdClient {
     const errors: EtcdClientError[] = [];
     const winner = await new Promise<Connection | undefined>((resolve) => {
       let pending = conns.length;
-      conns.forEach((c, i) =>
+      conns.forEach((c, i) => {
         dials[i].then(
           () => resolve(c),
           (e: EtcdClientError) => {
             errors[i] = e;
             if (--pending === 0) resolve(undefined);
           },
-        ),
-      );
+        );
+      });
     });
     if (winner) {
       for (const other of conns) if (other !== winner) other.close();
@@ -319,22 +331,23 @@ export class EtcdClient {
     );
   }
 
-  private async unary(svc: ServiceName, method: string, req: Wire): Promise<{ res: Wire; endpoint: string }> {
+  /** One unary call; `R` is the response shape of `method` (the .proto's, as grpc-js hands it over). */
+  private async unary<R>(svc: ServiceName, method: string, req: Wire): Promise<{ res: R; endpoint: string }> {
     const conn = await this.connection();
-    const client: ServiceClient = conn[svc];
+    const client: UnaryMethods = conn[svc];
     const ep = conn.endpoint.text;
     const started = Date.now();
     const name = `${svc === 'kv' ? 'KV' : svc === 'cluster' ? 'Cluster' : 'Maintenance'}.${method}`;
     this.options.debug?.(`→ ${name} ${ep}`);
     return new Promise((resolve, reject) => {
-      client[method](req, new grpc.Metadata(), { deadline: Date.now() + this.commandTimeoutMs }, (err: grpc.ServiceError | null, res: Wire) => {
+      client[method](req, new grpc.Metadata(), { deadline: Date.now() + this.commandTimeoutMs }, (err: grpc.ServiceError | null, res: unknown) => {
         const took = Date.now() - started;
         if (err) {
           this.options.debug?.(`← ${name} ${ep} ${grpc.status[err.code] ?? err.code} (${took}ms): ${err.details}`);
           reject(callError(err, ep, this.commandTimeoutMs));
         } else {
           this.options.debug?.(`← ${name} ${ep} OK (${took}ms)`);
-          resolve({ res, endpoint: ep });
+          resolve({ res: res as R, endpoint: ep });
         }
       });
     });
@@ -420,11 +433,11 @@ function txnToWire(req: TxnRequest): Wire {
   };
 }
 
-function txnFromWire(w: Wire): TxnResult {
+function txnFromWire(w: WireTxnResponse): TxnResult {
   return {
     header: headerFromWire(w.header),
     succeeded: !!w.succeeded,
-    responses: (w.responses ?? []).map((r: Wire) => {
+    responses: (w.responses ?? []).map((r) => {
       if (r.response_range) return { range: rangeFromWire(r.response_range) };
       if (r.response_put) return { put: putFromWire(r.response_put) };
       if (r.response_delete_range) return { deleteRange: deleteFromWire(r.response_delete_range) };

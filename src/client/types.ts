@@ -3,7 +3,125 @@
 import { wireBig, wireNum } from './ids.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
+/** A request as protobufjs takes it (field names as in the .proto). */
 export type Wire = Record<string, any>;
+
+// ---- responses as grpc-js hands them over (proto/load.ts: keepCase, longs as
+// decimal strings, bytes as Buffers, enums as names); every field may be missing ----
+
+/** A 64-bit integer (decimal string) or a 32-bit one (number). */
+export type WireInt = string | number;
+
+export interface WireHeader {
+  cluster_id?: WireInt;
+  member_id?: WireInt;
+  revision?: WireInt;
+  raft_term?: WireInt;
+}
+
+export interface WireMember {
+  ID?: WireInt;
+  name?: string;
+  peerURLs?: string[];
+  clientURLs?: string[];
+  isLearner?: boolean;
+}
+
+export interface WireKeyValue {
+  key?: Buffer;
+  value?: Buffer;
+  create_revision?: WireInt;
+  mod_revision?: WireInt;
+  version?: WireInt;
+  lease?: WireInt;
+}
+
+export interface WireHeaderOnly {
+  header?: WireHeader | null;
+}
+
+export interface WireMemberListResponse extends WireHeaderOnly {
+  members?: WireMember[];
+}
+
+export interface WireMemberAddResponse extends WireMemberListResponse {
+  member?: WireMember | null;
+}
+
+export interface WireRangeResponse extends WireHeaderOnly {
+  kvs?: WireKeyValue[];
+  more?: boolean;
+  count?: WireInt;
+}
+
+export interface WirePutResponse extends WireHeaderOnly {
+  prev_kv?: WireKeyValue | null;
+}
+
+export interface WireDeleteRangeResponse extends WireHeaderOnly {
+  deleted?: WireInt;
+  prev_kvs?: WireKeyValue[];
+}
+
+export interface WireResponseOp {
+  response_range?: WireRangeResponse | null;
+  response_put?: WirePutResponse | null;
+  response_delete_range?: WireDeleteRangeResponse | null;
+  response_txn?: WireTxnResponse | null;
+}
+
+export interface WireTxnResponse extends WireHeaderOnly {
+  succeeded?: boolean;
+  responses?: WireResponseOp[];
+}
+
+export interface WireStatusResponse extends WireHeaderOnly {
+  version?: string;
+  dbSize?: WireInt;
+  dbSizeInUse?: WireInt;
+  leader?: WireInt;
+  raftIndex?: WireInt;
+  raftTerm?: WireInt;
+  raftAppliedIndex?: WireInt;
+  errors?: string[];
+  isLearner?: boolean;
+}
+
+export interface WireAlarmMember {
+  memberID?: WireInt;
+  alarm?: string;
+}
+
+export interface WireAlarmResponse extends WireHeaderOnly {
+  alarms?: WireAlarmMember[];
+}
+
+export interface WireHashKVResponse extends WireHeaderOnly {
+  hash?: WireInt;
+  compact_revision?: WireInt;
+}
+
+export interface WireHashResponse extends WireHeaderOnly {
+  hash?: WireInt;
+}
+
+export interface WireSnapshotResponse extends WireHeaderOnly {
+  remaining_bytes?: WireInt;
+  blob?: Buffer;
+}
+
+export interface WireEvent {
+  type?: string;
+  kv?: WireKeyValue | null;
+}
+
+export interface WireWatchResponse extends WireHeaderOnly {
+  created?: boolean;
+  canceled?: boolean;
+  compact_revision?: WireInt;
+  cancel_reason?: string;
+  events?: WireEvent[];
+}
 
 export interface ResponseHeader {
   clusterId: bigint;
@@ -164,7 +282,7 @@ export interface TxnResult {
 
 // ---- wire → typed ----
 
-export function headerFromWire(w: Wire | null | undefined): ResponseHeader {
+export function headerFromWire(w: WireHeader | null | undefined): ResponseHeader {
   return {
     clusterId: wireBig(w?.cluster_id),
     memberId: wireBig(w?.member_id),
@@ -173,7 +291,7 @@ export function headerFromWire(w: Wire | null | undefined): ResponseHeader {
   };
 }
 
-export function memberFromWire(w: Wire): Member {
+export function memberFromWire(w: WireMember): Member {
   return {
     id: wireBig(w.ID),
     name: w.name ?? '',
@@ -183,7 +301,7 @@ export function memberFromWire(w: Wire): Member {
   };
 }
 
-export function kvFromWire(w: Wire): KeyValue {
+export function kvFromWire(w: WireKeyValue): KeyValue {
   return {
     key: Buffer.from(w.key ?? []),
     value: Buffer.from(w.value ?? []),
@@ -194,19 +312,19 @@ export function kvFromWire(w: Wire): KeyValue {
   };
 }
 
-export function rangeFromWire(w: Wire): RangeResult {
+export function rangeFromWire(w: WireRangeResponse): RangeResult {
   return { header: headerFromWire(w.header), kvs: (w.kvs ?? []).map(kvFromWire), more: !!w.more, count: wireNum(w.count) };
 }
 
-export function putFromWire(w: Wire): PutResult {
+export function putFromWire(w: WirePutResponse): PutResult {
   return w.prev_kv ? { header: headerFromWire(w.header), prevKv: kvFromWire(w.prev_kv) } : { header: headerFromWire(w.header) };
 }
 
-export function deleteFromWire(w: Wire): DeleteResult {
+export function deleteFromWire(w: WireDeleteRangeResponse): DeleteResult {
   return { header: headerFromWire(w.header), deleted: wireNum(w.deleted), prevKvs: (w.prev_kvs ?? []).map(kvFromWire) };
 }
 
-export function statusFromWire(w: Wire): StatusResult {
+export function statusFromWire(w: WireStatusResponse): StatusResult {
   return {
     header: headerFromWire(w.header),
     version: w.version ?? '',
@@ -221,9 +339,9 @@ export function statusFromWire(w: Wire): StatusResult {
   };
 }
 
-export function alarmFromWire(w: Wire): AlarmResult {
+export function alarmFromWire(w: WireAlarmResponse): AlarmResult {
   return {
     header: headerFromWire(w.header),
-    alarms: (w.alarms ?? []).map((a: Wire) => ({ memberId: wireBig(a.memberID), alarm: (a.alarm ?? 'NONE') as AlarmType })),
+    alarms: (w.alarms ?? []).map((a) => ({ memberId: wireBig(a.memberID), alarm: (a.alarm ?? 'NONE') as AlarmType })),
   };
 }

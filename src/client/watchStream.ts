@@ -3,10 +3,10 @@
 // (gRPC flow control pushes back on the server, which falls behind and catches up
 // from history, as etcd does).
 import * as grpc from '@grpc/grpc-js';
-import type { ServiceClient } from './connection.js';
+import type { WatchClient } from './connection.js';
 import { callError, EtcdClientError } from './errors.js';
 import { wireNum } from './ids.js';
-import { kvFromWire, type KeyValue, type Wire } from './types.js';
+import { kvFromWire, type KeyValue, type Wire, type WireWatchResponse } from './types.js';
 
 export interface WatchOptions {
   /** exclusive end, as for Range ("\0": every key ≥ key) */
@@ -41,10 +41,10 @@ export class WatchStream {
   private onCreated?: () => void;
 
   private constructor(
-    private readonly call: grpc.ClientDuplexStream<Wire, Wire>,
+    private readonly call: grpc.ClientDuplexStream<Wire, WireWatchResponse>,
     private readonly endpoint: string,
   ) {
-    call.on('data', (res: Wire) => this.onResponse(res));
+    call.on('data', (res: WireWatchResponse) => this.onResponse(res));
     call.on('error', (err: Error) => this.finish(this.cancelledByUs ? undefined : callError(err, endpoint, 0)));
     call.on('end', () => this.finish(undefined));
   }
@@ -54,8 +54,8 @@ export class WatchStream {
    * the watch; a watch refused at creation (compacted start revision) comes back
    * as a stream whose first batch is `canceled`.
    */
-  static async open(client: ServiceClient, endpoint: string, key: Buffer, opts: WatchOptions, createTimeoutMs: number): Promise<WatchStream> {
-    const call = client.Watch(new grpc.Metadata()) as grpc.ClientDuplexStream<Wire, Wire>;
+  static async open(client: WatchClient, endpoint: string, key: Buffer, opts: WatchOptions, createTimeoutMs: number): Promise<WatchStream> {
+    const call = client.Watch(new grpc.Metadata()) as grpc.ClientDuplexStream<Wire, WireWatchResponse>;
     const ws = new WatchStream(call, endpoint);
     call.write({ create_request: { key, range_end: opts.rangeEnd, start_revision: String(opts.startRevision), progress_notify: false } });
     await ws.created(createTimeoutMs);
@@ -76,7 +76,7 @@ export class WatchStream {
     });
   }
 
-  private onResponse(res: Wire): void {
+  private onResponse(res: WireWatchResponse): void {
     if (res.created) {
       this.createdSeen = true;
       this.onCreated?.();
@@ -85,7 +85,7 @@ export class WatchStream {
     }
     const batch: WatchBatch = {
       headerRevision: wireNum(res.header?.revision),
-      events: (res.events ?? []).map((e: Wire) => ({ type: e.type === 'DELETE' ? 'DELETE' : 'PUT', kv: kvFromWire(e.kv ?? {}) })),
+      events: (res.events ?? []).map((e) => ({ type: e.type === 'DELETE' ? 'DELETE' : 'PUT', kv: kvFromWire(e.kv ?? {}) })),
     };
     if (res.canceled) batch.canceled = { compactRevision: wireNum(res.compact_revision), reason: String(res.cancel_reason ?? '') };
     this.push(batch);
@@ -110,7 +110,10 @@ export class WatchStream {
     this.onCreated?.();
     const w = this.waiter;
     this.waiter = undefined;
-    if (w) err ? w.reject(err) : w.resolve(undefined);
+    if (w) {
+      if (err) w.reject(err);
+      else w.resolve(undefined);
+    }
   }
 
   /** Ask the server for a progress notice (a batch with no events at its current revision). */

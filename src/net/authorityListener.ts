@@ -76,8 +76,8 @@ class RewritingConnection extends Duplex {
   override _writev(chunks: Array<{ chunk: Buffer }>, cb: (err?: Error | null) => void): void {
     this.socket.cork();
     for (let i = 0; i < chunks.length; i++) {
-      if (i === chunks.length - 1) this.socket.write(chunks[i]!.chunk, cb);
-      else this.socket.write(chunks[i]!.chunk);
+      if (i === chunks.length - 1) this.socket.write(chunks[i].chunk, cb);
+      else this.socket.write(chunks[i].chunk);
     }
     this.socket.uncork();
   }
@@ -139,7 +139,7 @@ function splitHostPort(hostPort: string): { host: string; port: number } {
   if (!m) throw new Error(`bad address ${hostPort}: expected host:port`);
   const port = Number(m[2]);
   if (port > 65535) throw new Error(`bad port in ${hostPort}`);
-  return { host: m[1]!, port };
+  return { host: m[1], port };
 }
 
 /**

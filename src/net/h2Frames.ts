@@ -122,9 +122,9 @@ export class AuthorityRewriter {
         hs = 0;
         split = true;
       }
-      const len = (h[hs]! << 16) | (h[hs + 1]! << 8) | h[hs + 2]!;
-      const type = h[hs + 3]!;
-      const flags = h[hs + 4]!;
+      const len = (h[hs] << 16) | (h[hs + 1] << 8) | h[hs + 2];
+      const type = h[hs + 3];
+      const flags = h[hs + 4];
       const sid = h.readUInt32BE(hs + 5) & 0x7fffffff;
 
       if (this.inBlock) {
@@ -190,7 +190,7 @@ export class AuthorityRewriter {
 
   private frameCollected(out: Buffer[]): void {
     const parts = this.collectParts;
-    const payload = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+    const payload = parts.length === 1 ? parts[0] : Buffer.concat(parts);
     this.collectParts = [];
     this.raw.push(payload);
     this.rawLen += payload.length;
@@ -203,7 +203,7 @@ export class AuthorityRewriter {
       this.fragments.push(payload);
     }
     if (this.collectFlags & END_HEADERS) {
-      const block = this.fragments.length === 1 ? this.fragments[0]! : Buffer.concat(this.fragments);
+      const block = this.fragments.length === 1 ? this.fragments[0] : Buffer.concat(this.fragments);
       const rewritten = rewriteHeaderBlock(block, this.replacement);
       if (!rewritten) return this.flushBlock(out);
       for (const f of frameHeaderBlock(rewritten, this.blockFlags, this.blockSidBytes, this.blockPriority)) out.push(f);

@@ -49,16 +49,16 @@ const OFFSET = new Int32Array(31);
 const SYMBOLS = new Uint16Array(257);
 (() => {
   const lens = Array.from(HUFFMAN_LENGTHS, (c) => c.charCodeAt(0) - 65 + 5);
-  const order = lens.map((_, s) => s).sort((a, b) => lens[a]! - lens[b]! || a - b);
+  const order = lens.map((_, s) => s).sort((a, b) => lens[a] - lens[b] || a - b);
   order.forEach((s, i) => (SYMBOLS[i] = s));
-  for (const l of lens) COUNT[l]!++;
+  for (const l of lens) COUNT[l]++;
   let code = 0;
   let offset = 0;
   for (let l = 1; l <= 30; l++) {
     FIRST[l] = code;
     OFFSET[l] = offset;
-    code = (code + COUNT[l]!) << 1;
-    offset += COUNT[l]!;
+    code = (code + COUNT[l]) << 1;
+    offset += COUNT[l];
   }
 })();
 
@@ -69,14 +69,14 @@ export function huffmanDecode(src: Uint8Array, start = 0, end = src.length): Buf
   let code = 0;
   let len = 0;
   for (let i = start; i < end; i++) {
-    const byte = src[i]!;
+    const byte = src[i];
     for (let b = 7; b >= 0; b--) {
       code = (code << 1) | ((byte >> b) & 1);
       len++;
       if (len < 5) continue;
-      const idx = code - FIRST[len]!;
-      if (idx >= 0 && idx < COUNT[len]!) {
-        const sym = SYMBOLS[OFFSET[len]! + idx]!;
+      const idx = code - FIRST[len];
+      if (idx >= 0 && idx < COUNT[len]) {
+        const sym = SYMBOLS[OFFSET[len] + idx];
         if (sym === EOS) return null;
         out[o++] = sym;
         code = 0;
@@ -99,7 +99,7 @@ for (const c of "!$%&'()*+,-.0123456789:;=@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]_abcdefgh
 
 /** Would nghttp2 accept this :authority value? */
 export function isValidAuthority(v: Uint8Array): boolean {
-  for (let i = 0; i < v.length; i++) if (!AUTHORITY_OK[v[i]!]) return false;
+  for (let i = 0; i < v.length; i++) if (!AUTHORITY_OK[v[i]]) return false;
   return true;
 }
 
@@ -112,13 +112,13 @@ let intEnd = 0;
 /** RFC 7541 §5.1 integer with an N-bit prefix at buf[pos]; -1 if truncated or absurd. */
 function readInt(buf: Uint8Array, pos: number, prefixBits: number): number {
   const max = (1 << prefixBits) - 1;
-  let v = buf[pos]! & max;
+  let v = buf[pos] & max;
   pos++;
   if (v === max) {
     let shift = 0;
     for (;;) {
       if (pos >= buf.length) return -1;
-      const b = buf[pos++]!;
+      const b = buf[pos++];
       v += (b & 0x7f) * 2 ** shift;
       shift += 7;
       if (v > MAX_INT) return -1;
@@ -155,7 +155,7 @@ export function rewriteHeaderBlock(block: Uint8Array, replacement: (len: number)
   const edits: Array<{ start: number; end: number; value: Uint8Array }> = [];
   let pos = 0;
   while (pos < block.length) {
-    const b = block[pos]!;
+    const b = block[pos];
     if (b & 0x80) {
       // Indexed field.
       if (readInt(block, pos, 7) < 0) return null;
@@ -174,7 +174,7 @@ export function rewriteHeaderBlock(block: Uint8Array, replacement: (len: number)
     pos = intEnd;
     let isAuthority = nameIndex === 1;
     if (nameIndex === 0) {
-      const huffman = (block[pos]! & 0x80) !== 0;
+      const huffman = (block[pos] & 0x80) !== 0;
       const n = pos < block.length ? readInt(block, pos, 7) : -1;
       if (n < 0 || intEnd + n > block.length) return null;
       if (n <= AUTHORITY_NAME.length) {
@@ -185,7 +185,7 @@ export function rewriteHeaderBlock(block: Uint8Array, replacement: (len: number)
     }
     if (pos >= block.length) return null;
     const valueStart = pos;
-    const huffman = (block[pos]! & 0x80) !== 0;
+    const huffman = (block[pos] & 0x80) !== 0;
     const n = readInt(block, pos, 7);
     if (n < 0 || intEnd + n > block.length) return null;
     pos = intEnd + n;

@@ -25,9 +25,9 @@ export const noteStep: StepDefinition = {
     message: { type: 'string', required: true, description: 'the note' },
   },
   describe: (p) => [`would note: ${String(p.message)}`],
-  async run(p, ctx) {
+  run(p, ctx) {
     ctx.event('note', String(p.message));
-    return {};
+    return Promise.resolve({});
   },
 };
 

@@ -214,20 +214,23 @@ class PlaybookRun {
       kind: 'for-each',
       id: stableId,
       title: stepTitle(n, scope) === n.id ? `for each ${n.as}` : stepTitle(n, scope),
-      expand: async () => {
-        let items: unknown;
-        try {
-          items = interpolate(n.forEach.value, scope.resolve);
-        } catch (err) {
-          if (!(err instanceof UnresolvedReferenceError)) throw err;
-          throw new StepFailedError(stableId, new Error(`${n.forEach.origin.field}: ${err.message}`), '');
-        }
-        if (!Array.isArray(items))
-          throw new StepFailedError(stableId, new Error(`${n.forEach.origin.field}: for-each needs a list, got ${JSON.stringify(items)}`), '');
-        const title = `${stepTitle(n, scope) === n.id ? `for each ${n.as}` : stepTitle(n, scope)} (${items.length} item${items.length === 1 ? '' : 's'})`;
-        return { title, nodes: items.flatMap((item, i) => this.nodes(n.steps, scope.child(n.as, item), `${stableId}[${i + 1}].`)) };
-      },
+      // A Promise executor turns a throw into a rejection, as an async function would.
+      expand: () => new Promise((resolve) => resolve(this.expandForEach(n, scope, stableId))),
     };
+  }
+
+  private expandForEach(n: ForEachNode, scope: RunScope, stableId: string): { title: string; nodes: ExecNode[] } {
+    let items: unknown;
+    try {
+      items = interpolate(n.forEach.value, scope.resolve);
+    } catch (err) {
+      if (!(err instanceof UnresolvedReferenceError)) throw err;
+      throw new StepFailedError(stableId, new Error(`${n.forEach.origin.field}: ${err.message}`), '');
+    }
+    if (!Array.isArray(items))
+      throw new StepFailedError(stableId, new Error(`${n.forEach.origin.field}: for-each needs a list, got ${JSON.stringify(items)}`), '');
+    const title = `${stepTitle(n, scope) === n.id ? `for each ${n.as}` : stepTitle(n, scope)} (${items.length} item${items.length === 1 ? '' : 's'})`;
+    return { title, nodes: items.flatMap((item, i) => this.nodes(n.steps, scope.child(n.as, item), `${stableId}[${i + 1}].`)) };
   }
 
   private stepNode(n: StepNode, scope: RunScope, stableId: string): ExecNode {
@@ -284,7 +287,7 @@ class PlaybookRun {
 
     let outputs: Record<string, unknown>;
     try {
-      const raw = await def!.run(resolved.params, this.context(stableId, ref, ui));
+      const raw = await def.run(resolved.params, this.context(stableId, ref, ui));
       outputs = normalizeOutputs(raw);
     } catch (err) {
       const e = err instanceof Error ? err : new Error(String(err));
@@ -308,10 +311,10 @@ class PlaybookRun {
     const run = this.o.audit.run(this.runId);
     // A "before" already recorded stays; an "after" equal to the recorded one is not written again.
     const skip = (k: (typeof ID_FIELDS)[number]) => run?.[k] !== null && run?.[k] !== undefined && (k.endsWith('Before') || sameIds(run[k], data[k]));
-    const patch = Object.fromEntries(ID_FIELDS.filter((k) => data[k] !== undefined && !skip(k)).map((k) => [k, data[k]]));
+    const patch: RunIdsPatch = Object.fromEntries(ID_FIELDS.filter((k) => data[k] !== undefined && !skip(k)).map((k) => [k, data[k]]));
     if (Object.keys(patch).length === 0) return;
     try {
-      this.o.audit.updateRun(this.runId, patch as RunIdsPatch);
+      this.o.audit.updateRun(this.runId, patch);
     } catch (err) {
       ui.event('warning', `cluster/member IDs not recorded on the run: ${(err as Error).message}`);
     }

@@ -41,7 +41,7 @@ export class Problems {
  */
 export class PlaybookInvalidError extends InputError {
   constructor(readonly problems: Problem[]) {
-    const first = formatProblem(problems[0]!);
+    const first = formatProblem(problems[0]);
     super(problems.length === 1 ? first : `${first} (and ${problems.length - 1} more problem${problems.length > 2 ? 's' : ''})`);
     this.name = 'PlaybookInvalidError';
   }

@@ -47,7 +47,7 @@ export function parseTemplate(text: string): Template | { error: string } {
       }
       if (literal !== '') parts.push(literal);
       literal = '';
-      parts.push({ text: text.slice(i, end + 1), root: segs[0]!, path: segs.slice(1) });
+      parts.push({ text: text.slice(i, end + 1), root: segs[0], path: segs.slice(1) });
       i = end + 1;
       continue;
     }
@@ -99,7 +99,7 @@ export function follow(value: unknown, path: string[], where: string): Lookup {
     if (!Object.prototype.hasOwnProperty.call(v, seg)) {
       // A member's optional dataDir left out: unset, so the parameter takes its default.
       if (seg === 'dataDir' && typeof (v as { peerUrl?: unknown }).peerUrl === 'string') return { found: true, value: undefined };
-      const fields = Object.keys(v as object);
+      const fields = Object.keys(v);
       return { found: false, error: `${at} has no field ${seg}${fields.length > 0 ? ` (it has: ${fields.join(', ')})` : ''}` };
     }
     v = (v as Record<string, unknown>)[seg];

@@ -73,7 +73,7 @@ export function listPlaybooks(dir: string = shippedPlaybooksDir()): PlaybookList
       const pb = parsePlaybook(readFileSync(file, 'utf8'), file);
       return { name: pb.name, description: pb.description, file };
     } catch (err) {
-      const message = err instanceof PlaybookInvalidError ? err.lines()[0]! : (err as Error).message;
+      const message = err instanceof PlaybookInvalidError ? err.lines()[0] : (err as Error).message;
       return { name: base, description: '', file, error: message };
     }
   });

@@ -47,12 +47,12 @@ export class RunScope {
 
   resolve = (ref: Ref): Lookup => {
     if (ref.root === 'vars') {
-      const name = ref.path[0]!;
+      const name = ref.path[0];
       if (!(name in this.vars)) return { found: false, error: `${ref.text}: no variable ${name}` };
       return follow(this.vars[name], ref.path.slice(1), `vars.${name}`);
     }
     if (ref.root === 'steps') {
-      const id = ref.path[0]!;
+      const id = ref.path[0];
       const out = this.findOutputs(id);
       if (!out) return { found: false, error: `${ref.text}: step ${id} has not run` };
       const r = follow(out, ref.path.slice(1), `steps.${id}`);

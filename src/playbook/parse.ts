@@ -104,11 +104,11 @@ type Entries = Map<string, { key: Node; value: Node | null }>;
 /** The first YAML syntax error only: the ones after it are mostly its echoes. */
 function yamlSyntaxProblem(doc: Document.Parsed, lc: LineCounter, text: string, problems: Problems): void {
   if (doc.errors.length === 0) return;
-  const e = doc.errors[0]!;
+  const e = doc.errors[0];
   const p = lc.linePos(e.pos[0]);
   const lineText = text.split('\n')[p.line - 1] ?? '';
   const hint = /[{[][^}\]]*\$\{/.test(lineText) ? ' (inside { } or [ ], quote references: "${vars.x}")' : '';
-  problems.add({ line: p.line, col: p.col, field: '(yaml)' }, `${e.message.split('\n')[0]!}${hint}`);
+  problems.add({ line: p.line, col: p.col, field: '(yaml)' }, `${e.message.split('\n')[0]}${hint}`);
 }
 
 function origin(ctx: Ctx, node: Node | null | undefined, field: string): Origin {
@@ -157,7 +157,7 @@ function text1(ctx: Ctx, node: Node | null, field: string, required: boolean, wh
 function parseTop(ctx: Ctx): { keys: Entries; name: string | undefined; description: string | undefined } {
   const top = ctx.doc.contents;
   if (!isMap(top)) {
-    ctx.problems.add(origin(ctx, top as Node | null, '(top)'), 'a playbook is a map with name, description, variables and steps');
+    ctx.problems.add(origin(ctx, top, '(top)'), 'a playbook is a map with name, description, variables and steps');
     ctx.problems.throwIfAny();
   }
   const topMap = top as YAMLMap;

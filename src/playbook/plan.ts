@@ -62,7 +62,7 @@ export function planRun(pb: Playbook, library: StepLibrary, vars: Record<string,
     for (const n of nodes) {
       const stableId = `${prefix}${n.id}`;
       if (n.kind === 'step') {
-        const def = library[n.type]!;
+        const def = library[n.type];
         const waits = needsRunTime(
           Object.values(n.with).map((p) => p.value),
           scope,

@@ -93,7 +93,7 @@ export interface SessionResult {
 }
 
 /** Loads, validates and lays out a playbook: everything `run --dry-run` and `show` check. */
-export async function loadValidPlaybook(target: string, library: LoadedLibrary): Promise<Playbook> {
+export function loadValidPlaybook(target: string, library: LoadedLibrary): Playbook {
   const { playbook, problems } = readPlaybookWithProblems(locatePlaybook(target));
   validatePlaybook(playbook, library.library, problems);
   return playbook;
@@ -103,7 +103,7 @@ export async function loadValidPlaybook(target: string, library: LoadedLibrary):
 export async function runPlaybookSession(req: PlaybookRunRequest): Promise<SessionResult> {
   const env = req.env ?? process.env;
   const library = req.library ?? (await loadStepLibrary(env));
-  const pb = await loadValidPlaybook(req.target, library);
+  const pb = loadValidPlaybook(req.target, library);
   const interactive = req.interactive ?? req.io.interactive;
   if (!req.dryRun && !interactive && (req.reason === undefined || req.reason.trim() === '')) {
     throw new InputError('--reason is required when there is no terminal to ask on: it is recorded in the audit log with the run');

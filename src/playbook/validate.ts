@@ -130,10 +130,10 @@ export function validatePlaybook(pb: Playbook, library: StepLibrary, problems: P
         continue;
       }
       if (typeof p.value === 'string') {
-        const whole = refs.length === 1 && p.value === refs[0]!.ref.text;
+        const whole = refs.length === 1 && p.value === refs[0].ref.text;
         if (whole) {
-          const mismatch = incompatible(spec.type, refs[0]!.type);
-          if (mismatch) problems.add(p.origin, `${refs[0]!.ref.text} ${mismatch}, parameter ${name} takes ${article(spec.type)}`);
+          const mismatch = incompatible(spec.type, refs[0].type);
+          if (mismatch) problems.add(p.origin, `${refs[0].ref.text} ${mismatch}, parameter ${name} takes ${article(spec.type)}`);
         } else {
           for (const { ref, type } of refs) {
             if (type && (type.type === 'list' || type.type === 'member')) {
@@ -165,12 +165,12 @@ export function validatePlaybook(pb: Playbook, library: StepLibrary, problems: P
       if (Array.isArray(fe.value)) checkValue(fe.value, here, fe.origin);
       else if (typeof fe.value === 'string') {
         const refs = checkValue(fe.value, here, fe.origin);
-        if (refs.length !== 1 || refs[0]!.ref.text !== fe.value) {
+        if (refs.length !== 1 || refs[0].ref.text !== fe.value) {
           if (refs.length > 0 || !fe.value.includes('${'))
             problems.add(fe.origin, 'for-each takes one reference to a list (e.g. ${vars.members}) or a YAML list');
         } else {
-          const t = refs[0]!.type;
-          if (t && t.type !== 'list') problems.add(fe.origin, `${refs[0]!.ref.text} is ${article(t.type)}; for-each needs a list`);
+          const t = refs[0].type;
+          if (t && t.type !== 'list') problems.add(fe.origin, `${refs[0].ref.text} is ${article(t.type)}; for-each needs a list`);
           else if (t) itemType = { type: t.items ?? 'string' };
         }
       } else problems.add(fe.origin, 'for-each takes one reference to a list (e.g. ${vars.members}) or a YAML list');

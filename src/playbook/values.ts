@@ -42,9 +42,9 @@ function convertMember(raw: unknown): Converted {
   if (typeof raw === 'string') {
     const m = /^([^=]*)=(.*)$/.exec(raw.trim());
     if (!m) return fail(`${JSON.stringify(raw)} is not a member: write name=peerURL,clientURL[,dataDir]`);
-    const parts = m[2]!.split(',').map((s) => s.trim());
+    const parts = m[2].split(',').map((s) => s.trim());
     if (parts.length < 2 || parts.length > 3) return fail(`${JSON.stringify(raw)} is not a member: write name=peerURL,clientURL[,dataDir]`);
-    spec = { name: m[1]!.trim(), peerUrl: parts[0], clientUrl: parts[1], ...(parts[2] !== undefined ? { dataDir: parts[2] } : {}) };
+    spec = { name: m[1].trim(), peerUrl: parts[0], clientUrl: parts[1], ...(parts[2] !== undefined ? { dataDir: parts[2] } : {}) };
   } else if (raw !== null && typeof raw === 'object' && !Array.isArray(raw)) {
     spec = raw as Record<string, unknown>;
     const unknown = Object.keys(spec).filter((k) => !(MEMBER_KEYS as readonly string[]).includes(k));
@@ -149,7 +149,9 @@ export function formatValue(value: unknown, type?: ParamType, items?: ParamType)
   if (Array.isArray(value)) return value.map((v) => formatValue(v, type === 'list' ? items : undefined)).join(items === 'member' ? '; ' : ', ');
   if (isMemberSpec(value)) return `${value.name}=${value.peerUrl},${value.clientUrl}${value.dataDir ? `,${value.dataDir}` : ''}`;
   if (value !== null && typeof value === 'object') return JSON.stringify(value);
-  return String(value);
+  // objects were handled above: what is left is a primitive (values come from YAML, --set or a prompt)
+  const primitive = value as string | number | boolean | bigint | symbol | null;
+  return String(primitive);
 }
 
 export function isMemberSpec(v: unknown): v is MemberSpec {

@@ -156,7 +156,7 @@ export function promptText(def: VariableDef): string {
 
 function parseFlowValue(text: string, set: string): unknown {
   const doc = parseDocument(text, { prettyErrors: false });
-  if (doc.errors.length > 0) throw new InputError(`--set ${set}: not a YAML value: ${doc.errors[0]!.message}`);
+  if (doc.errors.length > 0) throw new InputError(`--set ${set}: not a YAML value: ${doc.errors[0].message}`);
   return doc.toJS();
 }
 
@@ -171,7 +171,7 @@ function readVarsFile(file: string, problems: Problems): Array<[string, unknown,
   const doc = parseDocument(text, { lineCounter: lc, prettyErrors: false, uniqueKeys: true });
   for (const e of doc.errors) {
     const p = lc.linePos(e.pos[0]);
-    problems.add({ line: p.line, col: p.col, field: '(yaml)' }, e.message.split('\n')[0]!);
+    problems.add({ line: p.line, col: p.col, field: '(yaml)' }, e.message.split('\n')[0]);
   }
   problems.throwIfAny();
   if (doc.contents === null) return [];

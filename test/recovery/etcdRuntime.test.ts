@@ -89,7 +89,7 @@ describe('the main job on real etcd 3.4', () => {
     assert.equal(plan.code, 0, plan.stderr);
     old.members.forEach((m, i) => assert.deepEqual(treeState(m.dataDir), trees[i], `recover plan changed ${m.dataDir}`));
     const p = JSON.parse(plan.stdout) as { recommended: number; sources: Array<{ path: string }> };
-    const source = old.members.find((m) => path.resolve(m.dataDir) === p.sources[p.recommended]!.path)!;
+    const source = old.members.find((m) => path.resolve(m.dataDir) === p.sources[p.recommended].path)!;
 
     // The recovered member keeps the survivor's URLs; the others come back on theirs, with new data dirs.
     recovered = [source, ...old.members.filter((m) => m !== source)].map((m) => ({
@@ -150,7 +150,7 @@ describe('the main job on real etcd 3.4', () => {
       assert.deepEqual(treeState(path.join(m.dataDir, fence.movedTo)), oldMemberTrees[i], `${m.name}'s data was changed by the fence`);
     }
     // Unfence gives the data dir back exactly as it was; fence again.
-    const last = old.members[2]!;
+    const last = old.members[2];
     const u = await lifeboat('datadir', 'unfence', last.dataDir);
     assert.equal(u.code, 0, u.stderr);
     assert.deepEqual(treeState(path.join(last.dataDir, 'member')), oldMemberTrees[2]);
@@ -190,7 +190,7 @@ describe('the main job on real etcd 3.4', () => {
   test('the tail fixture: entries past the survivor commit index are kept by default and dropped with discard-uncommitted', async () => {
     const solo = await EtcdCluster.start({ size: 1, portSeed: 'etcd-runtime-tail' });
     try {
-      const m = solo.members[0]!;
+      const m = solo.members[0];
       for (let i = 0; i < 20; i++) assert.equal((await etcdctl('--endpoints', m.clientUrl, 'put', `base/${i}`, 'v')).code, 0);
       await solo.stopMember(m);
       // The backend as it was before the tail's puts: a power cut can leave it so.

@@ -22,8 +22,8 @@ export function runListOutput(auditDb: string): Renderer<RunRecord[]> {
 
 /** Columns padded to their widest cell, two spaces apart; the last column is not padded. */
 function alignedColumns(rows: string[][]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')).join('\n');
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ')).join('\n');
 }
 
 function oneLine(text: string): string {

@@ -47,9 +47,7 @@ export class ScriptedRenderer implements RunView {
           begin();
           this.line(`  ${node.id}: ${kind}: ${message}`);
         },
-        ask: async () => {
-          throw new Error('a scripted run cannot ask questions');
-        },
+        ask: () => Promise.reject(new Error('a scripted run cannot ask questions')),
         skip: (reason) => {
           skipped = true;
           this.line(`skip ${node.id}: ${reason}`);

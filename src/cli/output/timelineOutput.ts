@@ -117,7 +117,7 @@ function answerText(answer: unknown): string {
 }
 
 function isEmpty(v: unknown): boolean {
-  return v === null || v === undefined || (typeof v === 'object' && Object.keys(v as object).length === 0);
+  return v === null || v === undefined || (typeof v === 'object' && Object.keys(v).length === 0);
 }
 
 function indentMore(text: string): string {

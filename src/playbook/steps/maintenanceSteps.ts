@@ -76,7 +76,7 @@ export const checkWrites: StepDefinition = {
   type: 'check-writes',
   description: 'Write, read back and delete a probe key: the cluster takes writes again.',
   params: { endpoints: endpointsParam, key: { type: 'string', default: '/lifeboat/probe', description: 'the probe key' } },
-  describe: (p) => [`write and delete ${p.key}`],
+  describe: (p) => [`write and delete ${String(p.key)}`],
   async run(p, ctx) {
     const c = clientFor(p.endpoints as string[], ctx.connection);
     const key = String(p.key);
@@ -98,7 +98,7 @@ export const packDataDirStep: StepDefinition = {
   type: 'pack-data-dir',
   description: "Pack a stopped member's data dir into a .tar.gz with a checksum manifest.",
   params: { 'data-dir': { type: 'path', required: true, description: 'the data dir' }, out: { type: 'path', required: true, description: 'the archive' } },
-  describe: (p) => [`pack ${p['data-dir']} into ${p.out}`],
+  describe: (p) => [`pack ${String(p['data-dir'])} into ${String(p.out)}`],
   async run(p, ctx) {
     const r = await packDataDir(String(p['data-dir']), String(p.out));
     ctx.progress(`${r.files} files, ${r.bytes} bytes`);
@@ -113,11 +113,13 @@ export const unpackDataDirStep: StepDefinition = {
     archive: { type: 'path', required: true, description: 'the archive' },
     'data-dir': { type: 'path', required: true, description: 'the new data dir' },
   },
-  describe: (p) => [`unpack ${p.archive} into ${p['data-dir']}`],
+  describe: (p) => [`unpack ${String(p.archive)} into ${String(p['data-dir'])}`],
   async run(p, ctx) {
     const r = await unpackDataDir(String(p.archive), String(p['data-dir']));
     ctx.progress(
-      r.alreadyUnpacked ? `${p['data-dir']} already holds exactly ${p.archive}'s ${r.files} files; keeping it` : `${r.files} files, ${r.bytes} bytes`,
+      r.alreadyUnpacked
+        ? `${String(p['data-dir'])} already holds exactly ${String(p.archive)}'s ${r.files} files; keeping it`
+        : `${r.files} files, ${r.bytes} bytes`,
     );
     return { ...r };
   },

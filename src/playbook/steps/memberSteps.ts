@@ -11,7 +11,7 @@ import type { Member, MemberListResult } from '../../client/types.js';
 import { answers } from '../../recovery/fence.js';
 import { checkCluster, promoteWhenReady, statusOf, LearnerStalledError, waitCaughtUp, waitHealthy, waitUntil } from '../../ops/memberOps.js';
 import { clusterRuntime, parseRuntimeChoice, resolveRuntime, runtimeOfDataDir } from '../../ops/runtime.js';
-import { logTail, spawnMember, startInstructions, type StartedMember } from '../../ops/startMember.js';
+import { logTail, spawnMember, startInstructions, type StartedMember, type StartMemberOptions } from '../../ops/startMember.js';
 import type { RuntimeName } from '../../common/memberCommand.js';
 import { SafetyCheckError, type StepContext, type StepDefinition } from '../stepTypes.js';
 
@@ -76,7 +76,7 @@ async function alreadyServing(clientUrl: string, ctx: StepContext): Promise<bool
 
 /** The runtime for a member about to start: forced, else its data dir's layout, else the cluster's, else Lifeboat. */
 async function runtimeForStart(p: Record<string, unknown>, ctx: StepContext): Promise<RuntimeName> {
-  const choice = parseRuntimeChoice(String(p.runtime ?? 'auto'), 'runtime');
+  const choice = parseRuntimeChoice(typeof p.runtime === 'string' ? p.runtime : 'auto', 'runtime');
   const dataDir = String(p['data-dir']);
   const layout = runtimeOfDataDir(dataDir);
   if (layout) return resolveRuntime(choice, layout, `data dir ${dataDir}`);
@@ -91,7 +91,7 @@ async function runtimeForStart(p: Record<string, unknown>, ctx: StepContext): Pr
  */
 async function removeUnstartedLearner(p: Record<string, unknown>, ctx: StepContext): Promise<string> {
   const endpoints = (p.endpoints as string[] | undefined) ?? [];
-  const idText = String(p['member-id'] ?? '');
+  const idText = typeof p['member-id'] === 'string' ? p['member-id'] : '';
   if (!idText || endpoints.length === 0) return '';
   const id = parseMemberId(idText);
   try {
@@ -135,40 +135,40 @@ export const startMember: StepDefinition = {
   },
   describe: (p) => [
     p.remote
-      ? `ask the operator to start ${p.name} on its host and wait for ${p['client-url']}`
-      : `start ${p.name} on this host (${p['data-dir']}${p.runtime && p.runtime !== 'auto' ? `, ${p.runtime}` : ''}), serving ${p['client-url']}`,
+      ? `ask the operator to start ${String(p.name)} on its host and wait for ${String(p['client-url'])}`
+      : `start ${String(p.name)} on this host (${String(p['data-dir'])}${typeof p.runtime === 'string' && p.runtime !== 'auto' ? `, ${p.runtime}` : ''}), serving ${String(p['client-url'])}`,
   ],
   async run(p, ctx) {
     const clientUrl = String(p['client-url']);
     if (await alreadyServing(clientUrl, ctx)) {
-      ctx.progress(`${p.name} already answers at ${clientUrl}`);
+      ctx.progress(`${String(p.name)} already answers at ${clientUrl}`);
       return { started: false, clientUrl };
     }
     const runtime = await runtimeForStart(p, ctx);
-    const o = {
+    const o: StartMemberOptions = {
       runtime,
       name: String(p.name),
       dataDir: String(p['data-dir']),
       peerUrl: String(p['peer-url']),
       clientUrl,
       initialCluster: String(p['initial-cluster']),
-      state: (String(p.state) === 'existing' ? 'existing' : 'new') as 'new' | 'existing',
-      ...(p['initial-cluster-token'] ? { initialClusterToken: String(p['initial-cluster-token']) } : {}),
-      ...(p['etcd-bin'] ? { etcdBin: String(p['etcd-bin']) } : {}),
-      logFile: path.join(ctx.runDir, `${p.name}.log`),
+      state: String(p.state) === 'existing' ? 'existing' : 'new',
+      ...(p['initial-cluster-token'] ? { initialClusterToken: p['initial-cluster-token'] as string } : {}),
+      ...(p['etcd-bin'] ? { etcdBin: p['etcd-bin'] as string } : {}),
+      logFile: path.join(ctx.runDir, `${String(p.name)}.log`),
     };
     let started: StartedMember | undefined;
     if (p.remote) {
       const how = startInstructions(o);
-      ctx.progress(`on ${p.name}'s host, run: ${how.command}`);
-      ctx.event('note', `start ${p.name} (${runtime}) on its host with: ${how.command}`, { environment: Object.fromEntries(how.env) });
+      ctx.progress(`on ${String(p.name)}'s host, run: ${how.command}`);
+      ctx.event('note', `start ${String(p.name)} (${runtime}) on its host with: ${how.command}`, { environment: Object.fromEntries(how.env) });
     } else {
       started = spawnMember(o);
-      ctx.progress(`started ${p.name} (${runtime}, pid ${started.pid}), log ${o.logFile}`);
+      ctx.progress(`started ${String(p.name)} (${runtime}, pid ${started.pid}), log ${o.logFile}`);
     }
     try {
       const answering = waitUntil(
-        `${p.name} to answer at ${clientUrl}`,
+        `${String(p.name)} to answer at ${clientUrl}`,
         Number(p.timeout),
         async () => ((await alreadyServing(clientUrl, ctx)) ? true : undefined),
         50,
@@ -177,7 +177,7 @@ export const startMember: StepDefinition = {
       if (started) {
         // A member that exits (bad flags, a port taken, a refused join) fails the step at once.
         const exited = started.exited.then((how) => {
-          throw new Error(`${p.name} (${runtime}) stopped at once (${how}); last lines of ${o.logFile}:\n${logTail(o.logFile)}`);
+          throw new Error(`${String(p.name)} (${runtime}) stopped at once (${how}); last lines of ${o.logFile}:\n${logTail(o.logFile)}`);
         });
         exited.catch(() => undefined); // an exit after it answered is not this step's failure
         await Promise.race([answering, exited]);
@@ -185,7 +185,7 @@ export const startMember: StepDefinition = {
     } catch (e) {
       if (ctx.signal.aborted) throw e;
       const removed = await removeUnstartedLearner(p, ctx);
-      if (started) ctx.event('warning', `${p.name} did not start: ${(e as Error).message.split('\n')[0]}`, { log: o.logFile });
+      if (started) ctx.event('warning', `${String(p.name)} did not start: ${(e as Error).message.split('\n')[0]}`, { log: o.logFile });
       throw new Error(`${(e as Error).message}${removed}`);
     }
     return { started: true, runtime, pid: started?.pid ?? 0, clientUrl, log: p.remote ? '' : o.logFile };
@@ -200,7 +200,7 @@ export const stopMember: StepDefinition = {
     'client-url': { type: 'url', required: true, description: 'its client URL' },
     timeout: timeoutParam(30_000),
   },
-  describe: (p) => [`stop the member running on ${p['data-dir']} (${p['client-url']})`],
+  describe: (p) => [`stop the member running on ${String(p['data-dir'])} (${String(p['client-url'])})`],
   async run(p, ctx) {
     let pid = 0;
     try {
@@ -221,7 +221,7 @@ export const stopMember: StepDefinition = {
       }
     }
     await waitUntil(
-      `${p['client-url']} to stop answering`,
+      `${String(p['client-url'])} to stop answering`,
       Number(p.timeout),
       async () => ((await alreadyServing(String(p['client-url']), ctx)) ? undefined : true),
       250,
@@ -254,29 +254,29 @@ export const addLearner: StepDefinition = {
     'data-dir': { type: 'string', default: '', description: "the new member's data dir, if known: an existing one must be of the same runtime" },
     timeout: timeoutParam(60_000),
   },
-  describe: (p) => [`add ${p.name} (${p['peer-url']}) as a learner`],
+  describe: (p) => [`add ${String(p.name)} (${String(p['peer-url'])}) as a learner`],
   async run(p, ctx) {
     const endpoints = p.endpoints as string[];
     const peerUrl = String(p['peer-url']);
     // A member of another runtime cannot join (a Lifeboat learner for an etcd cluster): refused before the add.
     const cluster = await clusterRuntime(endpoints, ctx.connection);
     const runtime = resolveRuntime(
-      parseRuntimeChoice(String(p.runtime ?? 'auto'), 'runtime'),
+      parseRuntimeChoice(typeof p.runtime === 'string' ? p.runtime : 'auto', 'runtime'),
       cluster.runtime,
       `the cluster at ${endpoints.join(',')} (version ${cluster.version})`,
     );
-    const dir = String(p['data-dir'] ?? '');
+    const dir = typeof p['data-dir'] === 'string' ? p['data-dir'] : '';
     const layout = dir ? runtimeOfDataDir(dir) : undefined;
     if (layout && layout !== runtime)
-      throw new SafetyCheckError(`data dir ${dir} belongs to a ${layout} member, but the cluster runs ${runtime}: give ${p.name} an empty data dir`);
+      throw new SafetyCheckError(`data dir ${dir} belongs to a ${layout} member, but the cluster runs ${runtime}: give ${String(p.name)} an empty data dir`);
     const before = await listMembers(endpoints, ctx);
     let me = before.members.find((m) => m.peerURLs.includes(peerUrl));
     if (me) {
-      ctx.progress(`${p.name} is already a member (${me.id.toString(16)}); not adding it twice`);
+      ctx.progress(`${String(p.name)} is already a member (${me.id.toString(16)}); not adding it twice`);
     } else {
       // The strict check refuses for a few seconds after the cluster (re)started.
       const added = await waitUntil(
-        `${p.name} to be added`,
+        `${String(p.name)} to be added`,
         Number(p.timeout),
         async () => {
           const c = clientFor(endpoints, ctx.connection);
@@ -293,14 +293,14 @@ export const addLearner: StepDefinition = {
         ctx.signal,
       );
       me = added.member;
-      ctx.progress(`added ${p.name} as learner ${me.id.toString(16)}`);
+      ctx.progress(`added ${String(p.name)} as learner ${me.id.toString(16)}`);
     }
     const afterList = await listMembers(endpoints, ctx);
-    recordIds(ctx, `add ${p.name}`, before, afterList);
+    recordIds(ctx, `add ${String(p.name)}`, before, afterList);
     const now = afterList.members;
     const initial = now
-      .filter((m) => m.id === me!.id || m.name !== '')
-      .flatMap((m) => (m.id === me!.id ? [`${p.name}=${peerUrl}`] : m.peerURLs.map((u) => `${m.name}=${u}`)))
+      .filter((m) => m.id === me.id || m.name !== '')
+      .flatMap((m) => (m.id === me.id ? [`${String(p.name)}=${peerUrl}`] : m.peerURLs.map((u) => `${m.name}=${u}`)))
       .join(',');
     return { id: me.id.toString(16), 'initial-cluster': initial, runtime };
   },
@@ -318,7 +318,7 @@ export const waitCaughtUpStep: StepDefinition = {
     'stall-timeout': { type: 'duration', default: 30_000, description: 'remove it if it makes no progress for this long' },
     lag: { type: 'int', default: 2, description: 'entries it may be behind and still count as caught up' },
   },
-  describe: (p) => [`wait until ${p['learner-url']} has caught up and stayed so for ${Number(p.stabilization) / 1000}s`],
+  describe: (p) => [`wait until ${String(p['learner-url'])} has caught up and stayed so for ${Number(p.stabilization) / 1000}s`],
   async run(p, ctx) {
     const endpoints = p.endpoints as string[];
     const stabilization = Number(p.stabilization);
@@ -360,15 +360,15 @@ export const promote: StepDefinition = {
   type: 'promote',
   description: 'Promote a caught-up learner to a voter (retried while the leader says it is not yet in sync).',
   params: { endpoints: endpointsParam, member: { type: 'string', required: true, description: 'member ID (hex), name or URL' }, timeout: timeoutParam(60_000) },
-  describe: (p) => [`promote ${p.member} to a voter`],
+  describe: (p) => [`promote ${String(p.member)} to a voter`],
   async run(p, ctx) {
     const endpoints = p.endpoints as string[];
     const before = await listMembers(endpoints, ctx);
     const m = findMember(before.members, String(p.member));
-    if (!m) throw new Error(`no member ${p.member} in the cluster`);
+    if (!m) throw new Error(`no member ${String(p.member)} in the cluster`);
     if (!m.isLearner) {
-      ctx.progress(`${p.member} is already a voter`);
-      recordIds(ctx, `${p.member} already a voter`, before, before);
+      ctx.progress(`${String(p.member)} is already a voter`);
+      recordIds(ctx, `${String(p.member)} already a voter`, before, before);
       return { id: m.id.toString(16), promoted: false };
     }
     await promoteWhenReady(endpoints, m.id, ctx.connection, Number(p.timeout), ctx.signal);
@@ -382,14 +382,14 @@ export const removeMember: StepDefinition = {
   type: 'remove-member',
   description: 'Remove a member from the cluster (nothing to do if it is already gone).',
   params: { endpoints: endpointsParam, member: { type: 'string', required: true, description: 'member ID (hex), name or URL' }, timeout: timeoutParam(30_000) },
-  describe: (p) => [`remove ${p.member} from the cluster`],
+  describe: (p) => [`remove ${String(p.member)} from the cluster`],
   async run(p, ctx) {
     const endpoints = p.endpoints as string[];
     const before = await listMembers(endpoints, ctx);
     const m = findMember(before.members, String(p.member));
     if (!m) {
-      ctx.progress(`${p.member} is not a member; nothing to remove`);
-      recordIds(ctx, `${p.member} already gone`, before, before);
+      ctx.progress(`${String(p.member)} is not a member; nothing to remove`);
+      recordIds(ctx, `${String(p.member)} already gone`, before, before);
       return { removed: false };
     }
     // The member to remove may be the leader that just died: while the others
@@ -427,13 +427,13 @@ export const updatePeerUrls: StepDefinition = {
     member: { type: 'string', required: true, description: 'member ID (hex) or name' },
     'peer-urls': { type: 'list', required: true, description: 'the new peer URLs' },
   },
-  describe: (p) => [`set ${p.member}'s peer URLs to ${(p['peer-urls'] as string[]).join(',')}`],
+  describe: (p) => [`set ${String(p.member)}'s peer URLs to ${(p['peer-urls'] as string[]).join(',')}`],
   async run(p, ctx) {
     const endpoints = p.endpoints as string[];
     const urls = p['peer-urls'] as string[];
     const before = await listMembers(endpoints, ctx);
     const m = findMember(before.members, String(p.member));
-    if (!m) throw new Error(`no member ${p.member} in the cluster`);
+    if (!m) throw new Error(`no member ${String(p.member)} in the cluster`);
     recordIds(ctx, `peer URLs of ${m.id.toString(16)}`, before, before);
     if ([...m.peerURLs].sort().join(',') === [...urls].sort().join(',')) return { id: m.id.toString(16), updated: false };
     const c = clientFor(endpoints, ctx.connection);
@@ -455,11 +455,11 @@ export const checkClusterStep: StepDefinition = {
     timeout: timeoutParam(30_000),
   },
   describe: (p) => [
-    `check ${(p.endpoints as string[]).join(', ')}: one leader, equal HashKV${Number(p['expect-voters']) ? `, ${p['expect-voters']} voters` : ''}`,
+    `check ${(p.endpoints as string[]).join(', ')}: one leader, equal HashKV${Number(p['expect-voters']) ? `, ${String(p['expect-voters'])} voters` : ''}`,
   ],
   async run(p, ctx) {
     const r = await checkCluster(p.endpoints as string[], ctx.connection, Number(p.timeout), ctx.signal);
-    if (Number(p['expect-voters']) && r.voters !== Number(p['expect-voters'])) throw new Error(`${r.voters} voters, expected ${p['expect-voters']}`);
+    if (Number(p['expect-voters']) && r.voters !== Number(p['expect-voters'])) throw new Error(`${r.voters} voters, expected ${String(p['expect-voters'])}`);
     ctx.progress(`${r.voters} voters, ${r.learners} learners, leader ${r.leader}, HashKV equal at revision ${r.revision}`);
     const endpoints = p.endpoints as string[];
     await listMembers(endpoints, ctx).then(

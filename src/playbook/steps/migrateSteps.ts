@@ -23,8 +23,9 @@ export const migrateStep: StepDefinition = {
   async run(p, ctx) {
     const from = p.from as string[];
     const to = p.to as string[];
-    const prefix = String(p.prefix ?? '');
-    const destPrefix = p['dest-prefix'] === undefined ? prefix : String(p['dest-prefix']);
+    // string and path parameters arrive as strings (stepTypes.ts)
+    const prefix = (p.prefix as string | undefined) ?? '';
+    const destPrefix = p['dest-prefix'] === undefined ? prefix : (p['dest-prefix'] as string);
     const src = clientFor(from, { ...ctx.connection, commandTimeoutMs: Math.max(ctx.connection.commandTimeoutMs, 10_000) });
     const dst = clientFor(to, { ...ctx.connection, commandTimeoutMs: Math.max(ctx.connection.commandTimeoutMs, 10_000) });
     try {
@@ -34,7 +35,7 @@ export const migrateStep: StepDefinition = {
         sourcePrefix: Buffer.from(prefix),
         destPrefix: Buffer.from(destPrefix),
         once: true,
-        progressFile: p['progress-file'] === undefined ? progressPath(from, to, prefix, destPrefix) : String(p['progress-file']),
+        progressFile: p['progress-file'] === undefined ? progressPath(from, to, prefix, destPrefix) : (p['progress-file'] as string),
         restart: false,
         finish: new AbortController().signal,
         abort: ctx.signal,

@@ -40,7 +40,7 @@ export const inspectSources: StepDefinition = {
   type: 'inspect-sources',
   description: "Read the recovery source (a stopped survivor's data dir or a snapshot) and report what it holds.",
   params: { source: { type: 'path', required: true, description: 'data dir or snapshot file' } },
-  describe: (p) => [`read ${p.source} (read-only)`],
+  describe: (p) => [`read ${String(p.source)} (read-only)`],
   async run(p, ctx) {
     const src = sourceOf(String(p.source));
     if (src.kind === 'snapshot') {
@@ -84,7 +84,7 @@ export const fenceOldMembers: StepDefinition = {
     'skip-urls': { type: 'list', default: [], description: 'URLs not to probe (e.g. the survivor peer URL the recovered member will take over)' },
   },
   describe: (p) => [
-    `probe the peer and client URLs of every member of ${p.source}'s old cluster${(p['assume-dead'] as string[]).length ? `, treating ${(p['assume-dead'] as string[]).join(', ')} as dead` : ''}`,
+    `probe the peer and client URLs of every member of ${String(p.source)}'s old cluster${(p['assume-dead'] as string[]).length ? `, treating ${(p['assume-dead'] as string[]).join(', ')} as dead` : ''}`,
   ],
   async run(p, ctx) {
     const src = sourceOf(String(p.source));
@@ -122,7 +122,7 @@ export const verifySnapshot: StepDefinition = {
   type: 'verify-snapshot',
   description: "Check a snapshot file's sha256 trailer and read its revision, keys and members.",
   params: { file: { type: 'path', required: true, description: 'the snapshot file' } },
-  describe: (p) => [`verify ${p.file} (read-only)`],
+  describe: (p) => [`verify ${String(p.file)} (read-only)`],
   async run(p, ctx) {
     const s = await snapshotStatus(String(p.file));
     ctx.progress(`sha256 verified; revision ${s.revision}, ${s.totalKeys} keys`);
@@ -151,11 +151,13 @@ export const restore: StepDefinition = {
     'etcd-bin': { type: 'string', default: '', description: 'the etcd binary (default: etcd on PATH); etcdctl or etcdutl beside it restores' },
     'wal-dir': { type: 'string', default: '', description: "an etcd source's separate WAL directory (its --wal-dir)" },
   },
-  describe: (p) => [`create ${p['data-dir']} from ${p.source}: member ${p.name} at ${p['peer-url']}, alone, with a new cluster ID`],
+  describe: (p) => [
+    `create ${String(p['data-dir'])} from ${String(p.source)}: member ${String(p.name)} at ${String(p['peer-url'])}, alone, with a new cluster ID`,
+  ],
   async run(p, ctx) {
     const target = String(p['data-dir']);
     const src = sourceOf(String(p.source));
-    const runtime = await restoreRuntime(src, parseRuntimeChoice(String(p.runtime ?? 'auto'), 'runtime'));
+    const runtime = restoreRuntime(src, parseRuntimeChoice(typeof p.runtime === 'string' ? p.runtime : 'auto', 'runtime'));
     if (runtime === 'etcd') return restoreIntoEtcd(p, ctx, src);
     if (fs.existsSync(target) && fs.readdirSync(target).length > 0) {
       // Done before (an interrupted run resumed): accept it if it came from this source.
@@ -207,9 +209,9 @@ export const restore: StepDefinition = {
 };
 
 /** The new member's runtime: the source's unless forced; only an etcd snapshot may become either. */
-async function restoreRuntime(src: Source, choice: RuntimeChoice): Promise<RuntimeName> {
+function restoreRuntime(src: Source, choice: RuntimeChoice): RuntimeName {
   if (src.kind === 'data-dir') return resolveRuntime(choice, runtimeOfDataDir(src.path), `the source data dir ${src.path}`);
-  const kind = await snapshotKind(src.path);
+  const kind = snapshotKind(src.path);
   if (kind.format === 'etcd') return choice === 'lifeboat' ? 'lifeboat' : 'etcd';
   return resolveRuntime(choice, 'lifeboat', `the snapshot ${src.path} (a Lifeboat snapshot)`);
 }
@@ -237,8 +239,8 @@ async function restoreIntoEtcd(p: Record<string, unknown>, ctx: StepContext, src
     discardUncommitted: !!p['discard-uncommitted'],
     bumpRevision: Number(p['bump-revision'] ?? 0),
     markCompacted: !!p['mark-compacted'],
-    ...(p['etcd-bin'] ? { etcdBin: String(p['etcd-bin']) } : {}),
-    ...(p['wal-dir'] ? { walDir: String(p['wal-dir']) } : {}),
+    ...(p['etcd-bin'] ? { etcdBin: p['etcd-bin'] as string } : {}),
+    ...(p['wal-dir'] ? { walDir: p['wal-dir'] as string } : {}),
     onProgress: (t: string) => ctx.progress(t),
     onWarning: (t: string) => ctx.event('warning', t),
   };
