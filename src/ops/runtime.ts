@@ -36,7 +36,8 @@ export function runtimeOfVersion(version: string): RuntimeName {
 export function runtimeOfDataDir(dir: string): RuntimeName | undefined {
   const lifeboat = fs.existsSync(metaPath(dir)) || fs.existsSync(kvPath(dir));
   const etcd = isEtcdDataDir(dir);
-  if (lifeboat && etcd) throw new InputError(`data dir ${dir} holds both an etcd backend (member/snap/db) and Lifeboat's member/meta or kv.db; inspect it by hand`);
+  if (lifeboat && etcd)
+    throw new InputError(`data dir ${dir} holds both an etcd backend (member/snap/db) and Lifeboat's member/meta or kv.db; inspect it by hand`);
   if (etcd) return 'etcd';
   if (lifeboat) return 'lifeboat';
   return undefined;

@@ -38,11 +38,7 @@ export function commitWalTail(walDir: string): WalTailCommit {
   const last = entries.at(-1);
   const hs = facts.hardState;
   if (!last || last.index <= hs.commit) return { pastCommit: 0, appended: false, commit: hs.commit };
-  const state = new ProtoWriter()
-    .int(1, Math.max(hs.term, last.term))
-    .int(2, hs.vote)
-    .int(3, last.index)
-    .finish();
+  const state = new ProtoWriter().int(1, Math.max(hs.term, last.term)).int(2, hs.vote).int(3, last.index).finish();
   const prevCrc = scan.records.at(-1)?.crc ?? 0;
   const record = frame(WAL_RECORD.state, crc32c(state, prevCrc) >>> 0, state);
   const newest = scan.segments.at(-1)!;

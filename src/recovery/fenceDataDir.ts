@@ -111,7 +111,9 @@ export function fenceDataDir(dir: string, supersededBy: bigint): FenceOutcome {
   }
   const holder = etcdDataDirLock(dir);
   if (holder)
-    throw new RefusedError(`data dir ${dir} is in use by a running etcd${holder.pid ? ` (pid ${holder.pid})` : ''}: ${holder.file} is locked; stop it first: a running member cannot be fenced`);
+    throw new RefusedError(
+      `data dir ${dir} is in use by a running etcd${holder.pid ? ` (pid ${holder.pid})` : ''}: ${holder.file} is locked; stop it first: a running member cannot be fenced`,
+    );
   const movedTo = `member.fenced-${by}`;
   if (fs.existsSync(path.join(dir, movedTo))) throw new RefusedError(`${path.join(dir, movedTo)} already exists; move it away by hand before fencing again`);
   const record: FenceRecord = { runtime, supersededBy: by, at, movedTo };
