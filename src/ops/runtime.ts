@@ -10,8 +10,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { InputError, RefusedError } from '../common/errors.js';
 import type { ConnectionOptions } from '../client/etcdClient.js';
-import { isEtcdDataDir } from '../etcdfile/index.js';
-import { kvPath, metaPath } from '../storage/layout.js';
+import { etcdDataDirLock, isEtcdDataDir } from '../etcdfile/index.js';
+import { kvPath, lockPath, metaPath } from '../storage/layout.js';
 import { statusOf } from './memberOps.js';
 
 export type RuntimeName = 'lifeboat' | 'etcd';
@@ -41,6 +41,20 @@ export function runtimeOfDataDir(dir: string): RuntimeName | undefined {
   if (etcd) return 'etcd';
   if (lifeboat) return 'lifeboat';
   return undefined;
+}
+
+/**
+ * The pid of the member running on a data dir, if one is: Lifeboat's from its
+ * member/lock, etcd's from the locks it holds on its WAL (see /proc/locks).
+ */
+export function memberPid(dir: string): number | undefined {
+  if (runtimeOfDataDir(dir) === 'etcd') return etcdDataDirLock(dir)?.pid;
+  try {
+    const pid = Number(fs.readFileSync(lockPath(dir), 'utf8').trim().split(/\s+/)[0]);
+    return pid > 0 ? pid : undefined;
+  } catch {
+    return undefined; // no lock: not running
+  }
 }
 
 /** The runtime of the members answering at endpoints, with the version they report. */

@@ -8,6 +8,8 @@ import * as tar from 'tar';
 import { RefusedError, InputError } from '../common/errors.js';
 import { DataDirLockedError } from '../storage/errors.js';
 import { RaftStorage } from '../storage/raftStorage.js';
+import { etcdDataDirLock } from '../etcdfile/index.js';
+import { runtimeOfDataDir } from '../ops/runtime.js';
 
 export const MANIFEST = 'lifeboat-manifest.json';
 
@@ -54,13 +56,19 @@ export interface PackResult {
 /** Packs a stopped member's data dir. A running member (its lock held) is refused. */
 export async function packDataDir(dataDir: string, out: string): Promise<PackResult> {
   if (!fs.existsSync(path.join(dataDir, 'member'))) throw new InputError(`${dataDir} holds no member data (no member/ directory); check the path`);
-  // Holding the lock while packing also proves the member is stopped.
-  let storage: RaftStorage;
-  try {
-    storage = RaftStorage.open(dataDir, { readOnly: true }).storage;
-  } catch (e) {
-    if (e instanceof DataDirLockedError) throw new RefusedError(`${e.message} before packing it`);
-    throw e;
+  // Holding the lock while packing also proves a Lifeboat member is stopped; an etcd
+  // member's own locks (on its WAL) show whether it runs.
+  let storage: RaftStorage | undefined;
+  if (runtimeOfDataDir(dataDir) === 'etcd') {
+    const holder = etcdDataDirLock(dataDir);
+    if (holder) throw new RefusedError(`data dir ${dataDir} is in use by a running etcd${holder.pid ? ` (pid ${holder.pid})` : ''}; stop it before packing it`);
+  } else {
+    try {
+      storage = RaftStorage.open(dataDir, { readOnly: true }).storage;
+    } catch (e) {
+      if (e instanceof DataDirLockedError) throw new RefusedError(`${e.message} before packing it`);
+      throw e;
+    }
   }
   const part = `${out}.part`;
   try {
@@ -85,7 +93,7 @@ export async function packDataDir(dataDir: string, out: string): Promise<PackRes
     fs.rmSync(part, { force: true });
     throw e;
   } finally {
-    storage.close();
+    storage?.close();
   }
 }
 

@@ -18,7 +18,8 @@ import { ackedWriter } from '../support/ackedWriter.js';
 import { EtcdCluster, type EtcdMember } from '../support/etcdCluster.js';
 import { treeState } from './treeState.js';
 import { freePorts } from '../support/ports.js';
-import { stopProcessesUnder } from '../support/processes.js';
+import { processesUnder, stopProcessesUnder } from '../support/processes.js';
+import { clientFor } from '../../src/client/etcdClient.js';
 import { etcdctl, lifeboat, run, ROOT, waitFor } from '../support/tools.js';
 
 const BIN = path.join(ROOT, 'bin', 'run.js');
@@ -295,5 +296,89 @@ describe('the main job on real etcd 3.4', () => {
     const added = (await memberList(endpoints)).members.find((m) => m.peerURLs.includes(`http://127.0.0.1:${p5}`));
     assert.ok(added);
     assert.equal((await etcdctl('--endpoints', endpoints, 'member', 'remove', BigInt(added.ID).toString(16))).code, 0);
+  });
+
+  test('the other playbooks on real etcd members: rolling-restart, scale-in, replace-failed-member, move-member, recover-from-nospace', async () => {
+    assert.equal(recovered.length, 3, 'needs the recovered cluster of the tests before');
+    const voters = async (endpoint: string) => (await memberList(endpoint)).members.filter((m) => !m.isLearner);
+    const infra4 = path.join(newDir, 'infra4');
+    const at = (m: Recovered) => m.clientUrl;
+    let endpoints = [...recovered.map(at)].join(',');
+
+    // rolling-restart: each member stopped (found by its WAL lock) and started again, the cluster whole after each.
+    const [r1, r2, r3] = recovered as [Recovered, Recovered, Recovered];
+    const pidsBefore = [r2, r3].map((m) => processesUnder(m.dataDir));
+    const rr = await playbook(
+      'rolling-restart',
+      { endpoints, members: [r2, r3].map((m) => `${m.name}=${m.peerUrl},${m.clientUrl},${m.dataDir}`).join(';') },
+      auditDb,
+    );
+    assert.equal(rr.code, 0, rr.out);
+    [r2, r3].forEach((m, i) => assert.notDeepEqual(processesUnder(m.dataDir), pidsBefore[i], `${m.name} was not restarted`));
+    assert.equal((await voters(at(r1))).length, 4);
+
+    // scale-in: infra4 removed; the removed etcd member stops by itself.
+    const si = await playbook('scale-in', { endpoints, remove: 'infra4' }, auditDb);
+    assert.equal(si.code, 0, si.out);
+    assert.equal((await voters(at(r1))).length, 3);
+    await waitFor('the removed etcd member to stop', () => Promise.resolve(processesUnder(infra4).length === 0), { timeoutMs: 30_000 });
+
+    // replace-failed-member: r3 dies for good (kill -9) and is replaced by infra6 on new ports.
+    for (const pid of processesUnder(r3.dataDir)) process.kill(pid, 'SIGKILL');
+    const [c6, p6] = await freePorts(2, 'etcd-runtime-replace');
+    const infra6 = { name: 'infra6', peerUrl: `http://127.0.0.1:${p6}`, clientUrl: `http://127.0.0.1:${c6}`, dataDir: path.join(newDir, 'infra6') };
+    endpoints = [r1, r2].map(at).join(',');
+    const rf = await playbook(
+      'replace-failed-member',
+      {
+        endpoints,
+        failed: r3.name,
+        name: infra6.name,
+        'peer-url': infra6.peerUrl,
+        'client-url': infra6.clientUrl,
+        'data-dir': infra6.dataDir,
+        stabilization: '1s',
+      },
+      auditDb,
+    );
+    assert.equal(rf.code, 0, rf.out);
+    const afterReplace = await voters(at(r1));
+    assert.deepEqual(afterReplace.map((m) => m.name).sort(), [r1.name, r2.name, 'infra6'].sort());
+
+    // move-member: r2 to a new data dir and peer URL, packed with checksums and unpacked.
+    const [c7, p7] = await freePorts(2, 'etcd-runtime-move');
+    endpoints = [r1, infra6].map(at).join(',');
+    const moved = { dataDir: path.join(newDir, 'moved'), peerUrl: `http://127.0.0.1:${p7}`, clientUrl: `http://127.0.0.1:${c7}` };
+    const mv = await playbook(
+      'move-member',
+      {
+        endpoints,
+        name: r2.name,
+        'data-dir': r2.dataDir,
+        'client-url': r2.clientUrl,
+        archive: path.join(old.dir, 'move.tar.gz'),
+        'new-data-dir': moved.dataDir,
+        'new-peer-url': moved.peerUrl,
+        'new-client-url': moved.clientUrl,
+      },
+      auditDb,
+    );
+    assert.equal(mv.code, 0, mv.out);
+    const afterMove = (await memberList(at(r1))).members.find((m) => m.name === r2.name);
+    assert.deepEqual(afterMove?.peerURLs, [moved.peerUrl]);
+
+    // recover-from-nospace: a NOSPACE alarm (raised through the Maintenance API) refuses writes until the playbook has run.
+    endpoints = [r1.clientUrl, infra6.clientUrl, moved.clientUrl].join(',');
+    const c = clientFor(endpoints.split(','), { dialTimeoutMs: 2000, commandTimeoutMs: 5000 });
+    try {
+      await c.alarm('ACTIVATE', BigInt((await memberList(at(r1))).members[0].ID), 'NOSPACE');
+    } finally {
+      c.close();
+    }
+    const refused = await etcdctl('--endpoints', endpoints, 'put', 'after-nospace', 'v');
+    assert.notEqual(refused.code, 0, 'writes are refused under the NOSPACE alarm');
+    const ns = await playbook('recover-from-nospace', { endpoints }, auditDb);
+    assert.equal(ns.code, 0, ns.out);
+    assert.equal((await etcdctl('--endpoints', endpoints, 'put', 'after-nospace', 'v')).code, 0);
   });
 });

@@ -2,15 +2,13 @@
 // start-member, stop-member, wait-healthy, add-learner, wait-caught-up, promote,
 // remove-member, update-peer-urls, check-cluster. Each checks first whether its
 // work is already done, so a resumed run never adds a member twice.
-import fs from 'node:fs';
 import path from 'node:path';
-import { lockPath } from '../../storage/layout.js';
 import { clientFor } from '../../client/etcdClient.js';
 import { parseMemberId } from '../../client/ids.js';
 import type { Member, MemberListResult } from '../../client/types.js';
 import { answers } from '../../recovery/fence.js';
 import { checkCluster, promoteWhenReady, statusOf, LearnerStalledError, waitCaughtUp, waitHealthy, waitUntil } from '../../ops/memberOps.js';
-import { clusterRuntime, parseRuntimeChoice, resolveRuntime, runtimeOfDataDir } from '../../ops/runtime.js';
+import { clusterRuntime, memberPid, parseRuntimeChoice, resolveRuntime, runtimeOfDataDir } from '../../ops/runtime.js';
 import { logTail, spawnMember, startInstructions, type StartedMember, type StartMemberOptions } from '../../ops/startMember.js';
 import type { RuntimeName } from '../../common/memberCommand.js';
 import { SafetyCheckError, type StepContext, type StepDefinition } from '../stepTypes.js';
@@ -194,7 +192,7 @@ export const startMember: StepDefinition = {
 
 export const stopMember: StepDefinition = {
   type: 'stop-member',
-  description: 'Stop a member running on this host (SIGTERM to the pid in its data dir lock) and wait until it no longer answers.',
+  description: "Stop a member running on this host (SIGTERM to the process holding its data dir: Lifeboat's lock, or etcd's WAL locks) and wait until it no longer answers.",
   params: {
     'data-dir': { type: 'path', required: true, description: 'its data dir (the lock names the running process)' },
     'client-url': { type: 'url', required: true, description: 'its client URL' },
@@ -202,17 +200,7 @@ export const stopMember: StepDefinition = {
   },
   describe: (p) => [`stop the member running on ${String(p['data-dir'])} (${String(p['client-url'])})`],
   async run(p, ctx) {
-    let pid = 0;
-    try {
-      pid = Number(
-        fs
-          .readFileSync(lockPath(String(p['data-dir'])), 'utf8')
-          .trim()
-          .split(/\s+/)[0],
-      );
-    } catch {
-      // no lock: not running
-    }
+    const pid = memberPid(String(p['data-dir'])) ?? 0;
     if (pid > 0) {
       try {
         process.kill(pid, 'SIGTERM');
