@@ -1,18 +1,17 @@
 // Members a playbook starts run detached from the process that ran it. Whoever
-// made their data dirs stops them through the pid in each dir's lock file.
+// made their data dirs stops them through the process holding each data dir
+// (Lifeboat's lock file, etcd's WAL locks).
 import fs from 'node:fs';
 import path from 'node:path';
-import { lockPath } from '../storage/layout.js';
+import { memberPid } from '../ops/runtime.js';
 
 /** SIGKILL the member holding each data dir directly under `dir`; returns the pids signalled. */
 export function killDetachedMembers(dir: string): number[] {
   const killed: number[] = [];
   for (const d of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
-    const lock = lockPath(path.join(dir, d));
-    if (!fs.existsSync(lock)) continue;
-    const pid = Number(fs.readFileSync(lock, 'utf8').trim().split(/\s+/)[0]);
+    const pid = memberPid(path.join(dir, d));
     try {
-      if (pid > 0 && pid !== process.pid) {
+      if (pid !== undefined && pid !== process.pid) {
         process.kill(pid, 'SIGKILL');
         killed.push(pid);
       }

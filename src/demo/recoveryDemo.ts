@@ -1,9 +1,10 @@
-// `npm run demo`: the main job end to end on this machine, in under a minute.
-// A 3-member cluster on 127.0.0.1 takes 10,000 keys, loses two members for good,
-// and the survivor's data dir is recovered with the scripted
-// recover-from-quorum-loss playbook into a new cluster of 3 healthy voters; the
-// old members, restarted, learn they were superseded; the audit timeline shows
-// every step. Everything it starts is stopped and its directory removed.
+// `npm run demo [-- --runtime etcd]`: the main job end to end on this machine, in
+// under a minute. A 3-member cluster on 127.0.0.1 (Lifeboat members, or real etcd)
+// takes 10,000 keys, loses two members for good, and the survivor's data dir is
+// recovered with the scripted recover-from-quorum-loss playbook into a new cluster
+// of 3 healthy voters of the same runtime; the old data dirs are fenced, so the old
+// members, restarted, stop at once; the audit timeline shows every step.
+// Everything it starts is stopped and its directory removed.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -12,12 +13,23 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { clientFor, type ConnectionOptions } from '../client/etcdClient.js';
 import { prefixEnd } from '../client/keyRange.js';
+import { etcdBinary, runtimeOfVersion } from '../ops/runtime.js';
 import { killDetachedMembers } from './detachedMembers.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const BIN = path.join(ROOT, 'bin', 'run.js');
 const KEYS = 10_000;
 const DEMO_CONNECTION: ConnectionOptions = { dialTimeoutMs: 5000, commandTimeoutMs: 10_000 };
+
+const runtimeArg = process.argv.indexOf('--runtime');
+const RUNTIME = runtimeArg >= 0 ? process.argv[runtimeArg + 1] : 'lifeboat';
+if (RUNTIME !== 'lifeboat' && RUNTIME !== 'etcd') {
+  console.error(`--runtime ${RUNTIME}: expected lifeboat or etcd`);
+  process.exit(2);
+}
+/** How an old member that comes back on a fenced data dir must stop: Lifeboat exits 78 (superseded), etcd 1 (its member/ beside a proxy/). */
+const FENCED_EXIT = RUNTIME === 'etcd' ? 1 : 78;
+const FENCED_LOG = RUNTIME === 'etcd' ? /Both member and proxy directories exist/ : /cluster superseded by [0-9a-f]+/;
 
 const started = Date.now();
 const say = (msg: string) => console.log(`[${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s] ${msg}`);
@@ -42,10 +54,9 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-demo-'));
 function server(name: string, dataDir: string, peer: string, client: string, initialCluster: string, logName = name): Proc {
   const log = fs.openSync(path.join(dir, `${logName}.log`), 'a');
   const child = spawn(
-    process.execPath,
+    RUNTIME === 'etcd' ? etcdBinary() : process.execPath,
     [
-      BIN,
-      'server',
+      ...(RUNTIME === 'etcd' ? ['--initial-cluster-token', `demo-${path.basename(dir)}`] : [BIN, 'server']),
       '--name',
       name,
       '--data-dir',
@@ -110,7 +121,7 @@ async function main(): Promise<void> {
   const old = ['m1', 'm2', 'm3'].map((name, i) => ({ name, peer: url(ports[2 * i]), client: url(ports[2 * i + 1]), dataDir: path.join(dir, name) }));
   const ic = old.map((m) => `${m.name}=${m.peer}`).join(',');
 
-  say('starting a 3-member Lifeboat cluster on 127.0.0.1');
+  say(`starting a 3-member ${RUNTIME === 'etcd' ? 'etcd' : 'Lifeboat'} cluster on 127.0.0.1`);
   const running = old.map((m) => server(m.name, m.dataDir, m.peer, m.client, ic));
   const connect = () =>
     clientFor(
@@ -174,6 +185,11 @@ async function main(): Promise<void> {
     `members=${fresh.map((m) => `${m.name}=${m.peer},${m.client},${m.dataDir}`).join(';')}`,
     '--set',
     'stabilization=2s',
+    '--set',
+    `old-data-dirs=${old
+      .slice(1)
+      .map((m) => m.dataDir)
+      .join(',')}`,
   ]);
   if (run.code !== 0) throw new Error(`the playbook failed (exit ${run.code})`);
 
@@ -192,12 +208,14 @@ async function main(): Promise<void> {
   after.close();
   const voters = members.members.filter((m) => !m.isLearner);
   say(`voters: ${voters.map((m) => m.name).join(', ')}`);
-  // Healthy: every voter answers its own status and names the same leader.
+  // Healthy: every voter answers its own status, names the same leader and is of the demo's runtime.
   const leaders = await Promise.all(
     voters.map(async (m) => {
       const c = clientFor(m.clientURLs, DEMO_CONNECTION);
       try {
-        return (await c.status()).leader.toString(16);
+        const s = await c.status();
+        if (runtimeOfVersion(s.version) !== RUNTIME) failures.push(`${m.name} runs ${s.version}, not ${RUNTIME}`);
+        return s.leader.toString(16);
       } catch (e) {
         return `unreachable (${(e as Error).message})`;
       } finally {
@@ -209,14 +227,15 @@ async function main(): Promise<void> {
   if (new Set(leaders).size !== 1 || leaders[0] === '0' || leaders[0].startsWith('unreachable'))
     failures.push(`the voters do not agree on a leader: ${leaders.join(', ')}`);
 
-  say('the old m2 and m3 come back on their old data dirs:');
+  say('the old m2 and m3 come back on their old (fenced) data dirs, with their old command lines:');
   const back = [1, 2].map((i) => server(old[i].name, old[i].dataDir, old[i].peer, old[i].client, ic, `${old[i].name}-back`));
   const codes = await Promise.all(back.map((p) => Promise.race([p.exit, new Promise<string>((r) => setTimeout(() => r('still running'), 20_000))])));
   for (const [i, code] of codes.entries()) {
     const log = fs.readFileSync(path.join(dir, `${back[i].name}.log`), 'utf8');
-    const why = /cluster superseded by [0-9a-f]+/.exec(log)?.[0] ?? 'no message';
+    const why = FENCED_LOG.exec(log)?.[0] ?? 'no message';
     say(`  ${old[i + 1].name}: exit ${code} (${why})`);
-    if (code !== 78) failures.push(`old ${old[i + 1].name} ended with ${code}, expected exit 78 (superseded)`);
+    if (code !== FENCED_EXIT || why === 'no message')
+      failures.push(`old ${old[i + 1].name} ended with ${code} (${why}), expected exit ${FENCED_EXIT} (fenced)`);
   }
 
   say('the audit timeline:');

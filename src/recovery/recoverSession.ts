@@ -93,6 +93,9 @@ export function recoverSets(plan: RecoveryPlan, discardUncommitted: boolean, ope
   if (me?.name) preset.push(`name=${me.name}`);
   if (me?.peerURLs[0]) preset.push(`peer-url=${me.peerURLs[0]}`);
   if (discardUncommitted) preset.push('discard-uncommitted=true');
+  // The other survivors' data dirs are on this host: fenced once the new cluster is verified.
+  const others = plan.sources.filter((s, i) => i !== plan.recommended && s.report).map((s) => s.path);
+  if (others.length > 0) preset.push(`old-data-dirs=${others.join(',')}`);
   const given = new Set(operatorSets.map((s) => s.split('=')[0]));
   return [...preset.filter((s) => !given.has(s.split('=')[0])), ...operatorSets];
 }

@@ -388,14 +388,16 @@ test('member add --learner, start it for real from the printed settings, promote
   assert.ok(idMatch, out);
   const id = idMatch[1];
   const expected = [...cluster.members.map((m) => `${m.name}=${m.peerUrl}`), `infra4=${peerUrl}`].sort();
-  const initialCluster = /^LIFEBOAT_INITIAL_CLUSTER="(.*)"$/m.exec(out)?.[1] ?? '';
+  // Against etcd: etcd's own block, as etcdctl prints it, and an etcd command line.
+  const initialCluster = /^ETCD_INITIAL_CLUSTER="(.*)"$/m.exec(out)?.[1] ?? '';
   assert.deepEqual(initialCluster.split(',').sort(), expected, 'every member by name, and the new one');
-  assert.ok(out.includes(`LIFEBOAT_NAME="infra4"\n`), out);
-  assert.ok(out.includes(`LIFEBOAT_INITIAL_ADVERTISE_PEER_URLS="${peerUrl}"\n`), out);
-  assert.ok(out.includes(`LIFEBOAT_INITIAL_CLUSTER_STATE="existing"\n`), out);
+  assert.ok(out.includes(`ETCD_NAME="infra4"\n`), out);
+  assert.ok(out.includes(`ETCD_INITIAL_ADVERTISE_PEER_URLS="${peerUrl}"\n`), out);
+  assert.ok(out.includes(`ETCD_INITIAL_CLUSTER_STATE="existing"\n`), out);
+  assert.doesNotMatch(out, /LIFEBOAT_/);
   assert.ok(
     out.includes(
-      `lifeboat server --name infra4 --data-dir infra4.etcd --listen-peer-urls ${peerUrl} --initial-advertise-peer-urls ${peerUrl} --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 --initial-cluster ${initialCluster} --initial-cluster-state existing`,
+      `etcd --name infra4 --data-dir infra4.etcd --listen-peer-urls ${peerUrl} --initial-advertise-peer-urls ${peerUrl} --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 --initial-cluster ${initialCluster} --initial-cluster-state existing`,
     ),
     out,
   );
@@ -407,8 +409,8 @@ test('member add --learner, start it for real from the printed settings, promote
   );
   assert.match(ok(await lifeboat('member', 'list', ...all)), new RegExp(`^${id}, unstarted, , ${peerUrl}, , true$`, 'm'));
 
-  // Phase 2: real etcd, configured by the printed environment (ETCD_ for LIFEBOAT_).
-  const env = Object.fromEntries([...out.matchAll(/^LIFEBOAT_([A-Z_]+)="(.*)"$/gm)].map((mm) => [`ETCD_${mm[1]}`, mm[2]]));
+  // Phase 2: real etcd, configured by the printed environment as it is.
+  const env = Object.fromEntries([...out.matchAll(/^(ETCD_[A-Z_]+)="(.*)"$/gm)].map((mm) => [mm[1], mm[2]]));
   assert.equal(Object.keys(env).length, 4);
   const learner = await cluster.startJoining('infra4', clientPort, peerPort, env, { learner: true });
   await waitFor('the learner to publish its name', async () => (await etcdctlMembers()).find((r) => r.id === id)?.status === 'started');

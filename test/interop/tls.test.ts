@@ -102,7 +102,7 @@ test('with client mutual TLS: del, alarm list, member add --learner, start it, p
   const added = ok(await lifeboat('member', 'add', 'infra2', '--peer-urls', peerUrl, '--learner', ...tls));
   const id = /^Member ([0-9a-f]+) added as learner to cluster [0-9a-f]+\n/.exec(added)?.[1];
   assert.ok(id, added);
-  const env = Object.fromEntries([...added.matchAll(/^LIFEBOAT_([A-Z_]+)="(.*)"$/gm)].map((mm) => [`ETCD_${mm[1]}`, mm[2]]));
+  const env = Object.fromEntries([...added.matchAll(/^(ETCD_[A-Z_]+)="(.*)"$/gm)].map((mm) => [mm[1], mm[2]]));
   const learner = await cluster.startJoining('infra2', clientPort, peerPort, env, { learner: true });
   await waitFor('the learner to publish its name', async () =>
     ok(await lifeboat('member', 'list', ...tls)).includes(`${id}, started, infra2, ${peerUrl}, ${learner.clientUrl}, true`),

@@ -149,6 +149,7 @@ describe('recovery from permanent quorum loss', () => {
       'healthy',
       ...[1, 2].flatMap((i) => ['add', 'start-learner', 'caught-up', 'promote', 'check-member'].map((s) => `readd[${i}].${s}`)),
       'final-check',
+      'fence-old',
       'done',
     ];
     assert.deepEqual(
