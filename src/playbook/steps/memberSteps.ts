@@ -192,7 +192,8 @@ export const startMember: StepDefinition = {
 
 export const stopMember: StepDefinition = {
   type: 'stop-member',
-  description: "Stop a member running on this host (SIGTERM to the process holding its data dir: Lifeboat's lock, or etcd's WAL locks) and wait until it no longer answers.",
+  description:
+    "Stop a member running on this host (SIGTERM to the process holding its data dir: Lifeboat's lock, or etcd's WAL locks) and wait until it no longer answers.",
   params: {
     'data-dir': { type: 'path', required: true, description: 'its data dir (the lock names the running process)' },
     'client-url': { type: 'url', required: true, description: 'its client URL' },
