@@ -33,8 +33,7 @@ export default class AuditReport extends BaseCommand {
   async run(): Promise<void> {
     const { args, flags } = await this.parse(AuditReport);
     const report = readRunReport(flags['audit-db'], args.run_id);
-    const text =
-      flags['write-out'] === 'json' ? `${toJson(report)}\n` : flags.markdown ? renderReportMarkdown(report) : renderReportHtml(report);
+    const text = flags['write-out'] === 'json' ? `${toJson(report)}\n` : flags.markdown ? renderReportMarkdown(report) : renderReportHtml(report);
     const file = flags.html ?? flags.out;
     if (file === undefined) process.stdout.write(text);
     else writeReportFile(file, text);

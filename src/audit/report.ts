@@ -127,14 +127,12 @@ export function buildRunReport(log: AuditReader, runId: string, now: Date = new 
   const playbookEvent = events.find((e) => e.kind === 'playbook');
   const playbookData = asRecord(playbookEvent?.data);
   const sources = asRecord(playbookData.variableSources);
-  const variables = Object.entries(run.variables).map(
-    ([name, value]): ReportVariable => ({
-      name,
-      value: redact.isSecret(name) ? '[redacted]' : redact.value(value),
-      redacted: redact.isSecret(name),
-      source: typeof sources[name] === 'string' ? sources[name] : null,
-    }),
-  );
+  const variables = Object.entries(run.variables).map(([name, value]): ReportVariable => ({
+    name,
+    value: redact.isSecret(name) ? '[redacted]' : redact.value(value),
+    redacted: redact.isSecret(name),
+    source: typeof sources[name] === 'string' ? sources[name] : null,
+  }));
 
   const prompts: ReportPrompt[] = [];
   const plans: ReportPlan[] = [];

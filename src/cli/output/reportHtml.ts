@@ -123,7 +123,13 @@ const CHART = { width: 720, gutter: 48, right: 12, row: 24, bar: 14, top: 8, axi
 
 function timeline(r: RunReport): string {
   if (r.steps.length === 0) return `<section id="timeline"><h2>Timeline</h2><p class="muted">No steps recorded.</p></section>`;
-  const parts = r.sessions.map((s) => sessionBlock(r, s, r.steps.filter((x) => x.session === s.index)));
+  const parts = r.sessions.map((s) =>
+    sessionBlock(
+      r,
+      s,
+      r.steps.filter((x) => x.session === s.index),
+    ),
+  );
   return `<section id="timeline">
 <h2>Timeline</h2>
 <p class="legend"><span><i style="background:var(--ok)"></i>succeeded</span><span><i style="background:var(--bad)"></i>failed</span><span><i style="background:var(--skip)"></i>skipped (done before)</span><span><i style="background:var(--warn)"></i>unfinished</span><span><i style="background:var(--run)"></i>running</span></p>
@@ -134,9 +140,7 @@ ${parts.join('\n')}
 function sessionBlock(r: RunReport, s: ReportSession, steps: ReportStep[]): string {
   const who = `${esc(s.by.user)}@${esc(s.by.host)} (pid ${s.by.pid})`;
   const head =
-    s.index === 0
-      ? `Started ${esc(s.startedAt)} by ${who}`
-      : `Resume ${s.index}: ${esc(s.startedAt)} by ${who}${s.reason ? ` — ${esc(s.reason)}` : ''}`;
+    s.index === 0 ? `Started ${esc(s.startedAt)} by ${who}` : `Resume ${s.index}: ${esc(s.startedAt)} by ${who}${s.reason ? ` — ${esc(s.reason)}` : ''}`;
   return `<div class="session" data-session="${s.index}">
 <h3>${head} <span class="muted">(${formatDuration(s.durationMs)})</span></h3>
 ${steps.length > 0 ? chartSvg(s, steps) : '<p class="muted">No steps in this session.</p>'}
@@ -270,7 +274,7 @@ function stepTitle(x: ReportStep): string {
 }
 
 function isEmpty(v: unknown): boolean {
-  return v === null || v === undefined || (typeof v === 'object' && Object.keys(v as object).length === 0);
+  return v === null || v === undefined || (typeof v === 'object' && Object.keys(v).length === 0);
 }
 
 function n(x: number): string {

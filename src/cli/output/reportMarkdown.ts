@@ -59,7 +59,9 @@ export function renderReportMarkdown(r: RunReport): string {
     out.push('| at | question | answer |', '|---|---|---|');
     for (const p of r.prompts) {
       const answer = p.answer === null || p.answer === undefined ? '(no answer)' : p.answer === true ? 'yes' : p.answer === false ? 'no' : valueText(p.answer);
-      out.push(`| ${p.at.slice(11, 23)} | ${cell(p.question)}${p.stepId ? ` (step \`${p.stepId}\`)` : ''} | ${cell(answer)}${p.answeredBy ? ` (by ${cell(p.answeredBy)})` : ''} |`);
+      out.push(
+        `| ${p.at.slice(11, 23)} | ${cell(p.question)}${p.stepId ? ` (step \`${p.stepId}\`)` : ''} | ${cell(answer)}${p.answeredBy ? ` (by ${cell(p.answeredBy)})` : ''} |`,
+      );
     }
     out.push('');
   }
@@ -68,7 +70,8 @@ export function renderReportMarkdown(r: RunReport): string {
   if (r.variables.length === 0) out.push('None.', '');
   else {
     out.push('| name | value | from |', '|---|---|---|');
-    for (const v of r.variables) out.push(`| \`${v.name}\` | ${v.redacted ? '_[redacted]_' : `\`${cell(valueText(v.value)).replace(/`/g, "'")}\``} | ${v.source ?? ''} |`);
+    for (const v of r.variables)
+      out.push(`| \`${v.name}\` | ${v.redacted ? '_[redacted]_' : `\`${cell(valueText(v.value)).replace(/`/g, "'")}\``} | ${v.source ?? ''} |`);
     out.push('', '_Values whose names look like a password, token or key are masked, here and wherever else they appear._', '');
   }
 
@@ -86,7 +89,14 @@ export function renderReportMarkdown(r: RunReport): string {
     out.push('');
   }
 
-  out.push('### Audit chain', '', chainSummary(r), '', `Head: \`${r.head}\` (${r.rows} rows). Check it later with \`lifeboat audit verify --head ${r.head}\`.`, '');
+  out.push(
+    '### Audit chain',
+    '',
+    chainSummary(r),
+    '',
+    `Head: \`${r.head}\` (${r.rows} rows). Check it later with \`lifeboat audit verify --head ${r.head}\`.`,
+    '',
+  );
   out.push(`_Report generated ${r.generatedAt} by lifeboat audit report._`);
   return `${out.join('\n')}\n`;
 }
