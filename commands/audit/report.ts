@@ -6,6 +6,7 @@ import { renderReportHtml } from '../../src/cli/output/reportHtml.js';
 import { renderReportMarkdown } from '../../src/cli/output/reportMarkdown.js';
 import { writeReportFile } from '../../src/cli/output/reportFile.js';
 import { toJson } from '../../src/cli/output/json.js';
+import { InputError } from '../../src/common/errors.js';
 
 export default class AuditReport extends BaseCommand {
   static override summary = 'Write one run as a self-contained HTML page, or as Markdown.';
@@ -32,6 +33,9 @@ export default class AuditReport extends BaseCommand {
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(AuditReport);
+    if (flags['write-out'] === 'json' && (flags.markdown || flags.html !== undefined)) {
+      throw new InputError("-w json prints the report's data: leave out --markdown and --html (use --out FILE to write it to a file)");
+    }
     const report = readRunReport(flags['audit-db'], args.run_id);
     const text = flags['write-out'] === 'json' ? `${toJson(report)}\n` : flags.markdown ? renderReportMarkdown(report) : renderReportHtml(report);
     const file = flags.html ?? flags.out;
