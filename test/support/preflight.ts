@@ -10,6 +10,8 @@ const TOOLS: Array<[string, string]> = [
   ['openssl', 'openssl'],
   // util-linux's `script`: a pseudo-terminal for the confirmation-prompt tests
   ['script', 'bsdutils'],
+  // headless Chromium renders `audit report`'s HTML (test/audit/reportBrowser.test.ts)
+  ['chromium', 'chromium'],
 ];
 
 const missing = TOOLS.filter(([tool]) => {

@@ -7,7 +7,14 @@ import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const PACKAGES: Record<string, string> = { etcdctl: 'etcd-client', etcd: 'etcd-server', openssl: 'openssl', tmux: 'tmux', script: 'bsdutils' };
+const PACKAGES: Record<string, string> = {
+  etcdctl: 'etcd-client',
+  etcd: 'etcd-server',
+  openssl: 'openssl',
+  tmux: 'tmux',
+  script: 'bsdutils',
+  chromium: 'chromium',
+};
 
 export function requireTool(name: keyof typeof PACKAGES): string {
   try {

@@ -1,0 +1,45 @@
+import { Args, Flags } from '@oclif/core';
+import { BaseCommand } from '../../src/cli/baseCommand.js';
+import { auditDbFlag } from '../../src/cli/auditFlags.js';
+import { readRunReport } from '../../src/audit/report.js';
+import { renderReportHtml } from '../../src/cli/output/reportHtml.js';
+import { renderReportMarkdown } from '../../src/cli/output/reportMarkdown.js';
+import { writeReportFile } from '../../src/cli/output/reportFile.js';
+import { toJson } from '../../src/cli/output/json.js';
+import { InputError } from '../../src/common/errors.js';
+
+export default class AuditReport extends BaseCommand {
+  static override summary = 'Write one run as a self-contained HTML page, or as Markdown.';
+
+  static override description =
+    "One run as a report: outcome, reason, who and when; the cluster and member IDs before and after; a timeline chart of every step attempt with its duration and status; the prompts and answers; the variables (values whose names look like a password, token or key masked everywhere); the recover plan it showed; and the audit chain's verification and head. HTML (one file: inline CSS and SVG, nothing fetched) goes to stdout unless --html FILE or --out FILE is given; --markdown prints Markdown for tickets and post-mortems; -w json prints the report's data.";
+
+  static override examples = [
+    '<%= config.bin %> audit report r-20261122-083015-3f2a --html report.html',
+    '<%= config.bin %> audit report r-20261122-083015-3f2a --markdown >> postmortem.md',
+    '<%= config.bin %> audit report r-20261122-083015-3f2a > report.html',
+  ];
+
+  static override args = {
+    run_id: Args.string({ required: true, description: "run ID, as 'lifeboat audit list' shows it" }),
+  };
+
+  static override flags = {
+    html: Flags.string({ description: 'write the HTML page to FILE (via FILE.tmp, then renamed)', helpValue: 'FILE', exclusive: ['markdown', 'out'] }),
+    markdown: Flags.boolean({ description: 'Markdown instead of HTML (to stdout, or to --out FILE)', exclusive: ['html'] }),
+    out: Flags.string({ description: 'write to FILE instead of stdout (via FILE.tmp, then renamed)', helpValue: 'FILE', exclusive: ['html'] }),
+    'audit-db': auditDbFlag,
+  };
+
+  async run(): Promise<void> {
+    const { args, flags } = await this.parse(AuditReport);
+    if (flags['write-out'] === 'json' && (flags.markdown || flags.html !== undefined)) {
+      throw new InputError("-w json prints the report's data: leave out --markdown and --html (use --out FILE to write it to a file)");
+    }
+    const report = readRunReport(flags['audit-db'], args.run_id);
+    const text = flags['write-out'] === 'json' ? `${toJson(report)}\n` : flags.markdown ? renderReportMarkdown(report) : renderReportHtml(report);
+    const file = flags.html ?? flags.out;
+    if (file === undefined) process.stdout.write(text);
+    else writeReportFile(file, text);
+  }
+}
