@@ -14,11 +14,21 @@ import { parseRuntimeChoice, resolveRuntime, runtimeOfDataDir, type RuntimeChoic
 import { restoreEtcdDataDir, restoreEtcdSnapshotFile } from '../../recovery/etcdRestore.js';
 import { SafetyCheckError, type StepContext, type StepDefinition } from '../stepTypes.js';
 
-type Source = { kind: 'data-dir' | 'snapshot'; path: string };
+type Source = { kind: 'data-dir' | 'snapshot'; path: string; walDir?: string };
 
-function sourceOf(p: string): Source {
-  if (!fs.existsSync(p)) throw new Error(`source ${p} does not exist`);
-  return { kind: fs.statSync(p).isDirectory() ? 'data-dir' : 'snapshot', path: path.resolve(p) };
+const walDirParam = { type: 'string' as const, default: '', description: "an etcd source's separate WAL directory (its --wal-dir)" };
+
+/** The source named by a step's `source` (and `wal-dir`) parameters. */
+function sourceOf(p: Record<string, unknown>): Source {
+  const file = String(p.source);
+  if (!fs.existsSync(file)) throw new Error(`source ${file} does not exist`);
+  const walDir = typeof p['wal-dir'] === 'string' && p['wal-dir'] !== '' ? path.resolve(p['wal-dir']) : undefined;
+  return { kind: fs.statSync(file).isDirectory() ? 'data-dir' : 'snapshot', path: path.resolve(file), ...(walDir ? { walDir } : {}) };
+}
+
+/** inspectDataDir of a data-dir source, with its separate WAL directory if it has one. */
+function inspectSource(src: Source): ReturnType<typeof inspectDataDir> {
+  return inspectDataDir(src.path, src.walDir ? { walDir: src.walDir } : {});
 }
 
 /** The old cluster's members, as the source recorded them. */
@@ -27,7 +37,7 @@ async function oldMembersOf(src: Source): Promise<{ clusterId: string; memberId?
     const s = await snapshotStatus(src.path);
     return { clusterId: s.clusterId, members: s.members };
   }
-  const r = await inspectDataDir(src.path);
+  const r = await inspectSource(src);
   return { clusterId: r.clusterId, memberId: r.memberId, members: r.members };
 }
 
@@ -39,10 +49,10 @@ function recoveryIds(old: { clusterId: string; members: OldMember[] }, clusterId
 export const inspectSources: StepDefinition = {
   type: 'inspect-sources',
   description: "Read the recovery source (a stopped survivor's data dir or a snapshot) and report what it holds.",
-  params: { source: { type: 'path', required: true, description: 'data dir or snapshot file' } },
+  params: { source: { type: 'path', required: true, description: 'data dir or snapshot file' }, 'wal-dir': walDirParam },
   describe: (p) => [`read ${String(p.source)} (read-only)`],
   async run(p, ctx) {
-    const src = sourceOf(String(p.source));
+    const src = sourceOf(p);
     if (src.kind === 'snapshot') {
       const s = await snapshotStatus(src.path);
       ctx.progress(`snapshot: ${s.totalKeys} keys at revision ${s.revision}, cluster ${s.clusterId}`);
@@ -50,7 +60,7 @@ export const inspectSources: StepDefinition = {
     }
     let r;
     try {
-      r = await inspectDataDir(src.path);
+      r = await inspectSource(src);
     } catch (e) {
       if (e instanceof DataDirLockedError) throw new SafetyCheckError(`${e.message}: the source member must be stopped before recovery`);
       throw e;
@@ -82,16 +92,17 @@ export const fenceOldMembers: StepDefinition = {
     source: { type: 'path', required: true, description: 'the recovery source (its member list is the old cluster)' },
     'assume-dead': { type: 'list', default: [], description: 'old member IDs (hex) or names to treat as dead even if they answer' },
     'skip-urls': { type: 'list', default: [], description: 'URLs not to probe (e.g. the survivor peer URL the recovered member will take over)' },
+    'wal-dir': walDirParam,
   },
   describe: (p) => [
     `probe the peer and client URLs of every member of ${String(p.source)}'s old cluster${(p['assume-dead'] as string[]).length ? `, treating ${(p['assume-dead'] as string[]).join(', ')} as dead` : ''}`,
   ],
   async run(p, ctx) {
-    const src = sourceOf(String(p.source));
+    const src = sourceOf(p);
     if (src.kind === 'data-dir') {
       // The survivor itself must be stopped: its data dir is locked while it runs.
       try {
-        await inspectDataDir(src.path);
+        await inspectSource(src);
       } catch (e) {
         if (e instanceof DataDirLockedError) throw new SafetyCheckError(`${e.message}: stop the source member first`);
         throw e;
@@ -149,14 +160,14 @@ export const restore: StepDefinition = {
         "the new member's runtime: auto (the source's: an etcd data dir or etcd snapshot gives etcd), lifeboat (an etcd snapshot can become a Lifeboat member), etcd",
     },
     'etcd-bin': { type: 'string', default: '', description: 'the etcd binary (default: etcd on PATH); etcdctl or etcdutl beside it restores' },
-    'wal-dir': { type: 'string', default: '', description: "an etcd source's separate WAL directory (its --wal-dir)" },
+    'wal-dir': walDirParam,
   },
   describe: (p) => [
     `create ${String(p['data-dir'])} from ${String(p.source)}: member ${String(p.name)} at ${String(p['peer-url'])}, alone, with a new cluster ID`,
   ],
   async run(p, ctx) {
     const target = String(p['data-dir']);
-    const src = sourceOf(String(p.source));
+    const src = sourceOf(p);
     const runtime = restoreRuntime(src, parseRuntimeChoice(typeof p.runtime === 'string' ? p.runtime : 'auto', 'runtime'));
     if (runtime === 'etcd') return restoreIntoEtcd(p, ctx, src);
     if (fs.existsSync(target) && fs.readdirSync(target).length > 0) {
@@ -287,12 +298,13 @@ export const fenceOldDataDirs: StepDefinition = {
     'old-data-dirs': { type: 'list', default: [], description: 'other old data dirs on this host' },
     fenced: { type: 'list', default: [], description: 'old members (names or IDs) the operator has fenced on their own hosts' },
     'assume-dead': { type: 'list', default: [], description: 'old members that cannot be reached at all: not asked about, recorded as unfenced' },
+    'wal-dir': walDirParam,
   },
   describe: (p) => [
     `fence ${[String(p.source), ...(p['old-data-dirs'] as string[])].join(', ')} (superseded by ${String(p['superseded-by'])}); ask for the other old members`,
   ],
   async run(p, ctx) {
-    const src = sourceOf(String(p.source));
+    const src = sourceOf(p);
     const by = parseHexId(String(p['superseded-by']));
     if (by === undefined || by === 0n) throw new Error(`superseded-by ${String(p['superseded-by'])} is not a cluster ID`);
     // Who the old members were, read before the source is fenced (fenced, it no longer reads).
