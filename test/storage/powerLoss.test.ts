@@ -23,8 +23,8 @@ async function runAll(cap: CaptureResult, cases: Case[], seed: number, stopAtFir
   // Two restarts at a time: this machine has two cores.
   const lane = async (k: number) => {
     while (next < cases.length && !(stopAtFirst && failures.length > 0)) {
-      const c = cases[next++]!;
-      const r = await runCase(cap, c, path.join(cap.root, `case-lane${k}`), [ports[2 * k]!, ports[2 * k + 1]!], seed);
+      const c = cases[next++];
+      const r = await runCase(cap, c, path.join(cap.root, `case-lane${k}`), [ports[2 * k], ports[2 * k + 1]], seed);
       if (r.error) failures.push(`${describeCase(c)} (seed ${seed}): ${r.error}`);
       else for (const cat of c.categories) counts.set(cat, (counts.get(cat) ?? 0) + 1);
     }
