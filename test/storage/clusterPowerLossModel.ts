@@ -15,8 +15,12 @@
 // Lifeboat leader applies only entries that were in an earlier Ready, and the
 // driver takes the next Ready only after that one's fsync returned (the leader
 // also counts itself toward a commit only then). So kv.db is never ahead of the
-// member's own durable log. The capture measures it (`aheadOfDurableLog`); the
-// single-member model keeps its simulated cases for that state.
+// member's own durable log; the capture measures it (`aheadOfDurableLog`). etcd's
+// leader can get there (it applies what its followers made durable while its own
+// fsync runs), and the restart fix is for that state, so the cases of that kind
+// simulate it on the member that led at the cut: its log also loses synced
+// records below its kv.db's applied index, as long as both followers' durable logs
+// hold every entry it applied (a commit without the leader needs both of them).
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
@@ -76,6 +80,15 @@ function stopped(p: ChildProcess): Promise<void> {
   });
 }
 
+/** Whether a client URL is served by some other process's member (a port taken meanwhile), and which. */
+async function answeringAsOthers(members: ClusterMember[], clients: EtcdClient[]): Promise<string | undefined> {
+  const ids = await Promise.all(clients.map((cl) => cl.status().then((st) => st.header.memberId.toString(16))));
+  const i = ids.findIndex((id, k) => id !== members[k].memberHex);
+  return i < 0
+    ? undefined
+    : `${members[i].clientUrl} answers as member ${ids[i]}, not ${members[i].name} (${members[i].memberHex}): another process took the port`;
+}
+
 /**
  * Runs a 3-member cluster through `keys` puts (8 clients, spread over the
  * members) and freezes all three every `every` acknowledgements; `planted` plants
@@ -83,7 +96,8 @@ function stopped(p: ChildProcess): Promise<void> {
  */
 export async function captureCluster(root: string, opts: { keys: number; every: number; snapshotCount: number; planted?: boolean }): Promise<ClusterCapture> {
   fs.mkdirSync(root, { recursive: true });
-  const ports = await freePorts(6, `${path.basename(root)}-cluster`);
+  // Seeded by the (random) temp dir: two runs of this file at once (other checkouts) take different ports.
+  const ports = await freePorts(6, `${root}-cluster`);
   const members: ClusterMember[] = NAMES.map((name, i) => ({
     name,
     peerUrl: `http://127.0.0.1:${ports[2 * i]}`,
@@ -113,6 +127,8 @@ export async function captureCluster(root: string, opts: { keys: number; every: 
     await Promise.all(procs.map((p, i) => waitServing(p, members[i].clientUrl, 30_000)));
     members.forEach((m) => (m.memberHex = memberIdOf(live(m)).toString(16)));
     for (const m of members) clients.push(new EtcdClient({ endpoints: m.clientUrl, commandTimeoutMs: 10_000 }));
+    const strangers = await answeringAsOthers(members, clients);
+    if (strangers) throw new Error(strangers);
     // Who leads, polled (a cut must not wait for an answer): only for the cases' descriptions.
     let leader = '';
     const poll = (async () => {
@@ -210,12 +226,15 @@ export interface ClusterCase {
   states: MemberState[];
   /** Every kind that some member's state shows. */
   categories: Category[];
+  /** The member whose state stands in for etcd's leader (kv.db above its durable log), if any. */
+  standIn?: string;
 }
 
 /**
  * Generates `count` cases that show `category`, seeded. Each member gets a state
  * of that kind if its cut allows one, else any state: a power cut treats every
- * member differently.
+ * member differently. "kv above last index" is simulated on the cut's leader (see
+ * above).
  */
 export function generateCluster(cap: ClusterCapture, category: Category, count: number, seed: number, first: number): ClusterCase[] {
   const out: ClusterCase[] = [];
@@ -225,16 +244,23 @@ export function generateCluster(cap: ClusterCapture, category: Category, count: 
     const rnd = seeded(seed * 1_000_003 + first + attempt);
     const cut = cap.cuts[Math.floor(rnd() * cap.cuts.length)];
     const states: MemberState[] = [];
+    const standIn = category === 'kv above last index' ? cut.leader : undefined;
     for (let i = 0; i < cap.members.length; i++) {
-      const choose = (k: Category | undefined) => chooseState(cutsOf[i], cut.members[i], k, rnd, ids[i], { leaderStandIn: false });
-      const s = choose(category) ?? choose(undefined);
+      const choose = (k: Category | undefined, leaderStandIn = false) => chooseState(cutsOf[i], cut.members[i], k, rnd, ids[i], { leaderStandIn });
+      let s: MemberState | undefined;
+      if (standIn === cap.members[i].name) {
+        // etcd's leader: what it applied is durable on both followers.
+        s = choose(category, true);
+        const followers = cut.members.flatMap((mc, j) => (j === i ? [] : [durableLastIndex(mc, ids[j]).durable]));
+        if (s && s.kvFrom.applied > Math.min(...followers)) s = undefined;
+      } else s = choose(category) ?? choose(undefined);
       if (!s) break;
       states.push(s);
     }
     if (states.length < cap.members.length) continue;
     const categories = CATEGORIES.filter((k) => states.some((s) => s.categories.includes(k)));
     if (!categories.includes(category)) continue;
-    out.push({ n: first + out.length, cut, states, categories });
+    out.push({ n: first + out.length, cut, states, categories, ...(standIn ? { standIn } : {}) });
   }
   return out;
 }
@@ -271,6 +297,8 @@ export async function runClusterCase(cap: ClusterCapture, c: ClusterCase, dir: s
   try {
     await Promise.all(procs.map((p, i) => waitServing(p, cap.members[i].clientUrl, 30_000)));
     for (const m of cap.members) clients.push(new EtcdClient({ endpoints: m.clientUrl, commandTimeoutMs: 10_000 }));
+    const strangers = await answeringAsOthers(cap.members, clients);
+    if (strangers) return fail(strangers);
     const acked = JSON.parse(fs.readFileSync(path.join(c.cut.dir, 'acked.json'), 'utf8')) as number[];
     for (const [i, client] of clients.entries()) {
       const r = await client.range('pl/', { rangeEnd: 'pl0' });
@@ -312,7 +340,7 @@ export async function runClusterCase(cap: ClusterCapture, c: ClusterCase, dir: s
 export function describeClusterCase(c: ClusterCase, withLogsIn?: string): string {
   const members = c.states.map((s, i) => {
     const name = NAMES[i];
-    const leader = c.cut.leader === name ? ' (leader at the cut)' : '';
+    const leader = c.cut.leader === name ? (c.standIn === name ? " (leader at the cut, standing in for etcd's)" : ' (leader at the cut)') : '';
     const log = withLogsIn ? `; log: ${logTail(path.join(withLogsIn, `${name}.log`))}` : '';
     return `${name}${leader}: ${describeState(s)}${log}`;
   });

@@ -51,7 +51,8 @@ const TIMING = { heartbeatMs: 20, electionMs: 100 };
  */
 export async function capture(root: string, opts: { keys: number; every: number; snapshotCount: number; planted?: boolean }): Promise<CaptureResult> {
   fs.mkdirSync(root, { recursive: true });
-  const [peer, client] = await freePorts(2, path.basename(root));
+  // Seeded by the (random) temp dir: two runs of this file at once (other checkouts) take different ports.
+  const [peer, client] = await freePorts(2, root);
   const dataDir = path.join(root, 'live');
   const journal = path.join(root, 'sync-journal');
   const peerUrl = `http://127.0.0.1:${peer}`;
