@@ -291,7 +291,9 @@ export async function waitServing(p: ChildProcess, clientUrl: string, timeoutMs 
   }
 }
 
-/** The last `n` lines of a member's log, joined on one line. */
+/** The last `n` lines of a member's log, joined on one line (more after a crash: node's stack trace). */
 export function logTail(logFile: string, n = 2): string {
-  return fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').trim().split('\n').slice(-n).join(' | ') : '';
+  if (!fs.existsSync(logFile)) return '';
+  const lines = fs.readFileSync(logFile, 'utf8').trim().split('\n');
+  return lines.slice(lines.at(-1)?.startsWith('Node.js v') ? -12 : -n).join(' | ');
 }
