@@ -16,7 +16,7 @@ const SEED = Number(process.env.LIFEBOAT_POWERLOSS_SEED ?? 1);
 const REQUIRED: Category[] = ['kv above commit', 'kv above last index', 'torn record', 'zero-filled tail'];
 
 async function runAll(cap: CaptureResult, cases: Case[], seed: number, stopAtFirst: boolean): Promise<{ failures: string[]; counts: Map<Category, number> }> {
-  const ports = await freePorts(4, `powerloss-run-${path.basename(cap.root)}`);
+  const ports = await freePorts(4, `powerloss-run-${cap.root}`);
   const failures: string[] = [];
   const counts = new Map<Category, number>();
   let next = 0;
