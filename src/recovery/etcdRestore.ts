@@ -31,6 +31,7 @@ import { memberDir } from '../storage/layout.js';
 import { commitWalTail } from './etcdWalTail.js';
 import type { RestoreOptions, RestoreResult } from './restore.js';
 import { snapshotStatus } from './snapshotFormat.js';
+import { NodeFileSystem } from '../storage/fileSystem.js';
 
 const run = promisify(execFile);
 
@@ -74,15 +75,6 @@ function tools(o: EtcdRestoreOptions): { etcd: string; restore: { bin: string; e
   return { etcd, restore, version: v.version };
 }
 
-function fsyncDir(dir: string): void {
-  const fd = fs.openSync(dir, 'r');
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-}
-
 /** `snapshot restore` of a bbolt file into <dataDir>.part, renamed into place. */
 async function restoreDb(db: string, o: EtcdRestoreOptions, t: ReturnType<typeof tools>, token: string, skipHashCheck: boolean): Promise<void> {
   const target = path.resolve(o.dataDir);
@@ -111,7 +103,7 @@ async function restoreDb(db: string, o: EtcdRestoreOptions, t: ReturnType<typeof
     await run(t.restore.bin, args, { env: { ...process.env, ...t.restore.env }, timeout: 10 * 60_000, maxBuffer: 16 << 20 });
     if (fs.existsSync(target)) fs.rmdirSync(target); // checked empty
     fs.renameSync(part, target);
-    fsyncDir(path.dirname(target));
+    new NodeFileSystem().fsyncDir(path.dirname(target));
   } catch (e) {
     fs.rmSync(part, { recursive: true, force: true });
     const err = e as Error & { stderr?: string };

@@ -16,6 +16,7 @@ import { formatId } from '../common/ids.js';
 import { memberDir } from '../storage/layout.js';
 import { DirLock } from '../storage/dirLock.js';
 import { NodeFileSystem } from '../storage/fileSystem.js';
+import { writeFileDurably } from '../storage/atomicFile.js';
 import { readMarker, writeMarker } from '../storage/markers.js';
 import { DataDirLockedError } from '../storage/errors.js';
 import { runtimeOfDataDir } from '../ops/runtime.js';
@@ -49,33 +50,17 @@ export function readFenceRecord(dir: string): FenceRecord | undefined {
   }
 }
 
-function fsyncDir(dir: string): void {
-  const fd = fs.openSync(dir, 'r');
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-}
+const nodeFs = new NodeFileSystem();
 
 function writeDurably(file: string, text: string): void {
-  const tmp = `${file}.tmp`;
-  const fd = fs.openSync(tmp, 'w');
-  try {
-    fs.writeSync(fd, text);
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  fs.renameSync(tmp, file);
-  fsyncDir(path.dirname(file));
+  writeFileDurably(nodeFs, file, Buffer.from(text));
 }
 
 /** The empty member/ beside an empty proxy/ that etcd refuses to start on. */
 function leaveUnstartableLayout(dir: string): void {
   fs.mkdirSync(memberDir(dir), { recursive: true });
   fs.mkdirSync(path.join(dir, 'proxy'), { recursive: true });
-  fsyncDir(dir);
+  nodeFs.fsyncDir(dir);
 }
 
 /** Renders an old data dir unstartable, reversibly; a second call finds it fenced and changes nothing. */
@@ -144,6 +129,6 @@ export function unfenceDataDir(dir: string): FenceRecord {
     fs.renameSync(aside, memberDir(dir));
   }
   fs.rmSync(recordPath(dir));
-  fsyncDir(dir);
+  nodeFs.fsyncDir(dir);
   return record;
 }

@@ -17,6 +17,7 @@ import { RaftStorage } from '../storage/raftStorage.js';
 import { isValidMemberUrl } from '../common/urls.js';
 import { importEtcdDb, requireTrailer, TrailerError } from '../etcdfile/index.js';
 import { derivedEtcdClusterId, snapshotKind } from './snapshotFormat.js';
+import { NodeFileSystem } from '../storage/fileSystem.js';
 
 export interface RestoreOptions {
   dataDir: string;
@@ -61,15 +62,6 @@ function checkOptions(o: RestoreOptions): void {
   }
   if (fs.existsSync(o.dataDir) && fs.readdirSync(o.dataDir).length > 0) {
     throw new RefusedError(`data dir ${o.dataDir} is not empty; restore into a new directory (or move ${o.dataDir} aside first)`);
-  }
-}
-
-function fsyncDir(dir: string): void {
-  const fd = fs.openSync(dir, 'r');
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
   }
 }
 
@@ -144,7 +136,7 @@ async function buildAtomically(o: RestoreOptions, build: (part: string) => Promi
     const result = await build(part);
     if (fs.existsSync(target)) fs.rmdirSync(target); // checked empty above
     fs.renameSync(part, target);
-    fsyncDir(path.dirname(target));
+    new NodeFileSystem().fsyncDir(path.dirname(target));
     return result;
   } catch (e) {
     fs.rmSync(part, { recursive: true, force: true });

@@ -3,6 +3,8 @@
 // and --force-new-cluster must not be applied twice.
 import fs from 'node:fs';
 import path from 'node:path';
+import { writeFileDurably } from './atomicFile.js';
+import { NodeFileSystem } from './fileSystem.js';
 
 export type Marker = 'removed' | 'superseded' | 'forced';
 
@@ -20,21 +22,6 @@ export function readMarker(dataDir: string, m: Marker): string | undefined {
 
 /** Writes the marker durably: temp file, fsync, rename, fsync of the directory. */
 export function writeMarker(dataDir: string, m: Marker, text: string): void {
-  const dir = path.join(dataDir, 'member');
-  fs.mkdirSync(dir, { recursive: true });
-  const tmp = markerPath(dataDir, m) + '.tmp';
-  const fd = fs.openSync(tmp, 'w');
-  try {
-    fs.writeSync(fd, text);
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  fs.renameSync(tmp, markerPath(dataDir, m));
-  const dfd = fs.openSync(dir, 'r');
-  try {
-    fs.fsyncSync(dfd);
-  } finally {
-    fs.closeSync(dfd);
-  }
+  fs.mkdirSync(path.join(dataDir, 'member'), { recursive: true });
+  writeFileDurably(new NodeFileSystem(), markerPath(dataDir, m), Buffer.from(text));
 }

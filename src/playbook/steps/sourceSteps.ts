@@ -7,7 +7,7 @@ import { parseHexId } from '../../common/ids.js';
 import { probeOldMembers, type OldMember } from '../../recovery/fence.js';
 import { fenceDataDir, readFenceRecord } from '../../recovery/fenceDataDir.js';
 import { inspectDataDir } from '../../recovery/inspect.js';
-import { restoreDataDir, restoreSnapshot } from '../../recovery/restore.js';
+import { restoreDataDir, restoreSnapshot, type RestoreOptions } from '../../recovery/restore.js';
 import { snapshotKind, snapshotStatus } from '../../recovery/snapshotFormat.js';
 import type { RuntimeName } from '../../common/memberCommand.js';
 import { parseRuntimeChoice, resolveRuntime, runtimeOfDataDir, type RuntimeChoice } from '../../ops/runtime.js';
@@ -188,15 +188,7 @@ export const restore: StepDefinition = {
         };
       }
     }
-    const opts = {
-      dataDir: target,
-      name: String(p.name),
-      initialAdvertisePeerUrls: [String(p['peer-url'])],
-      initialClusterToken: String(p['initial-cluster-token']),
-      discardUncommitted: !!p['discard-uncommitted'],
-      bumpRevision: Number(p['bump-revision'] ?? 0),
-      markCompacted: !!p['mark-compacted'],
-    };
+    const opts = restoreOptions(p);
     const old = await oldMembersOf(src);
     const r = src.kind === 'snapshot' ? await restoreSnapshot(src.path, opts) : await restoreDataDir(src.path, opts);
     ctx.progress(`restored ${r.keys} keys at revision ${r.revision}: cluster ${r.clusterId} (parent ${r.parentClusterId})`);
@@ -218,6 +210,19 @@ export const restore: StepDefinition = {
     };
   },
 };
+
+/** The restore step's parameters as the restore functions of either runtime take them. */
+function restoreOptions(p: Record<string, unknown>): RestoreOptions {
+  return {
+    dataDir: String(p['data-dir']),
+    name: String(p.name),
+    initialAdvertisePeerUrls: [String(p['peer-url'])],
+    initialClusterToken: String(p['initial-cluster-token']),
+    discardUncommitted: !!p['discard-uncommitted'],
+    bumpRevision: Number(p['bump-revision'] ?? 0),
+    markCompacted: !!p['mark-compacted'],
+  };
+}
 
 /** The new member's runtime: the source's unless forced; only an etcd snapshot may become either. */
 function restoreRuntime(src: Source, choice: RuntimeChoice): RuntimeName {
@@ -243,15 +248,9 @@ async function restoreIntoEtcd(p: Record<string, unknown>, ctx: StepContext, src
     }
   }
   const opts = {
-    dataDir: target,
-    name: String(p.name),
-    initialAdvertisePeerUrls: [String(p['peer-url'])],
-    initialClusterToken: String(p['initial-cluster-token']),
-    discardUncommitted: !!p['discard-uncommitted'],
-    bumpRevision: Number(p['bump-revision'] ?? 0),
-    markCompacted: !!p['mark-compacted'],
+    ...restoreOptions(p),
     ...(p['etcd-bin'] ? { etcdBin: p['etcd-bin'] as string } : {}),
-    ...(p['wal-dir'] ? { walDir: p['wal-dir'] as string } : {}),
+    ...(src.walDir ? { walDir: src.walDir } : {}),
     onProgress: (t: string) => ctx.progress(t),
     onWarning: (t: string) => ctx.event('warning', t),
   };
