@@ -75,6 +75,8 @@ export interface DrillResult extends DrillSummary {
   auditHead: string;
   outcome: 'succeeded' | 'failed' | 'interrupted';
   source: { before: SourceState | null; after: SourceState | null; unchanged: boolean | null; notes: string[] };
+  /** the snapshot file restored, or the one given (also when it failed its check) */
+  snapshotFile: string | null;
   snapshot: { file: string; given: boolean; format: 'lifeboat' | 'etcd'; revision: number; keys: number; size: number; sha256: string } | null;
   scratch: {
     dir: string;
@@ -400,7 +402,15 @@ export async function runDrill(o: DrillOptions): Promise<DrillResult> {
               ? `HashKV at revision ${d.revision} equal on both sides (${(d.hash.scratch ?? 0).toString(16)}, compact revision ${d.hash.scratchCompact})`
               : others.join('; '),
           );
-        else check('sample', others.length === 0, others.length === 0 ? `HashKV not comparable: ${d.why}; all equal` : `${d.why}: ${others.join('; ')}`);
+        else {
+          const n = d.sample ?? { compared: 0, skipped: 0 };
+          const skipped = n.skipped > 0 ? ` (${n.skipped} changed on the source since, skipped)` : '';
+          check(
+            'sample',
+            others.length === 0,
+            others.length === 0 ? `${n.compared} sampled keys equal at revision ${d.revision}${skipped}` : others.join('; '),
+          );
+        }
         if (d.differences.length > 0) throw new Error(d.differences.join('; '));
         return d;
       },
@@ -511,6 +521,7 @@ export async function runDrill(o: DrillOptions): Promise<DrillResult> {
     auditHead: head,
     outcome,
     source: { before, after, unchanged, notes },
+    snapshotFile: snapshot?.file ?? (o.fromSnapshot ? path.resolve(o.fromSnapshot) : null),
     snapshot,
     scratch: { dir, logDir, clusterId: scratchClusterId, members, kept: keep },
     data,

@@ -15,11 +15,13 @@ function simple(r: DrillResult): string {
   const what = `${r.runtime} scratch cluster of ${r.members} member${r.members === 1 ? '' : 's'}`;
   const from = r.snapshot
     ? `${r.snapshot.given ? `snapshot ${r.snapshot.file}` : 'a snapshot taken now'} (revision ${r.snapshot.revision}, ${r.snapshot.keys} keys)`
-    : 'no snapshot';
+    : r.snapshotFile
+      ? `snapshot ${r.snapshotFile}`
+      : 'no snapshot (none was taken)';
   out.push(`drill ${r.runId} ${r.passed ? 'PASSED' : r.outcome === 'interrupted' ? 'INTERRUPTED' : 'FAILED'}: ${what} from ${from}`);
   for (const c of r.checks) out.push(`  ${c.ok ? 'ok  ' : 'FAIL'} ${c.name.padEnd(8)} ${c.detail}`);
   for (const f of r.failures.filter((x) => !r.checks.some((c) => !c.ok && x === `${c.name}: ${c.detail}`))) out.push(`  FAIL ${f}`);
-  if (r.data) out.push(`  compared by ${r.data.method === 'hashkv' ? 'HashKV' : 'sampled keys'}: ${r.data.why}`);
+  if (r.data) out.push(`  compared by ${r.data.method === 'hashkv' ? 'HashKV' : 'sampled keys, not HashKV'}: ${r.data.why}`);
   if (r.phases.length > 0) {
     out.push('recovery time demonstrated (RTO):');
     const max = Math.max(...r.phases.map((p) => p.seconds), 0.001);
