@@ -108,6 +108,10 @@ export function checkDrillOptions(o: DrillOptions): void {
       throw new InputError(
         `${f} is not a snapshot lifeboat can read (${kind.detail}); give a file saved by 'lifeboat snapshot save' or 'etcdctl snapshot save'`,
       );
+    if (kind.format === 'etcd' && !kind.hasTrailer)
+      throw new InputError(
+        `${f} is an etcd database without a sha256 trailer (a raw member/snap/db?); a drill restores snapshots: give one saved by 'etcdctl snapshot save' or 'lifeboat snapshot save'`,
+      );
     if (kind.format === 'lifeboat' && o.runtime === 'etcd')
       throw new InputError(`--runtime etcd: ${f} is a Lifeboat snapshot, which only a Lifeboat member can restore; leave out --runtime`);
   }
