@@ -1,5 +1,5 @@
 // The dependency rule of shared/ARCHITECTURE.md, checked by `npm run lint`:
-//   commands → cli → {playbook → recovery, ops, migrate, audit} → {client, server}
+//   commands → cli → {playbook, drill → recovery, ops, migrate, audit} → {client, server}
 //     → {api, net, transport, kv, storage, etcdfile} → {raft, proto} → common
 // Imports point down only (skipping floors is fine), never in a cycle, and
 // nothing under src/ or commands/ imports test/ or bench/. Benchmarks are test
@@ -11,7 +11,7 @@ const FLOORS = [
   ['client', 'server'],
   ['ops', 'audit', 'migrate'],
   ['recovery'],
-  ['playbook'],
+  ['playbook', 'drill'],
   ['cli', 'demo'],
 ];
 

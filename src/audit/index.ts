@@ -9,3 +9,5 @@ export { canonicalJson, GENESIS_HASH, linkHash, sha256Hex } from './hashChain.js
 export { AUDIT_DB_ENV, resolveAuditDbPath } from './location.js';
 export { AuditDbMissingError } from './schema.js';
 export * from './types.js';
+export { DRILL_PLAYBOOK, DRILL_RESULT_EVENT, drillHistory, drillSummaryOf, readDrillHistory, runKind } from './drillRuns.js';
+export type { DrillCheck, DrillHistory, DrillHistoryEntry, DrillPhase, DrillSummary, RunKind } from './drillRuns.js';

@@ -8,6 +8,7 @@ import { openAuditLogForReading } from './open.js';
 import { UnknownRunError, type AuditReader } from './queries.js';
 import { AuditDbMissingError } from './schema.js';
 import { Redactor } from './redact.js';
+import { drillSummaryOf, runKind, type DrillSummary } from './drillRuns.js';
 import { COMPLETED_STEP_STATUSES, type EventRecord, type RunMark, type RunRecord, type StepRecord, type StepStatus, type VerifyResult } from './types.js';
 
 /** How a step shows in a report: `unfinished` when a later attempt replaced it or the run ended around it; `skipped` also for a step a resume found done. */
@@ -99,6 +100,8 @@ export interface RunReport {
   prompts: ReportPrompt[];
   events: ReportEvent[];
   plans: ReportPlan[];
+  /** a drill's result (its RTO breakdown and checks); null for any other run */
+  drill: DrillSummary | null;
   /** the whole log's chain, checked now */
   chain: VerifyResult;
   head: string;
@@ -170,6 +173,7 @@ export function buildRunReport(log: AuditReader, runId: string, now: Date = new 
     prompts,
     events: others,
     plans,
+    drill: runKind(run) === 'drill' ? drillSummaryOf(events) : null,
     chain,
     head: chain.ok ? chain.head : log.headHash(),
     rows: chain.ok ? chain.rows : log.rowCount(),

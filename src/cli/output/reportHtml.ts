@@ -6,6 +6,7 @@
 import type { ReportSession, ReportStep, RunReport } from '../../audit/report.js';
 import { formatDuration } from './timelineOutput.js';
 import { chainSummary, clusterChange, outcomeLabel, valueText } from './reportText.js';
+import { drillSectionHtml } from './reportDrill.js';
 
 const CSS = `
 :root { color-scheme: light; --ok: #1a7f37; --bad: #cf222e; --warn: #9a6700; --skip: #6e7781; --run: #0969da; --line: #d0d7de; --muted: #57606a; }
@@ -64,6 +65,7 @@ export function renderReportHtml(r: RunReport): string {
 <body>
 <main>
 ${header(r)}
+${r.drill ? drillSectionHtml(r.drill) : ''}
 ${cluster(r)}
 ${timeline(r)}
 ${prompts(r)}

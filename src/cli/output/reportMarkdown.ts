@@ -3,6 +3,7 @@
 import type { ReportStep, RunReport } from '../../audit/report.js';
 import { formatDuration } from './timelineOutput.js';
 import { chainSummary, clusterChange, outcomeLabel, valueText } from './reportText.js';
+import { drillSectionMarkdown } from './reportDrill.js';
 
 export function renderReportMarkdown(r: RunReport): string {
   const run = r.run;
@@ -21,6 +22,8 @@ export function renderReportMarkdown(r: RunReport): string {
   if (run.resumes > 0) fact('resumed', `${run.resumes} time${run.resumes === 1 ? '' : 's'}`);
   if (run.error) fact('error', run.error);
   out.push('');
+
+  if (r.drill) out.push(...drillSectionMarkdown(r.drill));
 
   out.push('### Cluster', '', '| | cluster ID | member IDs |', '|---|---|---|');
   const ids = (v: string[] | null) => (v === null ? 'not recorded' : v.length === 0 ? '(none)' : v.map((id) => `\`${id}\``).join(', '));
