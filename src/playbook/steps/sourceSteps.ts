@@ -39,7 +39,7 @@ function recoveryIds(old: { clusterId: string; members: OldMember[] }, clusterId
 export const inspectSources: StepDefinition = {
   type: 'inspect-sources',
   description: "Read the recovery source (a stopped survivor's data dir or a snapshot) and report what it holds.",
-  params: { source: { type: 'path', required: true, description: 'data dir or snapshot file' } },
+  params: { source: { type: 'path', required: true, description: 'data dir or snapshot file', check: 'source' } },
   describe: (p) => [`read ${String(p.source)} (read-only)`],
   async run(p, ctx) {
     const src = sourceOf(String(p.source));
@@ -134,8 +134,8 @@ export const restore: StepDefinition = {
   type: 'restore',
   description: 'Build a new data dir from the source: a one-member cluster with a new cluster ID recording its parent.',
   params: {
-    source: { type: 'path', required: true, description: 'data dir or snapshot file' },
-    'data-dir': { type: 'path', required: true, description: 'the new data dir (must not exist or be empty)' },
+    source: { type: 'path', required: true, description: 'data dir or snapshot file', check: 'source' },
+    'data-dir': { type: 'path', required: true, description: 'the new data dir (must not exist or be empty)', check: 'new-data-dir' },
     name: { type: 'string', required: true, description: "the recovered member's name" },
     'peer-url': { type: 'url', required: true, description: "the recovered member's peer URL (keep the survivor's so old members learn they were superseded)" },
     'initial-cluster-token': { type: 'string', default: 'etcd-cluster', description: 'token for the member ID' },
@@ -312,6 +312,7 @@ export const fenceOldDataDirs: StepDefinition = {
         runtime: r.runtime,
         movedTo: r.movedTo ?? null,
         member: who?.memberId ?? null,
+        name: who?.members.find((m) => m.id === who.memberId)?.name ?? null,
       });
     }
     const confirmed = new Set((p.fenced as string[]).map((x) => x.toLowerCase()));
