@@ -1,7 +1,15 @@
 import { Args, Flags } from '@oclif/core';
 import { auditDbFlag } from '../../src/cli/auditFlags.js';
 import { terminalSessionIo } from '../../src/cli/sessionIo.js';
-import { connectionFromFlags, flagGiven, playbookYesFlag, reasonFlag, SessionCommand, supervisorFlags, supervisorFromFlags } from '../../src/cli/sessionCommand.js';
+import {
+  connectionFromFlags,
+  flagGiven,
+  playbookYesFlag,
+  reasonFlag,
+  SessionCommand,
+  supervisorFlags,
+  supervisorFromFlags,
+} from '../../src/cli/sessionCommand.js';
 import { runPlaybookSession } from '../../src/playbook/session.js';
 
 export default class PlaybookRun extends SessionCommand {

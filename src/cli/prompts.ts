@@ -36,14 +36,21 @@ export const askVariable: VariableAsker = async (def, current, check) => {
  * A list of members: the offered ones kept, other ones entered one per question
  * (until an empty answer), or — an explicit answer, never the Enter key's — nobody.
  */
-async function askMembers(def: VariableDef, message: string, current: unknown[] | undefined, check?: (value: unknown) => Promise<string | undefined>): Promise<unknown[]> {
+async function askMembers(
+  def: VariableDef,
+  message: string,
+  current: unknown[] | undefined,
+  check?: (value: unknown) => Promise<string | undefined>,
+): Promise<unknown[]> {
   const offered = current ?? [];
   const member = { ...def, type: 'member' as const, validation: {} };
   for (let round = 0; round < 100; round++) {
     const nobody = { name: 'Re-add nobody: the new cluster keeps one member', value: 'nobody' };
     const enter = { name: offered.length > 0 ? 'Enter other members' : 'Enter the members, one at a time', value: 'enter' };
     const choices =
-      offered.length > 0 ? [{ name: `Re-add these ${offered.length}: ${formatValue(offered, 'list', 'member')}`, value: 'these' }, enter, nobody] : [enter, nobody];
+      offered.length > 0
+        ? [{ name: `Re-add these ${offered.length}: ${formatValue(offered, 'list', 'member')}`, value: 'these' }, enter, nobody]
+        : [enter, nobody];
     const how = await select({ message, choices, default: choices[0].value });
     if (how === 'these') {
       const bad = (await check?.(offered)) ?? (checkVariableValue(def, offered).ok ? undefined : 'out of bounds');

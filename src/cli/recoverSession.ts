@@ -6,7 +6,8 @@ import { runPlaybookSession, type PlaybookRunRequest, type SessionResult } from 
 import { decideRecovery, RECOVER_PLAYBOOK, type RecoverAsk, type RecoverInput } from '../recovery/recoverSession.js';
 import { terminalSessionIo } from './sessionIo.js';
 
-export type RecoverRequest = RecoverInput & Pick<PlaybookRunRequest, 'reason' | 'auditDb' | 'connection' | 'endpoints' | 'endpointsGiven' | 'json' | 'supervisor'>;
+export type RecoverRequest = RecoverInput &
+  Pick<PlaybookRunRequest, 'reason' | 'auditDb' | 'connection' | 'endpoints' | 'endpointsGiven' | 'json' | 'supervisor'>;
 
 const terminalAsk: RecoverAsk = {
   tty: process.stdin.isTTY === true && process.stdout.isTTY === true,

@@ -23,13 +23,13 @@ export const reasonFlag = Flags.string({
 export const supervisorFlags = {
   supervisor: Flags.string({
     description:
-      "hand the members the run starts or re-creates over: print (write an env file next to each data dir, print its command line and systemd unit), systemd (also write the units to --unit-dir), none (print the command lines only)",
+      'hand the members the run starts or re-creates over: print (write an env file next to each data dir, print its command line and systemd unit), systemd (also write the units to --unit-dir), none (print the command lines only)',
     options: ['none', 'print', 'systemd'],
     default: 'print',
   }),
   'unit-dir': Flags.string({ description: 'where --supervisor systemd writes the unit files (e.g. /etc/systemd/system)', helpValue: 'DIR' }),
   'service-user': Flags.string({
-    description: 'the user the units run members as: data dirs and env files are given to it (e.g. etcd, as Debian\'s etcd unit)',
+    description: "the user the units run members as: data dirs and env files are given to it (e.g. etcd, as Debian's etcd unit)",
     helpValue: 'USER',
   }),
 };

@@ -66,10 +66,7 @@ export interface UnitInput {
 
 /** The unit that starts the member from its environment file. */
 export function unitText(u: UnitInput): string {
-  const exec =
-    u.runtime === 'etcd'
-      ? etcdExecutable(u.etcdBin)
-      : `${process.execPath} ${path.join(packageRoot(), 'bin', 'run.js')} server`;
+  const exec = u.runtime === 'etcd' ? etcdExecutable(u.etcdBin) : `${process.execPath} ${path.join(packageRoot(), 'bin', 'run.js')} server`;
   return [
     '[Unit]',
     u.runtime === 'etcd' ? `Description=etcd member ${u.name}` : `Description=Lifeboat member ${u.name}`,

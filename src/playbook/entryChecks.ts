@@ -129,7 +129,8 @@ function sourceProblem(p: string): string | undefined {
   }
   if (st.isDirectory()) {
     try {
-      if (!runtimeOfDataDir(p)) return `${p} is a directory but not a member's data dir (no member/ with a Lifeboat or etcd backend in it); name the survivor's --data-dir`;
+      if (!runtimeOfDataDir(p))
+        return `${p} is a directory but not a member's data dir (no member/ with a Lifeboat or etcd backend in it); name the survivor's --data-dir`;
     } catch (e) {
       return (e as Error).message;
     }

@@ -9,16 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { AuditLog } from '../audit/index.js';
 import { memberCommandLine, memberEnvironment, type MemberSettings, type RuntimeName } from '../common/memberCommand.js';
-import {
-  envFileOf,
-  envFileText,
-  handOverDataDir,
-  unitNameOf,
-  unitText,
-  writeFileAtomic,
-  type ServiceUser,
-  type SupervisorMode,
-} from '../ops/supervisor.js';
+import { envFileOf, envFileText, handOverDataDir, unitNameOf, unitText, writeFileAtomic, type ServiceUser, type SupervisorMode } from '../ops/supervisor.js';
 
 export interface HandoffOptions {
   mode: SupervisorMode;
@@ -62,7 +53,11 @@ interface StartOutputs {
 }
 
 /** The data dir each member replaces: the restore step's source for the restored member, a fenced old data dir by member name. */
-function oldDataDirs(audit: AuditLog, runId: string, restores: Array<{ dataDir: string; source: string }>): (m: { name: string; dataDir: string }) => string | undefined {
+function oldDataDirs(
+  audit: AuditLog,
+  runId: string,
+  restores: Array<{ dataDir: string; source: string }>,
+): (m: { name: string; dataDir: string }) => string | undefined {
   const byName = new Map<string, string>();
   for (const e of audit.events(runId)) {
     const d = (e.data ?? {}) as { name?: unknown; dataDir?: unknown };
@@ -152,7 +147,7 @@ export function handOffMembers(audit: AuditLog, runId: string, runDir: string, o
       ? ['', `Members this run started (--supervisor none: nothing written; put them under your supervisor, logs in ${runDir}):`]
       : [
           '',
-          `Hand-off: ${out.members.length === 1 ? 'this member runs' : 'these members run'} as processes this run started (logs in ${runDir}); after a reboot only the host's supervisor starts members, and the old units would start the old, superseded data dirs.`,
+          `Hand-off: ${out.members.length === 1 ? 'this member runs as a process' : 'these members run as processes'} this run started (logs in ${runDir}); after a reboot only the host's supervisor starts members, and the old units would start the old, superseded data dirs.`,
         ];
   out.lines.unshift(...head);
   if (opts.mode === 'print') {

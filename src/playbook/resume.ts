@@ -108,7 +108,10 @@ export function recordedVariables(audit: AuditLog, run: RunRecord): Record<strin
 /** Each step of the playbook (by id path without item numbers: `readd.add`) and the variables it reads, its for-each's included. */
 function variablesByStep(pb: Playbook): Map<string, Set<string>> {
   const out = new Map<string, Set<string>>();
-  const varsIn = (value: unknown) => referencesIn(value, () => undefined).filter((r) => r.root === 'vars').map((r) => r.path[0]);
+  const varsIn = (value: unknown) =>
+    referencesIn(value, () => undefined)
+      .filter((r) => r.root === 'vars')
+      .map((r) => r.path[0]);
   const walk = (nodes: PlanNode[], prefix: string, inherited: string[]): void => {
     for (const n of nodes) {
       if (n.kind === 'for-each') walk(n.steps, `${prefix}${n.id}.`, [...inherited, ...varsIn(n.forEach.value)]);

@@ -84,7 +84,8 @@ interface Supervisor {
 export function resolveSupervisor(req: SupervisorRequest = {}): Supervisor {
   const mode = (req.mode ?? 'print') as SupervisorMode;
   if (!SUPERVISOR_MODES.includes(mode)) throw new InputError(`--supervisor ${req.mode}: expected ${SUPERVISOR_MODES.join(', ')}`);
-  if (mode === 'systemd' && !req.unitDir) throw new InputError('--supervisor systemd needs --unit-dir DIR: where to write the unit files (e.g. /etc/systemd/system)');
+  if (mode === 'systemd' && !req.unitDir)
+    throw new InputError('--supervisor systemd needs --unit-dir DIR: where to write the unit files (e.g. /etc/systemd/system)');
   if (mode !== 'systemd' && req.unitDir) throw new InputError(`--unit-dir is only for --supervisor systemd (it is ${mode})`);
   if (mode === 'none' && req.serviceUser) throw new InputError('--service-user needs --supervisor print or systemd: with none nothing is handed over');
   let unitDir: string | undefined;

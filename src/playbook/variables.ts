@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { LineCounter, isMap, isNode, isScalar, parseDocument, type YAMLMap } from 'yaml';
 import { formatDuration } from '../common/durations.js';
+import { looksSecret, REDACTED } from '../audit/redact.js';
 import { InputError } from '../common/errors.js';
 import { Problems } from './errors.js';
 import type { Playbook, VariableDef } from './schema.js';
@@ -209,7 +210,9 @@ function readVarsFile(file: string, problems: Problems): Array<[string, unknown,
 /** One line per variable: `name = value  (source)`, for the run's header and dry-run. */
 export function formatBound(pb: Playbook, bound: Pick<BoundVariables, 'values' | 'sources'>): string[] {
   const width = Math.max(0, ...pb.variables.map((d) => d.name.length));
-  return pb.variables.map((d) => `${d.name.padEnd(width)} = ${formatValue(bound.values[d.name], d.type, d.items)}  (${sourceLabel(bound.sources[d.name])})`);
+  // A secret (by its name) is not printed: the scripted equivalent leaves it out too.
+  const show = (d: VariableDef) => (looksSecret(d.name) && bound.values[d.name] !== '' ? REDACTED : formatValue(bound.values[d.name], d.type, d.items));
+  return pb.variables.map((d) => `${d.name.padEnd(width)} = ${show(d)}  (${sourceLabel(bound.sources[d.name])})`);
 }
 
 function sourceLabel(s: VariableSource | undefined): string {

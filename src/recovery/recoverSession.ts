@@ -128,7 +128,9 @@ export function recoverDefaults(plan: RecoveryPlan): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   out['data-dir'] = newDirBeside(best.path, me?.name || path.basename(best.path));
   if (me?.clientURLs[0]) out['client-url'] = me.clientURLs[0];
-  const others = (report?.members ?? best.snapshot?.members ?? []).filter((m) => m.id !== report?.memberId && m.name !== '' && m.peerURLs[0] && m.clientURLs[0]);
+  const others = (report?.members ?? best.snapshot?.members ?? []).filter(
+    (m) => m.id !== report?.memberId && m.name !== '' && m.peerURLs[0] && m.clientURLs[0],
+  );
   out.members = others.map((m) => ({ name: m.name, peerUrl: m.peerURLs[0], clientUrl: m.clientURLs[0], dataDir: newDirBeside(best.path, m.name) }));
   return out;
 }
