@@ -131,6 +131,8 @@ export function recoverDefaults(plan: RecoveryPlan): Record<string, unknown> {
   const others = (report?.members ?? best.snapshot?.members ?? []).filter(
     (m) => m.id !== report?.memberId && m.name !== '' && m.peerURLs[0] && m.clientURLs[0],
   );
-  out.members = others.map((m) => ({ name: m.name, peerUrl: m.peerURLs[0], clientUrl: m.clientURLs[0], dataDir: newDirBeside(best.path, m.name) }));
+  out.members = [...others]
+    .sort((a, b) => a.name.localeCompare(b.name))
+    .map((m) => ({ name: m.name, peerUrl: m.peerURLs[0], clientUrl: m.clientURLs[0], dataDir: newDirBeside(best.path, m.name) }));
   return out;
 }
