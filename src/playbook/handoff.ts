@@ -32,6 +32,10 @@ export interface HandoffMember {
   unitFile?: string;
   /** the data dir the member's old unit used, when the run knows it */
   oldDataDir?: string;
+  /** the old member's host, when its data dir is there */
+  oldHost?: string;
+  /** the old cluster had no member of this name */
+  isNew?: boolean;
 }
 
 export interface Handoff {
@@ -52,18 +56,34 @@ interface StartOutputs {
   settings?: Array<[string, string]>;
 }
 
-/** The data dir each member replaces: the restore step's source for the restored member, a fenced old data dir by member name. */
+/**
+ * What each member replaces: the restore step's source for the restored member, a
+ * fenced old data dir on this host by member name, else the old member of that name
+ * on its host (the fence step named it); a name the old cluster did not have is new.
+ */
 function oldDataDirs(
   audit: AuditLog,
   runId: string,
   restores: Array<{ dataDir: string; source: string }>,
-): (m: { name: string; dataDir: string }) => string | undefined {
-  const byName = new Map<string, string>();
+): (m: { name: string; dataDir: string }) => { dir?: string; host?: string; isNew?: boolean } {
+  const dirByName = new Map<string, string>();
+  const hostByName = new Map<string, string>();
   for (const e of audit.events(runId)) {
-    const d = (e.data ?? {}) as { name?: unknown; dataDir?: unknown };
-    if (e.kind === 'fence' && typeof d.name === 'string' && typeof d.dataDir === 'string') byName.set(d.name, d.dataDir);
+    const d = (e.data ?? {}) as { name?: unknown; dataDir?: unknown; host?: unknown };
+    if (typeof d.name !== 'string' || !['fence', 'note', 'warning'].includes(e.kind)) continue;
+    if (typeof d.dataDir === 'string') dirByName.set(d.name, d.dataDir);
+    if (typeof d.host === 'string') hostByName.set(d.name, d.host);
   }
-  return (m) => restores.find((r) => path.resolve(r.dataDir) === path.resolve(m.dataDir))?.source ?? byName.get(m.name);
+  const known = dirByName.size + hostByName.size > 0;
+  return (m) => {
+    const restored = restores.find((r) => path.resolve(r.dataDir) === path.resolve(m.dataDir));
+    if (restored) return { dir: restored.source };
+    const dir = dirByName.get(m.name);
+    if (dir) return { dir };
+    const host = hostByName.get(m.name);
+    if (host) return { host };
+    return known ? { isNew: true } : {};
+  };
 }
 
 /** Hands the members run `runId` started over to the supervisor; never throws for a file it cannot write (see problems). */
@@ -101,7 +121,9 @@ export function handOffMembers(audit: AuditLog, runId: string, runDir: string, o
       unit: unitNameOf(runtime, o.name ?? ''),
     };
     const old = oldOf(m);
-    if (old !== undefined) m.oldDataDir = old;
+    if (old.dir !== undefined) m.oldDataDir = old.dir;
+    if (old.host !== undefined) m.oldHost = old.host;
+    if (old.isNew) m.isNew = true;
     const unit = unitText({ runtime, name: m.name, envFile: m.envFile, ...(o.etcdBin ? { etcdBin: o.etcdBin } : {}), ...(user ? { user } : {}) });
     const header = [`${m.name} (${runtime}), written by lifeboat run ${runId}: the settings it was started with.`, `Used by ${m.unit} (EnvironmentFile=).`];
     if (opts.mode !== 'none' && !m.remote) {
@@ -137,7 +159,9 @@ export function handOffMembers(audit: AuditLog, runId: string, runDir: string, o
       `    old data dir  ${
         m.oldDataDir !== undefined
           ? `${m.oldDataDir}: superseded; no unit may start it again (disable or edit the unit that used it)`
-          : `the one ${m.name}'s old unit used, on its host: superseded; disable or edit that unit`
+          : m.isNew
+            ? `none: the old cluster had no member ${m.name}`
+            : `the one ${m.name}'s old unit used, on ${m.oldHost ?? 'its host'}: superseded; disable or edit that unit`
       }`,
     );
   }

@@ -325,19 +325,19 @@ export const fenceOldDataDirs: StepDefinition = {
       const host = m.peerURLs[0] ? new URL(m.peerURLs[0]).hostname : 'its host';
       const cmd = `lifeboat datadir fence <its data dir> --superseded-by ${String(p['superseded-by'])}`;
       if (matches(confirmed, m)) {
-        ctx.event('fence', `${who}: fenced on ${host} by the operator (fenced=${m.name || m.id})`, { member: m.id, host, by: 'operator' });
+        ctx.event('fence', `${who}: fenced on ${host} by the operator (fenced=${m.name || m.id})`, { member: m.id, name: m.name, host, by: 'operator' });
         remote.push(m.id);
         continue;
       }
       if (matches(dead, m)) {
-        ctx.event('warning', `${who} is assumed dead and was not fenced: if it ever comes back, run on ${host}: ${cmd}`, { member: m.id });
+        ctx.event('warning', `${who} is assumed dead and was not fenced: if it ever comes back, run on ${host}: ${cmd}`, { member: m.id, name: m.name, host });
         continue;
       }
       ctx.progress(`on ${host}, run: ${cmd}`);
-      ctx.event('note', `fence ${who} on ${host} with: ${cmd}`, { member: m.id, host, command: cmd });
+      ctx.event('note', `fence ${who} on ${host} with: ${cmd}`, { member: m.id, name: m.name, host, command: cmd });
       if (!(await ctx.confirm(`Has ${who} been fenced on ${host} (${cmd})?`)))
         throw new SafetyCheckError(`${who} is not fenced: run on ${host}: ${cmd}, then resume`, 'fenced');
-      ctx.event('fence', `${who}: fenced on ${host}, as the operator confirmed`, { member: m.id, host, by: 'confirmation' });
+      ctx.event('fence', `${who}: fenced on ${host}, as the operator confirmed`, { member: m.id, name: m.name, host, by: 'confirmation' });
       remote.push(m.id);
     }
     return { fenced: done, confirmed: remote };
