@@ -1,7 +1,15 @@
 import { Args, Flags } from '@oclif/core';
 import { auditDbFlag } from '../../src/cli/auditFlags.js';
 import { terminalSessionIo } from '../../src/cli/sessionIo.js';
-import { connectionFromFlags, flagGiven, playbookYesFlag, reasonFlag, SessionCommand } from '../../src/cli/sessionCommand.js';
+import {
+  connectionFromFlags,
+  flagGiven,
+  playbookYesFlag,
+  reasonFlag,
+  SessionCommand,
+  supervisorFlags,
+  supervisorFromFlags,
+} from '../../src/cli/sessionCommand.js';
 import { runPlaybookSession } from '../../src/playbook/session.js';
 
 export default class PlaybookRun extends SessionCommand {
@@ -27,6 +35,7 @@ export default class PlaybookRun extends SessionCommand {
     }),
     reason: reasonFlag,
     'audit-db': auditDbFlag,
+    ...supervisorFlags,
   };
 
   async run(): Promise<void> {
@@ -45,6 +54,7 @@ export default class PlaybookRun extends SessionCommand {
         endpoints: flags.endpoints,
         endpointsGiven: flagGiven(metadata, 'endpoints'),
         json: flags['write-out'] === 'json',
+        supervisor: supervisorFromFlags(flags),
         io: terminalSessionIo({ json: flags['write-out'] === 'json' }),
       }),
     );

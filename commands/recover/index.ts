@@ -1,7 +1,15 @@
 import { Flags } from '@oclif/core';
 import { auditDbFlag } from '../../src/cli/auditFlags.js';
 import { recoverSession } from '../../src/cli/recoverSession.js';
-import { connectionFromFlags, flagGiven, playbookYesFlag, reasonFlag, SessionCommand } from '../../src/cli/sessionCommand.js';
+import {
+  connectionFromFlags,
+  flagGiven,
+  playbookYesFlag,
+  reasonFlag,
+  SessionCommand,
+  supervisorFlags,
+  supervisorFromFlags,
+} from '../../src/cli/sessionCommand.js';
 
 export default class Recover extends SessionCommand {
   static override description = `The recovery session for a cluster that has lost quorum for good: name the survivors you have, see the plan (which one loses the least, what is kept and lost), confirm, and the recover-from-quorum-loss playbook runs — restore into a new one-member cluster with a new cluster ID, fence the old members, re-add the others one at a time as learners and promote them — every step recorded in the audit log. On a terminal it asks for what it needs; scripted, pass --from-data-dir, --set and --yes.`;
@@ -20,6 +28,7 @@ export default class Recover extends SessionCommand {
     yes: playbookYesFlag,
     reason: reasonFlag,
     'audit-db': auditDbFlag,
+    ...supervisorFlags,
   };
 
   async run(): Promise<void> {
@@ -38,6 +47,7 @@ export default class Recover extends SessionCommand {
         endpoints: flags.endpoints,
         endpointsGiven: flagGiven(metadata, 'endpoints'),
         json: flags['write-out'] === 'json',
+        supervisor: supervisorFromFlags(flags),
       }),
     );
   }

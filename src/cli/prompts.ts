@@ -7,7 +7,7 @@ import { REASON_QUESTION } from '../playbook/session.js';
 import { checkVariableValue, promptText, type VariableAsker } from '../playbook/variables.js';
 import { formatValue } from '../playbook/values.js';
 
-export const askVariable: VariableAsker = async (def, current) => {
+export const askVariable: VariableAsker = async (def, current, check) => {
   const message = promptText(def);
   if (def.type === 'bool') return confirm({ message, default: current === undefined ? false : Boolean(current) });
   if (def.validation.choices) {
@@ -17,13 +17,14 @@ export const askVariable: VariableAsker = async (def, current) => {
       ...(current !== undefined ? { default: current } : {}),
     });
   }
-  if (def.type === 'list' && def.items === 'member') return askMembers(def, message, current as unknown[] | undefined);
+  if (def.type === 'list' && def.items === 'member') return askMembers(def, message, current as unknown[] | undefined, check);
   const answer = await input({
     message,
     ...(current !== undefined ? { default: formatValue(current, def.type, def.items) } : {}),
-    validate: (text) => {
+    validate: async (text) => {
       const c = checkVariableValue(def, text);
-      return c.ok ? true : c.error;
+      if (!c.ok) return c.error;
+      return (await check?.(c.value)) ?? true;
     },
   });
   const c = checkVariableValue(def, answer);
@@ -31,29 +32,60 @@ export const askVariable: VariableAsker = async (def, current) => {
   return c.value;
 };
 
-/** A list of members, one per question, until an empty answer. */
-async function askMembers(def: VariableDef, message: string, current: unknown[] | undefined): Promise<unknown[]> {
-  if (current !== undefined) {
-    const keep = await confirm({ message: `${message}: ${formatValue(current, 'list', 'member')}. Use these?`, default: true });
-    if (keep) return current;
+/**
+ * A list of members: the offered ones kept, other ones entered one per question
+ * (until an empty answer), or — an explicit answer, never the Enter key's — nobody.
+ */
+async function askMembers(
+  def: VariableDef,
+  message: string,
+  current: unknown[] | undefined,
+  check?: (value: unknown) => Promise<string | undefined>,
+): Promise<unknown[]> {
+  const offered = current ?? [];
+  const member = { ...def, type: 'member' as const, validation: {} };
+  for (let round = 0; round < 100; round++) {
+    const nobody = { name: 'Re-add nobody: the new cluster keeps one member', value: 'nobody' };
+    const enter = { name: offered.length > 0 ? 'Enter other members' : 'Enter the members, one at a time', value: 'enter' };
+    const choices =
+      offered.length > 0
+        ? [{ name: `Re-add these ${offered.length}: ${formatValue(offered, 'list', 'member')}`, value: 'these' }, enter, nobody]
+        : [enter, nobody];
+    const how = await select({ message, choices, default: choices[0].value });
+    if (how === 'these') {
+      const bad = (await check?.(offered)) ?? (checkVariableValue(def, offered).ok ? undefined : 'out of bounds');
+      if (!bad) return offered;
+      process.stdout.write(`  ${bad}\n`);
+      continue;
+    }
+    if (how === 'nobody') {
+      const c = checkVariableValue(def, []);
+      if (c.ok) return [];
+      process.stdout.write(`  ${c.error}\n`);
+      continue;
+    }
+    const out: unknown[] = [];
+    for (let i = 0; i < 100; i++) {
+      const text = await input({
+        message: `${message} — member ${out.length + 1} as name=peerURL,clientURL[,dataDir] (empty to finish)`,
+        validate: async (t) => {
+          if (t.trim() === '') {
+            if (out.length === 0) return true; // back to the choice
+            const c = checkVariableValue(def, out);
+            return c.ok ? true : c.error;
+          }
+          const c = checkVariableValue(member, t);
+          if (!c.ok) return c.error;
+          return (await check?.([c.value])) ?? true;
+        },
+      });
+      if (text.trim() === '') break;
+      const c = checkVariableValue(member, text);
+      if (c.ok) out.push(c.value);
+    }
+    if (out.length > 0) return out;
   }
-  const out: unknown[] = [];
-  for (;;) {
-    const text = await input({
-      message: `${message} — member ${out.length + 1} as name=peerURL,clientURL[,dataDir] (empty to finish)`,
-      validate: (t) => {
-        if (t.trim() === '') {
-          const c = checkVariableValue(def, out);
-          return c.ok ? true : c.error;
-        }
-        const c = checkVariableValue({ ...def, type: 'member', validation: {} }, t);
-        return c.ok ? true : c.error;
-      },
-    });
-    if (text.trim() === '') return out;
-    const c = checkVariableValue({ ...def, type: 'member', validation: {} }, text);
-    if (c.ok) out.push(c.value);
-  }
+  throw new Error(`${def.name}: no answer after 100 rounds`);
 }
 
 export async function askReason(): Promise<string> {

@@ -6,7 +6,8 @@ import { runPlaybookSession, type PlaybookRunRequest, type SessionResult } from 
 import { decideRecovery, RECOVER_PLAYBOOK, type RecoverAsk, type RecoverInput } from '../recovery/recoverSession.js';
 import { terminalSessionIo } from './sessionIo.js';
 
-export type RecoverRequest = RecoverInput & Pick<PlaybookRunRequest, 'reason' | 'auditDb' | 'connection' | 'endpoints' | 'endpointsGiven' | 'json'>;
+export type RecoverRequest = RecoverInput &
+  Pick<PlaybookRunRequest, 'reason' | 'auditDb' | 'connection' | 'endpoints' | 'endpointsGiven' | 'json' | 'supervisor'>;
 
 const terminalAsk: RecoverAsk = {
   tty: process.stdin.isTTY === true && process.stdout.isTTY === true,
@@ -16,7 +17,7 @@ const terminalAsk: RecoverAsk = {
 };
 
 export async function recoverSession(req: RecoverRequest): Promise<SessionResult> {
-  const { sets, events } = await decideRecovery(req, terminalAsk);
+  const { sets, events, promptDefaults } = await decideRecovery(req, terminalAsk);
   return runPlaybookSession({
     target: RECOVER_PLAYBOOK,
     sets,
@@ -30,5 +31,7 @@ export async function recoverSession(req: RecoverRequest): Promise<SessionResult
     ...(req.json !== undefined ? { json: req.json } : {}),
     io: terminalSessionIo({ json: req.json ?? false }),
     events,
+    promptDefaults,
+    ...(req.supervisor ? { supervisor: req.supervisor } : {}),
   });
 }

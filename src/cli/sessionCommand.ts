@@ -19,6 +19,34 @@ export const reasonFlag = Flags.string({
   helpValue: 'TEXT',
 });
 
+/** --supervisor, --unit-dir, --service-user: handing the members a run starts to the host's supervisor. */
+export const supervisorFlags = {
+  supervisor: Flags.string({
+    description:
+      'hand the members the run starts or re-creates over: print (write an env file next to each data dir, print its command line and systemd unit), systemd (also write the units to --unit-dir), none (print the command lines only)',
+    options: ['none', 'print', 'systemd'],
+    default: 'print',
+  }),
+  'unit-dir': Flags.string({ description: 'where --supervisor systemd writes the unit files (e.g. /etc/systemd/system)', helpValue: 'DIR' }),
+  'service-user': Flags.string({
+    description: "the user the units run members as: data dirs and env files are given to it (e.g. etcd, as Debian's etcd unit)",
+    helpValue: 'USER',
+  }),
+};
+
+/** The supervisor flags as a session request. */
+export function supervisorFromFlags(flags: { supervisor: string; 'unit-dir'?: string | undefined; 'service-user'?: string | undefined }): {
+  mode: string;
+  unitDir?: string;
+  serviceUser?: string;
+} {
+  return {
+    mode: flags.supervisor,
+    ...(flags['unit-dir'] !== undefined ? { unitDir: flags['unit-dir'] } : {}),
+    ...(flags['service-user'] !== undefined ? { serviceUser: flags['service-user'] } : {}),
+  };
+}
+
 /** Whether the operator gave a flag (on the command line or through its environment variable) rather than taking its default. */
 export function flagGiven(metadata: { flags: Record<string, { setFromDefault?: boolean } | undefined> }, name: string): boolean {
   const m = metadata.flags[name];

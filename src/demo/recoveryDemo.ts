@@ -3,7 +3,8 @@
 // takes 10,000 keys, loses two members for good, and the survivor's data dir is
 // recovered with the scripted recover-from-quorum-loss playbook into a new cluster
 // of 3 healthy voters of the same runtime; the old data dirs are fenced, so the old
-// members, restarted, stop at once; the audit timeline shows every step.
+// members, restarted, stop at once; the run hands its members over (env files,
+// systemd units); the audit timeline shows every step.
 // Everything it starts is stopped and its directory removed.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -185,6 +186,9 @@ async function main(): Promise<void> {
     `members=${fresh.map((m) => `${m.name}=${m.peer},${m.client},${m.dataDir}`).join(';')}`,
     '--set',
     'stabilization=2s',
+    // The hand-off (the default): per member its command line, an env file next to its data dir and the systemd unit.
+    '--supervisor',
+    'print',
     '--set',
     `old-data-dirs=${old
       .slice(1)
@@ -195,6 +199,12 @@ async function main(): Promise<void> {
 
   // The demo's claims are checked, not only printed: any failed check fails the demo (exit 1).
   const failures: string[] = [];
+  for (const m of [recovered, ...fresh]) {
+    const envFile = `${m.dataDir}.env`;
+    const prefix = RUNTIME === 'etcd' ? 'ETCD_NAME=' : 'LIFEBOAT_NAME=';
+    if (!fs.existsSync(envFile) || !fs.readFileSync(envFile, 'utf8').includes(`${prefix}${m.name}`)) failures.push(`no hand-off env file ${envFile}`);
+    if (!new RegExp(`--- ${RUNTIME}-${m.name}\\.service ---`).test(run.out)) failures.push(`no systemd unit printed for ${m.name}`);
+  }
   const after = clientFor([recovered.client], DEMO_CONNECTION);
   console.log('');
   const got = await after.range('demo/', { rangeEnd: prefixEnd(Buffer.from('demo/')), keysOnly: true });

@@ -10,7 +10,7 @@ import { memberCommandLine, memberEnvironment, settingsArgs, type MemberSettings
 import { etcdBinary } from './runtime.js';
 
 /** The package root, from src/ or dist/src/. */
-function packageRoot(): string {
+export function packageRoot(): string {
   const here = path.dirname(fileURLToPath(import.meta.url));
   return here.includes(`${path.sep}dist${path.sep}`) ? path.resolve(here, '../../..') : path.resolve(here, '../..');
 }
@@ -32,7 +32,7 @@ export interface StartMemberOptions {
 }
 
 /** The member's settings, by etcd's flag names (which `lifeboat server` shares). */
-function memberSettings(o: StartMemberOptions): MemberSettings {
+export function memberSettings(o: StartMemberOptions): MemberSettings {
   return [
     ['name', o.name],
     ['data-dir', o.dataDir],

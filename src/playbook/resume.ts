@@ -6,7 +6,8 @@ import os from 'node:os';
 import type { AuditLog, RunRecord } from '../audit/index.js';
 import { InputError, RefusedError } from '../common/errors.js';
 import type { ResumeState } from './engine.js';
-import type { Playbook } from './schema.js';
+import { referencesIn } from './interpolate.js';
+import type { PlanNode, Playbook } from './schema.js';
 import type { StepContext } from './stepTypes.js';
 
 export interface RecordedRun {
@@ -89,4 +90,42 @@ export function checkResumable(audit: AuditLog, rec: RecordedRun, pb: Playbook):
 export function resumeState(audit: AuditLog, runId: string, reason?: string): ResumeState {
   const state = audit.lastRunState(runId);
   return { runId, latest: new Map(state.steps.map((s) => [s.ordinal, s])), ...(reason !== undefined ? { reason } : {}) };
+}
+
+/**
+ * The run's variables now: as recorded at its start, then each change a resume
+ * made with --set (a `variable` event), in order.
+ */
+export function recordedVariables(audit: AuditLog, run: RunRecord): Record<string, unknown> {
+  const values: Record<string, unknown> = { ...run.variables };
+  for (const e of audit.events(run.id)) {
+    const d = (e.data ?? {}) as { variable?: unknown; to?: unknown };
+    if (e.kind === 'variable' && typeof d.variable === 'string') values[d.variable] = d.to;
+  }
+  return values;
+}
+
+/** Each step of the playbook (by id path without item numbers: `readd.add`) and the variables it reads, its for-each's included. */
+function variablesByStep(pb: Playbook): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  const varsIn = (value: unknown) =>
+    referencesIn(value, () => undefined)
+      .filter((r) => r.root === 'vars')
+      .map((r) => r.path[0]);
+  const walk = (nodes: PlanNode[], prefix: string, inherited: string[]): void => {
+    for (const n of nodes) {
+      if (n.kind === 'for-each') walk(n.steps, `${prefix}${n.id}.`, [...inherited, ...varsIn(n.forEach.value)]);
+      else out.set(`${prefix}${n.id}`, new Set([...inherited, ...Object.values(n.with).flatMap((p) => varsIn(p.value))]));
+    }
+  };
+  walk(pb.steps, '', []);
+  return out;
+}
+
+/** The stable ids of the steps the run completed that read variable `name`. */
+export function completedStepsUsing(pb: Playbook, state: ResumeState, name: string): string[] {
+  const byStep = variablesByStep(pb);
+  return [...state.latest.values()]
+    .filter((s) => (s.status === 'succeeded' || s.status === 'skipped') && byStep.get(s.stepId.replace(/\[\d+\]/g, ''))?.has(name))
+    .map((s) => s.stepId);
 }

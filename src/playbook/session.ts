@@ -4,22 +4,29 @@
 // it with the view the cli gives, and say how it ended — the run ID and the audit
 // chain's head hash — with its outcome. The terminal (view, prompts, Ctrl-C) is
 // the caller's SessionIo; nothing here prints or exits.
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
+import path from 'node:path';
 import { AuditDbMissingError, openAuditLogForWriting, resolveAuditDbPath, UnknownRunError, type AuditLog } from '../audit/index.js';
 import { InputError, RefusedError } from '../common/errors.js';
+import { shellQuote } from '../common/memberCommand.js';
+import { looksSecret } from '../audit/redact.js';
+import { lookupServiceUser, SUPERVISOR_MODES, type ServiceUser, type SupervisorMode } from '../ops/supervisor.js';
+import { entryProblem, variableChecks } from './entryChecks.js';
+import { handOffMembers, type Handoff } from './handoff.js';
 import { dryRunJson, formatDryRun } from './dryRun.js';
 import { runPlaybook, type RunResult } from './engine.js';
 import { NotConfirmedError, RunInterruptedError } from './errors.js';
 import { loadStepLibrary, TEST_STEPS_ENV, type LoadedLibrary } from './library.js';
-import { locatePlaybook } from './locate.js';
+import { locatePlaybook, shippedPlaybooksDir } from './locate.js';
 import { readPlaybookWithProblems } from './parse.js';
 import { planRun } from './plan.js';
-import { checkResumable, recordedRun, resumeState } from './resume.js';
+import { checkResumable, completedStepsUsing, recordedRun, recordedVariables, resumeState } from './resume.js';
 import type { RunView } from './runView.js';
 import type { Playbook } from './schema.js';
 import type { StepContext } from './stepTypes.js';
 import { validatePlaybook } from './validate.js';
-import { bindVariables, formatBound, type BoundVariables, type VariableAsker } from './variables.js';
+import { bindVariables, formatBound, type BoundVariables, type ValueCheck, type VariableAsker } from './variables.js';
+import { formatValue } from './values.js';
 
 export type Connection = StepContext['connection'];
 
@@ -56,6 +63,42 @@ interface CommonRequest {
   /** the step library (default: built-in + steps/ + LIFEBOAT_TEST_STEPS) */
   library?: LoadedLibrary;
   env?: NodeJS.ProcessEnv;
+  /** handing the members the run starts to a supervisor (default: print) */
+  supervisor?: SupervisorRequest;
+}
+
+/** --supervisor, --unit-dir, --service-user */
+export interface SupervisorRequest {
+  mode?: string;
+  unitDir?: string;
+  serviceUser?: string;
+}
+
+interface Supervisor {
+  mode: SupervisorMode;
+  unitDir?: string;
+  serviceUser?: ServiceUser;
+}
+
+/** The supervisor flags, checked before anything runs: one line, exit 2. */
+export function resolveSupervisor(req: SupervisorRequest = {}): Supervisor {
+  const mode = (req.mode ?? 'print') as SupervisorMode;
+  if (!SUPERVISOR_MODES.includes(mode)) throw new InputError(`--supervisor ${req.mode}: expected ${SUPERVISOR_MODES.join(', ')}`);
+  if (mode === 'systemd' && !req.unitDir)
+    throw new InputError('--supervisor systemd needs --unit-dir DIR: where to write the unit files (e.g. /etc/systemd/system)');
+  if (mode !== 'systemd' && req.unitDir) throw new InputError(`--unit-dir is only for --supervisor systemd (it is ${mode})`);
+  if (mode === 'none' && req.serviceUser) throw new InputError('--service-user needs --supervisor print or systemd: with none nothing is handed over');
+  let unitDir: string | undefined;
+  if (req.unitDir) {
+    unitDir = path.resolve(req.unitDir);
+    try {
+      if (!statSync(unitDir).isDirectory()) throw new InputError(`--unit-dir ${req.unitDir} is not a directory`);
+    } catch (e) {
+      if (e instanceof InputError) throw e;
+      throw new InputError(`--unit-dir ${req.unitDir} does not exist; create it first`);
+    }
+  }
+  return { mode, ...(unitDir ? { unitDir } : {}), ...(req.serviceUser ? { serviceUser: lookupServiceUser(req.serviceUser) } : {}) };
 }
 
 export interface PlaybookRunRequest extends CommonRequest {
@@ -72,6 +115,8 @@ export interface PlaybookRunRequest extends CommonRequest {
   endpointsGiven?: boolean;
   /** timeline events to record when the run starts (e.g. the plan `lifeboat recover` showed) */
   events?: Array<{ kind: string; message: string; data?: Record<string, unknown> }>;
+  /** defaults offered at the prompts instead of the playbook's (on a terminal only) */
+  promptDefaults?: Record<string, unknown>;
 }
 
 export interface PlaybookResumeRequest extends CommonRequest {
@@ -80,6 +125,8 @@ export interface PlaybookResumeRequest extends CommonRequest {
   reason?: string;
   /** which of connection/endpoints the operator gave explicitly (else the recorded ones are used) */
   explicit?: { endpoints?: boolean; connection?: boolean };
+  /** NAME=VALUE: change a variable no completed step used */
+  sets?: string[];
 }
 
 export interface SessionResult {
@@ -108,6 +155,7 @@ export async function runPlaybookSession(req: PlaybookRunRequest): Promise<Sessi
   if (!req.dryRun && !interactive && (req.reason === undefined || req.reason.trim() === '')) {
     throw new InputError('--reason is required when there is no terminal to ask on: it is recorded in the audit log with the run');
   }
+  const supervisor = resolveSupervisor(req.supervisor);
   const bound = await cancellable(() =>
     bindVariables(pb, {
       ...(req.varsFile !== undefined ? { varsFile: req.varsFile } : {}),
@@ -115,6 +163,8 @@ export async function runPlaybookSession(req: PlaybookRunRequest): Promise<Sessi
       ...(req.given ? { given: req.given } : {}),
       ...(req.endpointsGiven && req.endpoints !== undefined ? { endpoints: req.endpoints } : {}),
       ...(interactive ? { ask: req.io.askVariable } : {}),
+      ...(interactive && req.promptDefaults ? { promptDefaults: req.promptDefaults } : {}),
+      check: hostChecks(pb, library),
     }),
   );
   const plan = planRun(pb, library.library, bound.values, req.endpoints);
@@ -148,7 +198,8 @@ export async function runPlaybookSession(req: PlaybookRunRequest): Promise<Sessi
         startEvents: [...testStepEvents(library), ...(req.events ?? [])],
       }),
     );
-    return summarize(result, audit);
+    const equivalent = interactive || result.outcome !== 'succeeded' ? scriptedEquivalent(req.target, pb, bound, reason, req.auditDb) : undefined;
+    return summarize(result, audit, { handoff: handOffMembers(audit, result.runId, result.runDir, supervisor), equivalent });
   } finally {
     audit.close();
   }
@@ -172,7 +223,18 @@ export async function resumePlaybookSession(req: PlaybookResumeRequest): Promise
     const { playbook: pb, problems } = readPlaybookWithProblems(rec.file);
     checkResumable(audit, rec, pb);
     validatePlaybook(pb, library.library, problems);
-    const bound: BoundVariables = await bindVariables(pb, { given: rec.run.variables });
+    const supervisor = resolveSupervisor(req.supervisor);
+    const recorded = recordedVariables(audit, rec.run);
+    const bound: BoundVariables = await bindVariables(pb, { given: recorded, ...(req.sets ? { sets: req.sets } : {}), check: hostChecks(pb, library) });
+    const changes = changedVariables(pb, recorded, bound);
+    const resumeFrom = resumeState(audit, req.runId, req.reason);
+    for (const c of changes) {
+      const used = completedStepsUsing(pb, resumeFrom, c.name);
+      if (used.length > 0)
+        throw new RefusedError(
+          `variable ${c.name} cannot change: completed step ${used.join(', ')} used ${c.from}; only variables of steps that have not run can change on resume (start a new run to change it)`,
+        );
+    }
     const endpoints = req.explicit?.endpoints || !rec.endpoints ? req.endpoints : rec.endpoints;
     const connection = req.explicit?.connection || !rec.connection ? req.connection : rec.connection;
     const plan = planRun(pb, library.library, bound.values, endpoints);
@@ -187,16 +249,24 @@ export async function resumePlaybookSession(req: PlaybookResumeRequest): Promise
         audit,
         view,
         reason: rec.run.reason,
-        resume: resumeState(audit, req.runId, req.reason),
+        resume: resumeFrom,
         yes: req.yes ?? false,
         connection,
         ...(endpoints !== undefined ? { endpoints } : {}),
         ...(rec.runDir ? { runDir: rec.runDir } : {}),
         signal,
-        startEvents: testStepEvents(library),
+        startEvents: [
+          ...testStepEvents(library),
+          ...changes.map((c) => ({
+            kind: 'variable',
+            message: `variable ${c.name} changed on resume: ${c.from} -> ${c.to} (--set)`,
+            data: { variable: c.name, from: recorded[c.name] ?? null, to: bound.values[c.name], by: '--set' },
+          })),
+        ],
       }),
     );
-    return summarize(result, audit);
+    const equivalent = result.outcome !== 'succeeded' ? scriptedEquivalent(rec.file, pb, bound, rec.run.reason, req.auditDb) : undefined;
+    return summarize(result, audit, { handoff: handOffMembers(audit, result.runId, result.runDir, supervisor), equivalent });
   } finally {
     audit.close();
   }
@@ -217,10 +287,53 @@ function testStepEvents(library: LoadedLibrary): Array<{ kind: string; message: 
   ];
 }
 
-function summarize(r: RunResult, audit: AuditLog): SessionResult {
+/** The host checks of each variable (entryChecks.ts), from where the playbook uses it. */
+function hostChecks(pb: Playbook, library: LoadedLibrary): ValueCheck {
+  const checks = variableChecks(pb, library.library);
+  return (def, value) => entryProblem(checks.get(def.name), value);
+}
+
+/** The variables --set changed on resume, as an operator reads them. */
+function changedVariables(pb: Playbook, recorded: Record<string, unknown>, bound: BoundVariables): Array<{ name: string; from: string; to: string }> {
+  const out: Array<{ name: string; from: string; to: string }> = [];
+  for (const d of pb.variables) {
+    if (bound.sources[d.name] !== 'set') continue;
+    if (JSON.stringify(recorded[d.name]) === JSON.stringify(bound.values[d.name])) continue;
+    const show = (v: unknown) => (looksSecret(d.name) ? '[redacted]' : formatValue(v, d.type, d.items));
+    out.push({ name: d.name, from: show(recorded[d.name]), to: show(bound.values[d.name]) });
+  }
+  return out;
+}
+
+/**
+ * The same run, scripted: `lifeboat playbook run NAME --yes --reason … --set …`
+ * with every variable not left at its default; secrets (by name) are left out.
+ */
+export function scriptedEquivalent(target: string, pb: Playbook, bound: BoundVariables, reason: string, auditDb?: string): string {
+  const shipped = path.dirname(pb.absPath) === shippedPlaybooksDir() ? pb.name : pb.absPath;
+  const words = ['lifeboat', 'playbook', 'run', shipped === target ? target : shipped, '--yes', '--reason', reason];
+  if (auditDb !== undefined) words.push('--audit-db', path.resolve(auditDb));
+  const secrets: string[] = [];
+  for (const d of pb.variables) {
+    const v = bound.values[d.name];
+    if (v === undefined || (d.hasDefault && JSON.stringify(v) === JSON.stringify(d.default))) continue;
+    if (looksSecret(d.name)) {
+      secrets.push(d.name);
+      continue;
+    }
+    const text = Array.isArray(v) && v.length === 0 ? '' : formatValue(v, d.type, d.items);
+    words.push('--set', `${d.name}=${d.type === 'list' && d.items === 'member' ? text.replace(/; /g, ';') : text}`);
+  }
+  const line = words.map((w) => shellQuote(w)).join(' ');
+  return secrets.length > 0 ? `${line}   # plus --set for ${secrets.join(', ')} (secrets, left out)` : line;
+}
+
+function summarize(r: RunResult, audit: AuditLog, extra: { handoff?: Handoff; equivalent?: string | undefined } = {}): SessionResult {
   const lines = [
     `Run ${r.runId} ${r.outcome}: ${r.ran.length} step${r.ran.length === 1 ? '' : 's'} run${r.skipped.length ? `, ${r.skipped.length} already done` : ''}.`,
   ];
+  if (extra.handoff) lines.push(...extra.handoff.lines);
+  if (extra.equivalent) lines.push(`The same run, scripted (for the runbook): ${extra.equivalent}`);
   lines.push(
     `Run ID: ${r.runId}`,
     `Audit chain head: ${r.head}`,
@@ -229,7 +342,9 @@ function summarize(r: RunResult, audit: AuditLog): SessionResult {
   if (r.outcome !== 'succeeded') {
     const cause = r.error && 'error' in r.error ? (r.error as { error: Error }).error : r.error;
     const yes = cause instanceof NotConfirmedError ? ' --yes' : '';
-    lines.push(`Resume with: lifeboat playbook resume ${r.runId}${yes} --audit-db ${audit.path}`);
+    lines.push(
+      `Resume with: lifeboat playbook resume ${r.runId}${yes} --audit-db ${audit.path}  (add --set NAME=VALUE to correct a variable of a step not yet done)`,
+    );
   }
   const json = {
     runId: r.runId,
@@ -241,12 +356,16 @@ function summarize(r: RunResult, audit: AuditLog): SessionResult {
     skipped: r.skipped,
     ...(r.failedStep ? { failedStep: r.failedStep } : {}),
     ...(r.error ? { error: r.error.message } : {}),
+    ...(extra.handoff && extra.handoff.members.length > 0 ? { handoff: extra.handoff.members } : {}),
+    ...(extra.equivalent ? { scripted: extra.equivalent } : {}),
   };
   let error: Error | undefined;
   if (r.outcome === 'refused') error = new RefusedError(`run ${r.runId} refused: ${r.error?.message ?? ''}`);
   else if (r.outcome === 'failed') error = new Error(`run ${r.runId} failed: ${r.error?.message ?? ''}`);
   else if (r.outcome === 'interrupted')
     error = new RunInterruptedError(`run ${r.runId} ${r.error?.message ?? 'interrupted'}; resume with 'lifeboat playbook resume ${r.runId}'`);
+  if (!error && extra.handoff && extra.handoff.problems.length > 0)
+    error = new Error(`run ${r.runId} succeeded, but the hand-off is incomplete: ${extra.handoff.problems.join('; ')}`);
   return { text: lines.join('\n'), json, run: r, ...(error ? { error } : {}) };
 }
 

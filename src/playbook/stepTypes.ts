@@ -20,11 +20,21 @@ export interface MemberSpec {
   dataDir?: string;
 }
 
+/**
+ * What a value given for a parameter must be on this host, checked when the
+ * variable it comes from is entered (entryChecks.ts): `source` an existing,
+ * readable data dir or snapshot; `new-data-dir` not a file; `listen-url` a port
+ * free on this host when the URL's host is this host.
+ */
+export type EntryCheck = 'source' | 'new-data-dir' | 'listen-url';
+
 export interface ParamSpec {
   type: ParamType;
   required?: boolean;
   default?: unknown;
   description: string;
+  /** checked when the variable feeding it is entered (a prompt, --set, --vars) */
+  check?: EntryCheck;
 }
 
 /** What a running step may use; the engine provides it. */

@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { LineCounter, isMap, isNode, isScalar, parseDocument, type YAMLMap } from 'yaml';
 import { formatDuration } from '../common/durations.js';
+import { looksSecret, REDACTED } from '../audit/redact.js';
 import { InputError } from '../common/errors.js';
 import { Problems } from './errors.js';
 import type { Playbook, VariableDef } from './schema.js';
@@ -51,8 +52,14 @@ export interface BoundVariables {
   prompts: Array<{ variable: string; question: string; answer: unknown }>;
 }
 
-/** Asks the operator for one variable's value; returns it converted and checked. */
-export type VariableAsker = (def: VariableDef, current: unknown) => Promise<unknown>;
+/** Why a converted value fails a check on this host (entryChecks.ts), if it does. */
+export type ValueCheck = (def: VariableDef, value: unknown) => Promise<string | undefined>;
+
+/**
+ * Asks the operator for one variable's value; returns it converted and checked
+ * (`check` too: a failing answer is asked again, with the reason).
+ */
+export type VariableAsker = (def: VariableDef, current: unknown, check?: (value: unknown) => Promise<string | undefined>) => Promise<unknown>;
 
 export interface BindOptions {
   /** a YAML file of NAME: VALUE */
@@ -65,6 +72,10 @@ export interface BindOptions {
   endpoints?: string;
   /** asks for what is missing (a terminal); absent: missing values are an error */
   ask?: VariableAsker;
+  /** checks a value from --vars, --set or a prompt on this host (not `given` ones: a resumed run's members may be running) */
+  check?: ValueCheck;
+  /** defaults offered at a prompt instead of the playbook's (e.g. what `lifeboat recover` derives from the survivor) */
+  promptDefaults?: Record<string, unknown>;
 }
 
 /**
@@ -105,7 +116,9 @@ export async function bindVariables(pb: Playbook, opts: BindOptions = {}): Promi
         continue;
       }
       const c = checkVariableValue(def, raw);
+      const bad = c.ok ? await opts.check?.(def, c.value) : undefined;
       if (!c.ok) problems.add({ ...origin, field: name }, c.error);
+      else if (bad) problems.add({ ...origin, field: name }, bad);
       else {
         values[name] = c.value;
         sources[name] = 'vars-file';
@@ -123,6 +136,8 @@ export async function bindVariables(pb: Playbook, opts: BindOptions = {}): Promi
     const raw = /^\s*[[{]/.test(text) ? parseFlowValue(text, set) : text;
     const c = checkVariableValue(def, raw);
     if (!c.ok) throw new InputError(`--set ${set}: ${c.error}`);
+    const bad = await opts.check?.(def, c.value);
+    if (bad) throw new InputError(`--set ${set}: ${bad}`);
     values[name] = c.value;
     sources[name] = 'set';
   }
@@ -131,7 +146,9 @@ export async function bindVariables(pb: Playbook, opts: BindOptions = {}): Promi
   for (const def of pb.variables) {
     if (def.name in values) continue;
     if (opts.ask && (def.prompt !== undefined || !def.hasDefault)) {
-      const answer = await opts.ask(def, def.hasDefault ? def.default : undefined);
+      const offered = opts.promptDefaults && def.name in opts.promptDefaults ? opts.promptDefaults[def.name] : def.hasDefault ? def.default : undefined;
+      const check = opts.check;
+      const answer = await opts.ask(def, offered, check ? (v) => check(def, v) : undefined);
       values[def.name] = answer;
       sources[def.name] = 'prompt';
       prompts.push({ variable: def.name, question: promptText(def), answer });
@@ -193,7 +210,9 @@ function readVarsFile(file: string, problems: Problems): Array<[string, unknown,
 /** One line per variable: `name = value  (source)`, for the run's header and dry-run. */
 export function formatBound(pb: Playbook, bound: Pick<BoundVariables, 'values' | 'sources'>): string[] {
   const width = Math.max(0, ...pb.variables.map((d) => d.name.length));
-  return pb.variables.map((d) => `${d.name.padEnd(width)} = ${formatValue(bound.values[d.name], d.type, d.items)}  (${sourceLabel(bound.sources[d.name])})`);
+  // A secret (by its name) is not printed: the scripted equivalent leaves it out too.
+  const show = (d: VariableDef) => (looksSecret(d.name) && bound.values[d.name] !== '' ? REDACTED : formatValue(bound.values[d.name], d.type, d.items));
+  return pb.variables.map((d) => `${d.name.padEnd(width)} = ${show(d)}  (${sourceLabel(bound.sources[d.name])})`);
 }
 
 function sourceLabel(s: VariableSource | undefined): string {

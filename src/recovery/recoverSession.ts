@@ -1,6 +1,8 @@
 // The recover session's logic, between its questions: the plan's source, the
 // recover-from-quorum-loss variables the plan fills (the operator's --set wins),
 // and the timeline events — questions, answers, the plan — recorded with the run.
+import fs from 'node:fs';
+import path from 'node:path';
 import { RefusedError } from '../common/errors.js';
 import { formatPlan, planRecovery, type RecoveryPlan } from './plan.js';
 
@@ -41,6 +43,8 @@ export interface RecoverDecision {
   sets: string[];
   /** to record when the run starts */
   events: SessionEvent[];
+  /** what the prompts offer, derived from the survivor (recoverDefaults) */
+  promptDefaults: Record<string, unknown>;
 }
 
 /**
@@ -82,7 +86,7 @@ export async function decideRecovery(req: RecoverInput, ask: RecoverAsk): Promis
     data: { answer: go, session: 'recover', ...(ask.tty && !req.yes ? {} : { answeredBy: req.yes ? '--yes' : 'nobody: no terminal' }) },
   });
   if (!go) throw new RefusedError(ask.tty ? 'recovery not confirmed; nothing was changed' : 'recovery needs --yes without a terminal; nothing was changed');
-  return { plan, sets: recoverSets(plan, req.discardUncommitted, req.sets), events };
+  return { plan, sets: recoverSets(plan, req.discardUncommitted, req.sets), events, promptDefaults: recoverDefaults(plan) };
 }
 
 /** What the plan knows fills the playbook's variables; the operator's --set wins. */
@@ -98,4 +102,37 @@ export function recoverSets(plan: RecoveryPlan, discardUncommitted: boolean, ope
   if (others.length > 0) preset.push(`old-data-dirs=${others.join(',')}`);
   const given = new Set(operatorSets.map((s) => s.split('=')[0]));
   return [...preset.filter((s) => !given.has(s.split('=')[0])), ...operatorSets];
+}
+
+/** A new data dir beside `dir`: `NAME-new`, else `NAME-new-2` … (an existing non-empty one is never offered). */
+function newDirBeside(dir: string, name: string): string {
+  const base = path.join(path.dirname(dir), `${name}-new`);
+  for (let i = 1; i <= 20; i++) {
+    const candidate = i === 1 ? base : `${base}-${i}`;
+    const taken = fs.existsSync(candidate) && (!fs.statSync(candidate).isDirectory() || fs.readdirSync(candidate).length > 0);
+    if (!taken) return candidate;
+  }
+  return `${base}-${Date.now()}`;
+}
+
+/**
+ * What the survivor tells about the answers the plan cannot know, offered as the
+ * prompts' defaults (never used without a terminal): the new data dir beside the
+ * survivor's, the survivor's client URL, and every other old member — its name
+ * and URLs — to re-add with a new data dir beside the survivor's.
+ */
+export function recoverDefaults(plan: RecoveryPlan): Record<string, unknown> {
+  const best = plan.sources[plan.recommended];
+  const report = best.report;
+  const me = report?.members.find((m) => m.id === report.memberId);
+  const out: Record<string, unknown> = {};
+  out['data-dir'] = newDirBeside(best.path, me?.name || path.basename(best.path));
+  if (me?.clientURLs[0]) out['client-url'] = me.clientURLs[0];
+  const others = (report?.members ?? best.snapshot?.members ?? []).filter(
+    (m) => m.id !== report?.memberId && m.name !== '' && m.peerURLs[0] && m.clientURLs[0],
+  );
+  out.members = [...others]
+    .sort((a, b) => a.name.localeCompare(b.name))
+    .map((m) => ({ name: m.name, peerUrl: m.peerURLs[0], clientUrl: m.clientURLs[0], dataDir: newDirBeside(best.path, m.name) }));
+  return out;
 }

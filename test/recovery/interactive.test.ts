@@ -54,7 +54,11 @@ describe('lifeboat recover at a terminal', () => {
     await answer(/Recover from .*\? \(y\/N\)/, 'y');
     await answer(/New data dir for the recovered member/, recoveredDir);
     await answer(/Client URL of the recovered member/, client.clientUrl);
-    await answer(/Members to re-add.*Use these\?/, 'Y');
+    // A survivor with no other members offers nobody to re-add: the default is to enter members, "nobody" is its own answer.
+    await waitFor('the members question', () => /Enter the members, one at a time/.test(screen(session)), 30_000, 200);
+    tmux('send-keys', '-t', session, 'Down');
+    await waitFor('nobody chosen', () => /❯ Re-add nobody: the new cluster keeps one member/.test(screen(session)), 10_000, 100);
+    tmux('send-keys', '-t', session, 'Enter');
     await answer(/Old member IDs to treat as dead/, '');
     await answer(/Drop the entries past the survivor's commit index/, '');
     await answer(/How long must a learner stay caught up/, '');
@@ -64,6 +68,9 @@ describe('lifeboat recover at a terminal', () => {
     const out = await waitFor('the run to end', () => (/EXIT=\d+/.test(screen(session)) ? screen(session) : undefined), 90_000, 500);
     assert.match(out, /EXIT=0/, out);
     assert.match(out, /Run r-\d{8}-\d{6}-[0-9a-f]+ succeeded/);
+    // The recovered member runs as a process of the CLI: the run hands it over, and prints itself for the runbook.
+    assert.match(out, /Hand-off: this member runs as a process this run started/);
+    assert.match(out, /The same run, scripted \(for the runbook\): lifeboat playbook run recover-from-quorum-loss --yes --reason 'drill at a terminal' /);
     const got = await etcdctl(client.client, 'get', 'kept', '--print-value-only');
     assert.equal(got.stdout.trim(), 'yes');
     const list = await lifeboat('audit', 'list', '--audit-db', auditDb, '-w', 'json');

@@ -9,7 +9,7 @@ import type { Member, MemberListResult } from '../../client/types.js';
 import { answers } from '../../recovery/fence.js';
 import { checkCluster, promoteWhenReady, statusOf, LearnerStalledError, waitCaughtUp, waitHealthy, waitUntil } from '../../ops/memberOps.js';
 import { clusterRuntime, etcdBinary, etcdVersionOf, memberPid, parseRuntimeChoice, resolveRuntime, runtimeOfDataDir } from '../../ops/runtime.js';
-import { logTail, spawnMember, startInstructions, type StartedMember, type StartMemberOptions } from '../../ops/startMember.js';
+import { logTail, memberSettings, spawnMember, startInstructions, type StartedMember, type StartMemberOptions } from '../../ops/startMember.js';
 import type { RuntimeName } from '../../common/memberCommand.js';
 import { SafetyCheckError, type StepContext, type StepDefinition } from '../stepTypes.js';
 
@@ -118,9 +118,9 @@ export const startMember: StepDefinition = {
     "Start a member of either runtime (lifeboat or etcd): on this host (its log in the run's directory; one that exits is noticed at once), or on another host by printing the exact command and environment and waiting until it answers. A learner this run added that never starts is removed again.",
   params: {
     name: { type: 'string', required: true, description: 'member name' },
-    'data-dir': { type: 'path', required: true, description: 'its data dir' },
-    'peer-url': { type: 'url', required: true, description: 'its peer URL' },
-    'client-url': { type: 'url', required: true, description: 'its client URL' },
+    'data-dir': { type: 'path', required: true, description: 'its data dir', check: 'new-data-dir' },
+    'peer-url': { type: 'url', required: true, description: 'its peer URL', check: 'listen-url' },
+    'client-url': { type: 'url', required: true, description: 'its client URL', check: 'listen-url' },
     'initial-cluster': { type: 'string', required: true, description: 'name=peerURL,... (for a joining member: as printed by add-learner)' },
     state: { type: 'string', default: 'new', description: 'new (a restored member) or existing (joining)' },
     'initial-cluster-token': { type: 'string', default: '', description: 'the cluster token (etcd: the one the data dir was restored with)' },
@@ -138,17 +138,16 @@ export const startMember: StepDefinition = {
   ],
   async run(p, ctx) {
     const clientUrl = String(p['client-url']);
-    if (await alreadyServing(clientUrl, ctx)) {
-      ctx.progress(`${String(p.name)} already answers at ${clientUrl}`);
-      return { started: false, clientUrl };
-    }
-    const runtime = await runtimeForStart(p, ctx);
-    if (runtime === 'etcd' && !p.remote) {
-      // 3.5 and 3.6 are driven the same way, but only 3.4 is tested here: say so in the run's record.
-      const v = etcdVersionOf(etcdBinary(typeof p['etcd-bin'] === 'string' && p['etcd-bin'] ? p['etcd-bin'] : undefined));
-      if (v.warning) ctx.event('warning', v.warning, { etcdVersion: v.version });
-    }
-    const o: StartMemberOptions = {
+    // What the hand-off to a supervisor needs (src/playbook/handoff.ts), whether or not this attempt started it.
+    const handoff = (runtime: RuntimeName, o: StartMemberOptions) => ({
+      name: o.name,
+      dataDir: o.dataDir,
+      runtime,
+      remote: !!p.remote,
+      etcdBin: o.etcdBin ?? '',
+      settings: memberSettings(o).map(([k, v]) => [k, v]),
+    });
+    const options = (runtime: RuntimeName): StartMemberOptions => ({
       runtime,
       name: String(p.name),
       dataDir: String(p['data-dir']),
@@ -159,7 +158,19 @@ export const startMember: StepDefinition = {
       ...(p['initial-cluster-token'] ? { initialClusterToken: p['initial-cluster-token'] as string } : {}),
       ...(p['etcd-bin'] ? { etcdBin: p['etcd-bin'] as string } : {}),
       logFile: path.join(ctx.runDir, `${String(p.name)}.log`),
-    };
+    });
+    if (await alreadyServing(clientUrl, ctx)) {
+      ctx.progress(`${String(p.name)} already answers at ${clientUrl}`);
+      const runtime = await runtimeForStart(p, ctx).catch(() => 'lifeboat' as const);
+      return { started: false, clientUrl, pid: memberPid(String(p['data-dir'])) ?? 0, ...handoff(runtime, options(runtime)) };
+    }
+    const runtime = await runtimeForStart(p, ctx);
+    if (runtime === 'etcd' && !p.remote) {
+      // 3.5 and 3.6 are driven the same way, but only 3.4 is tested here: say so in the run's record.
+      const v = etcdVersionOf(etcdBinary(typeof p['etcd-bin'] === 'string' && p['etcd-bin'] ? p['etcd-bin'] : undefined));
+      if (v.warning) ctx.event('warning', v.warning, { etcdVersion: v.version });
+    }
+    const o = options(runtime);
     let started: StartedMember | undefined;
     if (p.remote) {
       const how = startInstructions(o);
@@ -191,7 +202,7 @@ export const startMember: StepDefinition = {
       if (started) ctx.event('warning', `${String(p.name)} did not start: ${(e as Error).message.split('\n')[0]}`, { log: o.logFile });
       throw new Error(`${(e as Error).message}${removed}`);
     }
-    return { started: true, runtime, pid: started?.pid ?? 0, clientUrl, log: p.remote ? '' : o.logFile };
+    return { started: true, pid: started?.pid ?? 0, clientUrl, log: p.remote ? '' : o.logFile, ...handoff(runtime, o) };
   },
 };
 

@@ -49,7 +49,7 @@ function recoveryIds(old: { clusterId: string; members: OldMember[] }, clusterId
 export const inspectSources: StepDefinition = {
   type: 'inspect-sources',
   description: "Read the recovery source (a stopped survivor's data dir or a snapshot) and report what it holds.",
-  params: { source: { type: 'path', required: true, description: 'data dir or snapshot file' }, 'wal-dir': walDirParam },
+  params: { source: { type: 'path', required: true, description: 'data dir or snapshot file', check: 'source' }, 'wal-dir': walDirParam },
   describe: (p) => [`read ${String(p.source)} (read-only)`],
   async run(p, ctx) {
     const src = sourceOf(p);
@@ -145,8 +145,8 @@ export const restore: StepDefinition = {
   type: 'restore',
   description: 'Build a new data dir from the source: a one-member cluster with a new cluster ID recording its parent.',
   params: {
-    source: { type: 'path', required: true, description: 'data dir or snapshot file' },
-    'data-dir': { type: 'path', required: true, description: 'the new data dir (must not exist or be empty)' },
+    source: { type: 'path', required: true, description: 'data dir or snapshot file', check: 'source' },
+    'data-dir': { type: 'path', required: true, description: 'the new data dir (must not exist or be empty)', check: 'new-data-dir' },
     name: { type: 'string', required: true, description: "the recovered member's name" },
     'peer-url': { type: 'url', required: true, description: "the recovered member's peer URL (keep the survivor's so old members learn they were superseded)" },
     'initial-cluster-token': { type: 'string', default: 'etcd-cluster', description: 'token for the member ID' },
@@ -323,6 +323,7 @@ export const fenceOldDataDirs: StepDefinition = {
         runtime: r.runtime,
         movedTo: r.movedTo ?? null,
         member: who?.memberId ?? null,
+        name: who?.members.find((m) => m.id === who.memberId)?.name ?? null,
       });
     }
     const confirmed = new Set((p.fenced as string[]).map((x) => x.toLowerCase()));
@@ -335,19 +336,19 @@ export const fenceOldDataDirs: StepDefinition = {
       const host = m.peerURLs[0] ? new URL(m.peerURLs[0]).hostname : 'its host';
       const cmd = `lifeboat datadir fence <its data dir> --superseded-by ${String(p['superseded-by'])}`;
       if (matches(confirmed, m)) {
-        ctx.event('fence', `${who}: fenced on ${host} by the operator (fenced=${m.name || m.id})`, { member: m.id, host, by: 'operator' });
+        ctx.event('fence', `${who}: fenced on ${host} by the operator (fenced=${m.name || m.id})`, { member: m.id, name: m.name, host, by: 'operator' });
         remote.push(m.id);
         continue;
       }
       if (matches(dead, m)) {
-        ctx.event('warning', `${who} is assumed dead and was not fenced: if it ever comes back, run on ${host}: ${cmd}`, { member: m.id });
+        ctx.event('warning', `${who} is assumed dead and was not fenced: if it ever comes back, run on ${host}: ${cmd}`, { member: m.id, name: m.name, host });
         continue;
       }
       ctx.progress(`on ${host}, run: ${cmd}`);
-      ctx.event('note', `fence ${who} on ${host} with: ${cmd}`, { member: m.id, host, command: cmd });
+      ctx.event('note', `fence ${who} on ${host} with: ${cmd}`, { member: m.id, name: m.name, host, command: cmd });
       if (!(await ctx.confirm(`Has ${who} been fenced on ${host} (${cmd})?`)))
         throw new SafetyCheckError(`${who} is not fenced: run on ${host}: ${cmd}, then resume`, 'fenced');
-      ctx.event('fence', `${who}: fenced on ${host}, as the operator confirmed`, { member: m.id, host, by: 'confirmation' });
+      ctx.event('fence', `${who}: fenced on ${host}, as the operator confirmed`, { member: m.id, name: m.name, host, by: 'confirmation' });
       remote.push(m.id);
     }
     return { fenced: done, confirmed: remote };
