@@ -18,18 +18,26 @@ export const askVariable: VariableAsker = async (def, current) => {
     });
   }
   if (def.type === 'list' && def.items === 'member') return askMembers(def, message, current as unknown[] | undefined);
+  // An empty list is offered as no default at all: its text, "(none)", is no value to accept.
+  const offered = current === undefined || (Array.isArray(current) && current.length === 0) ? undefined : formatValue(current, def.type, def.items);
   const answer = await input({
-    message,
-    ...(current !== undefined ? { default: formatValue(current, def.type, def.items) } : {}),
+    message: def.type === 'list' && offered === undefined ? `${message} (empty for none)` : message,
+    ...(offered !== undefined ? { default: offered } : {}),
     validate: (text) => {
-      const c = checkVariableValue(def, text);
+      const c = checkAnswer(def, text);
       return c.ok ? true : c.error;
     },
   });
-  const c = checkVariableValue(def, answer);
+  const c = checkAnswer(def, answer);
   if (!c.ok) throw new Error(`${def.name}: ${c.error}`); // validate() already refused it
   return c.value;
 };
+
+/** A typed answer, checked: for a list, nothing (or "(none)", as lists print) is the empty list. */
+export function checkAnswer(def: VariableDef, text: string): ReturnType<typeof checkVariableValue> {
+  if (def.type === 'list' && (text.trim() === '' || text.trim() === '(none)')) return checkVariableValue(def, []);
+  return checkVariableValue(def, text);
+}
 
 /** A list of members, one per question, until an empty answer. */
 async function askMembers(def: VariableDef, message: string, current: unknown[] | undefined): Promise<unknown[]> {

@@ -214,3 +214,16 @@ test('the examples that need a cluster run against one and exit 0', async () => 
   assert.ok(fs.existsSync(path.join(work, 'm1.inspect.json')));
   assert.ok(fs.existsSync(path.join(work, 'm1.tar.gz')));
 });
+
+test('snapshot save draws its progress on a terminal and stays quiet in scripts', async () => {
+  assert.ok(cluster, 'runs after the cluster examples');
+  const endpoint = cluster.endpoints()[0];
+  const quiet = await run(process.execPath, [BIN, 'snapshot', 'save', path.join(work, 'quiet.db'), '--endpoints', endpoint], { cwd: work });
+  assert.equal(quiet.code, 0, quiet.stderr);
+  assert.equal(quiet.stderr, '', 'no progress without a terminal');
+  // script(1) gives the command a terminal; what it drew comes back on script's stdout.
+  const command = `${process.execPath} ${BIN} snapshot save ${path.join(work, 'tty.db')} --endpoints ${endpoint}`;
+  const tty = await run('script', ['-qefc', command, '/dev/null'], { cwd: work });
+  assert.equal(tty.code, 0, tty.stdout + tty.stderr);
+  assert.match(tty.stdout, /\rsnapshot \[[#.]{30}\] +\d+% [\d.]+ [kM]?B \/ [\d.]+ [kM]?B/, JSON.stringify(tty.stdout));
+});
