@@ -18,7 +18,7 @@ Exit codes: 0 clean stop, 1 failure, 2 bad usage, 3 refused by a safety check, 7
 
   static override examples = [
     '<%= config.bin %> server --name m1 --data-dir /var/lib/lifeboat/m1 --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 --initial-cluster m1=http://127.0.0.1:2380',
-    'LIFEBOAT_NAME=m4 LIFEBOAT_INITIAL_CLUSTER_STATE=existing <%= config.bin %> server --initial-cluster m1=http://127.0.0.1:2380,m4=http://127.0.0.1:2480 ...',
+    'LIFEBOAT_NAME=m4 LIFEBOAT_INITIAL_CLUSTER_STATE=existing LIFEBOAT_INITIAL_CLUSTER=m1=http://127.0.0.1:2380,m4=http://127.0.0.1:2480 <%= config.bin %> server --data-dir /var/lib/lifeboat/m4 --listen-peer-urls http://127.0.0.1:2480 --initial-advertise-peer-urls http://127.0.0.1:2480 --listen-client-urls http://127.0.0.1:2479 --advertise-client-urls http://127.0.0.1:2479',
   ];
 
   static override flags = {

@@ -1,7 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../src/cli/baseCommand.js';
 import { InputError } from '../../src/common/errors.js';
-import { parseHexId } from '../../src/common/ids.js';
+import { parseIdText } from '../../src/common/ids.js';
 import { fenceDataDir, type FenceOutcome } from '../../src/recovery/fenceDataDir.js';
 
 export default class DatadirFence extends BaseCommand {
@@ -14,14 +14,19 @@ export default class DatadirFence extends BaseCommand {
   };
 
   static override flags = {
-    'superseded-by': Flags.string({ description: 'the ID of the cluster that replaced this one (hex)', required: true }),
+    'superseded-by': Flags.string({
+      description: 'the ID of the cluster that replaced this one: hex, or decimal when it has more than 16 digits',
+      required: true,
+    }),
   };
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(DatadirFence);
-    const by = parseHexId(flags['superseded-by']);
+    const by = parseIdText(flags['superseded-by']);
     if (by === undefined || by === 0n)
-      throw new InputError(`--superseded-by ${flags['superseded-by']}: expected the new cluster's ID in hex, e.g. e89b1e7ffdcefe1f`);
+      throw new InputError(
+        `--superseded-by ${flags['superseded-by']}: expected the new cluster's ID in hex, e.g. e89b1e7ffdcefe1f, or in decimal (more than 16 digits)`,
+      );
     const r = fenceDataDir(args.dir, by);
     this.print(flags['write-out'], r, (x: FenceOutcome) =>
       x.alreadyFenced

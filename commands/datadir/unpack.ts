@@ -3,7 +3,7 @@ import { BaseCommand } from '../../src/cli/baseCommand.js';
 import { unpackDataDir, type UnpackResult } from '../../src/recovery/dataDirArchive.js';
 
 export default class DatadirUnpack extends BaseCommand {
-  static override description = `Unpack an archive made by 'datadir pack' into a new data dir, verifying every file's sha256 against the manifest before anything lands (extracted into DIR.part, checked, then renamed). A non-empty data dir is refused (exit 3); a damaged or altered archive fails (exit 1) and leaves nothing behind.`;
+  static override description = `Unpack an archive made by 'datadir pack' into a new data dir, verifying every file's sha256 against the manifest before anything lands (extracted into DIR.part, checked, then renamed). Entries the manifest does not list (outside member/, links) are not unpacked, and a warning names them. A non-empty data dir is refused (exit 3); a damaged or altered archive fails (exit 1) and leaves nothing behind.`;
 
   static override examples = ['<%= config.bin %> datadir unpack m1.tar.gz --data-dir /var/lib/lifeboat/m1'];
 
@@ -18,6 +18,10 @@ export default class DatadirUnpack extends BaseCommand {
   async run(): Promise<void> {
     const { args, flags } = await this.parse(DatadirUnpack);
     const r = await unpackDataDir(args.archive, flags['data-dir']);
+    if (r.ignored.length > 0) {
+      const list = r.ignored.map((e) => `${e.path} (${e.why})`).join(', ');
+      process.stderr.write(`warning: ${args.archive} holds ${r.ignored.length} entries its manifest does not list; they were not unpacked: ${list}\n`);
+    }
     this.print(flags['write-out'], r, (x: UnpackResult) =>
       x.alreadyUnpacked
         ? `${x.dataDir} already holds exactly this archive's ${x.files} files (${x.bytes} bytes); nothing to do`

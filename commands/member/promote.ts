@@ -1,7 +1,7 @@
 import { Args } from '@oclif/core';
 import { EtcdCommand } from '../../src/cli/baseCommand.js';
 import { memberChangeOutput } from '../../src/cli/output/members.js';
-import { parseMemberId } from '../../src/client/ids.js';
+import { resolveMemberId } from '../../src/client/ids.js';
 
 export default class MemberPromote extends EtcdCommand {
   static override description =
@@ -10,13 +10,14 @@ export default class MemberPromote extends EtcdCommand {
   static override examples = ['<%= config.bin %> member promote 8e9e05c52164694d'];
 
   static override args = {
-    id: Args.string({ description: "learner's member ID in hex (see `member list`)", required: true }),
+    id: Args.string({ description: "learner's member ID: hex as `member list` prints it, or the decimal ID of -w json", required: true }),
   };
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(MemberPromote);
-    const id = parseMemberId(args.id);
-    const result = await this.client(flags).memberPromote(id);
+    const client = this.client(flags);
+    const id = await resolveMemberId(args.id, client);
+    const result = await client.memberPromote(id);
     this.print(flags['write-out'], result, memberChangeOutput('promoted in', id));
   }
 }

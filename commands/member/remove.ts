@@ -2,12 +2,12 @@ import { Args } from '@oclif/core';
 import { EtcdCommand, yesFlag } from '../../src/cli/baseCommand.js';
 import { confirmDangerous } from '../../src/cli/confirm.js';
 import { memberChangeOutput } from '../../src/cli/output/members.js';
-import { parseMemberId } from '../../src/client/ids.js';
+import { resolveMemberId } from '../../src/client/ids.js';
 import { describeMember, planRemoval } from '../../src/client/removalRisk.js';
 
 export default class MemberRemove extends EtcdCommand {
   static override description =
-    'Remove a member by its hex ID. Asks first when the member is the leader or the cluster has only 2 voting members; without a terminal, pass --yes.';
+    'Remove a member by its ID (hex, or the decimal ID of -w json). Asks first when the member is the leader or the cluster has only 2 voting members; without a terminal, pass --yes.';
 
   static override examples = [
     '<%= config.bin %> member remove 8e9e05c52164694d',
@@ -15,15 +15,15 @@ export default class MemberRemove extends EtcdCommand {
   ];
 
   static override args = {
-    id: Args.string({ description: 'member ID in hex (see `member list`)', required: true }),
+    id: Args.string({ description: 'member ID: hex as `member list` prints it, or the decimal ID of -w json', required: true }),
   };
 
   static override flags = { yes: yesFlag };
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(MemberRemove);
-    const id = parseMemberId(args.id);
     const client = this.client(flags);
+    const id = await resolveMemberId(args.id, client);
     const risk = await planRemoval(client, id);
     await confirmDangerous({ action: `remove member ${describeMember(risk.member, id)}`, reasons: risk.reasons, yes: flags.yes });
     const result = await client.memberRemove(id);

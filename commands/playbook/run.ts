@@ -16,7 +16,7 @@ export default class PlaybookRun extends SessionCommand {
   static override description = `Run a playbook: a shipped one by NAME (see 'playbook list') or a FILE. The whole file is validated first; anything wrong is refused with file:line and nothing runs. On a terminal, missing variables and the reason are asked for and progress is shown live; without one, variables come from --vars and --set, --reason is required, and anything missing fails at once (exit 2). A confirmation without a terminal needs --yes (else exit 3, naming the step); a failed safety check always stops the run (exit 3). Every run, step, prompt and answer is recorded in the audit log; the run ends by printing its ID and the audit chain's head hash.`;
 
   static override examples = [
-    '<%= config.bin %> playbook run replace-failed-member --dry-run --set dead=m2 --set replacement=m4=http://10.0.0.4:2380,http://10.0.0.4:2379',
+    '<%= config.bin %> playbook run replace-failed-member --dry-run --set endpoints=http://10.0.0.1:2379,http://10.0.0.3:2379 --set failed=m2 --set name=m4 --set peer-url=http://10.0.0.4:2380 --set client-url=http://10.0.0.4:2379 --set data-dir=/var/lib/lifeboat/m4',
     '<%= config.bin %> playbook run recover-from-quorum-loss --vars recovery.yaml --reason "INC-4711: two members lost" --yes',
     '<%= config.bin %> playbook run ./my-playbook.yaml --endpoints http://10.0.0.1:2379',
   ];
@@ -27,7 +27,7 @@ export default class PlaybookRun extends SessionCommand {
 
   static override flags = {
     vars: Flags.string({ description: 'a YAML file of variable values (NAME: VALUE)', helpValue: 'FILE' }),
-    set: Flags.string({ description: 'a variable value, NAME=VALUE (repeatable; wins over --vars)', multiple: true, multipleNonGreedy: true, default: [] }),
+    set: Flags.string({ description: 'a variable value, NAME=VALUE (repeatable; wins over --vars)', multiple: true, multipleNonGreedy: true }),
     yes: playbookYesFlag,
     'dry-run': Flags.boolean({
       description: 'print every step with its values resolved and what it would change; change nothing, record nothing',
@@ -45,7 +45,7 @@ export default class PlaybookRun extends SessionCommand {
       runPlaybookSession({
         target: args.playbook,
         ...(flags.vars !== undefined ? { varsFile: flags.vars } : {}),
-        sets: flags.set,
+        sets: flags.set ?? [],
         yes: flags.yes,
         dryRun: flags['dry-run'],
         ...(flags.reason !== undefined ? { reason: flags.reason } : {}),

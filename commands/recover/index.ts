@@ -21,10 +21,10 @@ export default class Recover extends SessionCommand {
   ];
 
   static override flags = {
-    'from-data-dir': Flags.string({ description: "a stopped survivor's data dir (repeatable)", multiple: true, default: [] }),
-    'from-snapshot': Flags.string({ description: 'a snapshot file (repeatable)', multiple: true, default: [] }),
+    'from-data-dir': Flags.string({ description: "a stopped survivor's data dir (repeatable)", multiple: true }),
+    'from-snapshot': Flags.string({ description: 'a snapshot file (repeatable)', multiple: true }),
     'discard-uncommitted': Flags.boolean({ description: "drop the entries past the survivor's commit index (by default they are applied)", default: false }),
-    set: Flags.string({ description: 'a playbook variable, NAME=VALUE (repeatable)', multiple: true, multipleNonGreedy: true, default: [] }),
+    set: Flags.string({ description: 'a playbook variable, NAME=VALUE (repeatable)', multiple: true, multipleNonGreedy: true }),
     yes: playbookYesFlag,
     reason: reasonFlag,
     'audit-db': auditDbFlag,
@@ -36,10 +36,10 @@ export default class Recover extends SessionCommand {
     await this.printSession(
       flags['write-out'],
       recoverSession({
-        dataDirs: flags['from-data-dir'],
-        snapshots: flags['from-snapshot'],
+        dataDirs: flags['from-data-dir'] ?? [],
+        snapshots: flags['from-snapshot'] ?? [],
         discardUncommitted: flags['discard-uncommitted'],
-        sets: flags.set,
+        sets: flags.set ?? [],
         yes: flags.yes,
         ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
         ...(flags['audit-db'] !== undefined ? { auditDb: flags['audit-db'] } : {}),

@@ -11,19 +11,17 @@ export default class RecoverPlan extends BaseCommand {
   ];
 
   static override flags = {
-    'from-data-dir': Flags.string({ description: "a stopped survivor's data dir (repeatable)", multiple: true, default: [] }),
+    'from-data-dir': Flags.string({ description: "a stopped survivor's data dir (repeatable)", multiple: true }),
     'from-inspect': Flags.string({
       description: "the 'datadir inspect -w json' output of a survivor on another host (repeatable)",
       multiple: true,
-      default: [],
     }),
     'wal-dir': Flags.string({
       description:
         'an etcd data dir\'s separate WAL directory (etcd\'s --wal-dir): one for the only --from-data-dir, or one per --from-data-dir in order ("" for none)',
       multiple: true,
-      default: [],
     }),
-    'from-snapshot': Flags.string({ description: 'a snapshot file (repeatable)', multiple: true, default: [] }),
+    'from-snapshot': Flags.string({ description: 'a snapshot file (repeatable)', multiple: true }),
     'discard-uncommitted': Flags.boolean({
       description: "plan to drop the entries past the survivor's commit index (by default they are applied: the old leader may have acknowledged them)",
       default: false,
@@ -33,10 +31,10 @@ export default class RecoverPlan extends BaseCommand {
   async run(): Promise<void> {
     const { flags } = await this.parse(RecoverPlan);
     const plan = await planRecovery({
-      dataDirs: flags['from-data-dir'],
-      walDirs: flags['wal-dir'],
-      inspectFiles: flags['from-inspect'],
-      snapshots: flags['from-snapshot'],
+      dataDirs: flags['from-data-dir'] ?? [],
+      walDirs: flags['wal-dir'] ?? [],
+      inspectFiles: flags['from-inspect'] ?? [],
+      snapshots: flags['from-snapshot'] ?? [],
       discardUncommitted: flags['discard-uncommitted'],
     });
     this.print(flags['write-out'], plan, (p: RecoveryPlan) => formatPlan(p));

@@ -89,6 +89,8 @@ export interface EventInput {
   data?: unknown;
   /** the step the event belongs to, if any */
   step?: StepRef;
+  /** when it happened (ISO 8601), if not now: a question answered before the run was recorded */
+  at?: string;
 }
 
 interface Appended {
@@ -275,6 +277,7 @@ export class AuditLog extends AuditReader {
   event(runId: string, e: EventInput): EventRecord {
     requireText(e.kind, 'event kind');
     if (typeof e.message !== 'string') throw new TypeError('event message must be a string');
+    if (e.at !== undefined && Number.isNaN(Date.parse(e.at))) throw new TypeError(`event time ${JSON.stringify(e.at)} is not a date`);
     const seq = this.write(() => {
       this.requireOpenRun(runId, 'add an event');
       if (e.step) {
@@ -282,19 +285,30 @@ export class AuditLog extends AuditReader {
           throw new Error(`run ${runId} has no step recorded at seq ${e.step.seq}`);
         }
       }
-      return this.append('event', runId, {
-        kind: e.kind,
-        message: e.message,
-        ...(e.data !== undefined ? { data: e.data } : {}),
-        ...(e.step ? { step: e.step.seq } : {}),
-      }).seq;
+      return this.append(
+        'event',
+        runId,
+        {
+          kind: e.kind,
+          message: e.message,
+          ...(e.data !== undefined ? { data: e.data } : {}),
+          ...(e.step ? { step: e.step.seq } : {}),
+        },
+        e.at ?? this.nowIso(),
+      ).seq;
     });
     return mapEvent(this.q.eventBySeq.get(seq) as EventRow);
   }
 
   /** Records a question put to the operator and the answer given (event kind `prompt`). */
-  recordPrompt(runId: string, question: string, answer: unknown, opts: { step?: StepRef; data?: Record<string, unknown> } = {}): EventRecord {
-    return this.event(runId, { kind: 'prompt', message: question, data: { ...opts.data, answer }, step: opts.step });
+  recordPrompt(runId: string, question: string, answer: unknown, opts: { step?: StepRef; data?: Record<string, unknown>; at?: string } = {}): EventRecord {
+    return this.event(runId, {
+      kind: 'prompt',
+      message: question,
+      data: { ...opts.data, answer },
+      step: opts.step,
+      ...(opts.at !== undefined ? { at: opts.at } : {}),
+    });
   }
 
   // ---- internals -----------------------------------------------------------

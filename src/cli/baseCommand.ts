@@ -26,7 +26,7 @@ export interface Renderer<T> {
   simple: (r: T) => string;
   /** absent: a one-row table of the JSON view's fields when flat, else the simple form */
   table?: (r: T) => string;
-  /** absent: the result itself (bigints as hex IDs) */
+  /** absent: the result itself (bigints, the IDs, as decimal numbers: etcdctl's uint64s) */
   json?: (r: T) => unknown;
 }
 

@@ -77,12 +77,40 @@ export function exitFor(err: unknown, bin = 'lifeboat'): ExitDecision {
 function isParseError(e: ErrorShape, message: string): boolean {
   // CLIParseError and its subclasses carry the parser's input and output; oclif
   // does not export the classes, so recognise them by shape. A throwing flag
-  // `parse` function surfaces as "Parsing --flag ...".
-  return (typeof e.parse === 'object' && e.parse !== null) || /^Parsing --\S+/.test(message);
+  // `parse` function surfaces as "Parsing --flag ...", a flag given last without
+  // its value as "Flag --flag expects a value".
+  return (typeof e.parse === 'object' && e.parse !== null) || /^Parsing --\S+/.test(message) || FLAG_WITHOUT_VALUE.test(message);
 }
 
+const FLAG_WITHOUT_VALUE = /^Flag (--\S+) expects a value$/;
+// oclif's FailedFlagValidationError and ViolatedFlagConstraintError: a heading, then one reason a line.
+const OCLIF_REASONS = /^The following errors? occurred:\s*\n/;
+const EXCLUSIVE_REASON = /^(--[\w-]+)(?:=.*)? cannot also be provided when using (--[\w-]+)$/;
+const INVALID_OPTION = /^Expected (--[\w-]+)=(.*) to be one of: (.+)$/;
+// eslint-disable-next-line no-control-regex -- oclif colours the reasons on a terminal
+const ANSI = /\x1b\[[0-9;]*m/g;
+
+/** oclif's wording, said in ours: what is wrong, with the value, in one line. */
 function usageText(e: ErrorShape, message: string): string {
-  const text = message.replace(OCLIF_HELP_HINT, '');
+  const text = message.replace(OCLIF_HELP_HINT, '').replace(ANSI, '');
+  // "Parsing --dial-timeout \n\t<our parse function's message>": our message says it all.
+  const parsing = /^Parsing --\S+\s*\n\s*([\s\S]+)$/.exec(text);
+  if (parsing) return oneLine(parsing[1]);
+  const noValue = FLAG_WITHOUT_VALUE.exec(text);
+  if (noValue) return `${noValue[1]} needs a value`;
+  const option = INVALID_OPTION.exec(text);
+  if (option) return `invalid ${option[1]} "${option[2]}": expected one of ${option[3]}`;
+  if (OCLIF_REASONS.test(text)) {
+    const reasons: string[] = [];
+    for (const line of text.replace(OCLIF_REASONS, '').split('\n')) {
+      const r = line.trim();
+      if (r === '') continue;
+      const exclusive = EXCLUSIVE_REASON.exec(r);
+      const said = exclusive ? `${[exclusive[1], exclusive[2]].sort().join(' and ')} cannot be used together` : r;
+      if (!reasons.includes(said)) reasons.push(said);
+    }
+    return reasons.join('; ');
+  }
   // RequiredArgsError lists "name  description" rows under its first line; the names are enough.
   if (/^Missing \d+ required args?/.test(text) && Array.isArray(e.args)) {
     const names = e.args.map((a) => a.name).filter((n): n is string => typeof n === 'string');

@@ -18,19 +18,27 @@ export const askVariable: VariableAsker = async (def, current, check) => {
     });
   }
   if (def.type === 'list' && def.items === 'member') return askMembers(def, message, current as unknown[] | undefined, check);
+  // An empty list is offered as no default at all: its text, "(none)", is no value to accept.
+  const offered = current === undefined || (Array.isArray(current) && current.length === 0) ? undefined : formatValue(current, def.type, def.items);
   const answer = await input({
-    message,
-    ...(current !== undefined ? { default: formatValue(current, def.type, def.items) } : {}),
+    message: def.type === 'list' && offered === undefined ? `${message} (empty for none)` : message,
+    ...(offered !== undefined ? { default: offered } : {}),
     validate: async (text) => {
-      const c = checkVariableValue(def, text);
+      const c = checkAnswer(def, text);
       if (!c.ok) return c.error;
       return (await check?.(c.value)) ?? true;
     },
   });
-  const c = checkVariableValue(def, answer);
+  const c = checkAnswer(def, answer);
   if (!c.ok) throw new Error(`${def.name}: ${c.error}`); // validate() already refused it
   return c.value;
 };
+
+/** A typed answer, checked: for a list, nothing (or "(none)", as lists print) is the empty list. */
+export function checkAnswer(def: VariableDef, text: string): ReturnType<typeof checkVariableValue> {
+  if (def.type === 'list' && (text.trim() === '' || text.trim() === '(none)')) return checkVariableValue(def, []);
+  return checkVariableValue(def, text);
+}
 
 /**
  * A list of members: the offered ones kept, other ones entered one per question

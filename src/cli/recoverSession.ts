@@ -9,18 +9,35 @@ import { terminalSessionIo } from './sessionIo.js';
 export type RecoverRequest = RecoverInput &
   Pick<PlaybookRunRequest, 'reason' | 'auditDb' | 'connection' | 'endpoints' | 'endpointsGiven' | 'json' | 'supervisor'>;
 
-const terminalAsk: RecoverAsk = {
-  tty: process.stdin.isTTY === true && process.stdout.isTTY === true,
-  input: (message) => input({ message, validate: (v) => v.trim() !== '' || 'name at least one' }),
-  confirm: (message) => confirm({ message, default: false }),
-  show: (text) => process.stdout.write(`${text}\n`),
-};
+/** The terminal's questions, each answer's time kept (by question) so the audit log records when it was given. */
+function terminalAsk(answeredAt: Map<string, string>): RecoverAsk {
+  const stamp = <T>(message: string, answer: T): T => {
+    answeredAt.set(message, new Date().toISOString());
+    return answer;
+  };
+  return {
+    tty: process.stdin.isTTY === true && process.stdout.isTTY === true,
+    input: async (message) => stamp(message, await input({ message, validate: (v) => v.trim() !== '' || 'name at least one' })),
+    confirm: async (message) => stamp(message, await confirm({ message, default: false })),
+    show: (text) => {
+      answeredAt.set(SHOWN, new Date().toISOString());
+      process.stdout.write(`${text}\n`);
+    },
+  };
+}
 
-export async function recoverSession(req: RecoverRequest): Promise<SessionResult> {
-  const { sets, events, promptDefaults } = await decideRecovery(req, terminalAsk);
+const SHOWN = '(the plan was shown)';
+
+export async function recoverSession(req: RecoverRequest, ask: (answeredAt: Map<string, string>) => RecoverAsk = terminalAsk): Promise<SessionResult> {
+  const answeredAt = new Map<string, string>();
+  const decidedAt = new Date().toISOString();
+  const { sets, events, promptDefaults } = await decideRecovery(req, ask(answeredAt));
+  // What the plan filled in is the plan's, not the operator's --set (which wins, and stays labelled --set).
+  const planned = sets.filter((s) => !req.sets.includes(s));
   return runPlaybookSession({
     target: RECOVER_PLAYBOOK,
-    sets,
+    sets: req.sets,
+    planned,
     yes: req.yes,
     dryRun: false,
     ...(req.reason !== undefined ? { reason: req.reason } : {}),
@@ -30,7 +47,8 @@ export async function recoverSession(req: RecoverRequest): Promise<SessionResult
     ...(req.endpointsGiven !== undefined ? { endpointsGiven: req.endpointsGiven } : {}),
     ...(req.json !== undefined ? { json: req.json } : {}),
     io: terminalSessionIo({ json: req.json ?? false }),
-    events,
+    // Each at the time it happened: the session's questions come before the playbook's.
+    events: events.map((e) => ({ ...e, at: answeredAt.get(e.kind === 'plan' ? SHOWN : e.message) ?? decidedAt })),
     promptDefaults,
     ...(req.supervisor ? { supervisor: req.supervisor } : {}),
   });

@@ -54,6 +54,8 @@ export interface RunPlaybookOptions {
   reason: string;
   /** the reason was asked for on the terminal: record the question */
   reasonPrompt?: string;
+  /** when the reason was given (ISO 8601) */
+  reasonAt?: string;
   /** continue this recorded run instead of starting one */
   resume?: ResumeState;
   /** answer every confirmation yes (never overrides a SafetyCheckError) */
@@ -67,7 +69,7 @@ export interface RunPlaybookOptions {
   knobs?: EngineKnobs;
   signal?: AbortSignal;
   /** events to record at the start (e.g. test step types in use) */
-  startEvents?: Array<{ kind: string; message: string; data?: Record<string, unknown> }>;
+  startEvents?: Array<{ kind: string; message: string; data?: Record<string, unknown>; at?: string }>;
 }
 
 export interface RunResult {
@@ -163,8 +165,23 @@ class PlaybookRun {
           yes: this.o.yes,
         },
       });
-      for (const p of this.o.variables.prompts) audit.recordPrompt(this.runId, p.question, p.answer, { data: { variable: p.variable } });
-      if (this.o.reasonPrompt) audit.recordPrompt(this.runId, this.o.reasonPrompt, this.o.reason, { data: { field: 'reason' } });
+      // Everything asked before the run started, in the order it was answered, each at its own time.
+      const asked: Array<{ kind: string; message: string; data?: Record<string, unknown>; at?: string }> = [
+        ...(this.o.startEvents ?? []),
+        ...this.o.variables.prompts.map((p) => ({ kind: 'prompt', message: p.question, data: { variable: p.variable, answer: p.answer }, at: p.at })),
+        ...(this.o.reasonPrompt
+          ? [
+              {
+                kind: 'prompt',
+                message: this.o.reasonPrompt,
+                data: { field: 'reason', answer: this.o.reason },
+                ...(this.o.reasonAt ? { at: this.o.reasonAt } : {}),
+              },
+            ]
+          : []),
+      ];
+      const when = (e: { at?: string }) => (e.at === undefined ? -Infinity : Date.parse(e.at));
+      for (const e of asked.map((e, i) => ({ e, i })).sort((a, b) => when(a.e) - when(b.e) || a.i - b.i)) audit.event(this.runId, e.e);
     } else {
       audit.event(this.runId, {
         kind: 'resume',
@@ -172,7 +189,7 @@ class PlaybookRun {
         data: { interactive: this.o.view.interactive, yes: this.o.yes, endpoints: this.o.endpoints ?? null, connection: this.o.connection },
       });
     }
-    for (const e of this.o.startEvents ?? []) audit.event(this.runId, e);
+    if (this.o.resume) for (const e of this.o.startEvents ?? []) audit.event(this.runId, e);
 
     this.o.view.log(`${this.o.resume ? 'Resuming' : 'Running'} playbook ${pb.name} as run ${this.runId}`);
     let outcome: FinalOutcome = 'succeeded';

@@ -109,12 +109,14 @@ export interface PlaybookRunRequest extends CommonRequest {
   sets?: string[];
   /** values from code (e.g. what `lifeboat recover` found), below --vars and --set */
   given?: Record<string, unknown>;
+  /** NAME=VALUE worked out by the caller (`lifeboat recover`'s plan), below --set; recorded as the plan's */
+  planned?: string[];
   dryRun?: boolean;
   reason?: string;
   /** the operator typed --endpoints: it also fills a variable named endpoints */
   endpointsGiven?: boolean;
-  /** timeline events to record when the run starts (e.g. the plan `lifeboat recover` showed) */
-  events?: Array<{ kind: string; message: string; data?: Record<string, unknown> }>;
+  /** timeline events to record when the run starts (e.g. the plan `lifeboat recover` showed), each `at` when it happened */
+  events?: Array<{ kind: string; message: string; data?: Record<string, unknown>; at?: string }>;
   /** defaults offered at the prompts instead of the playbook's (on a terminal only) */
   promptDefaults?: Record<string, unknown>;
 }
@@ -160,6 +162,7 @@ export async function runPlaybookSession(req: PlaybookRunRequest): Promise<Sessi
     bindVariables(pb, {
       ...(req.varsFile !== undefined ? { varsFile: req.varsFile } : {}),
       ...(req.sets ? { sets: req.sets } : {}),
+      ...(req.planned ? { planned: req.planned } : {}),
       ...(req.given ? { given: req.given } : {}),
       ...(req.endpointsGiven && req.endpoints !== undefined ? { endpoints: req.endpoints } : {}),
       ...(interactive ? { ask: req.io.askVariable } : {}),
@@ -173,9 +176,11 @@ export async function runPlaybookSession(req: PlaybookRunRequest): Promise<Sessi
 
   let reason = req.reason?.trim() ?? '';
   let reasonPrompt: string | undefined;
+  let reasonAt: string | undefined;
   if (reason === '') {
     reason = await cancellable(() => req.io.askReason());
     reasonPrompt = REASON_QUESTION;
+    reasonAt = new Date().toISOString();
   }
   const audit = openAuditLogForWriting(req.auditDb);
   try {
@@ -191,6 +196,7 @@ export async function runPlaybookSession(req: PlaybookRunRequest): Promise<Sessi
         view,
         reason,
         ...(reasonPrompt ? { reasonPrompt } : {}),
+        ...(reasonAt ? { reasonAt } : {}),
         yes: req.yes ?? false,
         connection: req.connection,
         ...(req.endpoints !== undefined ? { endpoints: req.endpoints } : {}),

@@ -43,13 +43,13 @@ export function checkVariableValue(def: VariableDef, raw: unknown): { ok: true; 
   return bad ? { ok: false, error: bad } : c;
 }
 
-export type VariableSource = 'default' | 'vars-file' | 'set' | 'endpoints-flag' | 'prompt' | 'recorded';
+export type VariableSource = 'default' | 'vars-file' | 'set' | 'endpoints-flag' | 'prompt' | 'recorded' | 'plan';
 
 export interface BoundVariables {
   values: Record<string, unknown>;
   sources: Record<string, VariableSource>;
-  /** questions asked and the answers given, in order, for the audit log */
-  prompts: Array<{ variable: string; question: string; answer: unknown }>;
+  /** questions asked and the answers given, in order, with when each was answered (ISO 8601), for the audit log */
+  prompts: Array<{ variable: string; question: string; answer: unknown; at: string }>;
 }
 
 /** Why a converted value fails a check on this host (entryChecks.ts), if it does. */
@@ -66,6 +66,8 @@ export interface BindOptions {
   varsFile?: string;
   /** NAME=VALUE, in order (later wins) */
   sets?: string[];
+  /** NAME=VALUE a caller worked out itself (`lifeboat recover`'s plan), below --set */
+  planned?: string[];
   /** values given by a caller in code (e.g. `lifeboat recover`), before --vars/--set */
   given?: Record<string, unknown>;
   /** the --endpoints flag, when the operator gave it: the value of a variable named `endpoints` unless set otherwise */
@@ -126,7 +128,7 @@ export async function bindVariables(pb: Playbook, opts: BindOptions = {}): Promi
     }
     problems.throwIfAny();
   }
-  for (const set of opts.sets ?? []) {
+  for (const [set, source] of [...(opts.planned ?? []).map((s) => [s, 'plan'] as const), ...(opts.sets ?? []).map((s) => [s, 'set'] as const)]) {
     const eq = set.indexOf('=');
     if (eq <= 0) throw new InputError(`--set ${set}: expected NAME=VALUE`);
     const name = set.slice(0, eq).trim();
@@ -139,7 +141,7 @@ export async function bindVariables(pb: Playbook, opts: BindOptions = {}): Promi
     const bad = await opts.check?.(def, c.value);
     if (bad) throw new InputError(`--set ${set}: ${bad}`);
     values[name] = c.value;
-    sources[name] = 'set';
+    sources[name] = source;
   }
 
   const missing: VariableDef[] = [];
@@ -151,7 +153,7 @@ export async function bindVariables(pb: Playbook, opts: BindOptions = {}): Promi
       const answer = await opts.ask(def, offered, check ? (v) => check(def, v) : undefined);
       values[def.name] = answer;
       sources[def.name] = 'prompt';
-      prompts.push({ variable: def.name, question: promptText(def), answer });
+      prompts.push({ variable: def.name, question: promptText(def), answer, at: new Date().toISOString() });
     } else if (def.hasDefault) {
       values[def.name] = def.default;
       sources[def.name] = 'default';
@@ -227,6 +229,8 @@ function sourceLabel(s: VariableSource | undefined): string {
       return 'answered';
     case 'recorded':
       return 'given';
+    case 'plan':
+      return 'recover plan';
     default:
       return 'default';
   }

@@ -33,6 +33,20 @@ function listFiles(dataDir: string): string[] {
   return out.sort();
 }
 
+/** Every regular file under dir, relative to it. */
+function allFiles(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (rel: string) => {
+    for (const entry of fs.readdirSync(path.join(dir, rel), { withFileTypes: true })) {
+      const r = rel === '' ? entry.name : path.join(rel, entry.name);
+      if (entry.isDirectory()) walk(r);
+      else out.push(r);
+    }
+  };
+  walk('');
+  return out.sort();
+}
+
 function sha256File(file: string): string {
   return createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 }
@@ -103,6 +117,8 @@ export interface UnpackResult {
   bytes: number;
   /** the data dir already held exactly this archive's files (an unpack done before) */
   alreadyUnpacked: boolean;
+  /** entries of the archive its manifest does not list, left out of the data dir (each with why) */
+  ignored: Array<{ path: string; why: string }>;
 }
 
 /** The archive's manifest, read without extracting the rest. */
@@ -144,7 +160,14 @@ export async function unpackDataDir(archive: string, dataDir: string): Promise<U
   if (!fs.existsSync(archive)) throw new InputError(`archive ${archive} does not exist; check the path`);
   if (fs.existsSync(dataDir) && fs.readdirSync(dataDir).length > 0) {
     const done = await holdsUnpacked(archive, dataDir);
-    if (done) return { dataDir: path.resolve(dataDir), files: done.files.length, bytes: done.files.reduce((n, f) => n + f.size, 0), alreadyUnpacked: true };
+    if (done)
+      return {
+        dataDir: path.resolve(dataDir),
+        files: done.files.length,
+        bytes: done.files.reduce((n, f) => n + f.size, 0),
+        alreadyUnpacked: true,
+        ignored: [],
+      };
     throw new RefusedError(
       `data dir ${dataDir} is not empty and does not hold exactly what ${archive} holds; unpack into a new directory (or move ${dataDir} aside first)`,
     );
@@ -153,6 +176,7 @@ export async function unpackDataDir(archive: string, dataDir: string): Promise<U
   const part = `${target}.part`;
   fs.rmSync(part, { recursive: true, force: true });
   fs.mkdirSync(part, { recursive: true });
+  const ignored: UnpackResult['ignored'] = [];
   try {
     try {
       // Only plain files and directories, only below the target: no links, no '..'.
@@ -161,8 +185,11 @@ export async function unpackDataDir(archive: string, dataDir: string): Promise<U
         cwd: part,
         strict: true,
         filter: (p, entry) => {
-          const type = (entry as { type?: string }).type;
-          return (type === 'File' || type === 'Directory') && !p.split('/').includes('..') && !path.isAbsolute(p);
+          const type = (entry as { type?: string }).type ?? 'entry';
+          const outside = p.split('/').includes('..') || path.isAbsolute(p);
+          if (outside) ignored.push({ path: p, why: 'a path outside the data dir' });
+          else if (type !== 'File' && type !== 'Directory') ignored.push({ path: p, why: `a ${type}, not a plain file` });
+          return !outside && (type === 'File' || type === 'Directory');
         },
       });
     } catch (e) {
@@ -189,14 +216,23 @@ export async function unpackDataDir(archive: string, dataDir: string): Promise<U
       fsyncPath(p);
     }
     const listed = new Set(manifest.files.map((f) => f.path));
-    for (const f of listFiles(part)) {
+    const data = listFiles(part);
+    for (const f of data) {
       if (!listed.has(f)) throw new Error(`archive ${archive} holds ${f}, which its manifest does not list; it was altered, pack the data dir again`);
     }
     fs.rmSync(manifestPath);
+    // Anything else the archive held (outside member/, or a lock, temp or -shm file
+    // that pack never takes) is not unpacked, and the caller is told which.
+    for (const f of allFiles(part)) {
+      if (listed.has(f) || data.includes(f)) continue;
+      ignored.push({ path: f, why: 'not in the manifest' });
+      fs.rmSync(path.join(part, f));
+    }
+    for (const e of fs.readdirSync(part)) if (e !== 'member') fs.rmSync(path.join(part, e), { recursive: true, force: true });
     if (fs.existsSync(target)) fs.rmdirSync(target);
     fs.renameSync(part, target);
     fsyncPath(path.dirname(target));
-    return { dataDir: target, files: manifest.files.length, bytes, alreadyUnpacked: false };
+    return { dataDir: target, files: manifest.files.length, bytes, alreadyUnpacked: false, ignored };
   } catch (e) {
     fs.rmSync(part, { recursive: true, force: true });
     throw e;

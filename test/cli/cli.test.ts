@@ -101,3 +101,50 @@ test('errors raised by commands keep their exit code; anything else is a failure
     message: 'Error: disk full while writing',
   });
 });
+
+test("a topic's help shows the topic's own description, not one of its commands'", () => {
+  for (const [topic, command] of [
+    ['datadir', 'datadir fence'],
+    ['playbook', 'playbook list'],
+  ]) {
+    const r = lifeboat(topic, '--help');
+    assert.equal(r.code, EXIT.OK, r.stderr);
+    const first = r.stdout.split('\n')[0];
+    const commandHelp = lifeboat(...command.split(' '), '--help').stdout;
+    assert.ok(!commandHelp.includes(first), `${topic} --help starts with ${command}'s description: ${first}`);
+    const pkgTopics = (
+      JSON.parse(readFileSync(new URL('package.json', `file://${root}`), 'utf8')) as { oclif: { topics: Record<string, { description: string }> } }
+    ).oclif.topics;
+    assert.equal(first, pkgTopics[topic].description);
+  }
+});
+
+test('repeatable flags show no empty default in --help', () => {
+  for (const command of [['recover', 'plan'], ['recover'], ['playbook', 'run']]) {
+    const r = lifeboat(...command, '--help');
+    assert.equal(r.code, EXIT.OK, r.stderr);
+    assert.match(r.stdout, /\.\.\./, 'has a repeatable flag');
+    assert.doesNotMatch(r.stdout, /\[default: \]/, `${command.join(' ')} --help`);
+  }
+});
+
+test("oclif's own wording never reaches the user: each usage error is one line in ours", () => {
+  const cases: Array<[string[], string]> = [
+    [
+      ['get', 'k', '--dial-timeout', 'bogus'],
+      'Error: invalid --dial-timeout "bogus": expected a number with a unit, e.g. 2s or 500ms. See \'lifeboat get --help\'.\n',
+    ],
+    [['member', 'list', '--dial-timeout'], "Error: --dial-timeout needs a value. See 'lifeboat member list --help'.\n"],
+    [['get', 'k', '-w', 'yaml'], 'Error: invalid --write-out "yaml": expected one of simple, json, table. See \'lifeboat get --help\'.\n'],
+    [
+      ['audit', 'report', 'r-1', '--html', 'a.html', '--markdown'],
+      "Error: --html and --markdown cannot be used together. See 'lifeboat audit report --help'.\n",
+    ],
+  ];
+  for (const [args, expected] of cases) {
+    const r = lifeboat(...args);
+    assertOneLineUsageError(r, '');
+    assert.equal(r.stderr, expected, args.join(' '));
+    assert.doesNotMatch(r.stderr, /following errors? occurred|Parsing --|expects a value|Expected --/);
+  }
+});

@@ -10,7 +10,7 @@ import { after, before, test } from 'node:test';
 import { EtcdClient } from '../../src/client/etcdClient.js';
 import { EXIT } from '../../src/cli/exitCodes.js';
 import { LifeboatCluster, parseEtcdJson, type MemberProc } from '../support/lifeboatCluster.js';
-import { etcdctl, expectOk as ok, failsWithOneLine, lifeboat, waitFor, type RunResult } from '../support/tools.js';
+import { etcdctl, expectOk as ok, failsWithOneLine, lifeboat, parseJsonIds, waitFor, type RunResult } from '../support/tools.js';
 
 let c: LifeboatCluster;
 /** --endpoints with every running member / the first only */
@@ -38,7 +38,7 @@ const HEX = /^[0-9a-f]+$/;
 /** The three formats of one read-only command, run side by side. */
 async function formats(...args: string[]): Promise<{ simple: string; json: any; table: string }> {
   const [s, j, t] = await Promise.all([lifeboat(...args), lifeboat(...args, '-w', 'json'), lifeboat(...args, '-w', 'table')]);
-  return { simple: ok(s), json: JSON.parse(ok(j)), table: ok(t) };
+  return { simple: ok(s), json: parseJsonIds(ok(j)), table: ok(t) };
 }
 
 interface Row {
@@ -106,7 +106,7 @@ test('member list: simple, table (IDs padded to 16) and json (IDs as hex strings
 
 test('put, get and del in each format', async () => {
   assert.equal(ok(await lifeboat('put', '/e/a', '1', ...all)), 'OK\n');
-  const putJson = JSON.parse(ok(await lifeboat('put', '/e/b', '2', ...all, '-w', 'json')));
+  const putJson = parseJsonIds(ok(await lifeboat('put', '/e/b', '2', ...all, '-w', 'json')));
   assert.equal(putJson.header.cluster_id, await clusterIdHex());
   assert.match(putJson.header.member_id, HEX);
   assert.equal((await etcdctl('--endpoints', c.members[0].client, 'put', '/e/a', '10')).code, 0);
@@ -127,7 +127,7 @@ test('put, get and del in each format', async () => {
   assert.match(got.table, /\| \/e\/a \| 10\s+\|/);
 
   assert.equal(ok(await lifeboat('del', '/e/a', '--prev-kv', ...all)), '1\n/e/a\n10\n');
-  assert.equal(JSON.parse(ok(await lifeboat('del', '/e/b', ...all, '-w', 'json'))).deleted, 1);
+  assert.equal(parseJsonIds(ok(await lifeboat('del', '/e/b', ...all, '-w', 'json'))).deleted, 1);
   assert.match(ok(await lifeboat('del', '/e/', '--prefix', ...all, '-w', 'table')), /0/);
   assert.equal((await etcdctl('--endpoints', c.members[2].client, 'get', '/e/', '--prefix')).stdout, '', 'etcdctl sees them gone');
 });
@@ -187,7 +187,7 @@ test('endpoint status, health and hashkv in each format, per endpoint and --clus
 });
 
 test('alarm list and disarm in each format', async () => {
-  assert.deepEqual(JSON.parse(ok(await lifeboat('alarm', 'list', ...all, '-w', 'json'))).alarms, []);
+  assert.deepEqual(parseJsonIds(ok(await lifeboat('alarm', 'list', ...all, '-w', 'json'))).alarms, []);
   const id = await idOf(c.members[1]);
   const client = new EtcdClient({ endpoints: c.endpoints().join(',') });
   try {
@@ -200,7 +200,7 @@ test('alarm list and disarm in each format', async () => {
   assert.deepEqual(raised.json.alarms, [{ memberID: id, alarm: 'NOSPACE' }]);
   assert.match(raised.table, new RegExp(`\\| ${id.padStart(16, '0')} \\| NOSPACE \\|`));
   assert.match((await etcdctl('--endpoints', c.endpoints().join(','), 'alarm', 'list')).stdout, new RegExp(`memberID:${BigInt(`0x${id}`)} alarm:NOSPACE`));
-  const disarmed = JSON.parse(ok(await lifeboat('alarm', 'disarm', ...all, '-w', 'json')));
+  const disarmed = parseJsonIds(ok(await lifeboat('alarm', 'disarm', ...all, '-w', 'json')));
   assert.deepEqual(disarmed.alarms, [{ memberID: id, alarm: 'NOSPACE' }]);
   assert.equal(ok(await lifeboat('alarm', 'list', ...all)), '', 'nothing left');
   assert.equal((await etcdctl('--endpoints', c.endpoints().join(','), 'put', '/e/after-alarm', 'x')).code, 0, 'writes work again');
@@ -210,7 +210,7 @@ test('compaction, defrag and move-leader in each format', async () => {
   for (let i = 0; i < 4; i++) assert.equal((await etcdctl('--endpoints', c.endpoints()[0], 'put', '/e/compact', String(i))).code, 0);
   const rev = Number(parseEtcdJson((await etcdctl('--endpoints', c.endpoints()[0], 'get', '/e/compact', '-w', 'json')).stdout).header.revision);
   assert.equal(ok(await lifeboat('compaction', String(rev - 3), ...all)), `compacted revision ${rev - 3}\n`);
-  const cj = JSON.parse(ok(await lifeboat('compaction', String(rev - 2), ...all, '-w', 'json')));
+  const cj = parseJsonIds(ok(await lifeboat('compaction', String(rev - 2), ...all, '-w', 'json')));
   assert.equal(cj.revision, rev - 2);
   assert.match(cj.header.member_id, HEX);
   assert.equal(ok(await lifeboat('compaction', String(rev - 1), '--physical', ...all, '-w', 'table')), `compacted revision ${rev - 1}\n`);
@@ -227,7 +227,7 @@ test('compaction, defrag and move-leader in each format', async () => {
     const to = rows.find((r) => r.id !== from)!.id;
     const out = ok(await lifeboat('move-leader', to, ...all, '-w', format));
     if (format === 'json') {
-      const j = JSON.parse(out);
+      const j = parseJsonIds(out);
       assert.deepEqual([j.from, j.to, typeof j.header.member_id], [from, to, 'string'], out);
     } else {
       assert.equal(out, `Leadership transferred from ${from} to ${to}\n`);
@@ -279,7 +279,7 @@ test(
     // Update with the same peer URL (a real move needs a restart with new flags), in each format.
     assert.equal(ok(await lifeboat('member', 'update', id, '--peer-urls', m4.peerUrl, ...all)), `Member ${id} updated in cluster ${cid}\n`);
     assert.equal(ok(await lifeboat('member', 'update', id, '--peer-urls', m4.peerUrl, ...all, '-w', 'table')), `Member ${id} updated in cluster ${cid}\n`);
-    const updated = JSON.parse(ok(await lifeboat('member', 'update', id, '--peer-urls', m4.peerUrl, ...all, '-w', 'json')));
+    const updated = parseJsonIds(ok(await lifeboat('member', 'update', id, '--peer-urls', m4.peerUrl, ...all, '-w', 'json')));
     assert.equal(updated.header.cluster_id, cid);
     assert.equal(updated.members.find((m: any) => m.ID === id)?.peerURLs[0], m4.peerUrl);
 
@@ -301,7 +301,7 @@ test(
       const target = rows.find((r) => r.id !== lead)!;
       const member = await byId(target.id);
       const r = await retried(`removing ${target.name}`, ['member', 'remove', target.id, ...all, '-w', format], /unhealthy cluster/);
-      if (format === 'json') assert.ok(!JSON.parse(r.stdout).members.some((m: any) => m.ID === target.id), r.stdout);
+      if (format === 'json') assert.ok(!parseJsonIds(r.stdout).members.some((m: any) => m.ID === target.id), r.stdout);
       else assert.equal(r.stdout, `Member ${target.id} removed from cluster ${cid}\n`);
       assert.equal(await c.exitOf(member), 78, `${member.name} stops for good once removed`);
       all = ['--endpoints', c.endpoints().join(',')];
@@ -327,7 +327,9 @@ test(
 
 test('member add prints a lifeboat server line that, run as printed, starts a member that joins', { timeout: 120_000 }, async () => {
   const m5 = c.define('m5');
-  const r = JSON.parse(ok(await lifeboat('member', 'add', 'm5', '--peer-urls', m5.peerUrl, '--client-urls', m5.clientUrl, '--learner', ...all, '-w', 'json')));
+  const r = parseJsonIds(
+    ok(await lifeboat('member', 'add', 'm5', '--peer-urls', m5.peerUrl, '--client-urls', m5.clientUrl, '--learner', ...all, '-w', 'json')),
+  );
   assert.match(r.member.ID, HEX);
   assert.match(r.header.cluster_id, HEX);
   const argv = (r.command as string).split(' ');

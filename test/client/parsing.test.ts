@@ -6,7 +6,7 @@ import { parseDuration, formatDuration, formatElapsed } from '../../src/common/d
 import { parseEndpoint, parseEndpoints } from '../../src/client/endpoints.js';
 import { callError, connectReason, opensslReason, unreachableError } from '../../src/client/errors.js';
 import { InputError } from '../../src/common/errors.js';
-import { hexId, paddedHexId, parseLeaseId, parseMemberId } from '../../src/client/ids.js';
+import { hexId, paddedHexId, parseLeaseId, parseMemberId, resolveMemberId } from '../../src/client/ids.js';
 import { joinInstructions } from '../../src/client/joinInstructions.js';
 import { shellQuote } from '../../src/common/memberCommand.js';
 import { prefixEnd, selectKeys } from '../../src/client/keyRange.js';
@@ -24,13 +24,34 @@ test('member IDs: hex in, bigint out; malformed IDs name the value and an exampl
   for (const bad of ['xyz', '', '0', '1ffffffffffffffff', '12 34', '-1']) {
     assert.throws(
       () => parseMemberId(bad),
-      (e: Error) => e instanceof InputError && e.message === `invalid member ID "${bad}": expected hex, e.g. 8e9e05c52164694d`,
+      (e: Error) =>
+        e instanceof InputError && e.message === `invalid member ID "${bad}": expected hex, e.g. 8e9e05c52164694d, or the decimal ID -w json prints`,
     );
   }
   assert.equal(hexId(0x0abcn), 'abc');
   assert.equal(paddedHexId(0x0abcn), '0000000000000abc');
   assert.equal(parseLeaseId('694d71ddacfda227'), 0x694d71ddacfda227n);
   assert.throws(() => parseLeaseId('ffffffffffffffff'), InputError);
+});
+
+test("IDs in decimal, as etcdctl's -w json prints them: read exactly; 1-16 digits of 0-9 resolved against the member list", async () => {
+  // More than 16 digits: decimal (no uint64 has 17 hex digits), exact above 2^53.
+  assert.equal(parseMemberId('10276657743932975437'), 0x8e9e05c52164694dn);
+  assert.equal(parseMemberId('18446744073709551615'), (1n << 64n) - 1n);
+  assert.throws(() => parseMemberId('18446744073709551616'), InputError);
+  assert.equal(parseLeaseId('7587869245473525763'), 7587869245473525763n);
+  assert.throws(() => parseLeaseId('9223372036854775808'), InputError);
+  // 1-16 digits of 0-9 read both ways: hex without a list (etcdctl's reading) ...
+  assert.equal(parseMemberId('1234567890123456'), 0x1234567890123456n);
+  const client = (ids: bigint[]) => ({ memberList: () => Promise.resolve({ members: ids.map((id) => ({ id })) }) });
+  // ... and with one, the reading that names a member.
+  assert.equal(await resolveMemberId('1234567890123456', client([1234567890123456n, 2n])), 1234567890123456n);
+  assert.equal(await resolveMemberId('1234567890123456', client([0x1234567890123456n])), 0x1234567890123456n);
+  assert.equal(await resolveMemberId('1234567890123456', client([7n])), 0x1234567890123456n, 'neither: hex, and the server says not found');
+  // Unambiguous texts never read the list.
+  const never = { memberList: () => Promise.reject(new Error('listed')) };
+  assert.equal(await resolveMemberId('8e9e05c52164694d', never), 0x8e9e05c52164694dn);
+  assert.equal(await resolveMemberId('10276657743932975437', never), 0x8e9e05c52164694dn);
 });
 
 test('durations: Go-style with a unit; formatted back for messages', () => {

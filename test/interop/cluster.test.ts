@@ -11,7 +11,7 @@ import { EtcdClient } from '../../src/client/etcdClient.js';
 import { EXIT } from '../../src/cli/exitCodes.js';
 import { EtcdCluster } from '../support/etcdCluster.js';
 import { freePorts } from '../support/ports.js';
-import { ROOT, etcdctl, expectOk as ok, failsWithOneLine, lifeboat, onPath, requireEtcdTools, waitFor } from '../support/tools.js';
+import { ROOT, etcdctl, expectOk as ok, failsWithOneLine, lifeboat, onPath, parseJsonIds, requireEtcdTools, waitFor } from '../support/tools.js';
 
 let cluster: EtcdCluster;
 /** --endpoints with all three members */
@@ -73,7 +73,7 @@ interface StatusJson {
 
 async function leaderAndFollowers(): Promise<{ leader: string; followers: string[] }> {
   const r = await lifeboat('endpoint', 'status', ...all, '-w', 'json');
-  const list = JSON.parse(ok(r)) as StatusJson[];
+  const list = parseJsonIds(ok(r)) as StatusJson[];
   const leader = list[0].Status.leader;
   return { leader, followers: list.map((s) => s.Status.header.member_id).filter((id) => id !== leader) };
 }
@@ -93,7 +93,13 @@ test('member list: simple output matches etcdctl; table and json carry the same 
     assert.match(table, new RegExp(`\\| ${t.id.padStart(16, '0')} \\| started \\| ${t.name}\\s+\\| ${t.peer}\\s+\\| ${t.client}\\s+\\|\\s+false \\|`));
   }
 
-  const json = JSON.parse(ok(await lifeboat('member', 'list', ...first, '-w', 'json'))) as {
+  // The IDs in JSON are etcdctl's: the same uint64 numbers, digit for digit.
+  const idTexts = (t: string) => [...t.matchAll(/"(ID|cluster_id|member_id)":(\d+)[,}]/g)].map((m) => `${m[1]}=${m[2]}`).sort();
+  const theirs = idTexts((await etcdctl('--endpoints', first[1], 'member', 'list', '-w', 'json')).stdout);
+  assert.equal(theirs.length, 5);
+  assert.deepEqual(idTexts(ok(await lifeboat('member', 'list', ...first, '-w', 'json'))), theirs);
+
+  const json = parseJsonIds(ok(await lifeboat('member', 'list', ...first, '-w', 'json'))) as {
     header: { cluster_id: string; member_id: string };
     members: Array<{ ID: string; name: string; peerURLs: string[]; clientURLs: string[]; isLearner: boolean }>;
   };
@@ -109,7 +115,7 @@ test('member list: simple output matches etcdctl; table and json carry the same 
 
 test('put, get and del: simple, json and table, --prefix, ranges, --rev, --limit, --keys-only, --count-only, --prev-kv', async () => {
   assert.equal(ok(await lifeboat('put', '/lb/a', '1', ...all)), 'OK\n');
-  const firstRev = (JSON.parse(ok(await lifeboat('get', '/lb/a', ...all, '-w', 'json'))) as { kvs: Array<{ mod_revision: number }> }).kvs[0].mod_revision;
+  const firstRev = (parseJsonIds(ok(await lifeboat('get', '/lb/a', ...all, '-w', 'json'))) as { kvs: Array<{ mod_revision: number }> }).kvs[0].mod_revision;
   assert.equal(ok(await lifeboat('put', '/lb/b', '2', ...all)), 'OK\n');
   assert.equal(ok(await lifeboat('put', '/lb/c', '3', ...first)), 'OK\n');
   assert.equal(ok(await lifeboat('put', '/lb/a', '10', '--prev-kv', ...all)), 'OK\n/lb/a\n1\n');
@@ -129,7 +135,7 @@ test('put, get and del: simple, json and table, --prefix, ranges, --rev, --limit
     '/lb/c\n3\n/lb/b\n2\n/lb/a\n10\n',
   );
 
-  const limited = JSON.parse(ok(await lifeboat('get', '/lb/', '--prefix', '--limit', '2', ...all, '-w', 'json'))) as {
+  const limited = parseJsonIds(ok(await lifeboat('get', '/lb/', '--prefix', '--limit', '2', ...all, '-w', 'json'))) as {
     header: { cluster_id: string; member_id: string; revision: number };
     kvs: Array<{ key: string; value: string; create_revision: number; mod_revision: number; version: number }>;
     more: boolean;
@@ -150,7 +156,7 @@ test('put, get and del: simple, json and table, --prefix, ranges, --rev, --limit
 
   assert.equal(ok(await lifeboat('del', '/lb/c', '--prev-kv', ...all)), '1\n/lb/c\n3\n');
   assert.equal(ok(await lifeboat('del', '/lb/nothing', ...all)), '0\n');
-  const delJson = JSON.parse(ok(await lifeboat('del', '/lb/', '--prefix', ...all, '-w', 'json'))) as { deleted: number };
+  const delJson = parseJsonIds(ok(await lifeboat('del', '/lb/', '--prefix', ...all, '-w', 'json'))) as { deleted: number };
   assert.equal(delJson.deleted, 2);
   assert.equal(ok(await lifeboat('get', '/lb/', '--prefix', ...all)), '');
   assert.equal((await etcdctl('--endpoints', all[1], 'get', '/lb/', '--prefix')).stdout, '', 'etcdctl sees them gone');
@@ -158,7 +164,7 @@ test('put, get and del: simple, json and table, --prefix, ranges, --rev, --limit
 
 test('endpoint status, health and hashkv: each endpoint on its own, and --cluster', async () => {
   const truth = await etcdctlMembers();
-  const status = JSON.parse(ok(await lifeboat('endpoint', 'status', ...all, '-w', 'json'))) as StatusJson[];
+  const status = parseJsonIds(ok(await lifeboat('endpoint', 'status', ...all, '-w', 'json'))) as StatusJson[];
   assert.deepEqual(
     status.map((s) => s.Endpoint),
     all[1].split(','),
@@ -186,7 +192,11 @@ test('endpoint status, health and hashkv: each endpoint on its own, and --cluste
   }
   const healthCluster = lines(ok(await lifeboat('endpoint', 'health', '--cluster', ...first)));
   assert.deepEqual(healthCluster.map((l) => l.split(' ')[0]).sort(), cluster.members.map((m) => m.clientUrl).sort());
-  const healthJson = JSON.parse(ok(await lifeboat('endpoint', 'health', ...first, '-w', 'json'))) as Array<{ endpoint: string; health: boolean; took: string }>;
+  const healthJson = parseJsonIds(ok(await lifeboat('endpoint', 'health', ...first, '-w', 'json'))) as Array<{
+    endpoint: string;
+    health: boolean;
+    took: string;
+  }>;
   assert.equal(healthJson[0].health, true);
 
   // At one revision every member must hash the same; compare with etcdctl's numbers.
@@ -199,13 +209,13 @@ test('endpoint status, health and hashkv: each endpoint on its own, and --cluste
     hashes.map((l) => l.split(', ')[1]),
     etcdctlHash.map((l) => l.split(', ')[1]),
   );
-  const hashJson = JSON.parse(ok(await lifeboat('endpoint', 'hashkv', '--rev', String(rev), ...first, '-w', 'json'))) as Array<{
+  const hashJson = parseJsonIds(ok(await lifeboat('endpoint', 'hashkv', '--rev', String(rev), ...first, '-w', 'json'))) as Array<{
     HashKV: { header: { member_id: string }; hash: number };
   }>;
   assert.equal(String(hashJson[0].HashKV.hash), hashes[0].split(', ')[1]);
   assert.ok(
     truth.some((t) => t.id === hashJson[0].HashKV.header.member_id),
-    'member_id as a hex string',
+    "member_id as etcdctl's uint64 number",
   );
 
   // One endpoint down: the others still report, the dead one is one error line, exit 1.
@@ -228,7 +238,7 @@ test('alarm list is empty; a raised NOSPACE alarm is listed and disarmed', async
   }
   assert.equal(ok(await lifeboat('alarm', 'list', ...all)), `memberID:${truth[0].id} alarm:NOSPACE\n`);
   assert.match((await etcdctl('--endpoints', all[1], 'alarm', 'list')).stdout, /alarm:NOSPACE/);
-  const listJson = JSON.parse(ok(await lifeboat('alarm', 'list', ...all, '-w', 'json'))) as { alarms: Array<{ memberID: string; alarm: string }> };
+  const listJson = parseJsonIds(ok(await lifeboat('alarm', 'list', ...all, '-w', 'json'))) as { alarms: Array<{ memberID: string; alarm: string }> };
   assert.deepEqual(listJson.alarms, [{ memberID: truth[0].id, alarm: 'NOSPACE' }]);
   assert.equal(ok(await lifeboat('alarm', 'disarm', ...all)), `memberID:${truth[0].id} alarm:NOSPACE\n`);
   assert.equal(ok(await lifeboat('alarm', 'list', ...all)), '');
@@ -237,8 +247,8 @@ test('alarm list is empty; a raised NOSPACE alarm is listed and disarmed', async
 
 test('compaction discards older revisions; defrag runs per endpoint and with --cluster', async () => {
   for (let i = 0; i < 3; i++) ok(await lifeboat('put', '/lb/compact', String(i), ...all));
-  const rev = (JSON.parse(ok(await lifeboat('get', '/lb/compact', ...all, '-w', 'json'))) as { header: { revision: number } }).header.revision;
-  const compacted = JSON.parse(ok(await lifeboat('compaction', String(rev - 1), '--physical', ...all, '-w', 'json'))) as {
+  const rev = (parseJsonIds(ok(await lifeboat('get', '/lb/compact', ...all, '-w', 'json'))) as { header: { revision: number } }).header.revision;
+  const compacted = parseJsonIds(ok(await lifeboat('compaction', String(rev - 1), '--physical', ...all, '-w', 'json'))) as {
     revision: number;
     header: { cluster_id: string };
   };
@@ -252,7 +262,7 @@ test('compaction discards older revisions; defrag runs per endpoint and with --c
   failsWithOneLine(await lifeboat('compaction', 'abc', ...all), EXIT.USAGE, 'invalid revision "abc"');
 
   assert.equal(ok(await lifeboat('defrag', ...first)), `Finished defragmenting etcd member[${first[1]}]\n`);
-  const defragAll = JSON.parse(ok(await lifeboat('defrag', '--cluster', ...first, '--command-timeout', '20s', '-w', 'json'))) as Array<{
+  const defragAll = parseJsonIds(ok(await lifeboat('defrag', '--cluster', ...first, '--command-timeout', '20s', '-w', 'json'))) as Array<{
     endpoint: string;
     defragmented: boolean;
   }>;
@@ -292,7 +302,7 @@ test('snapshot save: one endpoint only; the file has the sha256 trailer and matc
   assert.ok(status.totalKey >= live, `etcdctl totalKey ${status.totalKey} ≥ live keys ${live}`);
   assert.equal(status.totalSize, db.length);
 
-  const json = JSON.parse(ok(await lifeboat('snapshot', 'save', file, ...first, '-w', 'json'))) as {
+  const json = parseJsonIds(ok(await lifeboat('snapshot', 'save', file, ...first, '-w', 'json'))) as {
     size: number;
     sha256: string;
     revision: number;
@@ -310,8 +320,8 @@ test("move-leader: to a follower via all endpoints, and back via a follower's en
   // Only a follower's endpoint given: the leader is found through its client URLs.
   const truth = await etcdctlMembers();
   const follower = truth.find((t) => t.id !== target)!;
-  const back = JSON.parse(ok(await lifeboat('move-leader', leader, '--endpoints', follower.client, '-w', 'json'))) as { from: string; to: string };
-  assert.deepEqual([back.from, back.to], [target, leader], 'hex strings');
+  const back = parseJsonIds(ok(await lifeboat('move-leader', leader, '--endpoints', follower.client, '-w', 'json'))) as { from: string; to: string };
+  assert.deepEqual([back.from, back.to], [target, leader], "etcdctl's uint64 numbers");
   await waitFor('the old leader back', async () => (await leaderAndFollowers()).leader === leader, { timeoutMs: 30_000 });
 
   failsWithOneLine(await lifeboat('move-leader', 'abcdef', ...all), EXIT.FAILURE, 'etcdserver: bad leader transferee');
@@ -322,7 +332,7 @@ test('bad input: unknown member, malformed ID, unreachable endpoint, removing th
 
   failsWithOneLine(await lifeboat('member', 'remove', '1234abcd', ...first), EXIT.FAILURE, `${first[1]}: etcdserver: member not found`);
   const bad = failsWithOneLine(await lifeboat('member', 'remove', 'xyz', ...first), EXIT.USAGE);
-  assert.equal(bad, 'Error: invalid member ID "xyz": expected hex, e.g. 8e9e05c52164694d\n');
+  assert.equal(bad, 'Error: invalid member ID "xyz": expected hex, e.g. 8e9e05c52164694d, or the decimal ID -w json prints\n');
   failsWithOneLine(await lifeboat('member', 'promote', 'not-hex', ...first), EXIT.USAGE, 'invalid member ID "not-hex"');
   failsWithOneLine(await lifeboat('member', 'list', '--endpoints', 'localhost'), EXIT.USAGE, 'invalid endpoint "localhost"');
   failsWithOneLine(await lifeboat('member', 'list', ...first, '--dial-timeout', '2'), EXIT.USAGE, '--dial-timeout');
@@ -431,9 +441,12 @@ test('member add --learner, start it for real from the printed settings, promote
   rows = await etcdctlMembers();
   assert.equal(rows.find((r) => r.id === id)?.learner, false);
 
-  // Update with the same peer URL (a real change would need a restart with new flags).
+  // Update with the same peer URL (a real change would need a restart with new flags),
+  // naming the member by its hex ID and by the decimal ID -w json prints.
   assert.equal(ok(await lifeboat('member', 'update', id, '--peer-urls', peerUrl, ...all)), `Member ${id} updated in cluster ${cid}\n`);
-  const updated = JSON.parse(ok(await lifeboat('member', 'update', id, '--peer-urls', peerUrl, ...all, '-w', 'json'))) as {
+  const decimal = BigInt(`0x${id}`).toString();
+  assert.equal(ok(await lifeboat('member', 'update', decimal, '--peer-urls', peerUrl, ...all)), `Member ${id} updated in cluster ${cid}\n`);
+  const updated = parseJsonIds(ok(await lifeboat('member', 'update', id, '--peer-urls', peerUrl, ...all, '-w', 'json'))) as {
     header: { cluster_id: string };
     members: Array<{ ID: string; peerURLs: string[] }>;
   };

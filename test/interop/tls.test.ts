@@ -9,7 +9,7 @@ import path from 'node:path';
 import { EXIT } from '../../src/cli/exitCodes.js';
 import { makeCerts, type TestCerts } from '../support/certs.js';
 import { EtcdCluster } from '../support/etcdCluster.js';
-import { etcdctl, lifeboat, requireEtcdTools, requireTool, run, waitFor, type RunResult } from '../support/tools.js';
+import { etcdctl, lifeboat, parseJsonIds, requireEtcdTools, requireTool, run, waitFor, type RunResult } from '../support/tools.js';
 
 let cluster: EtcdCluster;
 let certs: TestCerts;
@@ -75,7 +75,7 @@ test('with --cacert --cert --key: member list, put, get, endpoint status/health 
   );
   assert.equal(etc.stdout, 'secret\n', etc.stderr);
 
-  const status = JSON.parse(ok(await lifeboat('endpoint', 'status', ...tls, '-w', 'json'))) as Array<{
+  const status = parseJsonIds(ok(await lifeboat('endpoint', 'status', ...tls, '-w', 'json'))) as Array<{
     Endpoint: string;
     Status: { leader: string; header: { member_id: string } };
   }>;
@@ -95,7 +95,7 @@ test('with client mutual TLS: del, alarm list, member add --learner, start it, p
   assert.equal(ok(await lifeboat('put', '/tls/gone', 'x', ...tls)), 'OK\n');
   assert.equal(ok(await lifeboat('del', '/tls/gone', '--prev-kv', ...tls)), '1\n/tls/gone\nx\n');
   assert.equal(ok(await lifeboat('alarm', 'list', ...tls)), '');
-  assert.deepEqual(JSON.parse(ok(await lifeboat('alarm', 'list', ...tls, '-w', 'json'))).alarms, []);
+  assert.deepEqual(parseJsonIds(ok(await lifeboat('alarm', 'list', ...tls, '-w', 'json'))).alarms, []);
 
   const [clientPort, peerPort] = await cluster.freePorts();
   const peerUrl = `http://127.0.0.1:${peerPort}`;

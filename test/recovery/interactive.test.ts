@@ -78,9 +78,27 @@ describe('lifeboat recover at a terminal', () => {
     assert.equal(runs.length, 1);
     assert.equal(runs[0].reason, 'drill at a terminal');
     const show = await lifeboat('audit', 'show', runs[0].id, '--audit-db', auditDb, '-w', 'json');
-    const timeline = (JSON.parse(show.stdout) as { timeline: Array<{ entry: string; kind?: string; message?: string; data?: Record<string, unknown> }> })
-      .timeline;
+    const shown = JSON.parse(show.stdout) as {
+      run: { startedAt: string };
+      timeline: Array<{ entry: string; at: string; kind?: string; message?: string; data?: Record<string, unknown> }>;
+    };
+    const timeline = shown.timeline;
     const prompts = timeline.filter((e) => e.entry === 'event' && e.kind === 'prompt');
+    // Recorded in the order they were asked, each at the moment it was answered (not all at the run's start).
+    assert.match(prompts[0].message ?? '', /^Data dirs of the stopped survivors/, JSON.stringify(prompts.map((p) => p.message)));
+    assert.match(prompts.at(-2)?.message ?? '', /^Why are you running this playbook/);
+    const before = prompts.slice(0, -1).map((p) => Date.parse(p.at));
+    for (let i = 1; i < before.length; i++)
+      assert.ok(before[i] > before[i - 1], `answered in order, at their own times: ${prompts.map((p) => `${p.at} ${p.message}`).join('\n')}`);
+    assert.ok(before[0] < Date.parse(shown.run.startedAt), 'the survivors were named before the run started');
+    // An empty answer to a list question is the empty list, not the text "(none)".
+    assert.deepEqual(prompts.find((e) => /Old member IDs to treat as dead/.test(e.message ?? ''))?.data?.answer, []);
+    // What recover worked out from the plan is labelled as the plan's, not as --set.
+    const playbook = timeline.find((e) => e.entry === 'event' && e.kind === 'playbook');
+    const sources = playbook?.data?.variableSources as Record<string, string>;
+    assert.equal(sources.source, 'plan', JSON.stringify(sources));
+    assert.equal(sources['peer-url'], 'plan');
+    assert.equal(sources['assume-dead'], 'prompt');
     // The session's own questions and the plan it showed are in the run, not only the playbook's.
     assert.ok(
       prompts.some((e) => /Data dirs of the stopped survivors/.test(e.message ?? '') && e.data?.answer === m1.dataDir),

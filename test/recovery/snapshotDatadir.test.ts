@@ -31,12 +31,15 @@ describe('snapshot and data dir commands', () => {
     assert.equal(status.code, 0, status.stderr);
     const s = JSON.parse(status.stdout);
     assert.equal(s.revision, 51);
-    assert.equal(s.totalKeys, 50);
+    assert.deepEqual(Object.keys(s).slice(0, 4), ['hash', 'revision', 'totalKey', 'totalSize']);
+    assert.equal(typeof s.hash, 'number');
+    assert.equal(s.totalKey, 50);
     assert.equal(s.totalSize, fs.statSync(snap).size);
     assert.equal(s.members.length, 1);
     assert.equal(s.members[0].name, 'm1');
     const table = await lifeboat('snapshot', 'status', snap, '-w', 'table');
     assert.match(table.stdout, /\|\s+HASH\s+\|\s+REVISION\s+\|\s+TOTAL KEYS\s+\|\s+TOTAL SIZE\s+\|/);
+    assert.match(table.stdout, new RegExp(`\\| +${s.hash.toString(16)} \\| +51 \\| +50 \\| +[\\d.]+ [kM]B \\|`));
     // The directory the snapshot sits in, given by mistake: one line naming it, exit 2 (no raw EISDIR).
     const dir = await lifeboat('snapshot', 'status', path.dirname(snap));
     assert.equal(dir.code, 2, dir.stderr);
@@ -293,6 +296,39 @@ describe('snapshot and data dir commands', () => {
       assert.ok(!fs.existsSync(target) && !fs.existsSync(`${target}.part`), `${name}: nothing written`);
     }
     assert.equal(results[3].code, 0, `the same archive with a true manifest unpacks: ${results[3].stderr}`);
+    assert.equal(results[3].stderr, '', 'nothing to warn about');
     assert.deepEqual(fs.readFileSync(path.join(c.dir, 'into-good', 'member/snap/db')), files['member/snap/db']);
+  });
+
+  test('unpack leaves out what the manifest does not list outside the data files, and names each entry in a warning', async () => {
+    const files: Record<string, Buffer> = { 'member/snap/db': Buffer.alloc(4096, 3) };
+    const src = path.join(c.dir, 'unlisted-src');
+    fs.mkdirSync(path.join(src, 'member', 'snap'), { recursive: true });
+    fs.writeFileSync(path.join(src, 'member/snap/db'), files['member/snap/db']);
+    fs.writeFileSync(path.join(src, 'NOTES.txt'), 'not data');
+    fs.writeFileSync(path.join(src, 'member/lock'), '4121');
+    fs.symlinkSync('/etc/passwd', path.join(src, 'member/link'));
+    const sha = createHash('sha256').update(files['member/snap/db']).digest('hex');
+    fs.writeFileSync(
+      path.join(src, 'lifeboat-manifest.json'),
+      JSON.stringify({ format: 'lifeboat-datadir/1', createdAt: new Date().toISOString(), files: [{ path: 'member/snap/db', size: 4096, sha256: sha }] }),
+    );
+    const file = path.join(c.dir, 'unlisted.tar.gz');
+    await tar.create({ gzip: true, file, cwd: src, portable: true }, ['lifeboat-manifest.json', 'NOTES.txt', 'member']);
+    const target = path.join(c.dir, 'into-unlisted');
+    const r = await lifeboat('datadir', 'unpack', file, '--data-dir', target);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(
+      r.stderr,
+      `warning: ${file} holds 3 entries its manifest does not list; they were not unpacked: member/link (a SymbolicLink, not a plain file), NOTES.txt (not in the manifest), member/lock (not in the manifest)\n`,
+    );
+    assert.match(r.stdout, /^Unpacked 1 files \(4096 bytes\)/);
+    assert.deepEqual(fs.readdirSync(target), ['member']);
+    assert.deepEqual(fs.readdirSync(path.join(target, 'member')), ['snap']);
+    const json = JSON.parse((await lifeboat('datadir', 'unpack', file, '--data-dir', path.join(c.dir, 'into-unlisted-json'), '-w', 'json')).stdout);
+    assert.deepEqual(
+      json.ignored.map((e: { path: string }) => e.path),
+      ['member/link', 'NOTES.txt', 'member/lock'],
+    );
   });
 });

@@ -120,6 +120,21 @@ export function expectOk(r: RunResult): string {
   return r.stdout;
 }
 
+const ID_FIELDS = /"(?:ID|cluster_id|member_id|leader|memberID|lease|from|to)":/;
+
+/**
+ * Parses `-w json` as etcdctl writes it (and Lifeboat, which must write it the
+ * same): every ID field must be a JSON number (a uint64, above 2^53 for most IDs),
+ * and it is read from its exact decimal text, never through a JS number, then
+ * given back as lowercase hex for comparing with the text output.
+ */
+export function parseJsonIds(text: string): any {
+  const quoted = new RegExp(`${ID_FIELDS.source}"`, 'g');
+  assert.doesNotMatch(text, quoted, `an ID written as a string, not as etcdctl's number: ${text}`);
+  const numbers = new RegExp(`(${ID_FIELDS.source})(\\d+)(?=[,}])`, 'g');
+  return JSON.parse(text.replace(numbers, (_m, field: string, digits: string) => `${field}"${BigInt(digits).toString(16)}"`));
+}
+
 /** Failed with `code`, exactly one line on stderr mentioning every `mentions`, no stack trace. */
 export function failsWithOneLine(r: RunResult, code: number, ...mentions: string[]): string {
   assert.equal(r.code, code, `exit code; stdout: ${r.stdout} stderr: ${r.stderr}`);

@@ -61,9 +61,11 @@ export class InteractiveRenderer implements RunView {
       title: stepLabel(node.id, node.title),
       rendererOptions: { persistentOutput: true, outputBar: 5 },
       task: async (_ctx, task) => {
+        let label = stepLabel(node.id, node.title);
         const ui: StepUi = {
           setTitle: (t) => {
-            task.title = stepLabel(node.id, t);
+            label = stepLabel(node.id, t);
+            task.title = label;
           },
           // listr2 keeps the last lines written (outputBar) and shows them after the step ends.
           progress: (text) => {
@@ -73,7 +75,11 @@ export class InteractiveRenderer implements RunView {
             task.output = `${kind}: ${message}`;
           },
           ask: (question, signal) => task.prompt(ConfirmAdapter).run<boolean>(question, signal),
-          skip: (reason) => task.skip(`${node.id}: ${reason}`),
+          // A step done in an earlier attempt (a resumed run) is done, not a warning:
+          // listr2 draws skipped tasks with ⚠, so it completes with ✔ and says so.
+          skip: (reason) => {
+            task.title = `${label} (${reason}: skipped, its recorded outputs reused)`;
+          },
         };
         await node.run(ui);
       },

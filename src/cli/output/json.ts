@@ -1,15 +1,15 @@
-// JSON views of the client's results, mirroring etcdctl -w json field names, with
-// every ID (member, cluster, leader, lease) as a lowercase hex string and keys and
-// values base64-encoded as etcdctl (Go's encoding/json) writes bytes.
-import { hexId } from '../../client/ids.js';
+// JSON views of the client's results, mirroring etcdctl -w json: its field names,
+// every ID (member, cluster, leader, lease) as the exact uint64 number etcdctl
+// writes (a bigint here, written digit for digit by toJson, never through a JS
+// number), and keys and values base64-encoded as Go's encoding/json writes bytes.
 import type { KeyValue, Member, ResponseHeader, StatusResult } from '../../client/types.js';
 
 export function headerJson(h: ResponseHeader) {
-  return { cluster_id: hexId(h.clusterId), member_id: hexId(h.memberId), revision: h.revision, raft_term: h.raftTerm };
+  return { cluster_id: h.clusterId, member_id: h.memberId, revision: h.revision, raft_term: h.raftTerm };
 }
 
 export function memberJson(m: Member) {
-  return { ID: hexId(m.id), name: m.name, peerURLs: m.peerURLs, clientURLs: m.clientURLs, isLearner: m.isLearner };
+  return { ID: m.id, name: m.name, peerURLs: m.peerURLs, clientURLs: m.clientURLs, isLearner: m.isLearner };
 }
 
 export function kvJson(kv: KeyValue) {
@@ -19,7 +19,7 @@ export function kvJson(kv: KeyValue) {
     mod_revision: kv.modRevision,
     version: kv.version,
     value: kv.value.toString('base64'),
-    lease: hexId(kv.lease),
+    lease: kv.lease,
   };
 }
 
@@ -28,7 +28,7 @@ export function statusJson(s: StatusResult) {
     header: headerJson(s.header),
     version: s.version,
     dbSize: s.dbSize,
-    leader: hexId(s.leader),
+    leader: s.leader,
     raftIndex: s.raftIndex,
     raftTerm: s.raftTerm,
     raftAppliedIndex: s.raftAppliedIndex,
@@ -38,7 +38,25 @@ export function statusJson(s: StatusResult) {
   };
 }
 
-/** JSON.stringify that writes any bigint left in a value as a hex ID. */
+/**
+ * JSON text of `value`, as JSON.stringify writes it, except that every bigint is
+ * written as the exact decimal number it holds (etcdctl's uint64 IDs: above 2^53,
+ * so they must never pass through a JS number).
+ */
 export function toJson(value: unknown): string {
-  return JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? hexId(v) : v));
+  return jsonText(value) ?? 'null';
+}
+
+function jsonText(v: unknown): string | undefined {
+  if (typeof v === 'bigint') return v.toString();
+  if (v === null || typeof v !== 'object') return JSON.stringify(v); // undefined for undefined and functions, as JSON.stringify leaves them out
+  const withToJson = v as { toJSON?: () => unknown };
+  if (typeof withToJson.toJSON === 'function') return jsonText(withToJson.toJSON());
+  if (Array.isArray(v)) return `[${v.map((x: unknown) => jsonText(x) ?? 'null').join(',')}]`;
+  const fields: string[] = [];
+  for (const [k, x] of Object.entries(v)) {
+    const text = jsonText(x);
+    if (text !== undefined) fields.push(`${JSON.stringify(k)}:${text}`);
+  }
+  return `{${fields.join(',')}}`;
 }

@@ -14,7 +14,7 @@ export const alarmOutput: Renderer<AlarmResult> = {
       ['MEMBER ID', 'ALARM'],
       r.alarms.map((a) => [paddedHexId(a.memberId), a.alarm]),
     ),
-  json: (r) => ({ header: headerJson(r.header), alarms: r.alarms.map((a) => ({ memberID: hexId(a.memberId), alarm: a.alarm })) }),
+  json: (r) => ({ header: headerJson(r.header), alarms: r.alarms.map((a) => ({ memberID: a.memberId, alarm: a.alarm })) }),
 };
 
 export function compactionOutput(revision: number): Renderer<HeaderOnly> {
@@ -55,7 +55,7 @@ export interface LeaderMoved {
 export const moveLeaderOutput: Renderer<LeaderMoved> = {
   simple: (r) => `Leadership transferred from ${hexId(r.from)} to ${hexId(r.to)}`,
   table: (r) => `Leadership transferred from ${hexId(r.from)} to ${hexId(r.to)}`,
-  json: (r) => ({ header: headerJson(r.header), from: hexId(r.from), to: hexId(r.to) }),
+  json: (r) => ({ header: headerJson(r.header), from: r.from, to: r.to }),
 };
 
 const mbps = (s: SnapshotSaved) => s.bytesPerSecond / 1e6;

@@ -1,5 +1,6 @@
 // member list / add / remove / update / promote, as etcdctl prints them
-// (IDs in hex: unpadded in simple and JSON, padded to 16 in tables).
+// (IDs in hex, unpadded in simple and padded to 16 in tables; in JSON the
+// uint64 numbers etcdctl writes).
 import { hexId, paddedHexId } from '../../client/ids.js';
 import type { JoinInstructions } from '../../client/joinInstructions.js';
 import type { Member, MemberAddResult, MemberListResult } from '../../client/types.js';

@@ -1,0 +1,229 @@
+// Every example in every command's --help is checked: parsed by oclif against the
+// command's own flags and arguments (strict: an unknown flag or a stray argument
+// fails), its IDs read as the command reads them, its playbook variables looked up
+// in the playbook; and the examples that need nothing but a cluster, or nothing at
+// all, are run for real against a one-member Lifeboat cluster (exit 0 each).
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Config, Parser, type Command } from '@oclif/core';
+import { parseLeaseId, parseMemberId } from '../../src/client/ids.js';
+import { parseIdText } from '../../src/common/ids.js';
+import { locatePlaybook } from '../../src/playbook/locate.js';
+import { readPlaybook } from '../../src/playbook/parse.js';
+import { BIN, LifeboatCluster, ROOT } from '../support/lifeboatCluster.js';
+import { etcdctl, run } from '../support/tools.js';
+
+interface Example {
+  id: string;
+  line: string;
+}
+
+/** One shell word list per pipeline stage; quotes, `$(...)`, `# comments` and redirections as sh reads them. */
+export function shellWords(line: string): { stages: string[][]; redirects: Array<{ op: string; file: string }> } {
+  const stages: string[][] = [[]];
+  const redirects: Array<{ op: string; file: string }> = [];
+  let word: string | undefined;
+  let pendingRedirect: string | undefined;
+  const end = () => {
+    if (word === undefined) return;
+    if (pendingRedirect) {
+      redirects.push({ op: pendingRedirect, file: word });
+      pendingRedirect = undefined;
+    } else stages[stages.length - 1].push(word);
+    word = undefined;
+  };
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i];
+    if (c === "'" || c === '"') {
+      const close = line.indexOf(c, i + 1);
+      assert.ok(close > i, `unterminated quote in: ${line}`);
+      word = (word ?? '') + line.slice(i + 1, close);
+      i = close;
+    } else if (c === '$' && line[i + 1] === '(') {
+      const close = line.indexOf(')', i);
+      assert.ok(close > i, `unterminated $( in: ${line}`);
+      word = (word ?? '') + line.slice(i, close + 1);
+      i = close;
+    } else if (/\s/.test(c)) end();
+    else if (c === '#' && word === undefined) break;
+    else if (c === '|') {
+      end();
+      stages.push([]);
+    } else if (c === '>') {
+      end();
+      pendingRedirect = line[i + 1] === '>' ? '>>' : '>';
+      if (pendingRedirect === '>>') i++;
+    } else word = (word ?? '') + c;
+  }
+  end();
+  return { stages, redirects };
+}
+
+/** The argv after `lifeboat` in an example, and the variables set before it. */
+function lifeboatArgv(ex: Example): { argv: string[]; env: string[]; redirects: Array<{ op: string; file: string }>; piped: boolean } {
+  const { stages, redirects } = shellWords(ex.line);
+  const stage = stages.findIndex((s) => s.find((w) => !/^[A-Z_]+=/.test(w)) === 'lifeboat');
+  assert.ok(stage >= 0, `${ex.id}: the example does not run lifeboat: ${ex.line}`);
+  const words = stages[stage];
+  const at = words.indexOf('lifeboat');
+  return { argv: words.slice(at + 1), env: words.slice(0, at), redirects, piped: stage > 0 };
+}
+
+let config: Config;
+const commands = new Map<string, Command.Class>();
+const examples: Example[] = [];
+
+before(async () => {
+  config = await Config.load(ROOT);
+  for (const c of config.commands) {
+    const cls = await c.load();
+    commands.set(c.id, cls);
+    for (const e of cls.examples ?? []) {
+      const text = typeof e === 'string' ? e : e.command;
+      examples.push({ id: c.id, line: text.replaceAll('<%= config.bin %>', 'lifeboat') });
+    }
+  }
+});
+
+function variablesOf(playbook: string): Set<string> {
+  return new Set(readPlaybook(locatePlaybook(playbook)).variables.map((v) => v.name));
+}
+
+test("every --help example parses with its command's flags and arguments, and names what exists", async () => {
+  assert.ok(examples.length > 50, `found only ${examples.length} examples`);
+  for (const ex of examples) {
+    const cls = commands.get(ex.id);
+    assert.ok(cls);
+    const { argv, env } = lifeboatArgv(ex);
+    assert.deepEqual(argv.slice(0, ex.id.split(':').length), ex.id.split(':'), `${ex.id}: ${ex.line}`);
+    const rest = argv.slice(ex.id.split(':').length);
+    const flagDefs = { ...cls.baseFlags, ...cls.flags };
+    let parsed: { args: Record<string, unknown>; flags: Record<string, unknown> };
+    try {
+      parsed = await Parser.parse(rest, { flags: flagDefs, args: cls.args ?? {}, strict: cls.strict ?? true });
+    } catch (e) {
+      assert.fail(`${ex.id}: example does not parse (${(e as Error).message}): ${ex.line}`);
+    }
+    for (const assignment of env) {
+      const name = assignment.slice(0, assignment.indexOf('='));
+      const flag = name
+        .replace(/^LIFEBOAT_/, '')
+        .toLowerCase()
+        .replaceAll('_', '-');
+      assert.ok(name.startsWith('LIFEBOAT_') && flag in flagDefs, `${ex.id}: ${name} is no flag's variable: ${ex.line}`);
+    }
+    const { args, flags } = parsed;
+    if (typeof args.id === 'string') parseMemberId(args.id);
+    if (typeof flags.lease === 'string') parseLeaseId(flags.lease);
+    if (typeof flags['superseded-by'] === 'string') assert.notEqual(parseIdText(flags['superseded-by']), undefined, ex.line);
+    if (typeof flags.head === 'string') assert.match(flags.head, /^[0-9a-f]{64}$/, ex.line);
+    const sets = (flags.set as string[] | undefined) ?? [];
+    const playbook = ex.id === 'recover' ? 'recover-from-quorum-loss' : typeof args.playbook === 'string' ? args.playbook : undefined;
+    if (playbook !== undefined && !playbook.includes('/')) {
+      const known = variablesOf(playbook);
+      for (const s of sets) {
+        const name = s.slice(0, s.indexOf('='));
+        assert.ok(known.has(name), `${ex.id}: playbook ${playbook} has no variable ${name}: ${ex.line}`);
+      }
+    }
+  }
+});
+
+test('the example parser reads quotes, pipes, redirections, $(...) and comments as sh does', () => {
+  assert.deepEqual(shellWords(`lifeboat a "b c" 'd' x-$(date +%F).db > out # note`), {
+    stages: [['lifeboat', 'a', 'b c', 'd', 'x-$(date +%F).db']],
+    redirects: [{ op: '>', file: 'out' }],
+  });
+  assert.deepEqual(shellWords('cat f | lifeboat put k').stages, [
+    ['cat', 'f'],
+    ['lifeboat', 'put', 'k'],
+  ]);
+});
+
+// ----- run them -----------------------------------------------------------------
+
+let cluster: LifeboatCluster | undefined;
+let work: string;
+
+after(async () => {
+  await cluster?.stopAll();
+  if (work) fs.rmSync(work, { recursive: true, force: true });
+});
+
+/** Runs an example as written, with its endpoints pointed at `endpoint` and /var/lib/lifeboat/ under `work`. */
+async function runExample(ex: Example, endpoint: string | undefined): Promise<void> {
+  const { argv, redirects, piped } = lifeboatArgv(ex);
+  const args = argv.map((a) => a.replaceAll('/var/lib/lifeboat/', `${work}/`));
+  const i = args.indexOf('--endpoints');
+  const cls = commands.get(ex.id);
+  if (endpoint !== undefined && cls && 'endpoints' in { ...cls.baseFlags, ...cls.flags }) {
+    if (i >= 0) args[i + 1] = endpoint;
+    else args.push('--endpoints', endpoint);
+  }
+  const r = await run(process.execPath, [BIN, ...args], { cwd: work, input: piped ? 'from a pipe\n' : '', timeoutMs: 60_000 });
+  assert.equal(r.code, 0, `${ex.line}\nexit ${r.code}\n${r.stderr}`);
+  for (const { op, file } of redirects) {
+    if (op === '>>') fs.appendFileSync(path.join(work, file), r.stdout);
+    else fs.writeFileSync(path.join(work, file), r.stdout);
+  }
+}
+
+// Examples run as they are. Those left out are parsed and checked above; they need
+// what a test cannot give them as written (other hosts' addresses, TLS files, a
+// member ID or lease of a real cluster, a recorded run, a terminal).
+const WITHOUT_CLUSTER = [/^version/, /^playbook list/, /^playbook show recover-from-quorum-loss/, /^playbook run replace-failed-member --dry-run/];
+const WITH_CLUSTER = [
+  /^put \/config\/mode/,
+  /^cat cert\.pem \| lifeboat put/,
+  /^get (?!.*--rev)/,
+  /^get \/config\/mode --rev 42/,
+  /^del /,
+  /^member list/,
+  /^endpoint (status|health|hashkv)(?!.*--cacert)/,
+  /^alarm /,
+  /^defrag/,
+  /^snapshot save backup\.db/,
+  /^snapshot status backup\.db/,
+  /^snapshot restore backup\.db --data-dir \/var\/lib\/lifeboat\/m1 --name m1 --initial-advertise-peer-urls \S+$/,
+  /^datadir inspect \/var\/lib\/lifeboat\/m1/,
+  /^datadir pack/,
+  /^datadir unpack/,
+];
+
+/** The examples matching `patterns`, in the patterns' order (a snapshot is saved before it is restored, ...). */
+const selected = (patterns: RegExp[]) => patterns.flatMap((p) => examples.filter((ex) => p.test(ex.line.replace(/^lifeboat /, ''))));
+
+test('the examples that need no cluster run and exit 0', async () => {
+  work = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-help-examples-'));
+  const chosen = selected(WITHOUT_CLUSTER);
+  assert.equal(chosen.length, 6, chosen.map((e) => e.line).join('\n'));
+  for (const ex of chosen) await runExample(ex, undefined);
+});
+
+test('the examples that need a cluster run against one and exit 0', async () => {
+  cluster = await LifeboatCluster.start('helpExamples', 1);
+  const endpoint = cluster.endpoints()[0];
+  // --rev 42 needs 42 revisions
+  for (let i = 0; i < 45; i++) assert.equal((await etcdctl('--endpoints', endpoint, 'put', `/fill/${i}`, 'x')).code, 0);
+  const chosen = selected(WITH_CLUSTER);
+  assert.ok(chosen.length >= 25, chosen.map((e) => e.line).join('\n'));
+  for (const ex of chosen) await runExample(ex, endpoint);
+  assert.ok(fs.existsSync(path.join(work, 'm1.inspect.json')));
+  assert.ok(fs.existsSync(path.join(work, 'm1.tar.gz')));
+});
+
+test('snapshot save draws its progress on a terminal and stays quiet in scripts', async () => {
+  assert.ok(cluster, 'runs after the cluster examples');
+  const endpoint = cluster.endpoints()[0];
+  const quiet = await run(process.execPath, [BIN, 'snapshot', 'save', path.join(work, 'quiet.db'), '--endpoints', endpoint], { cwd: work });
+  assert.equal(quiet.code, 0, quiet.stderr);
+  assert.equal(quiet.stderr, '', 'no progress without a terminal');
+  // script(1) gives the command a terminal; what it drew comes back on script's stdout.
+  const command = `${process.execPath} ${BIN} snapshot save ${path.join(work, 'tty.db')} --endpoints ${endpoint}`;
+  const tty = await run('script', ['-qefc', command, '/dev/null'], { cwd: work });
+  assert.equal(tty.code, 0, tty.stdout + tty.stderr);
+  assert.match(tty.stdout, /\rsnapshot \[[#.]{30}\] +\d+% [\d.]+ [kM]?B \/ [\d.]+ [kM]?B/, JSON.stringify(tty.stdout));
+});
