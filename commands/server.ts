@@ -5,6 +5,7 @@ import { createLogger } from '../src/server/logger.js';
 import { DataDirLockedError } from '../src/storage/errors.js';
 import { MemberExit } from '../src/server/member.js';
 import { startMember } from '../src/server/startup.js';
+import { silenceTlsServerNameWarning } from '../src/cli/warnings.js';
 
 const env = (flag: string) => `LIFEBOAT_${flag.toUpperCase().replace(/-/g, '_')}`;
 const str = (flag: string, description: string, def?: string) => Flags.string({ description, env: env(flag), ...(def === undefined ? {} : { default: def }) });
@@ -72,6 +73,8 @@ Exit codes: 0 clean stop, 1 failure, 2 bad usage, 3 refused by a safety check, 7
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Server);
+    // Logs are JSON lines: no Node warning about https://<IP> peer URLs in between.
+    silenceTlsServerNameWarning();
     let cfg;
     try {
       cfg = buildServerConfig({ ...flags, 'quota-backend-bytes': flags['quota-backend-bytes'] || 2 * 1024 ** 3 } as Parameters<typeof buildServerConfig>[0]);
