@@ -100,8 +100,13 @@ export function createTlsServer(o: ServerTlsOptions, onSecure: (socket: tls.TLSS
   });
   // Before the TLSSocket for this connection is made (tls.Server's own
   // 'connection' listener), so a rotated key pair serves this very handshake.
+  // The files may be shared by several listeners: each follows their generation.
+  let built = o.files.generation;
   server.prependListener('connection', () => {
-    if (o.files.refresh()) server.setSecureContext(contextOptions(o));
+    o.files.refresh();
+    if (o.files.generation === built) return;
+    built = o.files.generation;
+    server.setSecureContext(contextOptions(o));
   });
   const refuse = (socket: tls.TLSSocket, cn: string, error: string) => {
     o.refusals.refused({ listener: o.listener, remoteAddr: peerKey(socket), cn, error });

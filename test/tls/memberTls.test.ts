@@ -141,7 +141,18 @@ test('a learner joins over TLS (member add, start, promote) and receives a snaps
   const leader = await waitFor('a leader', () => tc.leader(), 10_000, 200);
   await waitFor('the leader to compact its log', () => leader.log.some((l) => l.includes('"msg":"compacted raft log"')), 10_000);
   const m4 = tc.define('m4');
-  const added = ok(await tc.lifeboat(m1.client, 'member', 'add', 'm4', '--peer-urls', m4.peerUrl, '--learner'));
+  // The strict reconfiguration check wants every voter connected for 5 s: retry until it is.
+  const added = await waitFor(
+    'member add to pass the strict reconfiguration check',
+    async () => {
+      const r = await tc.lifeboat(m1.client, 'member', 'add', 'm4', '--peer-urls', m4.peerUrl, '--learner');
+      if (r.code === 0) return r.stdout;
+      if (/unhealthy cluster/.test(r.stderr)) return false;
+      throw new Error(`member add failed: ${r.stderr}`);
+    },
+    30_000,
+    500,
+  );
   const id = /Member ([0-9a-f]+) added as learner/.exec(added)?.[1];
   assert.ok(id, added);
   tc.c.spawn(m4, ['--initial-cluster', tc.c.initialCluster([m1, m2, m3, m4]), '--initial-cluster-state', 'existing', ...tc.tlsArgs(m4)]);
@@ -160,8 +171,9 @@ test('a learner joins over TLS (member add, start, promote) and receives a snaps
     500,
   );
   assert.match(promoted, new RegExp(`Member ${id} promoted`));
-  const list = ok(await tc.ctl(m1.client, 'member', 'list'));
-  assert.ok(list.includes(`${id}, started, m4, ${m4.peerUrl}, ${m4.clientUrl}, false`), list);
+  await waitFor('m4 to be listed as a started voter', async () =>
+    ok(await tc.ctl(m1.client, 'member', 'list')).includes(`${id}, started, m4, ${m4.peerUrl}, ${m4.clientUrl}, false`),
+  );
   assert.equal(ok(await tc.ctl(m4.client, 'get', '/tls/greeting', '--print-value-only')), 'hello\n');
 });
 
@@ -236,7 +248,7 @@ test('peers: no certificate, another CN (--peer-cert-allowed-cn) or another CA a
 });
 
 /** The certificate a new TLS connection to `url` is served (with the client certificate). */
-function servedCert(url: string, client: IssuedCert): Promise<tls.PeerCertificate> {
+function servedCert(url: string, client: IssuedCert, alpn = ['h2']): Promise<tls.PeerCertificate> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
     const s = tls.connect(
@@ -246,7 +258,7 @@ function servedCert(url: string, client: IssuedCert): Promise<tls.PeerCertificat
         ca: readFileSync(certs.ca),
         cert: readFileSync(client.cert),
         key: readFileSync(client.key),
-        ALPNProtocols: ['h2'],
+        ALPNProtocols: alpn,
       },
       () => {
         resolve(s.getPeerCertificate());
@@ -327,6 +339,8 @@ test(
     const after = await servedCert(m1.client, client);
     assert.equal(before.subject.CN, 'etcd-server');
     assert.equal(after.subject.CN, 'etcd-server-rotated');
+    // The metrics URL is served from the same files.
+    assert.equal((await servedCert(metricsUrl, client, ['http/1.1'])).subject.CN, 'etcd-server-rotated');
     const afterPeer = await servedCert(m1.peerUrl, tc.peer);
     assert.notEqual(afterPeer.fingerprint256, beforePeer.fingerprint256, 'the peer listener serves the new peer certificate');
     assert.equal(afterPeer.fingerprint256, new X509Certificate(readFileSync(rotatedPeer.cert)).fingerprint256);
@@ -340,3 +354,20 @@ test('every line the members wrote to stderr is one JSON object (no Node warning
     for (const line of m.log.filter((l) => l.trim() !== '')) assert.doesNotThrow(() => JSON.parse(line), `${m.name}: ${line}`);
   }
 });
+
+test(
+  'after a recovery (--force-new-cluster), an old member restarting asks its peers over TLS who they are and stops for good (78)',
+  { timeout: 60_000 },
+  async () => {
+    assert.equal(await tc.c.kill(m1, 'SIGTERM'), 0);
+    assert.equal(await tc.c.kill(m2, 'SIGTERM'), 0);
+    tc.c.spawn(m1, ['--force-new-cluster', ...tc.tlsArgs(m1)]);
+    await waitFor('m1 to lead its new cluster', async () => (await tc.leader([m1])) === m1, 30_000, 200);
+    tc.c.spawn(m2, tc.tlsArgs(m2));
+    assert.equal(await tc.c.exitOf(m2, 30_000), 78, m2.log.join('\n'));
+    assert.ok(
+      m2.log.some((l) => l.includes('cluster superseded by')),
+      m2.log.join('\n'),
+    );
+  },
+);
