@@ -12,6 +12,20 @@ const str = (flag: string, description: string, def?: string) => Flags.string({ 
 const bool = (flag: string, description: string) => Flags.boolean({ description, env: env(flag), default: false });
 const int = (flag: string, description: string, def: number) => Flags.integer({ description, env: env(flag), default: def });
 
+/**
+ * etcd's command lines write booleans as `--client-cert-auth=true` (Go flags);
+ * oclif takes `--client-cert-auth` or `--no-...` only: translate.
+ */
+function etcdBooleans(argv: string[], flags: Record<string, { type: string; allowNo?: boolean }>): string[] {
+  return argv.flatMap((arg) => {
+    const m = /^--([a-z-]+)=(true|false|1|0)$/.exec(arg);
+    const flag = m && flags[m[1]];
+    if (!m || !flag || flag.type !== 'boolean') return [arg];
+    if (m[2] === 'true' || m[2] === '1') return [`--${m[1]}`];
+    return flag.allowNo ? [`--no-${m[1]}`] : [];
+  });
+}
+
 export default class Server extends Command {
   static override description = `Run one Lifeboat member in the foreground: an embedded Raft member with an MVCC store, serving etcd's v3 API.
 
@@ -72,7 +86,7 @@ Exit codes: 0 clean stop, 1 failure, 2 bad usage, 3 refused by a safety check, 7
   };
 
   async run(): Promise<void> {
-    const { flags } = await this.parse(Server);
+    const { flags } = await this.parse(Server, etcdBooleans(this.argv, Server.flags));
     // Logs are JSON lines: no Node warning about https://<IP> peer URLs in between.
     silenceTlsServerNameWarning();
     let cfg;

@@ -1,6 +1,6 @@
 // A 3-member Lifeboat cluster with mutual TLS on its client and peer URLs
 // (--client-cert-auth, --peer-client-cert-auth, --peer-cert-allowed-cn), one
-// member configured through LIFEBOAT_* variables: real etcdctl 3.4 and the
+// member configured through LIFEBOAT_* variables, one with etcd's `=true`: real etcdctl 3.4 and the
 // lifeboat commands over TLS; metrics over https; a learner that joins over
 // TLS and gets a snapshot over TLS; clients and peers without a valid
 // certificate refused and logged once; the key pairs rotated under load.
@@ -56,7 +56,8 @@ before(
     metricsUrl = `https://127.0.0.1:${metricsPort}`;
     const initial = ['--initial-cluster', tc.c.initialCluster([m1, m2, m3]), '--initial-cluster-state', 'new', '--snapshot-count', '20'];
     tc.c.spawn(m1, [...initial, ...tc.tlsArgs(m1), '--listen-metrics-urls', metricsUrl]);
-    tc.c.spawn(m2, [...initial, ...tc.tlsArgs(m2)]);
+    // m2 writes its booleans as etcd's command lines do: --client-cert-auth=true.
+    tc.c.spawn(m2, [...initial, ...tc.tlsArgs(m2).map((a) => (a.endsWith('-cert-auth') ? `${a}=true` : a))]);
     // m3 takes its TLS settings from LIFEBOAT_* variables.
     tc.c.spawn(m3, initial, { env: asEnv(tc.tlsArgs(m3)) });
     await tc.waitStarted(3);
