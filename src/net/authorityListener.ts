@@ -4,7 +4,9 @@
 // socket to grpc-js as a Duplex whose client→server bytes pass through
 // AuthorityRewriter (h2Frames.ts); server→client bytes, close, EOF and
 // back-pressure map one to one onto the socket. Depends only on node built-ins
-// and @grpc/grpc-js.
+// and @grpc/grpc-js. For an https:// URL the listener is a TLS server
+// (tlsTermination.ts) and the rewrite sees the plaintext: TLS is ended here,
+// before the :authority layer, which would otherwise see only ciphertext.
 //
 // etcdctl 3.4 (`endpoint status`, `endpoint hashkv`, `move-leader`) dials each
 // endpoint through grpc-go's passthrough resolver with the endpoint string as
@@ -24,6 +26,7 @@ import net from 'node:net';
 import { Duplex } from 'node:stream';
 import { AuthorityRewriter } from './h2Frames.js';
 import { replacementAuthority } from './hpack.js';
+import { createTlsServer, type ServerTlsOptions } from './tlsTermination.js';
 
 // ---- the connection and the listener ----------------------------------------
 
@@ -95,7 +98,8 @@ class RewritingConnection extends Duplex {
 
 /**
  * So grpc-js's call.getPeer() and traces name the client, as with a plain
- * socket: http2's JSStreamSocket has no peer address of its own, but reports
+ * socket (and callIdentity(call) finds a TLS connection's certificate CN by
+ * it): http2's JSStreamSocket has no peer address of its own, but reports
  * `_peername` when set. We set it from a 'session' listener that runs before
  * grpc-js's; finding the injector's http2 server takes a look at grpc-js's
  * internals, so this is best effort (getPeer() says "unknown" otherwise).
@@ -146,9 +150,14 @@ function splitHostPort(hostPort: string): { host: string; port: number } {
  * Binds the gRPC server's services on `hostPort` through the :authority
  * rewrite (instead of server.bindAsync). Like bindAsync, a host name binds
  * every address it resolves to, succeeding if at least one binds; port 0
- * picks a free port (the same one for every address).
+ * picks a free port (the same one for every address). With `opts.tls` every
+ * connection is a TLS one, ended here (ALPN h2) before the rewrite.
  */
-export async function listenWithAuthorityRewrite(server: grpc.Server, hostPort: string): Promise<AuthorityRewriteListener> {
+export async function listenWithAuthorityRewrite(
+  server: grpc.Server,
+  hostPort: string,
+  opts: { tls?: ServerTlsOptions } = {},
+): Promise<AuthorityRewriteListener> {
   const { host, port: wanted } = splitHostPort(hostPort);
   const addresses = host === '' ? ['::'] : net.isIP(host) ? [host] : (await dns.lookup(host, { all: true })).map((a) => a.address);
   const before = http2ServersOf(server);
@@ -160,6 +169,10 @@ export async function listenWithAuthorityRewrite(server: grpc.Server, hostPort: 
   let port = wanted;
   let firstError: Error | undefined;
 
+  const track = (socket: net.Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  };
   const onConnection = (socket: net.Socket) => {
     const local = socket.localAddress;
     const localPort = socket.localPort;
@@ -167,8 +180,7 @@ export async function listenWithAuthorityRewrite(server: grpc.Server, hostPort: 
       socket.destroy(); // reset before we saw it
       return;
     }
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
+    track(socket);
     socket.on('error', () => {}); // reported through the connection; never unhandled
     socket.setNoDelay(true); // what http2 does to a plain socket (it cannot to a wrapped one)
     const h = local.includes(':') && local.startsWith('::ffff:') && net.isIPv4(local.slice(7)) ? local.slice(7) : local;
@@ -181,8 +193,15 @@ export async function listenWithAuthorityRewrite(server: grpc.Server, hostPort: 
     injector.injectConnection(conn);
   };
 
+  const tlsOptions = opts.tls ? { ...opts.tls, alpn: opts.tls.alpn ?? ['h2'] } : undefined;
   for (const address of addresses) {
-    const srv = net.createServer({ allowHalfOpen: false }, onConnection);
+    let srv: net.Server;
+    if (tlsOptions) {
+      srv = createTlsServer(tlsOptions, onConnection);
+      srv.on('connection', track); // the TCP connection, closed by close() even mid-handshake
+    } else {
+      srv = net.createServer({ allowHalfOpen: false }, onConnection);
+    }
     try {
       await new Promise<void>((resolve, reject) => {
         srv.once('error', reject);

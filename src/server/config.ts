@@ -3,6 +3,22 @@
 // Settings without a flag come from LIFEBOAT_* environment variables, read here
 // only (failpoints excepted: common/failpoint.ts).
 import { isValidMemberUrl } from '../common/urls.js';
+import { CLIENT_TLS_FLAGS, loadTlsFiles, PEER_TLS_FLAGS, TlsFilesError } from '../net/tlsFiles.js';
+
+/** One side's TLS settings (etcd's --cert-file ... or --peer-cert-file ...). */
+export interface MemberTlsConfig {
+  certFile?: string;
+  keyFile?: string;
+  trustedCaFile?: string;
+  /**
+   * Request a certificate from whoever connects and refuse one that the trusted
+   * CA did not sign: --client-cert-auth / --peer-client-cert-auth, or a trusted
+   * CA file alone (in etcd 3.4 it implies the check).
+   */
+  clientCertAuth: boolean;
+  /** --peer-cert-allowed-cn: the only CN a peer's certificate may carry (peer side only). */
+  allowedCn?: string;
+}
 
 export interface ServerConfig {
   name: string;
@@ -25,6 +41,10 @@ export interface ServerConfig {
   quotaBackendBytes: number;
   /** Watch progress notifications (etcd's --experimental-watch-progress-notify-interval); undefined: etcd's default. */
   watchProgressNotifyMs?: number;
+  /** https:// client and metrics URLs. */
+  clientTls: MemberTlsConfig;
+  /** https:// peer URLs, both ends (the certificate is also presented to peers we dial). */
+  peerTls: MemberTlsConfig;
 }
 
 /** Overrides the watch progress notification interval (ms); tests set it short. */
@@ -48,6 +68,15 @@ export interface RawServerFlags {
   'election-timeout': number;
   'snapshot-count': number;
   'quota-backend-bytes': number;
+  'cert-file'?: string;
+  'key-file'?: string;
+  'trusted-ca-file'?: string;
+  'client-cert-auth'?: boolean;
+  'peer-cert-file'?: string;
+  'peer-key-file'?: string;
+  'peer-trusted-ca-file'?: string;
+  'peer-client-cert-auth'?: boolean;
+  'peer-cert-allowed-cn'?: string;
 }
 
 export class ConfigError extends Error {
@@ -110,6 +139,19 @@ export function buildServerConfig(f: RawServerFlags): ServerConfig {
     snapshotCount: f['snapshot-count'],
     quotaBackendBytes: f['quota-backend-bytes'],
     watchProgressNotifyMs: Number(process.env[WATCH_PROGRESS_NOTIFY_ENV]) || undefined,
+    clientTls: {
+      certFile: f['cert-file'] || undefined,
+      keyFile: f['key-file'] || undefined,
+      trustedCaFile: f['trusted-ca-file'] || undefined,
+      clientCertAuth: !!f['client-cert-auth'] || !!f['trusted-ca-file'],
+    },
+    peerTls: {
+      certFile: f['peer-cert-file'] || undefined,
+      keyFile: f['peer-key-file'] || undefined,
+      trustedCaFile: f['peer-trusted-ca-file'] || undefined,
+      clientCertAuth: !!f['peer-client-cert-auth'] || !!f['peer-trusted-ca-file'],
+      allowedCn: f['peer-cert-allowed-cn'] || undefined,
+    },
   };
   if (cfg.listenPeerUrls.length === 0) throw new ConfigError('--listen-peer-urls is empty; give at least one URL');
   if (cfg.listenClientUrls.length === 0) throw new ConfigError('--listen-client-urls is empty; give at least one URL');
@@ -143,7 +185,47 @@ export function buildServerConfig(f: RawServerFlags): ServerConfig {
   if (cfg.forceNewCluster && cfg.initialClusterState === 'existing') {
     throw new ConfigError('--force-new-cluster cannot be combined with --initial-cluster-state existing; it starts a new cluster from this data dir');
   }
+  checkTls(cfg);
   return cfg;
+}
+
+/**
+ * The TLS flags against the URLs, and the files themselves (readable, a
+ * certificate with its own key, a CA file holding a certificate), as etcd
+ * checks them before it starts: one line naming the flag.
+ */
+function checkTls(cfg: ServerConfig): void {
+  const https = (urls: string[]) => urls.find((u) => u.startsWith('https:'));
+  const load = (t: MemberTlsConfig, flags: typeof CLIENT_TLS_FLAGS) => {
+    try {
+      loadTlsFiles(t, flags);
+    } catch (e) {
+      if (e instanceof TlsFilesError) throw new ConfigError(e.message);
+      throw e;
+    }
+  };
+  load(cfg.clientTls, CLIENT_TLS_FLAGS);
+  load(cfg.peerTls, PEER_TLS_FLAGS);
+  const client = https(cfg.listenClientUrls);
+  const metrics = https(cfg.listenMetricsUrls);
+  const peer = https(cfg.listenPeerUrls);
+  const hasPair = (t: MemberTlsConfig) => !!(t.certFile && t.keyFile);
+  if (client && !hasPair(cfg.clientTls)) {
+    throw new ConfigError(
+      `--listen-client-urls ${client} is https: TLS key/cert (--cert-file, --key-file) must be provided for a client URL with the HTTPS scheme`,
+    );
+  }
+  if (metrics && !hasPair(cfg.clientTls)) {
+    throw new ConfigError(`--listen-metrics-urls ${metrics} is https: it is served with the client certificate, so give --cert-file and --key-file`);
+  }
+  if (peer && !hasPair(cfg.peerTls)) {
+    throw new ConfigError(
+      `--listen-peer-urls ${peer} is https: TLS key/cert (--peer-cert-file, --peer-key-file) must be provided for a peer URL with the HTTPS scheme`,
+    );
+  }
+  if (cfg.peerTls.allowedCn && !cfg.peerTls.clientCertAuth) {
+    throw new ConfigError('--peer-cert-allowed-cn checks the CN of verified peer certificates: give --peer-client-cert-auth and --peer-trusted-ca-file too');
+  }
 }
 
 /** Ticks: one heartbeat interval per tick. */

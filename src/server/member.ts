@@ -34,6 +34,7 @@ import { Proposer } from './proposer.js';
 import { V3Backend } from './v3Backend.js';
 import { WatchHub } from './watchHub.js';
 import { MemberMetrics } from './watchMetrics.js';
+import { memberTls, type MemberTls } from './memberTls.js';
 
 export { SERVER_VERSION } from './v3Backend.js';
 
@@ -75,6 +76,8 @@ export class Member {
   /** Client URL listeners: TCP accepted here, handed to clientServer with etcdctl's ":authority: http://..." made valid. */
   private readonly clientListeners: AuthorityRewriteListener[] = [];
   private readonly proposer: Proposer;
+  /** What the https:// listeners serve and check, and how https:// peers are dialled. */
+  private readonly tls: MemberTls;
   private readonly reads: ReadIndexBatcher;
   private lead: bigint = NONE;
   private state: StateType = StateType.Follower;
@@ -140,7 +143,8 @@ export class Member {
       fatal: (e) => this.fatal(e),
       exit: (code, msg) => this.exit(code, msg),
     });
-    this.transport = new PeerTransport(this.peerHost);
+    this.tls = memberTls(p.cfg, this.log);
+    this.transport = new PeerTransport(this.peerHost, this.tls.peerCredentials);
     this.reads = new ReadIndexBatcher(
       (ctx) => this.driver.with((r) => r.readIndex(ctx)),
       () => this.kv.appliedIndex(),
@@ -204,19 +208,21 @@ export class Member {
   // ---- lifecycle -----------------------------------------------------------
 
   async start(): Promise<void> {
-    await this.transport.listen(this.cfg.listenPeerUrls);
+    await this.transport.listen(this.cfg.listenPeerUrls, this.tls.peer);
     this.refreshPeers();
     registerEtcdServices(this.clientServer, this.v3);
     registerWatchService(this.clientServer, this.v3, this.streams);
     registerLeaseService(this.clientServer, this.v3, this.streams);
     for (const url of this.cfg.listenClientUrls) {
       try {
-        this.clientListeners.push(await listenWithAuthorityRewrite(this.clientServer, hostPort(url)));
+        const tls = url.startsWith('https:') ? this.tls.client : undefined;
+        if (url.startsWith('https:') && !tls) throw new Error('no TLS certificate (--cert-file, --key-file)');
+        this.clientListeners.push(await listenWithAuthorityRewrite(this.clientServer, hostPort(url), { tls }));
       } catch (err) {
         throw new Error(`cannot listen on client URL ${url}: ${(err as Error).message}`);
       }
     }
-    await this.metrics.listen(this.cfg.listenMetricsUrls);
+    await this.metrics.listen(this.cfg.listenMetricsUrls, this.tls.client);
     this.driver.start();
     this.leases.start();
     this.publishTimer = setInterval(() => this.maybePublish(), 500);

@@ -1,7 +1,9 @@
 // Prometheus text metrics under etcd's names, so existing dashboards and alerts
 // work, plus Lifeboat's batch counters that show group commit at work.
 import http from 'node:http';
+import type net from 'node:net';
 import { hostPort } from '../common/urls.js';
+import { createTlsServer, type ServerTlsOptions } from '../net/tlsTermination.js';
 
 const BUCKETS = [0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096, 8.192];
 
@@ -41,7 +43,8 @@ export class Metrics {
   readonly apply = new Histogram();
   readonly peerRtt = new Histogram();
   dbSize: () => number = () => 0;
-  private server: http.Server | undefined;
+  private readonly listeners: net.Server[] = [];
+  private readonly sockets = new Set<net.Socket>();
 
   observeFsync(seconds: number, entries: number): void {
     this.fsyncs++;
@@ -75,9 +78,10 @@ export class Metrics {
     );
   }
 
-  async listen(urls: string[]): Promise<void> {
+  /** Serves /metrics and /health on each URL; https:// ones over TLS with the client URLs' certificates (as etcd 3.4). */
+  async listen(urls: string[], tls?: ServerTlsOptions): Promise<void> {
     if (urls.length === 0) return;
-    this.server = http.createServer((req, res) => {
+    const handler: http.RequestListener = (req, res) => {
       if (req.url === '/metrics') {
         res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
         res.end(this.render());
@@ -88,17 +92,32 @@ export class Metrics {
         res.writeHead(404);
         res.end();
       }
-    });
+    };
+    // The plaintext of TLS connections (ended here) goes to one HTTP server that listens nowhere.
+    const behindTls = http.createServer(handler);
     for (const url of urls) {
       const [host, port] = hostPort(url).split(/:(?=\d+$)/);
-      await new Promise<void>((resolve, reject) => {
-        this.server!.once('error', (e) => reject(new Error(`cannot listen on metrics URL ${url}: ${e.message}`)));
-        this.server!.listen(Number(port), host, () => resolve());
+      const secure = url.startsWith('https:');
+      if (secure && !tls) throw new Error(`cannot serve metrics URL ${url}: no TLS certificate (--cert-file, --key-file)`);
+      const listener: net.Server =
+        secure && tls
+          ? createTlsServer({ ...tls, listener: 'metrics', alpn: ['http/1.1'] }, (socket) => behindTls.emit('connection', socket))
+          : http.createServer(handler);
+      listener.on('connection', (socket: net.Socket) => {
+        this.sockets.add(socket);
+        socket.once('close', () => this.sockets.delete(socket));
       });
+      await new Promise<void>((resolve, reject) => {
+        listener.once('error', (e) => reject(new Error(`cannot listen on metrics URL ${url}: ${e.message}`)));
+        listener.listen(Number(port), host, () => resolve());
+      });
+      this.listeners.push(listener);
     }
   }
 
   async close(): Promise<void> {
-    if (this.server) await new Promise<void>((resolve) => this.server!.close(() => resolve()));
+    const closed = this.listeners.map((l) => new Promise<void>((resolve) => l.close(() => resolve())));
+    for (const s of this.sockets) s.destroy();
+    await Promise.all(closed);
   }
 }

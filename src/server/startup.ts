@@ -25,6 +25,7 @@ import { readMarker, writeMarker } from '../storage/markers.js';
 import { Member, MemberExit } from './member.js';
 import { referencedFile, removeReceivedSnapshots } from './receivedSnapshots.js';
 import { encodeMemberContext, type MemberRecord } from './membership.js';
+import { peerCredentialsFor } from './memberTls.js';
 
 const REMOVED = 'the member has been permanently removed from the cluster';
 
@@ -161,13 +162,14 @@ function bootstrap(cfg: ServerConfig, log: Logger): Member {
 /** Phase 2 of a member add: check our flags against the live membership, then start empty. */
 async function join(cfg: ServerConfig, log: Logger): Promise<Member> {
   const { electionMs } = cfg;
+  const credentials = peerCredentialsFor(cfg, log);
   let reply: Awaited<ReturnType<typeof PeerTransport.identity>> | undefined;
   const errors: string[] = [];
   for (const [name, urls] of cfg.initialCluster) {
     if (name === cfg.name) continue;
     for (const url of urls) {
       try {
-        reply = await PeerTransport.identity(url, { clusterId: 0n, from: 0n }, Math.max(electionMs, 2000));
+        reply = await PeerTransport.identity(url, { clusterId: 0n, from: 0n }, Math.max(electionMs, 2000), credentials);
         break;
       } catch (e) {
         errors.push(`${url}: ${(e as Error).message.split('\n')[0]}`);
@@ -303,8 +305,9 @@ function alignLogWithKv(storage: RaftStorage, state: PersistedState, kv: KvStore
 async function checkNotSuperseded(cfg: ServerConfig, kv: KvStore, memberId: bigint, clusterId: bigint, log: Logger): Promise<void> {
   const peers = kv.cluster.members().filter((m) => m.id !== memberId);
   const timeout = Math.max(cfg.electionMs, 1000);
+  const credentials = peerCredentialsFor(cfg, log);
   const answers = await Promise.allSettled(
-    peers.flatMap((p) => p.peerURLs.slice(0, 1).map((url) => PeerTransport.identity(url, { clusterId, from: memberId }, timeout))),
+    peers.flatMap((p) => p.peerURLs.slice(0, 1).map((url) => PeerTransport.identity(url, { clusterId, from: memberId }, timeout, credentials))),
   );
   for (const a of answers) {
     if (a.status !== 'fulfilled') continue;

@@ -3,7 +3,10 @@
 // backoff), snapshots handed to snapshotStream.ts on their own chunked stream,
 // an identity probe, and forwarding of client requests to the leader. The
 // server side of the peer service is in handlers.ts; every envelope names its
-// cluster and sender and strangers are refused (peerProtocol.ts). The types and
+// cluster and sender and strangers are refused (peerProtocol.ts). https://
+// peer URLs are dialled with the peer certificate (peerCredentials.ts) and
+// served over TLS ended by our own listener (net/tlsTermination.ts), so a
+// rotated certificate is used by the next connection. The types and
 // REFUSED_* texts the member uses are re-exported from here.
 import * as grpc from '@grpc/grpc-js';
 import { encodeMessage } from '../raft/codec.js';
@@ -13,6 +16,11 @@ import { peerHandlers } from './handlers.js';
 import { partitioned, type Ack, type Envelope, type ForwardReply, type IdentityReply, type PeerClient, type TransportHost } from './peerProtocol.js';
 import { streamSnapshot } from './snapshotStream.js';
 import { hostPort } from '../common/urls.js';
+import { listenWithAuthorityRewrite, type AuthorityRewriteListener } from '../net/authorityListener.js';
+import type { ServerTlsOptions } from '../net/tlsTermination.js';
+import { PeerCredentials } from './peerCredentials.js';
+
+export { PeerCredentials } from './peerCredentials.js';
 
 export {
   REFUSED_MISMATCH,
@@ -31,9 +39,9 @@ const BACKOFF_MAX_MS = 2000;
 /** A peer we have not heard from for this long no longer counts as connected. */
 const ACTIVE_GAP_MS = 1500;
 
-function newClient(url: string): PeerClient {
+function newClient(url: string, credentials: PeerCredentials): PeerClient {
   const Ctor = service('lifeboat.peer.Peer');
-  return new Ctor(hostPort(url), grpc.credentials.createInsecure(), {
+  return new Ctor(hostPort(url), credentials.for(url), {
     'grpc.keepalive_time_ms': 10_000,
     // grpc-js backs off up to 2 minutes by default; a peer that restarts must be seen at once.
     'grpc.initial_reconnect_backoff_ms': 100,
@@ -46,6 +54,8 @@ function newClient(url: string): PeerClient {
 /** The outgoing side towards one peer. */
 class PeerSender {
   private client: PeerClient;
+  /** The credentials' generation the client was made with: a later one means rotated files. */
+  private clientGeneration: number;
   private stream: grpc.ClientDuplexStream<Envelope, Ack> | undefined;
   private queue: Buffer[] = [];
   private flushScheduled = false;
@@ -63,8 +73,10 @@ class PeerSender {
     readonly url: string,
     private readonly host: TransportHost,
     private readonly onDown: (id: NodeId) => void,
+    private readonly credentials: PeerCredentials,
   ) {
-    this.client = newClient(url);
+    this.clientGeneration = credentials.generation();
+    this.client = newClient(url, credentials);
     // A member that just started (a learner, say) says hello: the leader, whose
     // connection attempts may be in backoff since the member was added, connects at once.
     setImmediate(() => this.flush());
@@ -77,9 +89,15 @@ class PeerSender {
     this.retryTimer = undefined;
     this.backoff = BACKOFF_MIN_MS;
     // grpc-js's channel keeps its own reconnect backoff; a fresh channel dials at once.
-    this.client.close();
-    this.client = newClient(this.url);
+    this.renewClient();
     this.flush();
+  }
+
+  /** A fresh channel: it dials at once, with the credentials as they are now. */
+  private renewClient(): void {
+    this.client.close();
+    this.clientGeneration = this.credentials.generation();
+    this.client = newClient(this.url, this.credentials);
   }
 
   enqueue(m: Message): void {
@@ -96,6 +114,8 @@ class PeerSender {
   }
 
   private open(): grpc.ClientDuplexStream<Envelope, Ack> {
+    // Certificate files rotated since the channel was made: the new stream goes on a new connection that presents them.
+    if (this.credentials.generation() !== this.clientGeneration) this.renewClient();
     const s = this.client.Stream();
     // The receiver sends headers as soon as it accepts the stream: the peer is up.
     s.on('metadata', () => {
@@ -185,8 +205,12 @@ export class PeerTransport {
   private senders = new Map<NodeId, PeerSender>();
   private lastHeard = new Map<NodeId, number>();
   private activeFrom = new Map<NodeId, number>();
+  private readonly tlsListeners: AuthorityRewriteListener[] = [];
 
-  constructor(private readonly host: TransportHost) {
+  constructor(
+    private readonly host: TransportHost,
+    private readonly credentials = new PeerCredentials(),
+  ) {
     this.server.addService(
       service('lifeboat.peer.Peer').service,
       peerHandlers(this.host, {
@@ -197,8 +221,18 @@ export class PeerTransport {
     );
   }
 
-  async listen(urls: string[]): Promise<void> {
+  /** Serves the peer service on each URL: https:// ones over TLS with `tls` (the peer certificate). */
+  async listen(urls: string[], tls?: ServerTlsOptions): Promise<void> {
     for (const url of urls) {
+      if (url.startsWith('https:')) {
+        if (!tls) throw new Error(`cannot listen on peer URL ${url}: no TLS certificate (--peer-cert-file, --peer-key-file)`);
+        try {
+          this.tlsListeners.push(await listenWithAuthorityRewrite(this.server, hostPort(url), { tls: { ...tls, listener: 'peer' } }));
+        } catch (err) {
+          throw new Error(`cannot listen on peer URL ${url}: ${(err as Error).message}`);
+        }
+        continue;
+      }
       await new Promise<void>((resolve, reject) =>
         this.server.bindAsync(hostPort(url), grpc.ServerCredentials.createInsecure(), (err) =>
           err ? reject(new Error(`cannot listen on peer URL ${url}: ${err.message}`)) : resolve(),
@@ -218,7 +252,7 @@ export class PeerTransport {
     }
     for (const [id, urls] of peers) {
       if (id === this.host.memberId || this.senders.has(id) || urls.length === 0) continue;
-      this.senders.set(id, new PeerSender(id, urls[0], this.host, (down) => this.forget(down)));
+      this.senders.set(id, new PeerSender(id, urls[0], this.host, (down) => this.forget(down), this.credentials));
     }
   }
 
@@ -255,8 +289,13 @@ export class PeerTransport {
   }
 
   /** Asks whoever answers at a peer URL for its cluster identity (bounded by timeoutMs). */
-  static async identity(url: string, asker: { clusterId: bigint; from: NodeId }, timeoutMs: number): Promise<IdentityReply> {
-    const client = newClient(url);
+  static async identity(
+    url: string,
+    asker: { clusterId: bigint; from: NodeId },
+    timeoutMs: number,
+    credentials = new PeerCredentials(),
+  ): Promise<IdentityReply> {
+    const client = newClient(url, credentials);
     try {
       return await new Promise<IdentityReply>((resolve, reject) =>
         client.Identity({ cluster_id: asker.clusterId.toString(), from: asker.from.toString() }, { deadline: new Date(Date.now() + timeoutMs) }, (err, r) =>
@@ -287,6 +326,7 @@ export class PeerTransport {
   async close(): Promise<void> {
     for (const s of this.senders.values()) s.close();
     this.senders.clear();
+    for (const l of this.tlsListeners) l.stopAccepting();
     // Peer streams never end on their own: give in-flight calls a moment, then cut.
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, 300);
@@ -296,5 +336,6 @@ export class PeerTransport {
       });
     });
     this.server.forceShutdown();
+    await Promise.all(this.tlsListeners.map((l) => l.close()));
   }
 }

@@ -1,6 +1,7 @@
 // Throw-away certificates for TLS tests, made with openssl: a CA, a server
 // certificate for 127.0.0.1/localhost, a client certificate, and a second,
-// unrelated CA (for "wrong CA" cases).
+// unrelated CA (for "wrong CA" cases); issueCert() makes more from either CA
+// (a given CN, server or client use, already expired with negative days).
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { run } from './tools.js';
@@ -80,4 +81,46 @@ export async function makeCerts(dir: string): Promise<TestCerts> {
     clientCert: p('client.crt'),
     clientKey: p('client.key'),
   };
+}
+
+export interface IssuedCert {
+  cert: string;
+  key: string;
+}
+
+/**
+ * One more certificate from the test CA (or `fromOtherCa`): CN `cn`, for
+ * 127.0.0.1/localhost servers and clients (`usage: 'server'`, the default, is
+ * good for both, as a member's peer certificate must be) or for clients only;
+ * `days: -1` gives one that has already expired. Written to NAME.crt/NAME.key
+ * in the certificates' directory.
+ */
+export async function issueCert(
+  certs: TestCerts,
+  name: string,
+  opts: { cn: string; fromOtherCa?: boolean; days?: number; usage?: 'server' | 'client' },
+): Promise<IssuedCert> {
+  const dir = certs.dir;
+  const p = (f: string) => path.join(dir, f);
+  const ca = opts.fromOtherCa ? 'other-ca' : 'ca';
+  await openssl(dir, 'req', ...EC, '-keyout', p(`${name}.key`), '-out', p(`${name}.csr`), '-subj', `/CN=${opts.cn}`);
+  await openssl(
+    dir,
+    'x509',
+    '-req',
+    '-in',
+    p(`${name}.csr`),
+    '-CA',
+    p(`${ca}.crt`),
+    '-CAkey',
+    p(`${ca}.key`),
+    '-CAcreateserial',
+    '-out',
+    p(`${name}.crt`),
+    '-days',
+    String(opts.days ?? 2),
+    '-extfile',
+    p(`${opts.usage ?? 'server'}.ext`),
+  );
+  return { cert: p(`${name}.crt`), key: p(`${name}.key`) };
 }

@@ -1,0 +1,54 @@
+// The credentials this member dials its peers with, by the scheme of the peer
+// URL as etcd does: http:// in plaintext, https:// over TLS, presenting the
+// peer certificate (--peer-cert-file, --peer-key-file) and checking the peer's
+// against --peer-trusted-ca-file (the system roots without it). With
+// --peer-cert-allowed-cn the server's certificate must carry that CN too (etcd
+// 3.4 applies the check to both ends). The files are re-read when they change;
+// `generation` tells a sender holding a channel that a new one would present
+// the new certificate.
+import * as grpc from '@grpc/grpc-js';
+import tls from 'node:tls';
+import { commonName, PEER_TLS_FLAGS, WatchedTlsFiles, type TlsFiles } from '../net/tlsFiles.js';
+
+export class PeerCredentials {
+  private readonly files: WatchedTlsFiles | undefined;
+  private secure: grpc.ChannelCredentials | undefined;
+  private builtFor = -1;
+
+  /** No files: plaintext to http:// peers, TLS without a client certificate to https:// ones. */
+  constructor(
+    files?: TlsFiles,
+    private readonly allowedCn?: string,
+    onBadChange?: (message: string) => void,
+  ) {
+    this.files = files && (files.certFile || files.trustedCaFile) ? new WatchedTlsFiles(files, PEER_TLS_FLAGS, onBadChange) : undefined;
+  }
+
+  /** Changes whenever the files were read again. */
+  generation(): number {
+    this.files?.refresh();
+    return this.files?.generation ?? 0;
+  }
+
+  for(url: string): grpc.ChannelCredentials {
+    if (!url.startsWith('https:')) return grpc.credentials.createInsecure();
+    const gen = this.generation();
+    if (!this.secure || gen !== this.builtFor) {
+      const m = this.files?.current() ?? {};
+      const allowed = this.allowedCn;
+      const verify: grpc.VerifyOptions = allowed
+        ? {
+            checkServerIdentity: (host, cert) => {
+              const err = tls.checkServerIdentity(host, cert);
+              if (err) return err;
+              const cn = commonName(cert.subject);
+              return cn === allowed ? undefined : new Error(`peer certificate CN "${cn}" is not the allowed CN "${allowed}" (--peer-cert-allowed-cn)`);
+            },
+          }
+        : {};
+      this.secure = grpc.credentials.createSsl(m.ca ?? null, m.key ?? null, m.cert ?? null, verify);
+      this.builtFor = gen;
+    }
+    return this.secure;
+  }
+}
