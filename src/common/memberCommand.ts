@@ -13,9 +13,12 @@ export function shellQuote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
+/** Boolean settings: one `--flag=true` argument (Go's flag package, etcd's, reads `--flag true` as a stray argument). */
+export const BOOLEAN_SETTINGS: ReadonlySet<string> = new Set(['client-cert-auth', 'peer-client-cert-auth']);
+
 /** `--name infra4 --data-dir …` as arguments. */
 export function settingsArgs(settings: MemberSettings): string[] {
-  return settings.flatMap(([k, v]) => [`--${k}`, v]);
+  return settings.flatMap(([k, v]) => (BOOLEAN_SETTINGS.has(k) ? [`--${k}=${v}`] : [`--${k}`, v]));
 }
 
 /** The command an operator types: `etcd …` or `lifeboat server …`. */

@@ -28,7 +28,36 @@ export interface StartMemberOptions {
   logFile: string;
   /** the etcd binary (runtime etcd); default: etcd on PATH */
   etcdBin?: string;
+  /** TLS for the member's client and peer URLs (https:// URLs), by etcd's flag names */
+  tls?: MemberTls;
   extraArgs?: string[];
+}
+
+/** etcd's TLS flags, which `lifeboat server` shares; unset ones are not passed. */
+export interface MemberTls {
+  certFile?: string;
+  keyFile?: string;
+  trustedCaFile?: string;
+  clientCertAuth?: boolean;
+  peerCertFile?: string;
+  peerKeyFile?: string;
+  peerTrustedCaFile?: string;
+  peerClientCertAuth?: boolean;
+}
+
+function tlsSettings(t: MemberTls | undefined): Array<readonly [string, string]> {
+  if (!t) return [];
+  const pairs: Array<[string, string | boolean | undefined]> = [
+    ['cert-file', t.certFile],
+    ['key-file', t.keyFile],
+    ['trusted-ca-file', t.trustedCaFile],
+    ['client-cert-auth', t.clientCertAuth],
+    ['peer-cert-file', t.peerCertFile],
+    ['peer-key-file', t.peerKeyFile],
+    ['peer-trusted-ca-file', t.peerTrustedCaFile],
+    ['peer-client-cert-auth', t.peerClientCertAuth],
+  ];
+  return pairs.filter(([, v]) => v !== undefined && v !== '' && v !== false).map(([k, v]) => [k, String(v)] as const);
 }
 
 /** The member's settings, by etcd's flag names (which `lifeboat server` shares). */
@@ -43,6 +72,7 @@ export function memberSettings(o: StartMemberOptions): MemberSettings {
     ['initial-cluster', o.initialCluster],
     ['initial-cluster-state', o.state],
     ...(o.initialClusterToken ? [['initial-cluster-token', o.initialClusterToken] as const] : []),
+    ...tlsSettings(o.tls),
   ];
 }
 
