@@ -22,6 +22,9 @@ const BIN = path.join(ROOT, 'bin', 'run.js');
 const KEYS = 10_000;
 const DEMO_CONNECTION: ConnectionOptions = { dialTimeoutMs: 5000, commandTimeoutMs: 10_000 };
 
+/** --keep: the recovered cluster stays up (for `lifeboat drill`, `audit report`, a look around), its directory too. */
+const KEEP = process.argv.includes('--keep');
+let kept = '';
 const runtimeArg = process.argv.indexOf('--runtime');
 const RUNTIME = runtimeArg >= 0 ? process.argv[runtimeArg + 1] : 'lifeboat';
 if (RUNTIME !== 'lifeboat' && RUNTIME !== 'etcd') {
@@ -254,19 +257,31 @@ async function main(): Promise<void> {
   const verify = await lifeboat(['audit', 'verify', '--audit-db', auditDb]);
   if (verify.code !== 0) failures.push(`audit verify exited ${verify.code}`);
   if (failures.length > 0) throw new Error(`checks failed:\n  - ${failures.join('\n  - ')}`);
+  if (KEEP) {
+    const pids = killDetachedMembers(dir, { dryRun: true });
+    kept = [
+      `kept: the recovered cluster runs at ${[recovered.client, ...fresh.map((m) => m.client)].join(',')}`,
+      `      audit log ${auditDb} (run ${runId ?? '?'}), files in ${dir}`,
+      `      try: lifeboat drill --endpoints ${recovered.client}; lifeboat audit report ${runId ?? 'RUN_ID'} --audit-db ${auditDb} --html report.html`,
+      `      stop it with: kill ${pids.join(' ')} && rm -rf ${dir}`,
+    ].join('\n');
+  }
   say('done');
 }
 
-async function cleanup(keepDir = false): Promise<void> {
+async function cleanup(keepDir = false, keepRecovered = false): Promise<void> {
   for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
-  // Members the playbook started run detached: stop them through their data dir locks.
-  killDetachedMembers(dir);
+  // Members the playbook started run detached: stop them through their data dir locks (unless --keep).
+  if (!keepRecovered) killDetachedMembers(dir);
   await new Promise((r) => setTimeout(r, 300));
   if (!keepDir) fs.rmSync(dir, { recursive: true, force: true });
 }
 
 main()
-  .then(() => cleanup())
+  .then(async () => {
+    await cleanup(KEEP, KEEP);
+    if (kept) console.log(kept);
+  })
   .catch(async (e) => {
     console.error(`demo failed: ${(e as Error).message} (logs in ${dir})`);
     // Every member stopped, the playbook's detached ones too; the directory kept for its logs.

@@ -6,7 +6,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { AuditLog } from '../../src/audit/index.js';
+import { formatDuration } from '../../src/cli/output/timelineOutput.js';
 import { ackedWriter } from '../support/ackedWriter.js';
+import { inPage, launchChromium, openFile, overflow } from '../support/browser.js';
 import { LifeboatCluster, etcdctl, killByLock, lifeboat, parseEtcdJson, run, waitFor, BIN, type MemberProc } from '../support/lifeboatCluster.js';
 
 function memberArg(members: MemberProc[]): string {
@@ -163,6 +166,37 @@ describe('recovery from permanent quorum loss', () => {
       JSON.stringify(prompts),
     );
     assert.ok(JSON.stringify(timeline).includes(newCluster));
+
+    // The recovery's report, as a person sees it in a browser: every step with its duration and outcome, nothing wider than the page, nothing fetched.
+    const html = path.join(c.dir, 'recovery-report.html');
+    const rep = await lifeboat('audit', 'report', runId, '--html', html, '--audit-db', auditDb);
+    assert.equal(rep.code, 0, rep.stderr);
+    const chromium = await launchChromium();
+    try {
+      const { page, otherRequests } = await openFile(chromium, html, { width: 1280, height: 900 });
+      assert.deepEqual(otherRequests, [], 'the page fetched nothing but itself');
+      const rows = await inPage<Array<{ stepId: string; status: string; duration: string }>>(
+        page,
+        `Array.from(document.querySelectorAll('tr.step')).map((tr) => ({ stepId: tr.dataset.stepId, status: tr.dataset.status, duration: tr.querySelector('.duration').textContent }))`,
+      );
+      assert.deepEqual(
+        rows.map((r) => r.stepId),
+        expected,
+      );
+      const audit = AuditLog.open(auditDb, { readonly: true });
+      const attempts = audit.steps(runId);
+      audit.close();
+      for (const row of rows) {
+        assert.equal(row.status, 'succeeded', row.stepId);
+        assert.equal(row.duration, formatDuration(attempts.find((a) => a.stepId === row.stepId)?.durationMs ?? -1), row.stepId);
+      }
+      assert.equal(await inPage<string>(page, `document.querySelector('#outcome').textContent`), 'succeeded');
+      const layout = await overflow(page);
+      assert.ok(layout.scrollWidth <= layout.innerWidth, `the page scrolls sideways: ${JSON.stringify(layout)}`);
+      assert.deepEqual(layout.sticking, []);
+    } finally {
+      await chromium.close();
+    }
   });
 });
 
