@@ -57,6 +57,7 @@ Exit codes: 0 clean stop, 1 failure, 2 bad usage, 3 refused by a safety check, 7
     'election-timeout': int('election-timeout', 'time (in milliseconds) for an election to timeout', 1000),
     'snapshot-count': int('snapshot-count', 'number of committed entries that triggers a snapshot and log compaction', 10000),
     'quota-backend-bytes': int('quota-backend-bytes', 'raise a NOSPACE alarm when the backend exceeds this size (0: default 2 GiB)', 0),
+    'auth-token-ttl': int('auth-token-ttl', 'time (in seconds) a simple auth token stays valid after its last use', 300),
   };
 
   async run(): Promise<void> {
