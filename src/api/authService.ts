@@ -1,41 +1,12 @@
 // etcd's Auth service (etcdserverpb.Auth) on top of an AuthBackend the member
-// implements (src/server/authApi.ts), and who a call comes from: the simple token
-// in gRPC metadata `token` (or `authorization`, as etcd's gateway sends it), else
-// the common name of a verified client certificate. Answers follow etcd v3.4.
+// implements (src/server/authApi.ts). Answers follow etcd v3.4.
 import * as grpc from '@grpc/grpc-js';
 import { ErrLearnerNotSupported } from './errors.js';
 import { service } from '../proto/load.js';
+import { callerOf } from './caller.js';
 import { toStatus, type Header } from './services.js';
 import type { AuthInfo, Permission } from '../kv/index.js';
-
-/** Who a call says it is, before the member checks it. */
-export interface Caller {
-  token?: string;
-  /** CN of the client certificate the TLS layer verified (used only without a token, as etcd's --client-cert-auth). */
-  commonName?: string;
-}
-
-interface CallLike {
-  metadata: grpc.Metadata;
-  getAuthContext?: () => { sslPeerCertificate?: { subject?: { CN?: string | string[] } } };
-}
-
-/** The caller of a unary call or a stream. */
-export function callerOf(call: CallLike): Caller {
-  const first = (k: string) => {
-    const v = call.metadata.get(k)[0];
-    return v === undefined ? undefined : String(v);
-  };
-  const token = first('token') ?? first('authorization');
-  let commonName: string | undefined;
-  try {
-    const cn = call.getAuthContext?.().sslPeerCertificate?.subject?.CN;
-    commonName = Array.isArray(cn) ? cn[0] : cn;
-  } catch {
-    commonName = undefined;
-  }
-  return { token, commonName: commonName || undefined };
-}
+import type { Caller } from './caller.js';
 
 /** What the Auth service needs from a member. Methods throw etcd's (or the auth store's) errors. */
 export interface AuthBackend {

@@ -8,7 +8,7 @@ import { service } from '../proto/load.js';
 import { toStatus, type Header } from './services.js';
 import type { WireInt } from './convert.js';
 import { endWith, type OpenStreams } from './watchService.js';
-import { callerOf, type Caller } from './authService.js';
+import { callerOf, type Caller } from './caller.js';
 import type { AuthInfo } from '../kv/index.js';
 
 export interface LeaseTimeToLive {

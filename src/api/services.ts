@@ -8,7 +8,7 @@
 import * as grpc from '@grpc/grpc-js';
 import fsp from 'node:fs/promises';
 import { ErrLearnerNotSupported, GrpcCode, toEtcdError, unconvertedAuthError } from './errors.js';
-import { callerOf, type Caller } from './authService.js';
+import { callerOf, type Caller } from './caller.js';
 import type { AuthInfo } from '../kv/index.js';
 import type { Alarm, Member } from '../kv/types.js';
 import { AlarmType } from '../kv/types.js';

@@ -15,7 +15,7 @@ import { EventType, type KeyValue } from '../kv/types.js';
 import { kvToWire, type WireEnum, type WireInt } from './convert.js';
 import { service } from '../proto/load.js';
 import { toStatus, type Header } from './services.js';
-import { callerOf, type Caller } from './authService.js';
+import { callerOf, type Caller } from './caller.js';
 import { ErrInvalidAuthToken, ErrAuthOldRevision, ErrPermissionDenied, ErrUserEmpty } from './errors.js';
 import { toEtcdError } from './errors.js';
 

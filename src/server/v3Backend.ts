@@ -13,7 +13,7 @@ import type { EtcdBackend, Header, SnapshotToSend, StatusInfo } from '../api/ser
 import type { LeaseBackend, LeaseTimeToLive } from '../api/leaseService.js';
 import type { WatchBackend, WatchSession, WatchSink } from '../api/watchService.js';
 import type { AuthInfo, KvStore, ServerRequest } from '../kv/index.js';
-import type { Caller } from '../api/authService.js';
+import type { Caller } from '../api/caller.js';
 import type { AuthApi } from './authApi.js';
 import {
   AlarmType,
