@@ -22,7 +22,8 @@ import {
   type Permission,
 } from '../kv/index.js';
 import { RaftError } from '../raft/types.js';
-import type { AuthBackend, Caller } from '../api/authService.js';
+import type { AuthBackend } from '../api/authService.js';
+import type { Caller } from '../api/caller.js';
 import type { Header } from '../api/services.js';
 import type { ApplyOutcome } from './apply.js';
 import type { Logger } from './logger.js';
