@@ -17,7 +17,11 @@ const ALICE_PW = 'alicePw-2b8d4e6f';
 const ROOT = `root:${ROOT_PW}`;
 const ALICE = `alice:${ALICE_PW}`;
 
-const err = (r: { stdout: string; stderr: string }) => (r.stdout + r.stderr).split('\n').filter((l) => !l.startsWith('{"level"')).join('\n');
+const err = (r: { stdout: string; stderr: string }) =>
+  (r.stdout + r.stderr)
+    .split('\n')
+    .filter((l) => !l.startsWith('{"level"'))
+    .join('\n');
 
 describe('auth on a Lifeboat member (etcdctl 3.4, npm etcd3)', () => {
   let c: LifeboatCluster;
@@ -65,7 +69,10 @@ describe('auth on a Lifeboat member (etcdctl 3.4, npm etcd3)', () => {
     assert.equal((await root('role', 'grant-permission', 'app', 'readwrite', '/app/', '--prefix')).stdout.trim(), 'Role app updated');
     assert.equal((await root('role', 'grant-permission', 'app', 'write', 'a')).stdout.trim(), 'Role app updated');
     assert.equal((await root('user', 'grant-role', 'alice', 'app')).stdout.trim(), 'Role app is granted to user alice');
-    assert.equal((await root('role', 'get', 'app')).stdout, 'Role app\nKV Read:\n\t[/app/, /app0) (prefix /app/)\nKV Write:\n\t[/app/, /app0) (prefix /app/)\n\ta\n');
+    assert.equal(
+      (await root('role', 'get', 'app')).stdout,
+      'Role app\nKV Read:\n\t[/app/, /app0) (prefix /app/)\nKV Write:\n\t[/app/, /app0) (prefix /app/)\n\ta\n',
+    );
     assert.equal((await root('user', 'get', 'alice')).stdout, 'User: alice\nRoles: app\n');
     assert.equal((await root('user', 'list')).stdout, 'alice\nroot\n');
     assert.equal((await root('role', 'list')).stdout, 'app\nroot\n');
@@ -170,7 +177,7 @@ describe('auth on a Lifeboat member (etcdctl 3.4, npm etcd3)', () => {
     await c.kill(r2, 'SIGTERM');
   });
 
-  test('no plain-text password in the logs, the raft log or kv.db', async () => {
+  test('no plain-text password in the logs, the raft log or kv.db', () => {
     const hits: string[] = [];
     const walk = (dir: string) => {
       for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
