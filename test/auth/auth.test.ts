@@ -10,6 +10,8 @@ import { after, before, describe, test } from 'node:test';
 import { Etcd3 } from 'etcd3';
 import { LifeboatCluster, etcdctl, lifeboat, run, waitFor, type MemberProc } from '../support/lifeboatCluster.js';
 import { EtcdCluster } from '../support/etcdCluster.js';
+import { clientFor } from '../../src/client/etcdClient.js';
+import { ROOT as ROOT_DIR } from '../support/lifeboatCluster.js';
 
 // Distinctive, so that a grep of the data dir can only find them if they leaked.
 const ROOT_PW = 'rootPw-7f3a9c1e';
@@ -230,5 +232,66 @@ describe('auth carried in a real etcd 3.4 snapshot', () => {
     assert.equal((await etcdctl(r.client, '--user', ALICE, 'get', '/app/k')).stdout, '/app/k\nv\n');
     assert.match(err(await etcdctl(r.client, '--user', ALICE, 'get', 'secret')), /permission denied/);
     assert.match(err(await etcdctl(r.client, 'get', 'secret')), /user name is empty/);
+  });
+});
+
+describe('credentials in the toolkit', () => {
+  let c: LifeboatCluster;
+  let m: MemberProc;
+  before(async () => {
+    c = await LifeboatCluster.start('auth-toolkit', 1, ['--auth-token-ttl', '1']);
+    m = c.members[0];
+    for (const args of [
+      ['user', 'add', ROOT],
+      ['auth', 'enable'],
+      ['--user', ROOT, 'put', 'k', 'v'],
+    ])
+      assert.equal((await etcdctl(m.client, ...args)).code, 0, args.join(' '));
+  });
+  after(async () => c?.stopAll());
+
+  const lb = (env: NodeJS.ProcessEnv, ...args: string[]) =>
+    run(process.execPath, [path.join(ROOT_DIR, 'bin', 'run.js'), ...args], {
+      env: { LIFEBOAT_ENDPOINTS: '', ETCDCTL_ENDPOINTS: '', ...env },
+      timeoutMs: 30_000,
+    });
+
+  test('--user, --password, ETCDCTL_* and LIFEBOAT_* (flags over LIFEBOAT_* over ETCDCTL_*)', async () => {
+    const withFlag = await lb({}, 'get', 'k', '--endpoints', m.client, '--user', ROOT);
+    assert.equal(withFlag.code, 0, withFlag.stderr);
+    assert.match(withFlag.stdout, /v/);
+    const withEnv = await lb({ ETCDCTL_ENDPOINTS: m.client, ETCDCTL_USER: 'root', ETCDCTL_PASSWORD: ROOT_PW }, 'get', 'k');
+    assert.equal(withEnv.code, 0, withEnv.stderr);
+    // LIFEBOAT_ENDPOINTS wins over ETCDCTL_ENDPOINTS (a dead one here), the flag over both.
+    const dead = '127.0.0.1:1';
+    const lifeboatWins = await lb({ ETCDCTL_ENDPOINTS: dead, LIFEBOAT_ENDPOINTS: m.client, LIFEBOAT_USER: ROOT }, 'get', 'k');
+    assert.equal(lifeboatWins.code, 0, lifeboatWins.stderr);
+    const flagWins = await lb({ LIFEBOAT_ENDPOINTS: dead, LIFEBOAT_USER: ROOT }, 'get', 'k', '--endpoints', m.client);
+    assert.equal(flagWins.code, 0, flagWins.stderr);
+    const password = await lb({}, 'get', 'k', '--endpoints', m.client, '--user', 'root', '--password', ROOT_PW);
+    assert.equal(password.code, 0, password.stderr);
+    // Refused without credentials; a wrong password fails without echoing it.
+    const anon = await lb({}, 'get', 'k', '--endpoints', m.client);
+    assert.notEqual(anon.code, 0);
+    assert.match(anon.stderr, /user name is empty/);
+    const wrong = await lb({}, 'get', 'k', '--endpoints', m.client, '--user', 'root:not-the-password-93c1');
+    assert.notEqual(wrong.code, 0);
+    assert.match(wrong.stderr, /authentication failed, invalid user ID or password/);
+    assert.doesNotMatch(wrong.stderr + wrong.stdout, /not-the-password-93c1/);
+    // No password and no terminal: an error naming the ways to give one.
+    const noTty = await lb({}, 'get', 'k', '--endpoints', m.client, '--user', 'root');
+    assert.equal(noTty.code, 2, noTty.stderr);
+    assert.match(noTty.stderr, /no password and there is no terminal/);
+  });
+
+  test('a token that expires during long work is renewed, not a failure', async () => {
+    const client = clientFor(m.client, { dialTimeoutMs: 2000, commandTimeoutMs: 5000, credentials: { user: 'root', password: ROOT_PW } });
+    try {
+      assert.equal((await client.range('k')).kvs[0]?.value.toString(), 'v');
+      await new Promise((r) => setTimeout(r, 2500)); // --auth-token-ttl 1: the token is gone
+      assert.equal((await client.range('k')).kvs[0]?.value.toString(), 'v');
+    } finally {
+      client.close();
+    }
   });
 });
