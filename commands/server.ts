@@ -83,6 +83,7 @@ Exit codes: 0 clean stop, 1 failure, 2 bad usage, 3 refused by a safety check, 7
     'peer-trusted-ca-file': str('peer-trusted-ca-file', 'path to the peer server TLS trusted CA file (implies --peer-client-cert-auth, as in etcd 3.4)'),
     'peer-client-cert-auth': bool('peer-client-cert-auth', 'refuse peers without a certificate signed by --peer-trusted-ca-file'),
     'peer-cert-allowed-cn': str('peer-cert-allowed-cn', "allowed CN for inter-peer authentication: other peers' certificates must carry it"),
+    'auth-token-ttl': int('auth-token-ttl', 'time (in seconds) a simple auth token stays valid after its last use', 300),
   };
 
   async run(): Promise<void> {

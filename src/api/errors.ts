@@ -6,6 +6,7 @@
 // Source: etcd v3.4 etcdserver/api/v3rpc/rpctypes/error.go.
 import { KvError, type KvErrorKind } from '../kv/errors.js';
 import { MemberError, type MemberErrorKind } from '../common/memberErrors.js';
+import { AuthError, type AuthErrorKind } from '../kv/authErrors.js';
 
 /** gRPC status codes (google.golang.org/grpc/codes), numbered as on the wire. */
 export enum GrpcCode {
@@ -97,6 +98,54 @@ export const ErrNotCapable = e(GrpcCode.Unavailable, 'etcdserver: not capable');
 /** Lifeboat: a second membership change while one is still being applied. */
 export const ErrConfChangePending = e(GrpcCode.FailedPrecondition, 'etcdserver: a membership change is already in progress; retry when it is applied');
 
+// Auth (etcd v3.4 rpctypes: ErrGRPCRootUserNotExist ... ErrGRPCAuthOldRevision)
+export const ErrRootUserNotExist = e(GrpcCode.FailedPrecondition, 'etcdserver: root user does not exist');
+export const ErrRootRoleNotExist = e(GrpcCode.FailedPrecondition, 'etcdserver: root user does not have root role');
+export const ErrUserAlreadyExist = e(GrpcCode.FailedPrecondition, 'etcdserver: user name already exists');
+export const ErrUserEmpty = e(GrpcCode.InvalidArgument, 'etcdserver: user name is empty');
+export const ErrUserNotFound = e(GrpcCode.FailedPrecondition, 'etcdserver: user name not found');
+export const ErrRoleAlreadyExist = e(GrpcCode.FailedPrecondition, 'etcdserver: role name already exists');
+export const ErrRoleNotFound = e(GrpcCode.FailedPrecondition, 'etcdserver: role name not found');
+export const ErrRoleEmpty = e(GrpcCode.InvalidArgument, 'etcdserver: role name is empty');
+export const ErrAuthFailed = e(GrpcCode.InvalidArgument, 'etcdserver: authentication failed, invalid user ID or password');
+export const ErrPermissionDenied = e(GrpcCode.PermissionDenied, 'etcdserver: permission denied');
+export const ErrRoleNotGranted = e(GrpcCode.FailedPrecondition, 'etcdserver: role is not granted to the user');
+export const ErrPermissionNotGranted = e(GrpcCode.FailedPrecondition, 'etcdserver: permission is not granted to the role');
+export const ErrAuthNotEnabled = e(GrpcCode.FailedPrecondition, 'etcdserver: authentication is not enabled');
+export const ErrInvalidAuthToken = e(GrpcCode.Unauthenticated, 'etcdserver: invalid auth token');
+export const ErrInvalidAuthMgmt = e(GrpcCode.InvalidArgument, 'etcdserver: invalid auth management');
+export const ErrAuthOldRevision = e(GrpcCode.InvalidArgument, 'etcdserver: revision of auth store is old');
+
+const AUTH_ERRORS: Record<AuthErrorKind, EtcdError> = {
+  rootUserNotExist: ErrRootUserNotExist,
+  rootRoleNotExist: ErrRootRoleNotExist,
+  userAlreadyExist: ErrUserAlreadyExist,
+  userEmpty: ErrUserEmpty,
+  userNotFound: ErrUserNotFound,
+  roleAlreadyExist: ErrRoleAlreadyExist,
+  roleNotFound: ErrRoleNotFound,
+  roleEmpty: ErrRoleEmpty,
+  authFailed: ErrAuthFailed,
+  // Not among etcd 3.4's gRPC errors: clients see code Unknown and the store's text.
+  noPasswordUser: e(GrpcCode.Unknown, 'auth: authentication failed, password was given for no password user'),
+  permissionDenied: ErrPermissionDenied,
+  roleNotGranted: ErrRoleNotGranted,
+  permissionNotGranted: ErrPermissionNotGranted,
+  authNotEnabled: ErrAuthNotEnabled,
+  authOldRevision: ErrAuthOldRevision,
+  invalidAuthToken: ErrInvalidAuthToken,
+  invalidAuthMgmt: ErrInvalidAuthMgmt,
+};
+
+/**
+ * etcd 3.4's Defragment, Snapshot, Hash and HashKV return the auth store's own error
+ * unconverted: clients see code Unknown and the text "auth: permission denied" (as
+ * checked against etcd 3.4.23). Lifeboat answers the same.
+ */
+export function unconvertedAuthError(err: unknown): unknown {
+  return err instanceof AuthError ? new EtcdError(GrpcCode.Unknown, err.message) : err;
+}
+
 /** The store's errors as clients see them. */
 const KV_ERRORS: Record<KvErrorKind, EtcdError> = {
   compacted: ErrCompacted,
@@ -135,6 +184,7 @@ const MEMBER_ERRORS: Record<MemberErrorKind, EtcdError | GrpcCode> = {
 export function toEtcdError(e: unknown): EtcdError | undefined {
   if (e instanceof EtcdError) return e;
   if (e instanceof KvError) return KV_ERRORS[e.kind];
+  if (e instanceof AuthError) return AUTH_ERRORS[e.kind];
   if (e instanceof MemberError) {
     const m = MEMBER_ERRORS[e.kind];
     return m instanceof EtcdError ? m : new EtcdError(m, e.message);

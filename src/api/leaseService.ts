@@ -8,6 +8,8 @@ import { service } from '../proto/load.js';
 import { toStatus, type Header } from './services.js';
 import type { WireInt } from './convert.js';
 import { endWith, type OpenStreams } from './watchService.js';
+import { callerOf, type Caller } from './caller.js';
+import type { AuthInfo } from '../kv/index.js';
 
 export interface LeaseTimeToLive {
   /** Remaining seconds; -1 when the lease does not exist. */
@@ -22,7 +24,9 @@ export interface LeaseBackend {
   isLearner(): boolean;
   /** id 0n: the member picks one. Resolves to the lease as granted (TTL raised to the minimum). */
   leaseGrant(ttl: number, id: bigint): Promise<{ id: bigint; ttl: number }>;
-  leaseRevoke(id: bigint): Promise<void>;
+  /** The user's entry is checked at apply: write access to every key attached to the lease. */
+  leaseRevoke(id: bigint, ai?: AuthInfo): Promise<void>;
+  authInfo(c: Caller): Promise<AuthInfo | undefined>;
   /** The lease's TTL after the renewal, 0 when it does not exist (expired or revoked). */
   leaseRenew(id: bigint): Promise<number>;
   leaseTimeToLive(id: bigint, keys: boolean): Promise<LeaseTimeToLive>;
@@ -61,10 +65,17 @@ export function registerLeaseService(server: grpc.Server, b: LeaseBackend, strea
       const l = await b.leaseGrant(Number(w.TTL ?? 0), big(w.ID));
       return { header: h(), ID: l.id.toString(), TTL: String(l.ttl), error: '' };
     }),
-    LeaseRevoke: unary(b, async (w: LeaseIdRequest) => {
-      await b.leaseRevoke(big(w.ID));
-      return { header: h() };
-    }),
+    LeaseRevoke: (call: grpc.ServerUnaryCall<LeaseIdRequest, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+      const run = async () => {
+        if (b.isLearner()) throw ErrLearnerNotSupported;
+        await b.leaseRevoke(big(call.request.ID), await b.authInfo(callerOf(call)));
+        return { header: h() };
+      };
+      run().then(
+        (r) => cb(null, r),
+        (e) => cb(toStatus(e) as grpc.ServiceError),
+      );
+    },
     LeaseTimeToLive: unary(b, async (w: LeaseTimeToLiveRequest) => {
       const id = big(w.ID);
       const r = await b.leaseTimeToLive(id, !!w.keys);

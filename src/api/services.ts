@@ -1,9 +1,15 @@
 // etcd's v3 gRPC services (KV, Cluster, Maintenance) and grpc.health.v1 on top
 // of an EtcdBackend that the member implements. Errors are etcd's gRPC statuses.
-// Watch and Lease are registered next to them (watchService.ts, leaseService.ts).
+// Watch, Lease and Auth are registered next to them (watchService.ts, leaseService.ts,
+// authService.ts). With auth on, each call's user is resolved from its token and
+// checked where etcd 3.4 checks it: reads here, writes at apply (their entry
+// carries the user), the membership changes and Defragment/Snapshot/Hash/HashKV
+// for the root role; MemberList, Status, Alarm, MoveLeader and Compact are open.
 import * as grpc from '@grpc/grpc-js';
 import fsp from 'node:fs/promises';
-import { ErrLearnerNotSupported, GrpcCode, toEtcdError } from './errors.js';
+import { ErrLearnerNotSupported, GrpcCode, toEtcdError, unconvertedAuthError } from './errors.js';
+import { callerOf, type Caller } from './caller.js';
+import type { AuthInfo } from '../kv/index.js';
 import type { Alarm, Member } from '../kv/types.js';
 import { AlarmType } from '../kv/types.js';
 import type {
@@ -60,10 +66,14 @@ export interface EtcdBackend {
   header(revision: number): Header;
   currentRevision(): number;
   isLearner(): boolean;
-  range(r: RangeRequest): Promise<RangeResponse>;
-  put(r: PutRequest): Promise<PutResponse>;
-  deleteRange(r: DeleteRangeRequest): Promise<DeleteRangeResponse>;
-  txn(r: TxnRequest): Promise<TxnResponse>;
+  /** The user a caller is; undefined without a token or certificate. Throws "invalid auth token". */
+  authInfo(c: Caller): Promise<AuthInfo | undefined>;
+  /** Throws unless auth is off or `ai` holds the root role (etcd's IsAdminPermitted). */
+  requireAdmin(ai: AuthInfo | undefined): void;
+  range(r: RangeRequest, ai?: AuthInfo): Promise<RangeResponse>;
+  put(r: PutRequest, ai?: AuthInfo): Promise<PutResponse>;
+  deleteRange(r: DeleteRangeRequest, ai?: AuthInfo): Promise<DeleteRangeResponse>;
+  txn(r: TxnRequest, ai?: AuthInfo): Promise<TxnResponse>;
   compact(r: CompactionRequest): Promise<void>;
   memberAdd(peerURLs: string[], isLearner: boolean): Promise<{ member: Member; members: Member[] }>;
   memberRemove(id: bigint): Promise<Member[]>;
@@ -122,6 +132,45 @@ function unary<Req>(fn: (req: Req) => Promise<unknown>): grpc.handleUnaryCall<Re
   };
 }
 
+/** A unary handler that first learns who calls; errors become etcd statuses. */
+function authed<Req>(b: EtcdBackend, fn: (req: Req, ai: AuthInfo | undefined) => Promise<unknown>): grpc.handleUnaryCall<Req, unknown> {
+  return (call, cb) => {
+    b.authInfo(callerOf(call))
+      .then((ai) => fn(call.request, ai))
+      .then(
+        (r) => cb(null, r),
+        (e) => cb(toStatus(e) as grpc.ServiceError),
+      );
+  };
+}
+
+/**
+ * etcd 3.4's authMaintenanceServer: the root role for Defragment, Snapshot, Hash and
+ * HashKV, its refusals passed on unconverted (code Unknown, "auth: permission denied").
+ */
+async function requireAdminRaw(b: EtcdBackend, c: Caller): Promise<void> {
+  try {
+    b.requireAdmin(await b.authInfo(c));
+  } catch (e) {
+    throw unconvertedAuthError(e);
+  }
+}
+
+/** A Maintenance call for the root role only, refused with etcd 3.4's unconverted errors (voters only). */
+function adminRaw<Req>(b: EtcdBackend, fn: (req: Req) => Promise<unknown>): grpc.handleUnaryCall<Req, unknown> {
+  return (call, cb) => {
+    const run = async () => {
+      if (b.isLearner()) throw ErrLearnerNotSupported;
+      await requireAdminRaw(b, callerOf(call));
+      return fn(call.request);
+    };
+    run().then(
+      (r) => cb(null, r),
+      (e) => cb(toStatus(e) as grpc.ServiceError),
+    );
+  };
+}
+
 function memberToWire(m: Member): Record<string, unknown> {
   return { ID: m.id.toString(), name: m.name, peerURLs: m.peerURLs, clientURLs: m.clientURLs, isLearner: m.isLearner };
 }
@@ -168,22 +217,40 @@ export function registerEtcdServices(server: grpc.Server, b: EtcdBackend): void 
   const h = (rev: number) => b.header(rev);
   // A learner serves only Status and serializable Range (SEMANTICS.md "Leadership").
   const voterOnly =
-    <Req, T>(fn: (req: Req) => Promise<T>) =>
-    (req: Req) => {
+    <Req, T>(fn: (req: Req, ai: AuthInfo | undefined) => Promise<T>) =>
+    (req: Req, ai?: AuthInfo) => {
       if (b.isLearner()) return Promise.reject(ErrLearnerNotSupported);
+      return fn(req, ai);
+    };
+  /** The membership changes need the root role (etcd's checkMembershipOperationPermission). */
+  const admin =
+    <Req, T>(fn: (req: Req) => Promise<T>) =>
+    (req: Req, ai: AuthInfo | undefined) => {
+      b.requireAdmin(ai);
       return fn(req);
     };
 
   server.addService(service('etcdserverpb.KV').service, {
-    Range: unary(async (w: WireRangeRequest) => {
+    Range: authed(b, async (w: WireRangeRequest, ai) => {
       const r = rangeFromWire(w);
       if (b.isLearner() && !r.serializable) throw ErrLearnerNotSupported;
-      return rangeToWire(await b.range(r), h);
+      return rangeToWire(await b.range(r, ai), h);
     }),
-    Put: unary(voterOnly(async (w: WirePutRequest) => putToWire(await b.put(putFromWire(w)), h))),
-    DeleteRange: unary(voterOnly(async (w: WireDeleteRangeRequest) => deleteRangeToWire(await b.deleteRange(deleteRangeFromWire(w)), h))),
-    Txn: unary(voterOnly(async (w: WireTxnRequest) => txnToWire(await b.txn(txnFromWire(w)), h))),
-    Compact: unary(
+    Put: authed(
+      b,
+      voterOnly(async (w: WirePutRequest, ai) => putToWire(await b.put(putFromWire(w), ai), h)),
+    ),
+    DeleteRange: authed(
+      b,
+      voterOnly(async (w: WireDeleteRangeRequest, ai) => deleteRangeToWire(await b.deleteRange(deleteRangeFromWire(w), ai), h)),
+    ),
+    Txn: authed(
+      b,
+      voterOnly(async (w: WireTxnRequest, ai) => txnToWire(await b.txn(txnFromWire(w), ai), h)),
+    ),
+    // etcd 3.4 checks no permission for a compaction (only the token's validity).
+    Compact: authed(
+      b,
       voterOnly(async (w: WireCompactionRequest) => {
         await b.compact(compactionFromWire(w));
         return { header: h(b.currentRevision()) };
@@ -193,17 +260,27 @@ export function registerEtcdServices(server: grpc.Server, b: EtcdBackend): void 
 
   // Cluster RPCs answer with revision 0 in the header, as etcd does.
   server.addService(service('etcdserverpb.Cluster').service, {
-    MemberAdd: unary(
-      voterOnly(async (w: MemberAddRequest) => {
-        const r = await b.memberAdd(w.peerURLs ?? [], !!w.isLearner);
-        return { header: h(0), member: memberToWire(r.member), members: r.members.map(memberToWire) };
-      }),
+    MemberAdd: authed(
+      b,
+      voterOnly(
+        admin(async (w: MemberAddRequest) => {
+          const r = await b.memberAdd(w.peerURLs ?? [], !!w.isLearner);
+          return { header: h(0), member: memberToWire(r.member), members: r.members.map(memberToWire) };
+        }),
+      ),
     ),
-    MemberRemove: unary(voterOnly(async (w: MemberIdRequest) => ({ header: h(0), members: (await b.memberRemove(BigInt(w.ID))).map(memberToWire) }))),
-    MemberUpdate: unary(
-      voterOnly(async (w: MemberUpdateRequest) => ({ header: h(0), members: (await b.memberUpdate(BigInt(w.ID), w.peerURLs ?? [])).map(memberToWire) })),
+    MemberRemove: authed(
+      b,
+      voterOnly(admin(async (w: MemberIdRequest) => ({ header: h(0), members: (await b.memberRemove(BigInt(w.ID))).map(memberToWire) }))),
     ),
-    MemberPromote: unary(voterOnly(async (w: MemberIdRequest) => ({ header: h(0), members: (await b.memberPromote(BigInt(w.ID))).map(memberToWire) }))),
+    MemberUpdate: authed(
+      b,
+      voterOnly(admin(async (w: MemberUpdateRequest) => ({ header: h(0), members: (await b.memberUpdate(BigInt(w.ID), w.peerURLs ?? [])).map(memberToWire) }))),
+    ),
+    MemberPromote: authed(
+      b,
+      voterOnly(admin(async (w: MemberIdRequest) => ({ header: h(0), members: (await b.memberPromote(BigInt(w.ID))).map(memberToWire) }))),
+    ),
     MemberList: unary(voterOnly(async () => ({ header: h(0), members: (await b.memberList()).map(memberToWire) }))),
   });
 
@@ -223,13 +300,11 @@ export function registerEtcdServices(server: grpc.Server, b: EtcdBackend): void 
         isLearner: s.isLearner,
       };
     }),
-    HashKV: unary(
-      voterOnly(async (w: HashKVRequest) => {
-        const r = await b.hashKV(Number(w.revision ?? 0));
-        return { header: h(r.revision), hash: r.hash, compact_revision: String(r.compactRevision) };
-      }),
-    ),
-    Hash: unary(voterOnly(async () => ({ header: h(b.currentRevision()), hash: await b.hash() }))),
+    HashKV: adminRaw(b, async (w: HashKVRequest) => {
+      const r = await b.hashKV(Number(w.revision ?? 0));
+      return { header: h(r.revision), hash: r.hash, compact_revision: String(r.compactRevision) };
+    }),
+    Hash: adminRaw(b, async () => ({ header: h(b.currentRevision()), hash: await b.hash() })),
     MoveLeader: unary(
       voterOnly(async (w: MoveLeaderRequest) => {
         await b.moveLeader(BigInt(w.targetID ?? 0));
@@ -243,20 +318,21 @@ export function registerEtcdServices(server: grpc.Server, b: EtcdBackend): void 
         return { header: h(b.currentRevision()), alarms: alarms.map((a) => ({ memberID: a.memberId.toString(), alarm: ALARM_NAMES[a.alarm] })) };
       }),
     ),
-    Defragment: unary(
-      voterOnly(async () => {
-        await b.defragment();
-        return { header: h(b.currentRevision()) };
-      }),
-    ),
+    Defragment: adminRaw(b, async () => {
+      await b.defragment();
+      return { header: h(b.currentRevision()) };
+    }),
     // As etcd: chunks with remaining_bytes, then one message holding the sha256 of all bytes.
     Snapshot: (call: grpc.ServerWritableStream<unknown, unknown>) => {
+      // An 'error' event (not destroy(), which sends no status) ends the call with this status.
+      const fail = (e: unknown) => call.emit('error', Object.assign(new Error(toStatus(e).details), { code: toStatus(e).code, details: toStatus(e).details }));
       if (b.isLearner()) {
-        call.destroy(Object.assign(new Error(ErrLearnerNotSupported.message), { code: GrpcCode.Unavailable }));
+        fail(ErrLearnerNotSupported);
         return;
       }
-      const fail = (e: unknown) => call.destroy(Object.assign(new Error(toStatus(e).details), { code: toStatus(e).code }));
-      b.snapshot().then((snap) => streamSnapshot(call, snap).catch(fail), fail);
+      requireAdminRaw(b, callerOf(call))
+        .then(() => b.snapshot())
+        .then((snap) => streamSnapshot(call, snap).catch(fail), fail);
     },
   });
 

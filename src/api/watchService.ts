@@ -15,6 +15,9 @@ import { EventType, type KeyValue } from '../kv/types.js';
 import { kvToWire, type WireEnum, type WireInt } from './convert.js';
 import { service } from '../proto/load.js';
 import { toStatus, type Header } from './services.js';
+import { callerOf, type Caller } from './caller.js';
+import { ErrInvalidAuthToken, ErrAuthOldRevision, ErrPermissionDenied, ErrUserEmpty } from './errors.js';
+import { toEtcdError } from './errors.js';
 
 /** A WatchCreateRequest, typed. */
 export interface WatchCreate {
@@ -71,7 +74,10 @@ export interface WatchSession {
 
 export interface WatchBackend {
   header(revision: number): Header;
+  currentRevision(): number;
   isLearner(): boolean;
+  /** Why the caller may not watch [key, rangeEnd) (no read permission, a bad token), or undefined. */
+  watchRefusal(c: Caller, key: Uint8Array, rangeEnd: Uint8Array): Error | undefined;
   openWatchSession(sink: WatchSink): WatchSession;
 }
 
@@ -283,6 +289,27 @@ class StreamSink implements WatchSink {
   }
 }
 
+/**
+ * etcd 3.4's answer to a watch the user may not make: created and canceled at once,
+ * watch ID -1, the reason the gRPC error's whole text ("rpc error: code = PermissionDenied
+ * desc = etcdserver: permission denied"); the stream stays open.
+ */
+function refusedWatch(err: Error, revision: number): WatchResponseOut {
+  const etcd = toEtcdError(err);
+  const known = [ErrInvalidAuthToken, ErrAuthOldRevision, ErrUserEmpty].find((x) => etcd && x.is(etcd)) ?? ErrPermissionDenied;
+  return {
+    watchId: -1n,
+    revision,
+    created: true,
+    canceled: true,
+    cancelReason: `rpc error: code = ${GRPC_CODE_NAMES[known.code]} desc = ${known.message}`,
+    events: [],
+  };
+}
+
+/** grpc-go's names of the codes a refused watch can carry. */
+const GRPC_CODE_NAMES: Partial<Record<number, string>> = { 3: 'InvalidArgument', 7: 'PermissionDenied', 16: 'Unauthenticated' };
+
 export function registerWatchService(server: grpc.Server, b: WatchBackend, streams: OpenStreams): void {
   server.addService(service('etcdserverpb.Watch').service, {
     Watch: (call: AnyStream) => {
@@ -292,6 +319,7 @@ export function registerWatchService(server: grpc.Server, b: WatchBackend, strea
       }
       if (!streams.add(call)) return;
       const sink = new StreamSink(call, (rev) => b.header(rev));
+      const caller = callerOf(call);
       const session = b.openWatchSession(sink);
       sink.session = session;
       const close = () => {
@@ -305,8 +333,12 @@ export function registerWatchService(server: grpc.Server, b: WatchBackend, strea
           const kind =
             req.request_union ??
             (req.create_request ? 'create_request' : req.cancel_request ? 'cancel_request' : req.progress_request ? 'progress_request' : undefined);
-          if (kind === 'create_request' && req.create_request) session.create(watchCreateFromWire(req.create_request));
-          else if (kind === 'cancel_request' && req.cancel_request) session.cancel(big(req.cancel_request.watch_id));
+          if (kind === 'create_request' && req.create_request) {
+            const create = watchCreateFromWire(req.create_request);
+            const refused = b.watchRefusal(caller, create.key, create.rangeEnd);
+            if (refused) sink.send(refusedWatch(refused, b.currentRevision()), false);
+            else session.create(create);
+          } else if (kind === 'cancel_request' && req.cancel_request) session.cancel(big(req.cancel_request.watch_id));
           else if (kind === 'progress_request') session.progress();
           // Anything else is ignored, as etcd does.
         } catch (e) {

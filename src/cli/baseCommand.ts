@@ -76,11 +76,19 @@ function genericTable(value: unknown): string | undefined {
   );
 }
 
-/** A duration flag ("5s", "500ms") read as milliseconds, also from LIFEBOAT_<NAME>. */
-export const durationFlag = (name: string, defaultMs: number, defaultText: string, description: string) =>
+/** etcdctl's variable for a setting, when the LIFEBOAT_* one and the flag are not given. */
+const fromEtcdctlEnv = (name: string): string | undefined => process.env[`ETCDCTL_${name.toUpperCase().replaceAll('-', '_')}`] || undefined;
+
+/** A duration flag ("5s", "500ms") read as milliseconds, also from LIFEBOAT_<NAME> (and, with `etcdctl`, ETCDCTL_<NAME>). */
+export const durationFlag = (name: string, defaultMs: number, defaultText: string, description: string, etcdctl = false) =>
   Flags.custom<number>({
     description,
-    default: defaultMs,
+    default: etcdctl
+      ? () => {
+          const v = fromEtcdctlEnv(name);
+          return Promise.resolve(v ? parseDuration(v, `ETCDCTL_${name.toUpperCase().replaceAll('-', '_')}`) : defaultMs);
+        }
+      : defaultMs,
     defaultHelp: () => Promise.resolve(defaultText),
     env: `LIFEBOAT_${name.toUpperCase().replaceAll('-', '_')}`,
     helpGroup: 'GLOBAL',
@@ -91,14 +99,26 @@ export const durationFlag = (name: string, defaultMs: number, defaultText: strin
 export abstract class EtcdCommand extends BaseCommand {
   static override baseFlags = {
     ...BaseCommand.baseFlags,
+    // Each setting: the flag, else LIFEBOAT_*, else etcdctl's ETCDCTL_*, else the default.
     endpoints: Flags.string({
       description: 'gRPC endpoints, comma-separated: host:port, http://host:port or https://host:port (TLS)',
-      default: '127.0.0.1:2379',
+      default: () => Promise.resolve(fromEtcdctlEnv('endpoints') ?? '127.0.0.1:2379'),
+      defaultHelp: () => Promise.resolve('127.0.0.1:2379'),
       env: 'LIFEBOAT_ENDPOINTS',
       helpGroup: 'GLOBAL',
     }),
-    'dial-timeout': durationFlag('dial-timeout', 2000, '2s', 'how long to wait for a connection, e.g. 2s or 500ms'),
-    'command-timeout': durationFlag('command-timeout', 5000, '5s', 'deadline of each request, e.g. 5s'),
+    'dial-timeout': durationFlag('dial-timeout', 2000, '2s', 'how long to wait for a connection, e.g. 2s or 500ms', true),
+    'command-timeout': durationFlag('command-timeout', 5000, '5s', 'deadline of each request, e.g. 5s', true),
+    user: Flags.string({
+      description: 'etcd auth: username[:password] (without a password: --password, or asked on a terminal)',
+      env: 'LIFEBOAT_USER',
+      helpGroup: 'GLOBAL',
+    }),
+    password: Flags.string({
+      description: 'etcd auth: the password of --user (LIFEBOAT_PASSWORD or ETCDCTL_PASSWORD keep it off the command line)',
+      env: 'LIFEBOAT_PASSWORD',
+      helpGroup: 'GLOBAL',
+    }),
     cacert: Flags.string({ description: 'verify servers with this CA bundle (PEM)', env: 'LIFEBOAT_CACERT', helpGroup: 'GLOBAL' }),
     cert: Flags.string({ description: 'client certificate (PEM), for servers with client-cert auth', env: 'LIFEBOAT_CERT', helpGroup: 'GLOBAL' }),
     key: Flags.string({ description: 'client private key (PEM), with --cert', env: 'LIFEBOAT_KEY', helpGroup: 'GLOBAL' }),
@@ -144,6 +164,8 @@ export const yesFlag = Flags.boolean({
 interface ConnectionFlags {
   'dial-timeout': number;
   'command-timeout': number;
+  user?: string;
+  password?: string;
   cacert?: string;
   cert?: string;
   key?: string;
@@ -154,10 +176,13 @@ interface ConnectionFlags {
 /** The connection options the EtcdCommand flags give (for clients and for playbook steps). */
 export function connectionFromFlags(flags: ConnectionFlags): ConnectionOptions {
   if (flags.debug) process.env.LIFEBOAT_DEBUG = '1';
+  const cacert = flags.cacert ?? fromEtcdctlEnv('cacert');
+  const cert = flags.cert ?? fromEtcdctlEnv('cert');
+  const key = flags.key ?? fromEtcdctlEnv('key');
   const tls = {
-    ...(flags.cacert ? { caFile: flags.cacert } : {}),
-    ...(flags.cert ? { certFile: flags.cert } : {}),
-    ...(flags.key ? { keyFile: flags.key } : {}),
+    ...(cacert ? { caFile: cacert } : {}),
+    ...(cert ? { certFile: cert } : {}),
+    ...(key ? { keyFile: key } : {}),
     ...(flags['insecure-skip-tls-verify'] ? { insecureSkipVerify: true } : {}),
   };
   return {
@@ -165,5 +190,31 @@ export function connectionFromFlags(flags: ConnectionFlags): ConnectionOptions {
     commandTimeoutMs: flags['command-timeout'],
     ...(Object.keys(tls).length ? { tls } : {}),
     ...(flags.debug ? { debug: (line: string) => process.stderr.write(`debug: ${line}\n`) } : {}),
+    ...credentialsFromFlags(flags),
   };
+}
+
+/**
+ * --user NAME[:PASSWORD] and --password, as etcdctl reads them (also LIFEBOAT_USER /
+ * LIFEBOAT_PASSWORD, then ETCDCTL_USER / ETCDCTL_PASSWORD). A missing password is
+ * asked for without echo on a terminal, and is an error without one. The password
+ * goes nowhere but the Authenticate call: no log, no error message.
+ */
+function credentialsFromFlags(flags: ConnectionFlags): Pick<ConnectionOptions, 'credentials'> {
+  const spec = flags.user ?? fromEtcdctlEnv('user');
+  if (!spec) return {};
+  const colon = spec.indexOf(':');
+  const user = colon < 0 ? spec : spec.slice(0, colon);
+  if (!user) throw new InputError('--user has no user name; use --user NAME or --user NAME:PASSWORD');
+  const given = flags.password ?? (colon < 0 ? undefined : spec.slice(colon + 1)) ?? (process.env.ETCDCTL_PASSWORD || undefined);
+  if (given !== undefined) return { credentials: { user, password: given } };
+  if (!process.stdin.isTTY) {
+    throw new InputError(`--user ${user} has no password and there is no terminal to ask on; give --password, ${user}:PASSWORD or ETCDCTL_PASSWORD`);
+  }
+  return { credentials: { user, password: () => askPassword(user) } };
+}
+
+async function askPassword(user: string): Promise<string> {
+  const { password } = await import('@inquirer/prompts');
+  return password({ message: `Password of ${user}:` });
 }

@@ -41,6 +41,7 @@ export class Connection {
   readonly cluster: UnaryMethods;
   readonly maintenance: MaintenanceClient;
   readonly watch: WatchClient;
+  readonly auth: UnaryMethods;
   private dialing?: Promise<void>;
   private closed = false;
 
@@ -57,6 +58,7 @@ export class Connection {
     this.cluster = make('etcdserverpb.Cluster') as UnaryMethods;
     this.maintenance = make('etcdserverpb.Maintenance') as MaintenanceClient;
     this.watch = make('etcdserverpb.Watch') as WatchClient;
+    this.auth = make('etcdserverpb.Auth') as UnaryMethods;
   }
 
   /** Resolves once the channel is READY; rejects by `deadline` with a one-line reason. Memoized. */

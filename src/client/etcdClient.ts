@@ -71,7 +71,13 @@ export interface EtcdClientOptions {
   tls?: TlsOptions;
   /** receives one line per dial and call when set (--debug) */
   debug?: (line: string) => void;
+  /** etcd auth: the user, and its password (asked for once, when first needed, if a function) */
+  credentials?: { user: string; password: string | (() => Promise<string>) };
 }
+
+/** The server's answers after which clientv3 authenticates again and retries (an expired or stale token). */
+const REAUTH_DETAILS = new Set(['etcdserver: invalid auth token', 'etcdserver: revision of auth store is old', 'etcdserver: user name is empty']);
+const AUTH_NOT_ENABLED = 'etcdserver: authentication is not enabled';
 
 /** How to reach a cluster, apart from its endpoints: what the connection flags give. */
 export type ConnectionOptions = Omit<EtcdClientOptions, 'endpoints'> & { dialTimeoutMs: number; commandTimeoutMs: number };
@@ -91,6 +97,8 @@ export class EtcdClient {
   private connections?: Connection[];
   private chosen?: Promise<Connection>;
   private tlsCreds?: grpc.ChannelCredentials;
+  /** The simple token of `credentials` (undefined: auth is off), fetched once and again when it expires. */
+  private token?: Promise<string | undefined>;
 
   constructor(options: EtcdClientOptions) {
     this.options = options;
@@ -233,7 +241,7 @@ export class EtcdClient {
     const ep = conn.endpoint.text;
     const started = Date.now();
     this.options.debug?.(`→ Maintenance.Snapshot ${ep}`);
-    const stream = conn.maintenance.Snapshot({}, new grpc.Metadata()) as grpc.ClientReadableStream<WireSnapshotResponse>;
+    const stream = conn.maintenance.Snapshot({}, await this.metadata(conn)) as grpc.ClientReadableStream<WireSnapshotResponse>;
     let timedOut = false;
     let timer: NodeJS.Timeout | undefined;
     const arm = () => {
@@ -271,7 +279,7 @@ export class EtcdClient {
   async watch(key: Buffer, opts: WatchOptions): Promise<WatchStream> {
     const conn = await this.connection();
     this.options.debug?.(`→ Watch ${conn.endpoint.text} from revision ${opts.startRevision}`);
-    return WatchStream.open(conn.watch, conn.endpoint.text, key, opts, this.commandTimeoutMs);
+    return WatchStream.open(conn.watch, conn.endpoint.text, key, opts, this.commandTimeoutMs, await this.metadata(conn));
   }
 
   // ---- plumbing ----
@@ -331,16 +339,64 @@ export class EtcdClient {
     );
   }
 
+  /** Call metadata: the auth token when there are credentials (etcd's metadata `token`). */
+  private async metadata(conn: Connection): Promise<grpc.Metadata> {
+    const md = new grpc.Metadata();
+    if (!this.options.credentials) return md;
+    this.token ??= this.authenticate(conn);
+    let token: string | undefined;
+    try {
+      token = await this.token;
+    } catch (e) {
+      this.token = undefined;
+      throw e;
+    }
+    if (token) md.set('token', token);
+    return md;
+  }
+
+  /** Auth.Authenticate, as clientv3 does on connect; "authentication is not enabled" means no token. */
+  private async authenticate(conn: Connection): Promise<string | undefined> {
+    const creds = this.options.credentials!;
+    const password = typeof creds.password === 'string' ? creds.password : await creds.password();
+    const ep = conn.endpoint.text;
+    this.options.debug?.(`→ Auth.Authenticate ${ep} (user ${creds.user})`);
+    return new Promise((resolve, reject) => {
+      conn.auth.Authenticate(
+        { name: creds.user, password },
+        new grpc.Metadata(),
+        { deadline: Date.now() + this.commandTimeoutMs },
+        (err: grpc.ServiceError | null, res: unknown) => {
+          if (err && err.details === AUTH_NOT_ENABLED) resolve(undefined);
+          else if (err) reject(callError(err, ep, this.commandTimeoutMs));
+          else resolve((res as { token?: string }).token || undefined);
+        },
+      );
+    });
+  }
+
   /** One unary call; `R` is the response shape of `method` (the .proto's, as grpc-js hands it over). */
   private async unary<R>(svc: ServiceName, method: string, req: Wire): Promise<{ res: R; endpoint: string }> {
+    try {
+      return await this.unaryOnce<R>(svc, method, req);
+    } catch (e) {
+      // A token that expired (or went stale) during long work: authenticate again, once, and retry.
+      if (!this.options.credentials || !(e instanceof EtcdClientError) || !REAUTH_DETAILS.has(e.serverMessage ?? '')) throw e;
+      this.token = undefined;
+      return this.unaryOnce<R>(svc, method, req);
+    }
+  }
+
+  private async unaryOnce<R>(svc: ServiceName, method: string, req: Wire): Promise<{ res: R; endpoint: string }> {
     const conn = await this.connection();
+    const md = await this.metadata(conn);
     const client: UnaryMethods = conn[svc];
     const ep = conn.endpoint.text;
     const started = Date.now();
     const name = `${svc === 'kv' ? 'KV' : svc === 'cluster' ? 'Cluster' : 'Maintenance'}.${method}`;
     this.options.debug?.(`→ ${name} ${ep}`);
     return new Promise((resolve, reject) => {
-      client[method](req, new grpc.Metadata(), { deadline: Date.now() + this.commandTimeoutMs }, (err: grpc.ServiceError | null, res: unknown) => {
+      client[method](req, md, { deadline: Date.now() + this.commandTimeoutMs }, (err: grpc.ServiceError | null, res: unknown) => {
         const took = Date.now() - started;
         if (err) {
           this.options.debug?.(`← ${name} ${ep} ${grpc.status[err.code] ?? err.code} (${took}ms): ${err.details}`);

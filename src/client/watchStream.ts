@@ -54,8 +54,15 @@ export class WatchStream {
    * the watch; a watch refused at creation (compacted start revision) comes back
    * as a stream whose first batch is `canceled`.
    */
-  static async open(client: WatchClient, endpoint: string, key: Buffer, opts: WatchOptions, createTimeoutMs: number): Promise<WatchStream> {
-    const call = client.Watch(new grpc.Metadata()) as grpc.ClientDuplexStream<Wire, WireWatchResponse>;
+  static async open(
+    client: WatchClient,
+    endpoint: string,
+    key: Buffer,
+    opts: WatchOptions,
+    createTimeoutMs: number,
+    md = new grpc.Metadata(),
+  ): Promise<WatchStream> {
+    const call = client.Watch(md) as grpc.ClientDuplexStream<Wire, WireWatchResponse>;
     const ws = new WatchStream(call, endpoint);
     call.write({ create_request: { key, range_end: opts.rangeEnd, start_revision: String(opts.startRevision), progress_notify: false } });
     await ws.created(createTimeoutMs);

@@ -84,6 +84,8 @@ export interface EtcdDbSummary {
 export interface ScanOptions {
   /** Called for each revision of bucket `key`, in revision order. */
   onRevision?: (r: EtcdRevision) => void;
+  /** Called for each entry of the auth buckets (`auth`, `authUsers`, `authRoles`), copied. */
+  onAuth?: (bucket: 'auth' | 'authUsers' | 'authRoles', key: Buffer, value: Buffer) => void;
   /** Count live keys (a map of every key: skip it when the caller counts another way). Default true. */
   countLiveKeys?: boolean;
   cacheBytes?: number;
@@ -246,12 +248,15 @@ class Scanner {
         return;
       case BUCKET.auth:
         if (e.key.toString('latin1') === 'authEnabled') this.s.authEnabled = e.value.length === 1 && e.value[0] === 1;
+        this.opts.onAuth?.('auth', Buffer.from(e.key), Buffer.from(e.value));
         return;
       case BUCKET.authUsers:
         this.s.authUsers++;
+        this.opts.onAuth?.('authUsers', Buffer.from(e.key), Buffer.from(e.value));
         return;
       case BUCKET.authRoles:
         this.s.authRoles++;
+        this.opts.onAuth?.('authRoles', Buffer.from(e.key), Buffer.from(e.value));
         return;
       default:
         return;

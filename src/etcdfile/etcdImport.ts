@@ -2,10 +2,11 @@
 // bucket `key` as it is (so history since the last compaction, create/mod
 // revisions, versions and leases all carry over, and HashKV agrees with etcd's),
 // the store's revision and compaction point as etcd would resume them, and the
-// lease records with their TTLs. Streams: revisions go to SQLite in batches as the
-// pages are read.
+// lease records with their TTLs, and the auth state (users with their bcrypt hashes,
+// roles, the switch and its revision) as etcd stored it. Streams: revisions go to
+// SQLite in batches as the pages are read.
 
-import { KvStore, type StoredRevision } from '../kv/index.js';
+import { importEtcdAuth, KvStore, type StoredRevision } from '../kv/index.js';
 import { scanEtcdDb, type EtcdDbSummary } from './etcdDbScan.js';
 
 const BATCH = 5000;
@@ -30,8 +31,15 @@ export function importEtcdDb(file: string, kvDbPath: string): EtcdImportResult {
       if (batch.length > 0) kv.importRevisions(batch);
       batch = [];
     };
+    const auth = { enabled: false, revision: 0, users: [] as Buffer[], roles: [] as Buffer[] };
     const summary = scanEtcdDb(file, {
       countLiveKeys: false,
+      onAuth: (bucket, key, value) => {
+        if (bucket === 'authUsers') auth.users.push(value);
+        else if (bucket === 'authRoles') auth.roles.push(value);
+        else if (key.toString('latin1') === 'authEnabled') auth.enabled = value.length === 1 && value[0] === 1;
+        else if (key.toString('latin1') === 'authRevision' && value.length === 8) auth.revision = Number(value.readBigUInt64BE());
+      },
       onRevision: (r) => {
         batch.push(r);
         if (batch.length >= BATCH) flush();
@@ -41,6 +49,7 @@ export function importEtcdDb(file: string, kvDbPath: string): EtcdImportResult {
     kv.setRevision(summary.currentRevision, Math.max(summary.compactRevision, summary.scheduledCompactRevision ?? -1));
     kv.writeLocal((c) => {
       for (const l of summary.leases) c.putLease({ id: l.id, ttl: l.ttl });
+      if (auth.enabled || auth.users.length > 0 || auth.roles.length > 0) importEtcdAuth(c, auth);
     });
     kv.apply(Math.max(summary.consistentIndex ?? 0, 1), 1, () => undefined);
     kv.makeDurable();
@@ -55,9 +64,6 @@ function notCarriedOver(s: EtcdDbSummary): string[] {
   if (s.removedMembers.length > 0) out.push(`${s.removedMembers.length} removed-member record(s) of the old cluster`);
   if (s.alarms.length > 0) {
     out.push(`alarms ${s.alarms.map((a) => `${ALARM_NAMES[a.alarm] ?? a.alarm} on ${a.memberId.toString(16)}`).join(', ')}`);
-  }
-  if (s.authEnabled || s.authUsers > 0 || s.authRoles > 0) {
-    out.push(`authentication (${s.authEnabled ? 'enabled' : 'disabled'}, ${s.authUsers} users, ${s.authRoles} roles): Lifeboat does not serve etcd auth`);
   }
   if (s.leases.some((l) => l.remainingTtl > 0)) out.push('checkpointed remaining lease TTLs: leases restart with their full TTL, as in etcd');
   return out;

@@ -1,7 +1,7 @@
 // Cluster state the server keeps inside the KV database, so that it changes in the
 // same transaction as the applies that decide it and travels in every snapshot:
 // cluster IDs, members (and removed members), lease records, alarms, and a small
-// name → bytes table for anything else.
+// name → bytes table for anything else (the auth state among it: authStore.ts).
 
 import type Database from 'better-sqlite3';
 import { formatIdPadded, parseId } from '../common/ids.js';
@@ -9,6 +9,8 @@ import { AlarmType, type Alarm, type LeaseRecord, type Member } from './types.js
 
 export interface ClusterMetaReader {
   getMeta(name: string): Buffer | undefined;
+  /** Names in the name → bytes table that start with `prefix`, in byte order. */
+  metaNames(prefix: string): string[];
   clusterId(): bigint | undefined;
   /**
    * The member whose data dir holds this file, so that a kv.db copied from another
@@ -89,6 +91,7 @@ function statements(db: Database.Database) {
     getMeta: p(`SELECT value FROM meta WHERE name = ?`).pluck(),
     setMeta: p(`INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`),
     deleteMeta: p(`DELETE FROM meta WHERE name = ?`),
+    metaNames: p(`SELECT name FROM meta WHERE substr(name, 1, ?) = ? ORDER BY name`).pluck(),
     members: p(`SELECT * FROM members ORDER BY id`),
     member: p(`SELECT * FROM members WHERE id = ?`),
     putMember: p(`INSERT OR REPLACE INTO members (id, name, peer_urls, client_urls, is_learner) VALUES (?, ?, ?, ?, ?)`),
@@ -117,6 +120,10 @@ export class ClusterMeta implements ClusterMetaWriter {
 
   getMeta(name: string): Buffer | undefined {
     return this.s.getMeta.get(name) as Buffer | undefined;
+  }
+
+  metaNames(prefix: string): string[] {
+    return this.s.metaNames.all(prefix.length, prefix) as string[];
   }
 
   setMeta(name: string, value: Uint8Array): void {

@@ -20,3 +20,21 @@ export { keyRange } from './mvccTxn.js';
 export type { KeyRange } from './revisionTables.js';
 export { encodeKeyValue, revisionKey, type StoredRevision } from './keyValueCodec.js';
 export * from './types.js';
+export * from './authErrors.js';
+export {
+  AuthState,
+  applyAuthRequest,
+  decodeRole,
+  decodeUser,
+  importEtcdAuth,
+  PermType,
+  ROOT_ROLE,
+  ROOT_USER,
+  type AuthApplyResult,
+  type AuthInfo,
+  type AuthRequest,
+  type AuthRole,
+  type AuthUser,
+  type Permission,
+} from './authStore.js';
+export { kvRequestRefusal, leaseRevokeRefusal } from './kvAuthorization.js';

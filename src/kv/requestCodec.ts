@@ -5,9 +5,15 @@
 // lease_revoke=9: LeaseRevokeRequest{ID=1}). The member's own requests besides
 // leases ride in the same message: alarm=10 and publish=20 (JSON bodies). One
 // entry is one request of either kind; the decoder skips fields it does not know.
+// Auth requests use etcd's fields too (auth_enable=1000 ... auth_role_revoke_permission=1204),
+// with etcd 3.5's hashedPassword fields: a password is hashed before it is proposed,
+// never carried in plain text. A client's request carries etcd's RequestHeader
+// (header=100: username=2, auth_revision=3), which the applier checks permissions
+// against; the member's own requests (lease expiry, publish, alarms) carry none.
 
 import { formatId, parseId } from '../common/ids.js';
 import { ProtoReader, ProtoWriter } from './protobufWire.js';
+import { readPermission, writePermission, type AuthInfo, type AuthRequest } from './authStore.js';
 import type { AlarmType, CompactionRequest, Compare, DeleteRangeRequest, KvRequest, PutRequest, RangeRequest, RequestOp, TxnRequest } from './types.js';
 
 const F = {
@@ -21,6 +27,19 @@ const F = {
   leaseRevoke: 9,
   alarm: 10,
   publish: 20,
+  header: 100,
+  authEnable: 1000,
+  authDisable: 1011,
+  authenticate: 1012,
+  userAdd: 1100,
+  userDelete: 1101,
+  userChangePassword: 1103,
+  userGrantRole: 1104,
+  userRevokeRole: 1105,
+  roleAdd: 1200,
+  roleDelete: 1201,
+  roleGrantPermission: 1203,
+  roleRevokePermission: 1204,
 } as const;
 
 /** The member's own requests: publishing its name and client URLs, alarms, lease grants and revocations. */
@@ -28,7 +47,8 @@ export type ServerRequest =
   | { publish: { memberId: bigint; name: string; clientURLs: string[] } }
   | { alarm: { action: 'ACTIVATE' | 'DEACTIVATE'; memberId: bigint; alarm: AlarmType } }
   | { leaseGrant: { id: bigint; ttl: number } }
-  | { leaseRevoke: { id: bigint } };
+  | { leaseRevoke: { id: bigint } }
+  | { auth: AuthRequest };
 
 /** A whole InternalRaftRequest as decoded from an entry. */
 export interface DecodedEntryRequest {
@@ -38,6 +58,8 @@ export interface DecodedEntryRequest {
   kv?: KvRequest;
   /** The member's own request, if the entry holds one. */
   server?: ServerRequest;
+  /** Who asked, for a client's request (username "" and revision 0: no token). */
+  header?: AuthInfo;
 }
 
 export interface DecodedRequest {
@@ -48,9 +70,10 @@ export interface DecodedRequest {
 }
 
 /** Encodes a KV request or one of the member's own. */
-export function encodeRequest(request: KvRequest | ServerRequest, id: bigint = 0n): Buffer {
+export function encodeRequest(request: KvRequest | ServerRequest, id: bigint = 0n, header?: AuthInfo): Buffer {
   const w = new ProtoWriter(128);
   w.int(F.id, id);
+  if (header) w.message(F.header, (m) => m.int(1, id).string(2, header.username).int(3, header.revision));
   if ('range' in request) w.message(F.range, (m) => writeRange(m, request.range));
   else if ('put' in request) w.message(F.put, (m) => writePut(m, request.put));
   else if ('deleteRange' in request) w.message(F.deleteRange, (m) => writeDeleteRange(m, request.deleteRange));
@@ -68,7 +91,8 @@ export function encodeRequest(request: KvRequest | ServerRequest, id: bigint = 0
   } else if ('alarm' in request) {
     const a = request.alarm;
     w.bytes(F.alarm, Buffer.from(JSON.stringify({ action: a.action, memberId: formatId(a.memberId), alarm: a.alarm })));
-  } else throw new Error(`encodeRequest: unknown request kind ${Object.keys(request).join(',')}`);
+  } else if ('auth' in request) writeAuth(w, request.auth);
+  else throw new Error(`encodeRequest: unknown request kind ${Object.keys(request).join(',')}`);
   return w.finish();
 }
 
@@ -126,11 +150,113 @@ export function decodeRequest(data: Uint8Array): DecodedEntryRequest {
         out.server ??= { leaseRevoke: { id: lease } };
         break;
       }
+      case F.header:
+        out.header = readHeader(r.bytes());
+        break;
       default:
-        r.skip(wire);
+        if (field >= F.authEnable && field <= F.roleRevokePermission && wire === 2) {
+          const auth = readAuth(field, r.bytes());
+          if (auth) out.server ??= { auth };
+        } else r.skip(wire);
     }
   }
   return out;
+}
+
+function readHeader(data: Uint8Array): AuthInfo {
+  const r = new ProtoReader(data);
+  const h: AuthInfo = { username: '', revision: 0 };
+  while (!r.done) {
+    const { field, wire } = r.tag();
+    if (field === 2) h.username = r.string();
+    else if (field === 3) h.revision = Number(r.uint64());
+    else r.skip(wire);
+  }
+  return h;
+}
+
+function writeAuth(w: ProtoWriter, a: AuthRequest): void {
+  if ('authEnable' in a) w.message(F.authEnable, () => undefined);
+  else if ('authDisable' in a) w.message(F.authDisable, () => undefined);
+  else if ('authenticate' in a) w.message(F.authenticate, (m) => m.string(1, a.authenticate.name).string(3, a.authenticate.simpleToken));
+  else if ('userAdd' in a) {
+    const u = a.userAdd;
+    w.message(F.userAdd, (m) => {
+      m.string(1, u.name);
+      if (u.noPassword) m.message(3, (o) => o.bool(1, true));
+      m.string(4, u.hashedPassword);
+    });
+  } else if ('userDelete' in a) w.message(F.userDelete, (m) => m.string(1, a.userDelete.name));
+  else if ('userChangePassword' in a)
+    w.message(F.userChangePassword, (m) => m.string(1, a.userChangePassword.name).string(3, a.userChangePassword.hashedPassword));
+  else if ('userGrantRole' in a) w.message(F.userGrantRole, (m) => m.string(1, a.userGrantRole.user).string(2, a.userGrantRole.role));
+  else if ('userRevokeRole' in a) w.message(F.userRevokeRole, (m) => m.string(1, a.userRevokeRole.name).string(2, a.userRevokeRole.role));
+  else if ('roleAdd' in a) w.message(F.roleAdd, (m) => m.string(1, a.roleAdd.name));
+  else if ('roleDelete' in a) w.message(F.roleDelete, (m) => m.string(1, a.roleDelete.role));
+  else if ('roleGrantPermission' in a) {
+    const g = a.roleGrantPermission;
+    w.message(F.roleGrantPermission, (m) => m.string(1, g.name).message(2, (p) => writePermission(p, g.perm)));
+  } else {
+    const v = a.roleRevokePermission;
+    w.message(F.roleRevokePermission, (m) => m.string(1, v.role).bytes(2, v.key).bytes(3, v.rangeEnd));
+  }
+}
+
+/** The strings and bytes fields of one auth request message, by number. */
+function fields(data: Uint8Array): Map<number, Buffer> {
+  const r = new ProtoReader(data);
+  const out = new Map<number, Buffer>();
+  while (!r.done) {
+    const { field, wire } = r.tag();
+    if (wire === 2) out.set(field, Buffer.from(r.bytes()));
+    else r.skip(wire);
+  }
+  return out;
+}
+
+function readAuth(field: number, data: Uint8Array): AuthRequest | undefined {
+  const f = fields(data);
+  const str = (n: number) => f.get(n)?.toString('utf8') ?? '';
+  const buf = (n: number) => f.get(n) ?? Buffer.alloc(0);
+  switch (field) {
+    case F.authEnable:
+      return { authEnable: {} };
+    case F.authDisable:
+      return { authDisable: {} };
+    case F.authenticate:
+      return { authenticate: { name: str(1), simpleToken: str(3) } };
+    case F.userAdd: {
+      let noPassword = false;
+      const opts = f.get(3);
+      if (opts) {
+        const o = new ProtoReader(opts);
+        while (!o.done) {
+          const t = o.tag();
+          if (t.field === 1) noPassword = o.bool();
+          else o.skip(t.wire);
+        }
+      }
+      return { userAdd: { name: str(1), hashedPassword: str(4), noPassword } };
+    }
+    case F.userDelete:
+      return { userDelete: { name: str(1) } };
+    case F.userChangePassword:
+      return { userChangePassword: { name: str(1), hashedPassword: str(3) } };
+    case F.userGrantRole:
+      return { userGrantRole: { user: str(1), role: str(2) } };
+    case F.userRevokeRole:
+      return { userRevokeRole: { name: str(1), role: str(2) } };
+    case F.roleAdd:
+      return { roleAdd: { name: str(1) } };
+    case F.roleDelete:
+      return { roleDelete: { role: str(1) } };
+    case F.roleGrantPermission:
+      return { roleGrantPermission: { name: str(1), perm: readPermission(buf(2)) } };
+    case F.roleRevokePermission:
+      return { roleRevokePermission: { role: str(1), key: buf(2), rangeEnd: buf(3) } };
+    default:
+      return undefined;
+  }
 }
 
 export function encodeKvRequest(request: KvRequest, id: bigint = 0n): Buffer {

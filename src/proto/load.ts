@@ -25,10 +25,10 @@ export const LOADER_OPTIONS: protoLoader.Options = {
 
 let cached: grpc.GrpcObject | undefined;
 
-/** The loaded gRPC object: etcdserverpb, mvccpb, grpc.health.v1 (and lifeboat.peer). */
+/** The loaded gRPC object: etcdserverpb, mvccpb, authpb, grpc.health.v1 (and lifeboat.peer). */
 export function loadProtos(): grpc.GrpcObject {
   if (!cached) {
-    const files = ['rpc.proto', 'kv.proto', 'health.proto', 'peer.proto'].map((f) => path.join(PROTO_DIR, f));
+    const files = ['rpc.proto', 'kv.proto', 'auth.proto', 'health.proto', 'peer.proto'].map((f) => path.join(PROTO_DIR, f));
     cached = grpc.loadPackageDefinition(protoLoader.loadSync(files, LOADER_OPTIONS));
   }
   return cached;

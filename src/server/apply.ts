@@ -4,11 +4,24 @@
 // index). Each proposer's outcome is handed back only after the whole batch is
 // committed, and then the side effects run (lease timers, peers, logs), in order.
 // Past the space quota, writes fail with ErrNoSpace until the alarm is disarmed.
+// With auth on, a client's request is checked here against the user and auth
+// revision its entry carries (etcd's authApplierV3), so every member decides alike.
 // A snapshot from the leader replaces kv.db whole (installLeaderSnapshot).
 import fs from 'node:fs';
 import { ErrNoSpace } from '../common/memberErrors.js';
 import { crashAt } from '../common/failpoint.js';
-import { decodeRequest, KvStore, type KvWriter } from '../kv/index.js';
+import {
+  applyAuthRequest,
+  AuthState,
+  decodeRequest,
+  kvRequestRefusal,
+  KvStore,
+  leaseRevokeRefusal,
+  type AuthApplyResult,
+  type AuthInfo,
+  type AuthRequest,
+  type KvWriter,
+} from '../kv/index.js';
 import { AlarmType, type Alarm, type KvApplyResult, type KvRequest, type Member as MemberInfo } from '../kv/types.js';
 import { decodeConfChange } from '../raft/confChange.js';
 import { EntryType, type ConfChange, type Entry, type Snapshot } from '../raft/types.js';
@@ -19,7 +32,12 @@ import { decodeMemberContext } from './membership.js';
 import { incomingSnapshotFile, referencedFile, removeReceivedSnapshots } from './receivedSnapshots.js';
 
 /** What a proposer learns once its entry is applied. */
-export type ApplyOutcome = { kv?: KvApplyResult; members?: MemberInfo[]; member?: MemberInfo; error?: Error };
+export type ApplyOutcome = { kv?: KvApplyResult; members?: MemberInfo[]; member?: MemberInfo; error?: Error; token?: string };
+
+/** The member's side of applied auth changes: its in-memory simple tokens. */
+export interface AuthApply {
+  afterAuth(r: AuthApplyResult): void;
+}
 
 /** The lease side of applying grants and revocations (Leases). */
 export interface LeaseApply {
@@ -33,6 +51,7 @@ export interface ApplyHost {
   readonly memberId: bigint;
   readonly log: Logger;
   readonly leases: LeaseApply;
+  readonly auth: AuthApply;
   kv(): KvStore;
   /** The proposer of request `id` gets its outcome (the batch is committed). */
   resolve(id: bigint, outcome: ApplyOutcome): void;
@@ -84,7 +103,11 @@ export class EntryApplier {
       kv.apply(e.index, e.term, () => undefined);
       return;
     }
-    const { id, kv: request, server } = decodeRequest(e.data);
+    const { id, kv: request, server, header } = decodeRequest(e.data);
+    if (server && 'auth' in server) {
+      outcomes.push([id, this.applyAuth(kv, e.index, e.term, server.auth, header, events)]);
+      return;
+    }
     if (server) {
       const outcome: ApplyOutcome = {};
       const leases = this.host.leases;
@@ -98,9 +121,15 @@ export class EntryApplier {
           if (!outcome.error) events.push(() => leases.afterGrant(lease, ttl));
         } else if ('leaseRevoke' in server) {
           const lease = server.leaseRevoke.id;
-          outcome.error = leases.applyRevoke(w, lease);
-          const found = !outcome.error;
-          events.push(() => leases.afterRevoke(lease, found));
+          // A client's revocation needs write access to the lease's keys; the leader's expiry carries no header.
+          const refused = header && leaseRevokeRefusal(new AuthState(w.cluster), header, kv.leaseKeys(lease));
+          if (refused) {
+            outcome.error = refused;
+          } else {
+            outcome.error = leases.applyRevoke(w, lease);
+            const found = !outcome.error;
+            events.push(() => leases.afterRevoke(lease, found));
+          }
         } else if (server.alarm.action === 'ACTIVATE') {
           if (w.cluster.activateAlarm({ memberId: server.alarm.memberId, alarm: server.alarm.alarm })) {
             events.push(() => this.host.log.warn({ alarm: AlarmType[server.alarm.alarm], member: formatId(server.alarm.memberId) }, 'alarm raised'));
@@ -113,13 +142,32 @@ export class EntryApplier {
       return;
     }
     let noSpace = false;
+    let refused: Error | undefined;
     const result = kv.apply(e.index, e.term, (w) => {
       if (!request) return undefined;
+      if (header && (refused = kvRequestRefusal(new AuthState(w.cluster), header, request, (l) => kv.leaseKeys(l)))) return undefined;
       if ((noSpace = spaceExceeded(request, w.cluster.alarms()))) return undefined;
       return w.request(request);
     });
-    if (noSpace) outcomes.push([id, { error: ErrNoSpace }]);
+    if (refused) outcomes.push([id, { error: refused }]);
+    else if (noSpace) outcomes.push([id, { error: ErrNoSpace }]);
     else if (result) outcomes.push([id, { kv: result }]);
+  }
+
+  /** An auth request: all but authenticate need the root role (etcd's needAdminPermission). */
+  private applyAuth(kv: KvStore, index: number, term: number, req: AuthRequest, header: AuthInfo | undefined, events: Array<() => void>): ApplyOutcome {
+    let r: AuthApplyResult = {};
+    kv.apply(index, term, (w) => {
+      const refused = 'authenticate' in req ? undefined : new AuthState(w.cluster).adminPermitted(header);
+      r = refused ? { error: refused } : applyAuthRequest(w.cluster, req, index);
+    });
+    if (r.error) return { error: r.error };
+    const done = r;
+    events.push(() => this.host.auth.afterAuth(done));
+    if ('authEnable' in req || 'authDisable' in req) {
+      events.push(() => this.host.log.info({}, 'authEnable' in req ? 'enabled authentication' : 'disabled authentication'));
+    }
+    return { token: r.token?.token };
   }
 
   private applyConfChange(kv: KvStore, e: Entry, outcomes: Array<[bigint, ApplyOutcome]>, events: Array<() => void>): void {

@@ -39,6 +39,8 @@ export interface ServerConfig {
   electionMs: number;
   snapshotCount: number;
   quotaBackendBytes: number;
+  /** Seconds a simple token stays valid after its last use (etcd's --auth-token-ttl). */
+  authTokenTtlSec: number;
   /** Watch progress notifications (etcd's --experimental-watch-progress-notify-interval); undefined: etcd's default. */
   watchProgressNotifyMs?: number;
   /** https:// client and metrics URLs. */
@@ -77,6 +79,7 @@ export interface RawServerFlags {
   'peer-trusted-ca-file'?: string;
   'peer-client-cert-auth'?: boolean;
   'peer-cert-allowed-cn'?: string;
+  'auth-token-ttl'?: number;
 }
 
 export class ConfigError extends Error {
@@ -138,6 +141,7 @@ export function buildServerConfig(f: RawServerFlags): ServerConfig {
     electionMs: f['election-timeout'],
     snapshotCount: f['snapshot-count'],
     quotaBackendBytes: f['quota-backend-bytes'],
+    authTokenTtlSec: f['auth-token-ttl'] ?? 300,
     watchProgressNotifyMs: Number(process.env[WATCH_PROGRESS_NOTIFY_ENV]) || undefined,
     clientTls: {
       certFile: f['cert-file'] || undefined,
@@ -163,6 +167,7 @@ export function buildServerConfig(f: RawServerFlags): ServerConfig {
   if (cfg.electionMs > 50_000) throw new ConfigError(`--election-timeout ${cfg.electionMs} is too long; the maximum is 50000 (ms)`);
   if (cfg.maxLearners < 0 || !Number.isInteger(cfg.maxLearners)) throw new ConfigError(`--max-learners ${cfg.maxLearners} must be a whole number >= 0`);
   if (cfg.snapshotCount < 1) throw new ConfigError(`--snapshot-count ${cfg.snapshotCount} must be at least 1`);
+  if (cfg.authTokenTtlSec < 1) throw new ConfigError(`--auth-token-ttl ${cfg.authTokenTtlSec} must be at least 1 (s)`);
   if (cfg.quotaBackendBytes < 0) throw new ConfigError(`--quota-backend-bytes ${cfg.quotaBackendBytes} must not be negative`);
   const own = cfg.initialCluster.get(cfg.name);
   if (!own) {

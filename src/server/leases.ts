@@ -21,7 +21,7 @@ import { ErrLeaseExist, ErrLeaseTTLTooLarge, ErrNoLeader, ErrNotLeader, ErrStopp
 import { ErrLeaseNotFound, type KvError } from '../kv/errors.js';
 import type { LeaseTimeToLive } from '../api/leaseService.js';
 import { formatIdPadded } from '../common/ids.js';
-import type { KvStore, KvWriter } from '../kv/index.js';
+import type { AuthInfo, KvStore, KvWriter } from '../kv/index.js';
 import type { ForwardReply } from '../transport/peerTransport.js';
 import type { Logger } from './logger.js';
 
@@ -50,7 +50,7 @@ export interface LeaseHost {
   hasLeader(): boolean;
   /** The leader has applied an entry of its own term: its lease records are current. */
   leaderCaughtUp(): boolean;
-  proposeLease(req: { leaseGrant: { id: bigint; ttl: number } } | { leaseRevoke: { id: bigint } }): Promise<{ error?: Error }>;
+  proposeLease(req: { leaseGrant: { id: bigint; ttl: number } } | { leaseRevoke: { id: bigint } }, who?: AuthInfo): Promise<{ error?: Error }>;
   /** Calls `method` on the current leader (PeerHost.forward there). */
   forwardToLeader(method: string, json: string, timeoutMs: number): Promise<ForwardReply>;
   stopping(): boolean;
@@ -156,8 +156,9 @@ export class Leases {
     return { id, ttl: granted };
   }
 
-  async revoke(id: bigint): Promise<void> {
-    const out = await this.host.proposeLease({ leaseRevoke: { id } });
+  /** `who`: the client asking (its entry carries it, checked at apply); none for the leader's own expiry. */
+  async revoke(id: bigint, who?: AuthInfo): Promise<void> {
+    const out = await this.host.proposeLease({ leaseRevoke: { id } }, who);
     if (out.error) throw out.error;
   }
 

@@ -11,8 +11,10 @@ import { ErrNoSpace, ErrStopped, proposalRefused } from '../common/memberErrors.
 import { listenWithAuthorityRewrite, type AuthorityRewriteListener } from '../net/authorityListener.js';
 import { registerEtcdServices } from '../api/services.js';
 import { registerLeaseService } from '../api/leaseService.js';
+import { registerAuthService } from '../api/authService.js';
 import { OpenStreams, registerWatchService } from '../api/watchService.js';
-import { decodeRequest, encodeRequest, type KvStore, type ServerRequest } from '../kv/index.js';
+import { decodeRequest, encodeRequest, type AuthInfo, type AuthRequest, type KvStore, type ServerRequest } from '../kv/index.js';
+import { AuthApi } from './authApi.js';
 import { AlarmType, type KvApplyResult, type KvRequest } from '../kv/types.js';
 import type { Raft } from '../raft/raft.js';
 import { NONE, StateType, type Message, type Ready, type Snapshot, type SoftState } from '../raft/types.js';
@@ -90,6 +92,7 @@ export class Member {
   /** Watches on this member, fed from its own applies (watchHub.ts). */
   private readonly watchHub: WatchHub;
   private readonly leases: Leases;
+  private readonly auth: AuthApi;
   private readonly streams: OpenStreams;
   /** When this member last lost its leader (Date.now()); 0 while it has one. */
   private leaderlessAt = Date.now();
@@ -164,16 +167,30 @@ export class Member {
       ...view,
       hasLeader: () => this.lead !== NONE,
       leaderCaughtUp: () => this.kv.appliedTerm() === this.driver.raft.status().term,
-      proposeLease: (req: ServerRequest) => this.proposeServer(req),
+      proposeLease: (req: ServerRequest, who?: AuthInfo) => this.proposeServer(req, who),
       forwardToLeader: (method: string, json: string, timeoutMs: number) => this.transport.forward(this.lead, method, json, timeoutMs),
     };
     this.leases = new Leases(leaseHost, { electionMs: p.cfg.electionMs, requestTimeoutMs: this.requestTimeoutMs });
+    this.auth = new AuthApi(
+      {
+        log: this.log,
+        kv: view.kv,
+        header: (rev) => this.v3.header(rev),
+        currentRevision: () => this.kv.currentRevision(),
+        isLearner: () => this.v3.isLearner(),
+        readIndex: () => this.reads.read(),
+        proposeAuth: (req: AuthRequest, who: AuthInfo | undefined) => this.proposeServer({ auth: req }, who),
+        requestTimeoutMs: this.requestTimeoutMs,
+      },
+      p.cfg.authTokenTtlSec,
+    );
     const v3Host = {
       ...view,
       cfg: p.cfg,
       clusterId: () => this.peerHost.clusterId(),
       readIndex: () => this.reads.read(),
-      proposeKv: (req: KvRequest) => this.proposeKv(req),
+      proposeKv: (req: KvRequest, who?: AuthInfo) => this.proposeKv(req, who),
+      auth: this.auth,
       proposeServer: (req: ServerRequest) => this.proposeServer(req),
       transferLeader: (target: bigint) => this.driver.with((r) => r.transferLeader(target)),
       watches: this.watchHub,
@@ -183,6 +200,7 @@ export class Member {
     this.applier = new EntryApplier({
       ...view,
       leases: this.leases,
+      auth: this.auth,
       resolve: (id, outcome) => this.proposer.pending.resolve(id, outcome),
       afterBatch: (count) => {
         this.metrics.proposalsCommitted += count;
@@ -213,6 +231,7 @@ export class Member {
     registerEtcdServices(this.clientServer, this.v3);
     registerWatchService(this.clientServer, this.v3, this.streams);
     registerLeaseService(this.clientServer, this.v3, this.streams);
+    registerAuthService(this.clientServer, this.auth);
     for (const url of this.cfg.listenClientUrls) {
       try {
         const tls = url.startsWith('https:') ? this.tls.client : undefined;
@@ -251,6 +270,7 @@ export class Member {
     const writeSettled = this.driver.stop();
     await this.checkpointing;
     this.leases.stop();
+    this.auth.stop();
     this.proposer.pending.rejectAll(ErrStopped);
     this.reads.rejectAll(ErrStopped);
     // Watch and keep-alive streams never end by themselves: end them, or shutdown waits forever.
@@ -381,9 +401,9 @@ export class Member {
 
   // ---- proposals -------------------------------------------------------------
 
-  private async proposeKv(req: KvRequest): Promise<KvApplyResult> {
+  private async proposeKv(req: KvRequest, who?: AuthInfo): Promise<KvApplyResult> {
     if (spaceExceeded(req, this.kv.cluster.alarms())) throw ErrNoSpace;
-    const out = await this.proposer.propose((id) => encodeRequest(req, id));
+    const out = await this.proposer.propose((id) => encodeRequest(req, id, who));
     if (out.error) throw out.error;
     const r = out.kv!;
     if ('error' in r && r.error) throw r.error;
@@ -391,8 +411,9 @@ export class Member {
     return r;
   }
 
-  private proposeServer(req: ServerRequest): Promise<ApplyOutcome> {
-    return this.proposer.propose((id) => encodeRequest(req, id));
+  /** `who`: the client a request is made for (its entry carries it); none for the member's own. */
+  private proposeServer(req: ServerRequest, who?: AuthInfo): Promise<ApplyOutcome> {
+    return this.proposer.propose((id) => encodeRequest(req, id, who));
   }
 
   private refreshPeers(): void {

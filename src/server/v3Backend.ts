@@ -12,7 +12,9 @@ import { ErrBadLeaderTransferee, ErrNoLeader, ErrNotLeader, ErrTimeoutLeaderTran
 import type { EtcdBackend, Header, SnapshotToSend, StatusInfo } from '../api/services.js';
 import type { LeaseBackend, LeaseTimeToLive } from '../api/leaseService.js';
 import type { WatchBackend, WatchSession, WatchSink } from '../api/watchService.js';
-import type { KvStore, ServerRequest } from '../kv/index.js';
+import type { AuthInfo, KvStore, ServerRequest } from '../kv/index.js';
+import type { Caller } from '../api/caller.js';
+import type { AuthApi } from './authApi.js';
 import {
   AlarmType,
   type Alarm,
@@ -51,14 +53,18 @@ export interface V3Host {
   leader(): bigint;
   /** Resolves once this member has applied up to the leader's commit index at the call (ReadIndex). */
   readIndex(): Promise<void>;
-  /** Proposes a KV write; resolves once applied, throws its error. */
-  proposeKv(req: KvRequest): Promise<KvApplyResult>;
+  /** Proposes a KV write on behalf of `who` (checked at apply); resolves once applied, throws its error. */
+  proposeKv(req: KvRequest, who?: AuthInfo): Promise<KvApplyResult>;
   /** Proposes one of the member's own requests; resolves once applied. */
   proposeServer(req: ServerRequest): Promise<unknown>;
   transferLeader(target: bigint): void;
   readonly watches: { open(sink: WatchSink): WatchSession };
   readonly leases: Pick<Leases, 'grant' | 'revoke' | 'renew' | 'timeToLive' | 'list'>;
+  readonly auth: Pick<AuthApi, 'authInfo' | 'requireAdmin' | 'requireRead' | 'watchRefusal'>;
 }
+
+/** A client's request without a token: etcd's empty RequestHeader (refused with "user name is empty" when auth is on). */
+const NOBODY: AuthInfo = { username: '', revision: 0 };
 
 export class V3Backend implements EtcdBackend, WatchBackend, LeaseBackend {
   constructor(
@@ -83,8 +89,21 @@ export class V3Backend implements EtcdBackend, WatchBackend, LeaseBackend {
     return this.host.raft().status().conf.learners.includes(this.host.memberId);
   }
 
-  async range(r: RangeRequest): Promise<RangeResponse> {
+  authInfo(c: Caller): Promise<AuthInfo | undefined> {
+    return this.host.auth.authInfo(c);
+  }
+
+  requireAdmin(ai: AuthInfo | undefined): void {
+    this.host.auth.requireAdmin(ai);
+  }
+
+  watchRefusal(c: Caller, key: Uint8Array, rangeEnd: Uint8Array): Error | undefined {
+    return this.host.auth.watchRefusal(c, key, rangeEnd);
+  }
+
+  async range(r: RangeRequest, ai?: AuthInfo): Promise<RangeResponse> {
     if (!r.serializable && !STALE_LOCAL_READS) await this.linearizable();
+    this.host.auth.requireRead(ai, r.key, r.rangeEnd);
     return this.host.kv().range(r);
   }
 
@@ -97,18 +116,18 @@ export class V3Backend implements EtcdBackend, WatchBackend, LeaseBackend {
     }
   }
 
-  async put(r: PutRequest): Promise<PutResponse> {
-    const res = await this.host.proposeKv({ put: r });
+  async put(r: PutRequest, ai?: AuthInfo): Promise<PutResponse> {
+    const res = await this.host.proposeKv({ put: r }, ai ?? NOBODY);
     return (res.response as { put: PutResponse }).put;
   }
 
-  async deleteRange(r: DeleteRangeRequest): Promise<DeleteRangeResponse> {
-    const res = await this.host.proposeKv({ deleteRange: r });
+  async deleteRange(r: DeleteRangeRequest, ai?: AuthInfo): Promise<DeleteRangeResponse> {
+    const res = await this.host.proposeKv({ deleteRange: r }, ai ?? NOBODY);
     return (res.response as { deleteRange: DeleteRangeResponse }).deleteRange;
   }
 
-  async txn(r: TxnRequest): Promise<TxnResponse> {
-    const res = await this.host.proposeKv({ txn: r });
+  async txn(r: TxnRequest, ai?: AuthInfo): Promise<TxnResponse> {
+    const res = await this.host.proposeKv({ txn: r }, ai ?? NOBODY);
     return (res.response as { txn: TxnResponse }).txn;
   }
 
@@ -216,8 +235,8 @@ export class V3Backend implements EtcdBackend, WatchBackend, LeaseBackend {
     return this.host.leases.grant(ttl, id);
   }
 
-  leaseRevoke(id: bigint): Promise<void> {
-    return this.host.leases.revoke(id);
+  leaseRevoke(id: bigint, ai?: AuthInfo): Promise<void> {
+    return this.host.leases.revoke(id, ai ?? NOBODY);
   }
 
   leaseRenew(id: bigint): Promise<number> {

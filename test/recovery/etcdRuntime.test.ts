@@ -161,30 +161,44 @@ describe('the main job on real etcd 3.4', () => {
     assert.equal(verify.code, 0, verify.stderr);
   });
 
-  test('an etcdctl snapshot save file becomes a one-member etcd cluster with a new cluster ID and every key it held', async () => {
+  test('an etcdctl snapshot save file becomes 3 etcd voters with a new cluster ID and every key it held', async () => {
     assert.ok(fs.existsSync(snapFile), 'needs the snapshot of the test before');
-    const [client, peer] = await freePorts(2, 'etcd-runtime-snap');
-    const dataDir = path.join(old.dir, 'from-snapshot');
-    const clientUrl = `http://127.0.0.1:${client}`;
+    const ports = await freePorts(6, 'etcd-runtime-snap');
+    const url = (p: number) => `http://127.0.0.1:${p}`;
+    const members = ['s1', 's2', 's3'].map((name, i) => ({
+      name,
+      peerUrl: url(ports[2 * i]),
+      clientUrl: url(ports[2 * i + 1]),
+      dataDir: path.join(old.dir, `from-snapshot-${name}`),
+    }));
+    const [s1, ...others] = members as [Recovered, ...Recovered[]];
     const r = await playbook(
       'recover-from-quorum-loss',
       // The snapshot's old members are the cluster recovered above, alive on those URLs: declared dead here.
       {
         source: snapFile,
-        'data-dir': dataDir,
-        name: 'solo',
-        'peer-url': `http://127.0.0.1:${peer}`,
-        'client-url': clientUrl,
+        'data-dir': s1.dataDir,
+        name: s1.name,
+        'peer-url': s1.peerUrl,
+        'client-url': s1.clientUrl,
+        members: others.map((m) => `${m.name}=${m.peerUrl},${m.clientUrl},${m.dataDir}`).join(';'),
+        stabilization: '1s',
         'assume-dead': old.members.map((m) => m.name).join(','),
       },
       auditDb,
     );
     assert.equal(r.code, 0, r.out);
-    const status = JSON.parse((await etcdctl('--endpoints', clientUrl, 'snapshot', 'status', snapFile, '-w', 'json')).stdout) as { revision: number };
-    const header = JSON.parse((await etcdctl('--endpoints', clientUrl, 'get', 'x', '-w', 'json')).stdout) as { header: { revision: number } };
+    const status = JSON.parse((await etcdctl('snapshot', 'status', snapFile, '-w', 'json')).stdout) as { revision: number };
+    const header = JSON.parse((await etcdctl('--endpoints', s1.clientUrl, 'get', 'x', '-w', 'json')).stdout) as { header: { revision: number } };
     assert.equal(header.header.revision, status.revision, 'the recovered etcd starts at the snapshot revision');
-    assert.equal((await memberList(clientUrl)).members.length, 1);
-    await stopProcessesUnder(dataDir);
+    const list = await memberList(s1.clientUrl);
+    assert.equal(list.members.filter((m) => !m.isLearner).length, 3);
+    assert.notEqual(list.clusterId, (await memberList(recovered[0].clientUrl)).clusterId, 'a cluster ID of its own');
+    const hashes = JSON.parse((await etcdctl('--endpoints', members.map((m) => m.clientUrl).join(','), 'endpoint', 'hashkv', '-w', 'json')).stdout) as Array<{
+      HashKV: { hash: number };
+    }>;
+    assert.equal(new Set(hashes.map((h) => h.HashKV.hash)).size, 1, 'HashKV equal on the 3 members');
+    for (const m of members) await stopProcessesUnder(m.dataDir);
   });
 
   test('the tail fixture: entries past the survivor commit index are kept by default and dropped with discard-uncommitted', async () => {

@@ -1,0 +1,129 @@
+// etcd's Auth service (etcdserverpb.Auth) on top of an AuthBackend the member
+// implements (src/server/authApi.ts). Answers follow etcd v3.4.
+import * as grpc from '@grpc/grpc-js';
+import { ErrLearnerNotSupported } from './errors.js';
+import { service } from '../proto/load.js';
+import { callerOf } from './caller.js';
+import { toStatus, type Header } from './services.js';
+import type { AuthInfo, Permission } from '../kv/index.js';
+import type { Caller } from './caller.js';
+
+/** What the Auth service needs from a member. Methods throw etcd's (or the auth store's) errors. */
+export interface AuthBackend {
+  header(revision: number): Header;
+  currentRevision(): number;
+  isLearner(): boolean;
+  /** The user a caller is; undefined without a token or certificate. Throws "invalid auth token". */
+  authInfo(c: Caller): Promise<AuthInfo | undefined>;
+  authEnable(ai: AuthInfo | undefined): Promise<void>;
+  authDisable(ai: AuthInfo | undefined): Promise<void>;
+  /** A new simple token for the user. */
+  authenticate(name: string, password: string): Promise<string>;
+  userAdd(ai: AuthInfo | undefined, name: string, password: string, noPassword: boolean): Promise<void>;
+  userGet(ai: AuthInfo | undefined, name: string): Promise<string[]>;
+  userList(ai: AuthInfo | undefined): Promise<string[]>;
+  userDelete(ai: AuthInfo | undefined, name: string): Promise<void>;
+  userChangePassword(ai: AuthInfo | undefined, name: string, password: string): Promise<void>;
+  userGrantRole(ai: AuthInfo | undefined, user: string, role: string): Promise<void>;
+  userRevokeRole(ai: AuthInfo | undefined, name: string, role: string): Promise<void>;
+  roleAdd(ai: AuthInfo | undefined, name: string): Promise<void>;
+  roleGet(ai: AuthInfo | undefined, role: string): Promise<Permission[]>;
+  roleList(ai: AuthInfo | undefined): Promise<string[]>;
+  roleDelete(ai: AuthInfo | undefined, role: string): Promise<void>;
+  roleGrantPermission(ai: AuthInfo | undefined, name: string, perm: Permission): Promise<void>;
+  roleRevokePermission(ai: AuthInfo | undefined, role: string, key: Buffer, rangeEnd: Buffer): Promise<void>;
+}
+
+// Request shapes as grpc-js hands them over (keepCase, enums as names, bytes as Buffers).
+interface NameReq {
+  name?: string;
+}
+interface AuthenticateReq extends NameReq {
+  password?: string;
+}
+interface UserAddReq extends AuthenticateReq {
+  options?: { no_password?: boolean } | null;
+}
+interface RoleReq {
+  role?: string;
+}
+interface GrantRoleReq {
+  user?: string;
+  role?: string;
+}
+interface RevokeRoleReq extends NameReq {
+  role?: string;
+}
+interface WirePermission {
+  permType?: string | number;
+  key?: Buffer;
+  range_end?: Buffer;
+}
+interface GrantPermReq extends NameReq {
+  perm?: WirePermission | null;
+}
+interface RevokePermReq extends RoleReq {
+  key?: Buffer;
+  range_end?: Buffer;
+}
+
+const PERM_TYPES = ['READ', 'WRITE', 'READWRITE'];
+
+function permFromWire(p: WirePermission | null | undefined): Permission {
+  const t = typeof p?.permType === 'number' ? p.permType : Math.max(0, PERM_TYPES.indexOf(p?.permType ?? 'READ'));
+  return { permType: t, key: Buffer.from(p?.key ?? []), rangeEnd: Buffer.from(p?.range_end ?? []) };
+}
+
+function permToWire(p: Permission): Record<string, unknown> {
+  return { permType: PERM_TYPES[p.permType], key: p.key, range_end: p.rangeEnd };
+}
+
+export function registerAuthService(server: grpc.Server, b: AuthBackend): void {
+  const h = () => b.header(b.currentRevision());
+  /** A unary handler that knows its caller; refused on a learner, as etcd 3.4 refuses every Auth RPC there. */
+  const unary =
+    <Req>(fn: (req: Req, ai: AuthInfo | undefined) => Promise<Record<string, unknown>>): grpc.handleUnaryCall<Req, unknown> =>
+    (call, cb) => {
+      const run = async () => {
+        if (b.isLearner()) throw ErrLearnerNotSupported;
+        const ai = await b.authInfo(callerOf(call));
+        return { header: h(), ...(await fn(call.request, ai)) };
+      };
+      run().then(
+        (r) => cb(null, r),
+        (e) => cb(toStatus(e) as grpc.ServiceError),
+      );
+    };
+  const none = {};
+  server.addService(service('etcdserverpb.Auth').service, {
+    AuthEnable: unary(async (_r, ai) => (await b.authEnable(ai), none)),
+    AuthDisable: unary(async (_r, ai) => (await b.authDisable(ai), none)),
+    // Authenticate needs no token; a stale one the client still sends must not fail it.
+    Authenticate: (call: grpc.ServerUnaryCall<AuthenticateReq, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+      const run = async () => {
+        if (b.isLearner()) throw ErrLearnerNotSupported;
+        const token = await b.authenticate(call.request.name ?? '', call.request.password ?? '');
+        return { header: h(), token };
+      };
+      run().then(
+        (r) => cb(null, r),
+        (e) => cb(toStatus(e) as grpc.ServiceError),
+      );
+    },
+    UserAdd: unary(async (r: UserAddReq, ai) => (await b.userAdd(ai, r.name ?? '', r.password ?? '', !!r.options?.no_password), none)),
+    UserGet: unary(async (r: NameReq, ai) => ({ roles: await b.userGet(ai, r.name ?? '') })),
+    UserList: unary(async (_r, ai) => ({ users: await b.userList(ai) })),
+    UserDelete: unary(async (r: NameReq, ai) => (await b.userDelete(ai, r.name ?? ''), none)),
+    UserChangePassword: unary(async (r: AuthenticateReq, ai) => (await b.userChangePassword(ai, r.name ?? '', r.password ?? ''), none)),
+    UserGrantRole: unary(async (r: GrantRoleReq, ai) => (await b.userGrantRole(ai, r.user ?? '', r.role ?? ''), none)),
+    UserRevokeRole: unary(async (r: RevokeRoleReq, ai) => (await b.userRevokeRole(ai, r.name ?? '', r.role ?? ''), none)),
+    RoleAdd: unary(async (r: NameReq, ai) => (await b.roleAdd(ai, r.name ?? ''), none)),
+    RoleGet: unary(async (r: RoleReq, ai) => ({ perm: (await b.roleGet(ai, r.role ?? '')).map(permToWire) })),
+    RoleList: unary(async (_r, ai) => ({ roles: await b.roleList(ai) })),
+    RoleDelete: unary(async (r: RoleReq, ai) => (await b.roleDelete(ai, r.role ?? ''), none)),
+    RoleGrantPermission: unary(async (r: GrantPermReq, ai) => (await b.roleGrantPermission(ai, r.name ?? '', permFromWire(r.perm)), none)),
+    RoleRevokePermission: unary(
+      async (r: RevokePermReq, ai) => (await b.roleRevokePermission(ai, r.role ?? '', Buffer.from(r.key ?? []), Buffer.from(r.range_end ?? [])), none),
+    ),
+  });
+}
