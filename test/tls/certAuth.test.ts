@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { issueCert, makeCerts, type TestCerts } from '../support/certs.js';
-import { etcdctl, type MemberProc } from '../support/lifeboatCluster.js';
+import { etcdctl } from '../support/lifeboatCluster.js';
 import { TlsCluster } from './tlsCluster.js';
 
 describe('client certificate logins', () => {
