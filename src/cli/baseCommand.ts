@@ -211,7 +211,9 @@ function credentialsFromFlags(flags: ConnectionFlags): Pick<ConnectionOptions, '
   if (!process.stdin.isTTY) {
     throw new InputError(`--user ${user} has no password and there is no terminal to ask on; give --password, ${user}:PASSWORD or ETCDCTL_PASSWORD`);
   }
-  return { credentials: { user, password: () => askPassword(user) } };
+  // Asked once: every client the command makes (a playbook makes many) reuses the answer.
+  let asked: Promise<string> | undefined;
+  return { credentials: { user, password: () => (asked ??= askPassword(user)) } };
 }
 
 async function askPassword(user: string): Promise<string> {

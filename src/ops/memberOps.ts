@@ -39,7 +39,9 @@ export async function waitUntil<T>(what: string, timeoutMs: number, fn: () => Pr
 }
 
 export async function statusOf(endpoint: string, conn: Connection): Promise<StatusResult> {
-  const c = clientFor([endpoint], conn);
+  // Status needs no credentials (etcd checks none), and a learner refuses Authenticate: ask without them.
+  const { credentials: _unused, ...open } = conn;
+  const c = clientFor([endpoint], open);
   try {
     return await c.status();
   } finally {

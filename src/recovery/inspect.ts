@@ -68,6 +68,8 @@ export const MAX_LISTED_ENTRIES = 200;
 export interface DataDirReport {
   /** Whose data dir: Lifeboat's (member/meta + kv.db) or etcd's (member/snap/db). Absent in older inspect files: Lifeboat. */
   runtime: 'lifeboat' | 'etcd';
+  /** etcd's auth is enabled in the backend: the recovered cluster's member calls need root's credentials */
+  authEnabled?: boolean;
   dataDir: string;
   memberId: string;
   clusterId: string;
@@ -292,6 +294,7 @@ function inspectEtcdDataDir(dataDir: string, opts: InspectOptions): DataDirRepor
   const snapshotKeys = s.v2.snapshotKeys;
   return {
     runtime: 'etcd',
+    authEnabled: s.db.authEnabled,
     dataDir: s.dataDir,
     memberId: hex(s.memberId),
     clusterId: hex(s.clusterId),

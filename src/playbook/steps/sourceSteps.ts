@@ -46,6 +46,22 @@ function recoveryIds(old: { clusterId: string; members: OldMember[] }, clusterId
   return { clusterIdBefore: old.clusterId, memberIdsBefore: old.members.map((m) => m.id), clusterIdAfter: clusterId, memberIdsAfter: [memberId] };
 }
 
+/**
+ * A source with etcd's auth enabled gives a new cluster with auth enabled, whose
+ * member calls (add, promote) are root's: the credentials are asked for (or
+ * refused for want of them) here, before anything changes.
+ */
+async function requireRootCredentials(authEnabled: boolean, ctx: StepContext): Promise<void> {
+  if (!authEnabled) return;
+  const creds = ctx.connection.credentials;
+  if (!creds)
+    throw new SafetyCheckError(
+      "the source has etcd's auth enabled, so the recovered cluster will too and its member calls need root's credentials: run again with --user root (the password from --password, LIFEBOAT_PASSWORD or ETCDCTL_PASSWORD, or asked on a terminal)",
+    );
+  if (typeof creds.password === 'function') await creds.password();
+  ctx.event('note', `the source has etcd's auth enabled: member calls run as ${creds.user}`);
+}
+
 export const inspectSources: StepDefinition = {
   type: 'inspect-sources',
   description: "Read the recovery source (a stopped survivor's data dir or a snapshot) and report what it holds.",
@@ -55,6 +71,7 @@ export const inspectSources: StepDefinition = {
     const src = sourceOf(p);
     if (src.kind === 'snapshot') {
       const s = await snapshotStatus(src.path);
+      await requireRootCredentials(s.etcd?.authEnabled === true, ctx);
       ctx.progress(`snapshot: ${s.totalKeys} keys at revision ${s.revision}, cluster ${s.clusterId}`);
       return { kind: src.kind, clusterId: s.clusterId, revision: s.revision, keys: s.totalKeys, members: s.members.length };
     }
@@ -65,6 +82,7 @@ export const inspectSources: StepDefinition = {
       if (e instanceof DataDirLockedError) throw new SafetyCheckError(`${e.message}: the source member must be stopped before recovery`);
       throw e;
     }
+    await requireRootCredentials(r.authEnabled === true, ctx);
     ctx.progress(`data dir: last term ${r.lastTerm} index ${r.lastIndex}, commit ${r.commitIndex}, ${r.keyCount} keys at revision ${r.kvRevision}`);
     if (r.uncommitted.count > 0)
       ctx.event('note', `${r.uncommitted.count} entries past the commit index (${r.uncommitted.from}..${r.uncommitted.to})`, r.uncommitted);

@@ -1,0 +1,98 @@
+// Recovering a real etcd cluster that has auth enabled: the recovered cluster keeps
+// auth (users, roles, the root password), so its member calls are root's. Without
+// credentials the playbook refuses at its first step (exit 3) and nothing is built;
+// with --user root it rebuilds 3 voters that still enforce auth.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { EtcdCluster } from '../support/etcdCluster.js';
+import { freePorts } from '../support/ports.js';
+import { stopProcessesUnder } from '../support/processes.js';
+import { etcdctl, ROOT, run } from '../support/tools.js';
+
+const BIN = path.join(ROOT, 'bin', 'run.js');
+
+describe('recovering an etcd cluster with auth enabled', () => {
+  let old: EtcdCluster;
+  before(async () => {
+    old = await EtcdCluster.start({ size: 1, portSeed: 'etcd-auth-recovery' });
+  });
+  after(async () => {
+    await stopProcessesUnder(old.dir);
+    await old?.stop();
+  });
+
+  test("without root's credentials the run is refused before anything changes; with --user root it yields 3 voters that still enforce auth", async () => {
+    const ep = old.members[0].clientUrl;
+    for (const args of [
+      ['user', 'add', 'root:rootpw'],
+      ['user', 'grant-role', 'root', 'root'],
+      ['user', 'add', 'app:apppw'],
+      ['auth', 'enable'],
+    ]) {
+      const r = await etcdctl('--endpoints', ep, ...args);
+      assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+    }
+    assert.equal((await etcdctl('--endpoints', ep, '--user', 'root:rootpw', 'put', 'secured', 'kept')).code, 0);
+    const snap = path.join(old.dir, 'auth-backup.db');
+    assert.equal((await etcdctl('--endpoints', ep, '--user', 'root:rootpw', 'snapshot', 'save', snap)).code, 0);
+    await old.stopMember(old.members[0]);
+
+    const ports = await freePorts(6, 'etcd-auth-recovery-new');
+    const url = (p: number) => `http://127.0.0.1:${p}`;
+    const members = ['a1', 'a2', 'a3'].map((name, i) => ({
+      name,
+      peerUrl: url(ports[2 * i]),
+      clientUrl: url(ports[2 * i + 1]),
+      dataDir: path.join(old.dir, name),
+    }));
+    const [first, ...others] = members;
+    const runPlaybook = (extra: string[]) =>
+      run(
+        process.execPath,
+        [
+          BIN,
+          'playbook',
+          'run',
+          'recover-from-quorum-loss',
+          '--yes',
+          '--reason',
+          'test: auth-enabled etcd',
+          '--audit-db',
+          path.join(old.dir, 'audit.db'),
+          '--set',
+          `source=${snap}`,
+          '--set',
+          `data-dir=${first.dataDir}`,
+          '--set',
+          `name=${first.name}`,
+          '--set',
+          `peer-url=${first.peerUrl}`,
+          '--set',
+          `client-url=${first.clientUrl}`,
+          '--set',
+          `members=${others.map((m) => `${m.name}=${m.peerUrl},${m.clientUrl},${m.dataDir}`).join(';')}`,
+          '--set',
+          'stabilization=1s',
+          ...extra,
+        ],
+        { timeoutMs: 180_000, env: { ...process.env, ETCDCTL_PASSWORD: '', LIFEBOAT_PASSWORD: '' } },
+      );
+
+    const refused = await runPlaybook([]);
+    assert.equal(refused.code, 3, `${refused.stdout}\n${refused.stderr}`);
+    assert.match(refused.stdout + refused.stderr, /auth enabled.*--user root/);
+    assert.ok(!fs.existsSync(first.dataDir), 'something was built before the refusal');
+
+    const r = await runPlaybook(['--user', 'root:rootpw']);
+    assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    const endpoints = members.map((m) => m.clientUrl).join(',');
+    const list = await etcdctl('--endpoints', endpoints, '--user', 'root:rootpw', 'member', 'list');
+    assert.equal(list.stdout.split('\n').filter((l) => l.includes(', started, ') && l.endsWith(', false')).length, 3, list.stdout);
+    assert.equal((await etcdctl('--endpoints', first.clientUrl, '--user', 'root:rootpw', 'get', 'secured', '--print-value-only')).stdout, 'kept\n');
+    // Auth still holds: no user, or a user without a role, is refused the key.
+    assert.notEqual((await etcdctl('--endpoints', first.clientUrl, 'get', 'secured')).code, 0);
+    assert.notEqual((await etcdctl('--endpoints', first.clientUrl, '--user', 'app:apppw', 'get', 'secured')).code, 0);
+  });
+});
