@@ -1,5 +1,6 @@
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../src/cli/baseCommand.js';
+import { progressBar } from '../../src/cli/progressBar.js';
 import { restoreSnapshot, type RestoreResult } from '../../src/recovery/restore.js';
 
 export default class SnapshotRestore extends BaseCommand {
@@ -30,7 +31,10 @@ export default class SnapshotRestore extends BaseCommand {
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(SnapshotRestore);
+    // On a terminal, the bytes copied (a Lifeboat snapshot); nothing in scripts.
+    const bar = progressBar('restore');
     const result = await restoreSnapshot(args.file, {
+      onBytes: (done, total) => bar.update(done, total),
       dataDir: flags['data-dir'],
       name: flags.name,
       initialAdvertisePeerUrls: flags['initial-advertise-peer-urls'].split(',').map((s) => s.trim()),
@@ -38,7 +42,7 @@ export default class SnapshotRestore extends BaseCommand {
       bumpRevision: flags['bump-revision'],
       markCompacted: flags['mark-compacted'],
       skipHashCheck: flags['skip-hash-check'],
-    });
+    }).finally(() => bar.finish());
     this.print(flags['write-out'], result, (r: RestoreResult) =>
       [
         `Restored ${r.keys} keys at revision ${r.revision} into ${r.dataDir}`,

@@ -459,8 +459,8 @@ export class KvStore {
   }
 
   /** Verifies the snapshot, then installs it as the database at dbPath (close any store on it first). */
-  static restoreSnapshot(src: string | Uint8Array, dbPath: string): Promise<KvSnapshotInfo> {
-    return restoreSnapshot(src, dbPath);
+  static restoreSnapshot(src: string | Uint8Array, dbPath: string, onProgress?: (copied: number, total: number) => void): Promise<KvSnapshotInfo> {
+    return restoreSnapshot(src, dbPath, onProgress);
   }
 
   /** Verifies the snapshot file and moves it into place as the database at dbPath (synchronous; `src` is consumed). */

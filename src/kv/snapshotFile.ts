@@ -10,8 +10,24 @@
 // connection writes), either stall the member or never finish under load.
 
 import { createHash } from 'node:crypto';
-import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, promises as fsp, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  createReadStream,
+  createWriteStream,
+  fstatSync,
+  fsyncSync,
+  ftruncateSync,
+  openSync,
+  promises as fsp,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
 import { dirname } from 'node:path';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import Database from 'better-sqlite3';
 import { openKvDatabase } from './kvSchema.js';
 import { runReadJob } from './readJob.js';
@@ -100,11 +116,11 @@ export async function verifySnapshot(src: string | Uint8Array): Promise<{ size: 
  * Replaces the database at dbPath with the snapshot's contents, after verifying
  * them. The store at dbPath must be closed. Returns what the snapshot holds.
  */
-export async function restoreSnapshot(src: string | Uint8Array, dbPath: string): Promise<KvSnapshotInfo> {
+export async function restoreSnapshot(src: string | Uint8Array, dbPath: string, onProgress?: (copied: number, total: number) => void): Promise<KvSnapshotInfo> {
   const tmp = `${dbPath}.restoring`;
   await removeIfExists(tmp);
   // Verify the copy we will install, not the source, which could change meanwhile.
-  if (typeof src === 'string') await fsp.copyFile(src, tmp);
+  if (typeof src === 'string') await copyWithProgress(src, tmp, onProgress);
   else await fsp.writeFile(tmp, src);
   const { size, sha256 } = await verifySnapshot(tmp).catch((err: Error) => {
     throw new Error(err.message.replace(tmp, typeof src === 'string' ? src : 'snapshot (in memory)'));
@@ -128,6 +144,21 @@ export async function restoreSnapshot(src: string | Uint8Array, dbPath: string):
   await fsp.rename(tmp, dbPath);
   await fsyncPath(dirname(dbPath));
   return { path: typeof src === 'string' ? src : dbPath, size, sha256, ...fromState(state) };
+}
+
+/** fs.copyFile, reporting the bytes copied (1 MiB at a time) when someone is watching. */
+async function copyWithProgress(src: string, dest: string, onProgress?: (copied: number, total: number) => void): Promise<void> {
+  if (!onProgress) return fsp.copyFile(src, dest);
+  const total = statSync(src).size;
+  let copied = 0;
+  const counter = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      copied += chunk.length;
+      onProgress(copied, total);
+      done(null, chunk);
+    },
+  });
+  await pipeline(createReadStream(src, { highWaterMark: 1 << 20 }), counter, createWriteStream(dest));
 }
 
 /**

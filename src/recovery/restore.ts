@@ -30,6 +30,8 @@ export interface RestoreOptions {
   skipHashCheck?: boolean;
   /** From a data dir: drop the entries past the survivor's commit index. */
   discardUncommitted?: boolean;
+  /** bytes of a Lifeboat snapshot copied so far (for a progress bar) */
+  onBytes?: (copied: number, total: number) => void;
 }
 
 export interface RestoreResult {
@@ -160,7 +162,7 @@ export async function restoreSnapshot(file: string, o: RestoreOptions): Promise<
     const { storage } = RaftStorage.open(part, { identity: { memberId, clusterId: 0n } });
     try {
       if (kind.hasTrailer) {
-        await KvStore.restoreSnapshot(file, kvPath(part));
+        await KvStore.restoreSnapshot(file, kvPath(part), o.onBytes);
       } else {
         fs.copyFileSync(file, kvPath(part));
       }

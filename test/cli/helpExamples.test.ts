@@ -227,3 +227,26 @@ test('snapshot save draws its progress on a terminal and stays quiet in scripts'
   assert.equal(tty.code, 0, tty.stdout + tty.stderr);
   assert.match(tty.stdout, /\rsnapshot \[[#.]{30}\] +\d+% [\d.]+ [kM]?B \/ [\d.]+ [kM]?B/, JSON.stringify(tty.stdout));
 });
+
+test('snapshot restore draws its progress on a terminal and stays quiet in scripts', async () => {
+  const file = path.join(work, 'tty.db');
+  assert.ok(fs.existsSync(file), 'runs after the snapshot save test');
+  const restore = (dir: string) => [
+    BIN,
+    'snapshot',
+    'restore',
+    file,
+    '--data-dir',
+    path.join(work, dir),
+    '--name',
+    'r',
+    '--initial-advertise-peer-urls',
+    'http://127.0.0.1:2380',
+  ];
+  const quiet = await run(process.execPath, restore('quiet-restore'), { cwd: work });
+  assert.equal(quiet.code, 0, quiet.stderr);
+  assert.equal(quiet.stderr, '', 'no progress without a terminal');
+  const tty = await run('script', ['-qefc', [process.execPath, ...restore('tty-restore')].join(' '), '/dev/null'], { cwd: work });
+  assert.equal(tty.code, 0, tty.stdout + tty.stderr);
+  assert.match(tty.stdout, /\rrestore \[[#.]{30}\] +\d+% [\d.]+ [kM]?B \/ [\d.]+ [kM]?B/, JSON.stringify(tty.stdout));
+});
