@@ -11,6 +11,7 @@ import path from 'node:path';
 import { InputError, RefusedError } from '../common/errors.js';
 import type { ConnectionOptions } from '../client/etcdClient.js';
 import { etcdDataDirLock, isEtcdDataDir } from '../etcdfile/index.js';
+import { NodeFileSystem } from '../storage/fileSystem.js';
 import { kvPath, lockPath, metaPath } from '../storage/layout.js';
 import { statusOf } from './memberOps.js';
 
@@ -49,12 +50,16 @@ export function runtimeOfDataDir(dir: string): RuntimeName | undefined {
  */
 export function memberPid(dir: string): number | undefined {
   if (runtimeOfDataDir(dir) === 'etcd') return etcdDataDirLock(dir)?.pid;
+  let text: string;
   try {
-    const pid = Number(fs.readFileSync(lockPath(dir), 'utf8').trim().split(/\s+/)[0]);
-    return pid > 0 ? pid : undefined;
+    text = fs.readFileSync(lockPath(dir), 'utf8');
   } catch {
     return undefined; // no lock: not running
   }
+  // "<pid> <start>": a stale lock (a crash) names a process that is gone, or a pid reused since.
+  const [pid, start] = text.trim().split(/\s+/);
+  const ref = { pid: Number(pid), start: start ?? '' };
+  return ref.pid > 0 && new NodeFileSystem().isRunning(ref) ? ref.pid : undefined;
 }
 
 /** The runtime of the members answering at endpoints, with the version they report. */

@@ -26,6 +26,16 @@ import type { BoundVariables } from './variables.js';
 const ID_FIELDS = ['clusterIdBefore', 'memberIdsBefore', 'clusterIdAfter', 'memberIdsAfter'] as const;
 
 /** Test knobs, passed at construction by in-process engine tests (a separate process uses LIFEBOAT_FAULT: common/failpoint.ts). */
+
+/**
+ * The connection as the audit log keeps it: the user's name, never the password
+ * (a resumed run is given the credentials again).
+ */
+export function recordableConnection(c: StepContext['connection']): Record<string, unknown> {
+  const { credentials, ...rest } = c;
+  return { ...rest, ...(credentials ? { user: credentials.user } : {}) };
+}
+
 export interface EngineKnobs {
   /**
    * Called at each crash point (`after-step:<stable step id>`: the step's work
@@ -159,7 +169,7 @@ class PlaybookRun {
           sha256: pb.sha256,
           variableSources: this.o.variables.sources,
           endpoints: this.o.endpoints ?? null,
-          connection: this.o.connection,
+          connection: recordableConnection(this.o.connection),
           runDir: this.runDir,
           interactive: this.o.view.interactive,
           yes: this.o.yes,
@@ -186,7 +196,12 @@ class PlaybookRun {
       audit.event(this.runId, {
         kind: 'resume',
         message: `resumed by pid ${process.pid}`,
-        data: { interactive: this.o.view.interactive, yes: this.o.yes, endpoints: this.o.endpoints ?? null, connection: this.o.connection },
+        data: {
+          interactive: this.o.view.interactive,
+          yes: this.o.yes,
+          endpoints: this.o.endpoints ?? null,
+          connection: recordableConnection(this.o.connection),
+        },
       });
     }
     if (this.o.resume) for (const e of this.o.startEvents ?? []) audit.event(this.runId, e);

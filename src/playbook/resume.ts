@@ -16,7 +16,7 @@ export interface RecordedRun {
   file: string;
   sha256: string;
   endpoints?: string;
-  connection?: StepContext['connection'];
+  connection?: StepContext['connection'] & { user?: string };
   runDir?: string;
 }
 
@@ -24,7 +24,13 @@ export interface RecordedRun {
 export function recordedRun(audit: AuditLog, runId: string): RecordedRun {
   const run = audit.requireRun(runId);
   const start = audit.events(runId).find((e) => e.kind === 'playbook');
-  const data = (start?.data ?? {}) as { file?: string; sha256?: string; endpoints?: string | null; connection?: StepContext['connection']; runDir?: string };
+  const data = (start?.data ?? {}) as {
+    file?: string;
+    sha256?: string;
+    endpoints?: string | null;
+    connection?: StepContext['connection'] & { user?: string };
+    runDir?: string;
+  };
   if (!start || typeof data.file !== 'string') {
     throw new InputError(`run ${runId} was not started by 'lifeboat playbook run' (no playbook file recorded); it cannot be resumed`);
   }

@@ -242,7 +242,17 @@ export async function resumePlaybookSession(req: PlaybookResumeRequest): Promise
         );
     }
     const endpoints = req.explicit?.endpoints || !rec.endpoints ? req.endpoints : rec.endpoints;
-    const connection = req.explicit?.connection || !rec.connection ? req.connection : rec.connection;
+    const recordedConn = rec.connection;
+    // The password was never recorded: a run made as a user resumes only with that user's credentials given again.
+    if (recordedConn?.user && !req.connection.credentials)
+      throw new InputError(
+        `run ${req.runId} was made as user ${recordedConn.user}: give --user ${recordedConn.user} again (its password from --password, LIFEBOAT_PASSWORD or ETCDCTL_PASSWORD, or asked on a terminal)`,
+      );
+    const { user: _user, ...recordedRest } = recordedConn ?? {};
+    const connection =
+      req.explicit?.connection || !recordedConn
+        ? req.connection
+        : { ...(recordedRest as Connection), ...(req.connection.credentials ? { credentials: req.connection.credentials } : {}) };
     const plan = planRun(pb, library.library, bound.values, endpoints);
     plan.problems.throwIfAny();
     const interactive = req.interactive ?? req.io.interactive;

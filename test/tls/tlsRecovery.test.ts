@@ -1,10 +1,12 @@
-// The quorum-loss recovery playbook over mutual TLS: a Lifeboat cluster with
-// https:// client and peer URLs and certificates required on both loses two
-// members; the playbook, given the TLS variables for the members it starts and the
-// client certificate for its own calls, rebuilds 3 voters over TLS. A client
-// without a certificate is refused by the recovered members.
+// A secure cluster's quorum-loss recovery: a Lifeboat cluster with mutual TLS on
+// https:// client and peer URLs and etcd's auth enabled loses two members; the
+// playbook, given the TLS variables for the members it starts, the client
+// certificate and root's credentials for its own calls, rebuilds 3 voters. The
+// recovered members refuse a client without a certificate, a wrong password and
+// a user without permission; and neither the password nor a private key is in any
+// member log, raft log, kv.db, the audit log or its export.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -13,7 +15,9 @@ import { BIN, etcdctl, parseEtcdJson, run, type MemberProc } from '../support/li
 import { stopProcessesUnder } from '../support/processes.js';
 import { TlsCluster } from './tlsCluster.js';
 
-describe('recovery over mutual TLS', () => {
+const PASSWORD = 'Zq7-root-secret-91';
+
+describe('recovery of a secure cluster (mutual TLS and auth)', () => {
   let certs: TestCerts;
   let tc: TlsCluster;
   before(async () => {
@@ -31,7 +35,16 @@ describe('recovery over mutual TLS', () => {
     const initial = old.map((m) => `${m.name}=${m.peerUrl}`).join(',');
     for (const m of old) tc.c.spawn(m, [...tc.tlsArgs(m), '--initial-cluster', initial, '--initial-cluster-state', 'new']);
     await tc.waitStarted(3);
-    assert.equal((await tc.ctl(old[0].client, 'put', 'over-tls', 'kept')).code, 0);
+    for (const args of [
+      ['user', 'add', `root:${PASSWORD}`],
+      ['user', 'grant-role', 'root', 'root'],
+      ['user', 'add', 'reader:readerpw'],
+      ['auth', 'enable'],
+    ]) {
+      const r = await tc.ctl(old[0].client, ...args);
+      assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+    }
+    assert.equal((await tc.ctl(old[0].client, '--user', `root:${PASSWORD}`, 'put', 'over-tls', 'kept')).code, 0);
     await Promise.all([tc.c.kill(old[1]), tc.c.kill(old[2])]);
     await tc.c.kill(old[0], 'SIGTERM');
 
@@ -67,22 +80,53 @@ describe('recovery over mutual TLS', () => {
       path.join(tc.c.dir, 'audit.db'),
     ];
     for (const [k, v] of Object.entries(sets)) args.push('--set', `${k}=${v}`);
-    args.push('--cacert', certs.ca, '--cert', certs.clientCert, '--key', certs.clientKey);
-    const r = await run(process.execPath, args, { timeoutMs: 180_000 });
+    args.push('--cacert', certs.ca, '--cert', certs.clientCert, '--key', certs.clientKey, '--user', 'root');
+    // The password from the environment, as the README advises (a --user name:password stays visible in ps).
+    const r = await run(process.execPath, args, { timeoutMs: 180_000, env: { ...process.env, LIFEBOAT_PASSWORD: PASSWORD } });
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
 
     const endpoints = [recovered.client, ...fresh.map((m) => m.client)];
     type MemberList = { members: Array<{ isLearner?: boolean; peerURLs: string[] }> };
-    const list = parseEtcdJson<MemberList>((await tc.ctl(endpoints, 'member', 'list', '-w', 'json')).stdout);
+    const asRoot = ['--user', `root:${PASSWORD}`];
+    const list = parseEtcdJson<MemberList>((await tc.ctl(endpoints, ...asRoot, 'member', 'list', '-w', 'json')).stdout);
     assert.equal(list.members.filter((m) => !m.isLearner).length, 3);
     for (const m of list.members)
       assert.ok(
         m.peerURLs.every((u) => u.startsWith('https://')),
         JSON.stringify(m),
       );
-    for (const ep of endpoints) assert.equal((await tc.ctl(ep, 'get', 'over-tls', '--print-value-only', '--consistency=s')).stdout, 'kept\n');
+    for (const ep of endpoints) assert.equal((await tc.ctl(ep, ...asRoot, 'get', 'over-tls', '--print-value-only', '--consistency=s')).stdout, 'kept\n');
+    // A wrong password, and a user without permission: refused where root is served.
+    assert.notEqual((await tc.ctl(endpoints[0], '--user', 'root:wrong', 'get', 'over-tls')).code, 0);
+    assert.notEqual((await tc.ctl(endpoints[0], '--user', 'reader:readerpw', 'get', 'over-tls')).code, 0);
     // No client certificate: refused, on a member the playbook started.
-    const bare = await etcdctl(fresh[0].client, '--cacert', certs.ca, '--dial-timeout', '2s', '--command-timeout', '3s', 'get', 'over-tls');
+    const bare = await etcdctl(fresh[0].client, '--cacert', certs.ca, ...asRoot, '--dial-timeout', '2s', '--command-timeout', '3s', 'get', 'over-tls');
     assert.notEqual(bare.code, 0, 'a client without a certificate was served');
+
+    // No secret anywhere it could leak to: member logs (ours and the playbook's), raft logs, kv.db, the audit log and its export.
+    const exported = await run(process.execPath, [BIN, 'audit', 'export', '--audit-db', path.join(tc.c.dir, 'audit.db')]);
+    assert.equal(exported.code, 0, exported.stderr);
+    const keyLine = (file: string) =>
+      readFileSync(file, 'utf8')
+        .split('\n')
+        .find((l) => l.length > 40 && !l.startsWith('-----')) ?? file;
+    const secrets = [PASSWORD, keyLine(certs.clientKey), keyLine(certs.serverKey), keyLine(tc.peer.key)];
+    const haystacks: Array<[string, Buffer]> = [
+      ['audit export', Buffer.from(exported.stdout)],
+      ['playbook output', Buffer.from(r.stdout + r.stderr)],
+    ];
+    for (const m of [...old, ...fresh, recovered]) haystacks.push([`${m.name}'s log`, Buffer.from(m.log.join('\n'))]);
+    // Every file under the cluster's directory but the certificates themselves (member data dirs, run logs, the audit db).
+    const walk = (dir: string) => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const p = path.join(dir, e.name);
+        if (e.isDirectory()) {
+          if (!e.name.endsWith('-tls')) walk(p);
+        } else if (e.isFile()) haystacks.push([p, readFileSync(p)]);
+      }
+    };
+    walk(tc.c.dir);
+    assert.ok(haystacks.some(([w]) => w.endsWith('kv.db')) && haystacks.some(([w]) => w.endsWith('.wal')) && haystacks.some(([w]) => w.endsWith('audit.db')));
+    for (const [where, bytes] of haystacks) for (const secret of secrets) assert.ok(!bytes.includes(secret), `a secret is in ${where}`);
   });
 });

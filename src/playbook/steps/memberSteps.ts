@@ -250,10 +250,11 @@ export const stopMember: StepDefinition = {
         // already gone
       }
     }
+    // Stopped means gone, not only silent: a member shutting down still holds its data dir (the next step may pack it).
     await waitUntil(
-      `${String(p['client-url'])} to stop answering`,
+      `${String(p['client-url'])} to stop answering and ${String(p['data-dir'])} to be released`,
       Number(p.timeout),
-      async () => ((await alreadyServing(String(p['client-url']), ctx)) ? undefined : true),
+      async () => ((await alreadyServing(String(p['client-url']), ctx)) || memberPid(String(p['data-dir'])) !== undefined ? undefined : true),
       250,
       ctx.signal,
     );
