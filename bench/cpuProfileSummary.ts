@@ -35,22 +35,25 @@ export function areaOf(url: string, fn: string): string {
   return 'other';
 }
 
-export function summarize(file: string, top = 25): { total: number; byArea: Share[]; byFunction: Share[] } {
-  const p = JSON.parse(fs.readFileSync(file, 'utf8')) as Profile;
-  const byId = new Map(p.nodes.map((n) => [n.id, n]));
-  const self = new Map<number, number>();
-  for (let i = 0; i < p.samples.length; i++) self.set(p.samples[i], (self.get(p.samples[i]) ?? 0) + (p.timeDeltas[i] ?? 0) / 1000);
+/** One profile, or several added together (the worker threads of one process, each with its own file). */
+export function summarize(files: string | string[], top = 25): { total: number; byArea: Share[]; byFunction: Share[] } {
   const area = new Map<string, number>();
   const fn = new Map<string, number>();
   let total = 0;
-  for (const [id, ms] of self) {
-    const n = byId.get(id)!;
-    const { functionName, url, lineNumber } = n.callFrame;
-    total += ms;
-    const a = areaOf(url, functionName);
-    area.set(a, (area.get(a) ?? 0) + ms);
-    const key = `${functionName || '(anonymous)'} ${url.replace(/^.*\/(node_modules|dist)\//, '$1/')}:${lineNumber + 1}`;
-    fn.set(key, (fn.get(key) ?? 0) + ms);
+  for (const file of typeof files === 'string' ? [files] : files) {
+    const p = JSON.parse(fs.readFileSync(file, 'utf8')) as Profile;
+    const byId = new Map(p.nodes.map((n) => [n.id, n]));
+    const self = new Map<number, number>();
+    for (let i = 0; i < p.samples.length; i++) self.set(p.samples[i], (self.get(p.samples[i]) ?? 0) + (p.timeDeltas[i] ?? 0) / 1000);
+    for (const [id, ms] of self) {
+      const n = byId.get(id)!;
+      const { functionName, url, lineNumber } = n.callFrame;
+      total += ms;
+      const a = areaOf(url, functionName);
+      area.set(a, (area.get(a) ?? 0) + ms);
+      const key = `${functionName || '(anonymous)'} ${url.replace(/^.*\/(node_modules|dist)\//, '$1/')}:${lineNumber + 1}`;
+      fn.set(key, (fn.get(key) ?? 0) + ms);
+    }
   }
   const list = (m: Map<string, number>) =>
     [...m.entries()]

@@ -1,13 +1,24 @@
-// Resident memory of member processes, from /proc (Linux), in MiB.
+// Resident memory and CPU time of member processes, from /proc (Linux).
 import { readFileSync } from 'node:fs';
 
-export function rssMiB(pid: number): number {
+/** A memory line of /proc/<pid>/status (VmRSS, VmHWM...) in MiB; 0 once the process is gone. */
+export function statusMiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   try {
-    const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return m ? Number(m[1]) / 1024 : 0;
   } catch {
     return 0; // gone
   }
+}
+
+export const rssMiB = (pid: number): number => statusMiB(pid, 'VmRSS');
+
+/** utime + stime of the whole process (every thread, workers included) in seconds, from /proc/<pid>/stat. */
+export function cpuSeconds(pid: number, ticksPerSecond = 100): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // The command name may hold spaces: fields are counted after its closing parenthesis.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
 }
 
 /** The largest RSS among `pids` now. */

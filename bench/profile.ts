@@ -1,6 +1,7 @@
 // `npm run bench -- profile [--seconds S] [--clients N]`: a 3-member Lifeboat
 // cluster whose members run under `node --cpu-prof`, N clients of puts against it,
-// then a clean stop (the profile is written at exit) and where the leader's CPU went.
+// then a clean stop (the profile is written at exit) and where the leader's CPU went,
+// its worker threads' included.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -43,12 +44,25 @@ export async function run(args: string[]): Promise<void> {
   } finally {
     await cleanupAll();
   }
-  // Main threads only: each member's worker threads (SQLite checkpoints) write their own files, tid > 0.
-  for (const f of fs.readdirSync(dir).filter((x) => /\.\d+\.0\.\d+\.cpuprofile$/.test(x))) {
+  // Node writes one file per thread, CPU.<date>.<time>.<pid>.<thread id>.<seq>.cpuprofile: thread 0 is
+  // the member's main thread, the others its worker threads (checkpoints, hashes, snapshots), shown together.
+  const files = fs.readdirSync(dir).filter((x) => x.endsWith('.cpuprofile'));
+  const threadOf = (f: string) => /\.(\d+)\.(\d+)\.\d+\.cpuprofile$/.exec(f);
+  for (const f of files.filter((x) => threadOf(x)?.[2] === '0')) {
+    const pid = threadOf(f)?.[1];
     const s = summarize(path.join(dir, f));
-    const role = f.includes(`.${leaderPid}.`) ? 'leader' : 'follower';
-    console.log(`\n${f} (${role}): ${(s.total / 1000).toFixed(1)} s sampled`);
+    const role = pid === String(leaderPid) ? 'leader' : 'follower';
+    console.log(`\n${f} (${role}): ${(s.total / 1000).toFixed(1)} s sampled on the main thread`);
     for (const a of s.byArea) console.log(`  ${a.percent.toFixed(1).padStart(5)}%  ${a.name}`);
+    const workers = files.filter((x) => threadOf(x)?.[1] === pid && threadOf(x)?.[2] !== '0');
+    if (workers.length > 0) {
+      const w = summarize(workers.map((x) => path.join(dir, x)));
+      const busy = (x: typeof s) => x.total - (x.byArea.find((a) => a.name === 'idle')?.ms ?? 0);
+      console.log(
+        `  worker threads (${workers.length} profiles): ${(busy(w) / 1000).toFixed(2)} s busy, against ${(busy(s) / 1000).toFixed(1)} s on the main thread; by area, idle left out:`,
+      );
+      for (const a of w.byArea.filter((x) => x.name !== 'idle').slice(0, 8)) console.log(`  ${((100 * a.ms) / busy(w)).toFixed(1).padStart(5)}%  ${a.name}`);
+    }
     if (role !== 'leader') continue;
     console.log('  top functions (self time):');
     for (const a of s.byFunction) console.log(`  ${a.percent.toFixed(1).padStart(5)}%  ${a.name}`);

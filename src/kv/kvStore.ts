@@ -11,10 +11,10 @@ import { fsyncFile } from './fsyncFile.js';
 import { hashKv, hashStore } from './kvHash.js';
 import { openKvDatabase } from './kvSchema.js';
 import { keyRange, ReadTxn, WriteTxn, type Revisions } from './mvccTxn.js';
-import { runReadJob, type ReadJob } from './readJob.js';
+import { ReadJobRunner, type CheckpointResult, type ReadJob } from './readJob.js';
 import { RevisionTables, type KeyRange } from './revisionTables.js';
 import type { StoredRevision } from './keyValueCodec.js';
-import { installSnapshotSync, restoreSnapshot, saveSnapshot, verifySnapshot } from './snapshotFile.js';
+import { installSnapshotSync, restoreSnapshot, verifySnapshot } from './snapshotFile.js';
 import {
   EventType,
   type HashKvResult,
@@ -49,6 +49,13 @@ export interface KvOpenOptions {
   autoCheckpoint?: boolean;
   /** Inspect only: nothing is created or written (datadir inspect, recover plan). */
   readonly?: boolean;
+  knobs?: KvStoreKnobs;
+}
+
+/** Test hooks, passed at open. */
+export interface KvStoreKnobs {
+  /** After every checkpointAsync(): what it made durable, and whether it synced anything. */
+  onCheckpoint?(r: CheckpointResult): void;
 }
 
 export interface KvEntry {
@@ -86,10 +93,13 @@ export class KvStore {
   /** The last revision importRevisions wrote (main, sub). */
   private imported: [number, number] = [-1, -1];
   private closed = false;
+  /** Checkpoints, hashes and snapshots: one worker thread with its own connection, started at the first. */
+  private readonly jobs = new ReadJobRunner();
 
   private constructor(
     private readonly db: Database.Database,
     readonly path: string,
+    private readonly knobs: KvStoreKnobs = {},
   ) {
     this.tables = new RevisionTables(db);
     this.meta = new ClusterMeta(db);
@@ -123,12 +133,14 @@ export class KvStore {
   static open(path: string, opts: KvOpenOptions = {}): KvStore {
     const db = openKvDatabase(path, { readonly: opts.readonly });
     if (opts.autoCheckpoint === false) db.pragma('wal_autocheckpoint = 0');
-    return new KvStore(db, path);
+    return new KvStore(db, path, opts.knobs);
   }
 
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    // The worker's connection first: ours, closed last, checkpoints the WAL and removes it, as it always did.
+    this.jobs.close();
     this.db.close();
   }
 
@@ -230,7 +242,7 @@ export class KvStore {
     if (this.path === ':memory:') {
       return Promise.resolve().then(() => (job.kind === 'hashKv' ? this.hashKv(job.revision) : this.hash()));
     }
-    return runReadJob(job);
+    return this.jobs.run(job);
   }
 
   // --- Applying committed entries
@@ -415,11 +427,15 @@ export class KvStore {
    * every apply committed before the call durable; resolves to that applied index.
    * With autoCheckpoint: false, call this regularly (e.g. every second, or when the
    * Raft log wants compacting) to keep checkpoint fsyncs off the event loop.
+   * When nothing was committed since the last one, nothing is synced (an idle
+   * member does no I/O) and that one's applied index, still durable, is returned.
    */
-  checkpointAsync(): Promise<number> {
+  async checkpointAsync(): Promise<number> {
     this.assertOpen();
-    if (this.path === ':memory:') return Promise.resolve(this.state.appliedIndex);
-    return runReadJob({ kind: 'checkpoint', dbPath: this.path }) as Promise<number>;
+    if (this.path === ':memory:') return this.state.appliedIndex;
+    const r = (await this.jobs.run({ kind: 'checkpoint', dbPath: this.path })) as CheckpointResult;
+    this.knobs.onCheckpoint?.(r);
+    return r.appliedIndex;
   }
 
   /** Bytes the database file takes (etcd's dbSize). */
@@ -450,7 +466,7 @@ export class KvStore {
   saveSnapshot(dest: string): Promise<KvSnapshotInfo> {
     this.assertOpen();
     if (this.path === ':memory:') return Promise.reject(new Error('kv: an in-memory store cannot be snapshotted'));
-    return saveSnapshot(this.path, dest);
+    return this.jobs.run({ kind: 'snapshot', dbPath: this.path, dest }) as Promise<KvSnapshotInfo>;
   }
 
   /** Checks a snapshot's checksum; throws a one-line error when it does not match. */

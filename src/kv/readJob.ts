@@ -1,7 +1,13 @@
 // Long reads (snapshots, hashes of a large store) and WAL checkpoints (which
-// fsync) run in a worker thread on their own SQLite connection: WAL gives a
+// fsync) run in a worker thread on its own SQLite connection: WAL gives a
 // consistent view while the member's connection keeps applying, and the event
 // loop (Raft ticks, heartbeats) is not blocked for the time they take.
+//
+// One worker per store, started at its first job and kept: it keeps its
+// connection open and runs the jobs one at a time, in the order given (a new
+// worker per job cost every member a thread, an isolate and a connection every
+// second, idle too). A worker that dies fails the jobs it held and is replaced at
+// the next job. close() closes the worker's connection before it returns (see there).
 
 import { Worker } from 'node:worker_threads';
 import { kvErrorOf, type KvErrorKind } from './errors.js';
@@ -14,26 +20,96 @@ export type ReadJob =
   | { kind: 'hash'; dbPath: string }
   | { kind: 'checkpoint'; dbPath: string };
 
-export type ReadJobReply = { result: KvSnapshotInfo | HashKvResult | number } | { kvError: KvErrorKind } | { error: string };
+/** What a checkpoint made durable, and whether it had to (false: nothing was committed since the last one). */
+export interface CheckpointResult {
+  appliedIndex: number;
+  synced: boolean;
+}
 
-// The store's errors cross the thread boundary by kind and come back as the shared constants.
+export type ReadJobResult = KvSnapshotInfo | HashKvResult | CheckpointResult | number;
+export type ReadJobReply = { result: ReadJobResult } | { kvError: KvErrorKind } | { error: string };
 
-export function runReadJob(job: ReadJob): Promise<KvSnapshotInfo | HashKvResult | number> {
-  return new Promise((resolve, reject) => {
-    const worker = new Worker(new URL('./readWorker.js', import.meta.url), { workerData: job });
-    let settled = false;
-    worker.once('message', (m: ReadJobReply) => {
-      settled = true;
-      if ('result' in m) resolve(m.result);
-      else if ('kvError' in m) reject(kvErrorOf(m.kvError));
-      else reject(new Error(m.error));
+/** Messages to the worker: a job, or close (its connection, then itself). */
+export type ToReadWorker = { id: number; job: ReadJob } | { close: true };
+export type FromReadWorker = { id: number; reply: ReadJobReply };
+
+export interface ReadWorkerData {
+  /** Int32Array over it: [0] becomes 1 once the worker's connection is closed. */
+  closed: SharedArrayBuffer;
+}
+
+/** How long close() waits for the job in flight (a snapshot of a large store takes seconds). */
+const CLOSE_WAIT_MS = 120_000;
+
+interface Pending {
+  kind: ReadJob['kind'];
+  resolve(r: ReadJobResult): void;
+  reject(e: Error): void;
+}
+
+export class ReadJobRunner {
+  private worker: Worker | undefined;
+  private closedFlag = new Int32Array(new SharedArrayBuffer(4));
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private closed = false;
+
+  /** Runs the job after those given before it. The store's errors come back as the shared constants (kvErrorOf). */
+  run(job: ReadJob): Promise<ReadJobResult> {
+    if (this.closed) return Promise.reject(new Error(`kv: store ${job.dbPath} is closed`));
+    const worker = this.worker ?? this.start();
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { kind: job.kind, resolve, reject });
+      // Jobs in flight keep the process alive, as they always did; an idle worker does not.
+      worker.ref();
+      worker.postMessage({ id, job } satisfies ToReadWorker);
     });
-    worker.once('error', (err) => {
-      settled = true;
-      reject(err);
+  }
+
+  /**
+   * Lets the worker finish the jobs it was given, closes its connection and ends it.
+   * Blocks until that connection is closed: the caller may replace the database file
+   * next (a leader's snapshot), and a connection closing after that would take itself
+   * for the file's last one and delete the new file's WAL by name.
+   */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    const worker = this.worker;
+    if (!worker) return;
+    worker.postMessage({ close: true } satisfies ToReadWorker);
+    if (Atomics.wait(this.closedFlag, 0, 0, CLOSE_WAIT_MS) === 'timed-out') void worker.terminate();
+    // Otherwise it ends by itself once its replies are out (terminating now could drop them).
+  }
+
+  private start(): Worker {
+    this.closedFlag = new Int32Array(new SharedArrayBuffer(4));
+    const worker = new Worker(new URL('./readWorker.js', import.meta.url), {
+      workerData: { closed: this.closedFlag.buffer } satisfies ReadWorkerData,
     });
-    worker.once('exit', (code) => {
-      if (!settled) reject(new Error(`kv ${job.kind} worker exited with code ${code} before reporting`));
+    this.worker = worker;
+    worker.on('message', (m: FromReadWorker) => {
+      const p = this.pending.get(m.id);
+      if (!p) return;
+      this.pending.delete(m.id);
+      if (this.pending.size === 0) worker.unref();
+      const r = m.reply;
+      if ('result' in r) p.resolve(r.result);
+      else if ('kvError' in r) p.reject(kvErrorOf(r.kvError));
+      else p.reject(new Error(r.error));
     });
-  });
+    worker.once('error', (err) => this.failAll(worker, () => err));
+    worker.once('exit', (code) => this.failAll(worker, (p) => new Error(`kv ${p.kind} worker exited with code ${code} before reporting`)));
+    return worker;
+  }
+
+  /** The worker died: every job it held fails, and the next job starts a new one. */
+  private failAll(worker: Worker, error: (p: Pending) => Error): void {
+    if (this.worker !== worker) return;
+    this.worker = undefined;
+    const pending = [...this.pending.values()];
+    this.pending.clear();
+    for (const p of pending) p.reject(error(p));
+  }
 }

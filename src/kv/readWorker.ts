@@ -1,61 +1,103 @@
-// Worker thread body for readJob.ts.
+// Worker thread body for readJob.ts: one SQLite connection, kept open, and the
+// jobs run one at a time in the order they arrive.
 
 import { parentPort, workerData } from 'node:worker_threads';
 import { fsyncFile } from './fsyncFile.js';
 import Database from 'better-sqlite3';
 import { KvError } from './errors.js';
 import { hashKv, hashStore } from './kvHash.js';
-import type { ReadJob, ReadJobReply } from './readJob.js';
-import type { KvSnapshotInfo } from './types.js';
-import type { HashKvResult } from './types.js';
+import type { CheckpointResult, FromReadWorker, ReadJob, ReadJobReply, ReadJobResult, ReadWorkerData, ToReadWorker } from './readJob.js';
 import { RevisionTables } from './revisionTables.js';
 import { writeSnapshotSync } from './snapshotFile.js';
 
-function run(job: ReadJob): KvSnapshotInfo | HashKvResult | number {
+const port = parentPort;
+if (!port) throw new Error('kv: readWorker.js runs only as a worker thread (readJob.ts)');
+const closed = new Int32Array((workerData as ReadWorkerData).closed);
+
+let db: Database.Database | undefined;
+let dbPath = '';
+/**
+ * The last checkpoint that synced and copied the whole WAL: SQLite's data_version
+ * read before it, and the applied index it made durable. While data_version is
+ * unchanged, no other connection has committed since, and a checkpoint has nothing
+ * to copy or to sync.
+ */
+let lastCheckpoint: { dataVersion: number; appliedIndex: number } | undefined;
+
+function connection(path: string): Database.Database {
+  if (db && dbPath === path) return db;
+  db?.close();
+  db = new Database(path, { fileMustExist: true });
+  dbPath = path;
+  lastCheckpoint = undefined;
+  return db;
+}
+
+function run(job: ReadJob): ReadJobResult {
   if (job.kind === 'snapshot') return writeSnapshotSync(job.dbPath, job.dest);
-  if (job.kind === 'checkpoint') return checkpoint(job.dbPath);
-  const db = new Database(job.dbPath, { fileMustExist: true });
+  const conn = connection(job.dbPath);
+  if (job.kind === 'checkpoint') return checkpoint(conn, job.dbPath);
+  // A large cache for the scan, given back after it: the connection stays open.
+  conn.pragma('cache_size = -65536');
   try {
-    db.pragma('cache_size = -65536');
     // One read transaction: every page read sees the same committed state.
-    return db
+    return conn
       .transaction(() => {
-        const s = db.prepare('SELECT current_revision, compact_revision FROM state').get() as {
+        const s = conn.prepare('SELECT current_revision, compact_revision FROM state').get() as {
           current_revision: number;
           compact_revision: number;
         };
         const revs = { current: s.current_revision, compacted: s.compact_revision };
-        const tables = new RevisionTables(db);
-        return job.kind === 'hashKv' ? hashKv(tables, revs, job.revision) : hashStore(db, tables, revs);
+        const tables = new RevisionTables(conn);
+        return job.kind === 'hashKv' ? hashKv(tables, revs, job.revision) : hashStore(conn, tables, revs);
       })
       .deferred();
   } finally {
-    db.close();
+    conn.pragma('cache_size = -2000');
+    conn.pragma('shrink_memory');
   }
 }
 
 /**
  * Copies WAL pages into the database file, then fsyncs both files, so every
  * transaction committed before the call is durable; returns the applied index
- * read before the checkpoint (its transaction is among those).
+ * read before the checkpoint (its transaction is among those). Nothing committed
+ * since the last complete checkpoint: nothing to do, that one's index still holds.
  */
-function checkpoint(dbPath: string): number {
-  const db = new Database(dbPath, { fileMustExist: true });
+function checkpoint(conn: Database.Database, path: string): CheckpointResult {
+  const dataVersion = conn.pragma('data_version', { simple: true }) as number;
+  if (lastCheckpoint?.dataVersion === dataVersion) return { appliedIndex: lastCheckpoint.appliedIndex, synced: false };
+  const appliedIndex = conn.prepare('SELECT applied_index FROM state').pluck().get() as number;
+  const [r] = conn.pragma('wal_checkpoint(PASSIVE)') as { busy: number; log: number; checkpointed: number }[];
+  fsyncFile(`${path}-wal`);
+  fsyncFile(path);
+  // A reader on the member's connection can hold back part of the WAL: then the next one copies the rest.
+  lastCheckpoint = r.checkpointed === r.log ? { dataVersion, appliedIndex } : undefined;
+  return { appliedIndex, synced: true };
+}
+
+function reply(job: ReadJob): ReadJobReply {
   try {
-    const applied = db.prepare('SELECT applied_index FROM state').pluck().get() as number;
-    db.pragma('wal_checkpoint(PASSIVE)');
-    fsyncFile(`${dbPath}-wal`);
-    fsyncFile(dbPath);
-    return applied;
-  } finally {
-    db.close();
+    return { result: run(job) };
+  } catch (err) {
+    return err instanceof KvError ? { kvError: err.kind } : { error: err instanceof Error ? err.message : String(err) };
   }
 }
 
-let reply: ReadJobReply;
-try {
-  reply = { result: run(workerData as ReadJob) };
-} catch (err) {
-  reply = err instanceof KvError ? { kvError: err.kind } : { error: err instanceof Error ? err.message : String(err) };
+function onMessage(m: ToReadWorker): void {
+  if ('close' in m) {
+    try {
+      db?.close();
+    } finally {
+      db = undefined;
+      Atomics.store(closed, 0, 1);
+      Atomics.notify(closed, 0);
+      // Nothing left to wait for: the thread ends once its replies are out.
+      port?.off('message', onMessage);
+    }
+    return;
+  }
+  port?.postMessage({ id: m.id, reply: reply(m.job) } satisfies FromReadWorker);
 }
-parentPort!.postMessage(reply);
+
+port.on('message', onMessage);

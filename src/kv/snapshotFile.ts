@@ -30,19 +30,13 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import Database from 'better-sqlite3';
 import { openKvDatabase } from './kvSchema.js';
-import { runReadJob } from './readJob.js';
 import type { KvSnapshotInfo } from './types.js';
 
 export const SNAPSHOT_TRAILER = 32;
 const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
 
-/** Writes a snapshot of the database at dbPath to dest, without blocking the caller's thread. */
-export async function saveSnapshot(dbPath: string, dest: string): Promise<KvSnapshotInfo> {
-  return (await runReadJob({ kind: 'snapshot', dbPath, dest })) as KvSnapshotInfo;
-}
-
 /**
- * The snapshot itself, synchronous: run it in a worker thread (readWorker.ts).
+ * A snapshot, synchronous: KvStore.saveSnapshot runs it in its worker thread (readWorker.ts).
  * VACUUM INTO on its own connection reads one consistent WAL snapshot while the
  * member's connection keeps writing; then the trailer is appended and the file
  * moved into place durably.
