@@ -8,7 +8,6 @@
 // Everything it starts is stopped and its directory removed.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +15,7 @@ import { clientFor, type ConnectionOptions } from '../client/etcdClient.js';
 import { prefixEnd } from '../client/keyRange.js';
 import { etcdBinary, runtimeOfVersion } from '../ops/runtime.js';
 import { killDetachedMembers } from './detachedMembers.js';
+import { portIsFree } from '../common/ports.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const BIN = path.join(ROOT, 'bin', 'run.js');
@@ -38,12 +38,10 @@ const FENCED_LOG = RUNTIME === 'etcd' ? /Both member and proxy directories exist
 const started = Date.now();
 const say = (msg: string) => console.log(`[${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s] ${msg}`);
 
-function freePort(from: number): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.once('error', () => resolve(freePort(from + 1)));
-    s.listen(from, '127.0.0.1', () => s.close(() => resolve(from)));
-  });
+/** The first free loopback port from `from` on. */
+async function freePort(from: number): Promise<number> {
+  for (let p = from; p < from + 1000; p++) if (await portIsFree(p)) return p;
+  throw new Error(`no free port in ${from}..${from + 999}`);
 }
 
 interface Proc {

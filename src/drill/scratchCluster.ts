@@ -4,8 +4,8 @@
 // drill itself (SIGTERM, then SIGKILL, each bounded) unless it was asked to keep
 // them. Members after the first join as learners and are promoted once caught
 // up, through the same operations recovery uses (src/ops).
-import net from 'node:net';
 import path from 'node:path';
+import { ephemeralLoopbackPort, portIsFree } from '../common/ports.js';
 import { clientFor, type ConnectionOptions } from '../client/etcdClient.js';
 import type { RuntimeName } from '../common/memberCommand.js';
 import { promoteWhenReady, statusOf, waitCaughtUp, waitHealthy, waitUntil } from '../ops/memberOps.js';
@@ -24,26 +24,6 @@ export interface ScratchMember {
   started?: StartedMember;
 }
 
-/** Is this loopback port free (nothing listens on it)? */
-function portIsFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.once('error', () => resolve(false));
-    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
-  });
-}
-
-function ephemeralPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 /**
  * `count` free loopback ports: from `from` upwards (skipping ports in use), or
  * chosen by the OS when `from` is not given.
@@ -52,7 +32,7 @@ export async function loopbackPorts(count: number, from?: number): Promise<numbe
   const out: number[] = [];
   if (from === undefined) {
     for (let i = 0; i < count * 20 && out.length < count; i++) {
-      const p = await ephemeralPort();
+      const p = await ephemeralLoopbackPort();
       if (!out.includes(p)) out.push(p);
     }
   } else {

@@ -9,7 +9,6 @@
 //   listen-url    when the URL's host is this host, its port is free — unless the
 //                 playbook stops that member first (stop-member), as a restart does
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import { runtimeOfDataDir } from '../ops/runtime.js';
 import { snapshotKind } from '../recovery/snapshotFormat.js';
@@ -18,6 +17,7 @@ import type { PlanNode, Playbook } from './schema.js';
 import type { EntryCheck } from './stepTypes.js';
 import type { StepLibrary } from './validate.js';
 import { isMemberSpec } from './values.js';
+import { bindError } from '../common/ports.js';
 
 type MemberField = 'peerUrl' | 'clientUrl' | 'dataDir';
 const MEMBER_FIELDS: readonly string[] = ['peerUrl', 'clientUrl', 'dataDir'];
@@ -173,11 +173,7 @@ async function listenUrlProblem(text: string): Promise<string | undefined> {
   if (!localHosts().has(host) && !host.startsWith('127.')) return undefined; // a member on another host
   const port = Number(url.port);
   const bindHost = host === 'localhost' || host === os.hostname().toLowerCase() ? '127.0.0.1' : host;
-  const code = await new Promise<string | undefined>((resolve) => {
-    const s = net.createServer();
-    s.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'error'));
-    s.listen({ port, host: bindHost, exclusive: true }, () => s.close(() => resolve(undefined)));
-  });
+  const code = await bindError(port, bindHost);
   if (code === 'EADDRINUSE') return `port ${port} of ${text} is in use on this host (another process listens there); choose a free port or stop that process`;
   return undefined;
 }

@@ -15,10 +15,10 @@
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { InputError, RefusedError } from '../common/errors.js';
+import { ephemeralLoopbackPort } from '../common/ports.js';
 import { formatId as hex } from '../common/ids.js';
 import { isValidMemberUrl } from '../common/urls.js';
 import { clientFor } from '../client/etcdClient.js';
@@ -153,24 +153,12 @@ export async function restoreEtcdSnapshotFile(file: string, o: EtcdRestoreOption
   return result(o, token, BigInt(`0x${status.clusterId || '0'}`), status.revision, status.etcd?.liveKeys ?? status.totalKeys, t.version, 0);
 }
 
-/** A free port on 127.0.0.1, for the replay member that nobody else talks to. */
-function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 /**
  * Runs etcd --force-new-cluster on a scratch data dir, on loopback ports, until it
  * has applied its whole log; then stops it cleanly so its db holds everything.
  */
 async function replayWithEtcd(etcd: string, scratch: string, walDir: string | undefined, onProgress?: (t: string) => void): Promise<void> {
-  const [clientPort, peerPort] = [await freeLoopbackPort(), await freeLoopbackPort()];
+  const [clientPort, peerPort] = [await ephemeralLoopbackPort(), await ephemeralLoopbackPort()];
   const client = `http://127.0.0.1:${clientPort}`;
   const peer = `http://127.0.0.1:${peerPort}`;
   const log = path.join(scratch, 'replay.log');

@@ -9,9 +9,8 @@ import { after, before, describe, test } from 'node:test';
 import { EtcdCluster } from '../support/etcdCluster.js';
 import { freePorts } from '../support/ports.js';
 import { stopProcessesUnder } from '../support/processes.js';
-import { etcdctl, ROOT, run } from '../support/tools.js';
-
-const BIN = path.join(ROOT, 'bin', 'run.js');
+import { playbookRun } from '../support/playbookRun.js';
+import { etcdctl } from '../support/tools.js';
 
 describe('recovering an etcd cluster with auth enabled', () => {
   let old: EtcdCluster;
@@ -48,37 +47,18 @@ describe('recovering an etcd cluster with auth enabled', () => {
       dataDir: path.join(old.dir, name),
     }));
     const [first, ...others] = members;
-    const runPlaybook = (extra: string[]) =>
-      run(
-        process.execPath,
-        [
-          BIN,
-          'playbook',
-          'run',
-          'recover-from-quorum-loss',
-          '--yes',
-          '--reason',
-          'test: auth-enabled etcd',
-          '--audit-db',
-          path.join(old.dir, 'audit.db'),
-          '--set',
-          `source=${snap}`,
-          '--set',
-          `data-dir=${first.dataDir}`,
-          '--set',
-          `name=${first.name}`,
-          '--set',
-          `peer-url=${first.peerUrl}`,
-          '--set',
-          `client-url=${first.clientUrl}`,
-          '--set',
-          `members=${others.map((m) => `${m.name}=${m.peerUrl},${m.clientUrl},${m.dataDir}`).join(';')}`,
-          '--set',
-          'stabilization=1s',
-          ...extra,
-        ],
-        { timeoutMs: 180_000, env: { ...process.env, ETCDCTL_PASSWORD: '', LIFEBOAT_PASSWORD: '' } },
-      );
+    const sets = {
+      source: snap,
+      'data-dir': first.dataDir,
+      name: first.name,
+      'peer-url': first.peerUrl,
+      'client-url': first.clientUrl,
+      members: others.map((m) => `${m.name}=${m.peerUrl},${m.clientUrl},${m.dataDir}`).join(';'),
+      stabilization: '1s',
+    };
+    // No password from the environment: only what the run is given.
+    const env = { ...process.env, ETCDCTL_PASSWORD: '', LIFEBOAT_PASSWORD: '' };
+    const runPlaybook = (extra: string[]) => playbookRun('recover-from-quorum-loss', sets, path.join(old.dir, 'audit.db'), { extra, env, timeoutMs: 180_000 });
 
     const refused = await runPlaybook([]);
     assert.equal(refused.code, 3, `${refused.stdout}\n${refused.stderr}`);

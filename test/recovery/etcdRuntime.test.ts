@@ -17,11 +17,10 @@ import { ackedWriter } from '../support/ackedWriter.js';
 import { EtcdCluster, type EtcdMember } from '../support/etcdCluster.js';
 import { treeState } from './treeState.js';
 import { freePorts } from '../support/ports.js';
+import { playbookRun } from '../support/playbookRun.js';
 import { processesUnder, stopProcessesUnder } from '../support/processes.js';
 import { clientFor } from '../../src/client/etcdClient.js';
-import { etcdctl, lifeboat, run, ROOT, waitFor } from '../support/tools.js';
-
-const BIN = path.join(ROOT, 'bin', 'run.js');
+import { etcdctl, lifeboat, waitFor } from '../support/tools.js';
 
 interface MemberJson {
   ID: string;
@@ -41,11 +40,8 @@ async function memberList(endpoint: string): Promise<{ clusterId: string; member
 
 type Recovered = { name: string; peerUrl: string; clientUrl: string; dataDir: string };
 
-async function playbook(name: string, sets: Record<string, string>, auditDb: string, extra: string[] = []): Promise<{ code: number | null; out: string }> {
-  const args = [BIN, 'playbook', 'run', name, '--yes', '--reason', `test: ${name} on etcd`, '--audit-db', auditDb, ...extra];
-  for (const [k, v] of Object.entries(sets)) args.push('--set', `${k}=${v}`);
-  const r = await run(process.execPath, args, { timeoutMs: 240_000 });
-  return { code: r.code, out: `${r.stdout}\n${r.stderr}` };
+function playbook(name: string, sets: Record<string, string>, auditDb: string): Promise<{ code: number | null; out: string }> {
+  return playbookRun(name, sets, auditDb);
 }
 
 describe('the main job on real etcd 3.4', () => {

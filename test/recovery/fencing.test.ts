@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { LifeboatCluster, etcdctl, run, waitFor, BIN, type MemberProc } from '../support/lifeboatCluster.js';
+import { playbookRun } from '../support/playbookRun.js';
 import { stopProcessesUnder } from '../support/processes.js';
 
 describe('fenced old members never serve', () => {
@@ -27,31 +28,17 @@ describe('fenced old members never serve', () => {
 
     const recovered = c.define('r1');
     recovered.dataDir = path.join(c.dir, 'r1-data');
-    const r = await run(
-      process.execPath,
-      [
-        BIN,
-        'playbook',
-        'run',
-        'recover-from-quorum-loss',
-        '--yes',
-        '--reason',
-        'test: fencing',
-        '--audit-db',
-        path.join(c.dir, 'audit.db'),
-        '--set',
-        `source=${m1.dataDir}`,
-        '--set',
-        `data-dir=${recovered.dataDir}`,
-        '--set',
-        'name=m1',
-        '--set',
-        `peer-url=${m1.peerUrl}`,
-        '--set',
-        `client-url=${recovered.clientUrl}`,
-        '--set',
-        `old-data-dirs=${m2.dataDir},${m3.dataDir}`,
-      ],
+    const r = await playbookRun(
+      'recover-from-quorum-loss',
+      {
+        source: m1.dataDir,
+        'data-dir': recovered.dataDir,
+        name: 'm1',
+        'peer-url': m1.peerUrl,
+        'client-url': recovered.clientUrl,
+        'old-data-dirs': `${m2.dataDir},${m3.dataDir}`,
+      },
+      path.join(c.dir, 'audit.db'),
       { timeoutMs: 120_000 },
     );
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);

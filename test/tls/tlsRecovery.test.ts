@@ -12,6 +12,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { makeCerts, type TestCerts } from '../support/certs.js';
 import { BIN, etcdctl, parseEtcdJson, run, type MemberProc } from '../support/lifeboatCluster.js';
+import { playbookRun } from '../support/playbookRun.js';
 import { stopProcessesUnder } from '../support/processes.js';
 import { TlsCluster } from './tlsCluster.js';
 
@@ -68,21 +69,12 @@ describe('recovery of a secure cluster (mutual TLS and auth)', () => {
       'peer-trusted-ca-file': certs.ca,
       'peer-client-cert-auth': 'true',
     };
-    const args = [
-      BIN,
-      'playbook',
-      'run',
-      'recover-from-quorum-loss',
-      '--yes',
-      '--reason',
-      'test: recovery over TLS',
-      '--audit-db',
-      path.join(tc.c.dir, 'audit.db'),
-    ];
-    for (const [k, v] of Object.entries(sets)) args.push('--set', `${k}=${v}`);
-    args.push('--cacert', certs.ca, '--cert', certs.clientCert, '--key', certs.clientKey, '--user', 'root');
     // The password from the environment, as the README advises (a --user name:password stays visible in ps).
-    const r = await run(process.execPath, args, { timeoutMs: 180_000, env: { ...process.env, LIFEBOAT_PASSWORD: PASSWORD } });
+    const r = await playbookRun('recover-from-quorum-loss', sets, path.join(tc.c.dir, 'audit.db'), {
+      extra: ['--cacert', certs.ca, '--cert', certs.clientCert, '--key', certs.clientKey, '--user', 'root'],
+      env: { ...process.env, LIFEBOAT_PASSWORD: PASSWORD },
+      timeoutMs: 180_000,
+    });
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
 
     const endpoints = [recovered.client, ...fresh.map((m) => m.client)];
