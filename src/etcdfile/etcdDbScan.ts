@@ -88,6 +88,8 @@ export interface ScanOptions {
   onAuth?: (bucket: 'auth' | 'authUsers' | 'authRoles', key: Buffer, value: Buffer) => void;
   /** Count live keys (a map of every key: skip it when the caller counts another way). Default true. */
   countLiveKeys?: boolean;
+  /** Bytes of pages read so far of the file's, now and then (for a progress bar). */
+  onProgress?: (read: number, total: number) => void;
   cacheBytes?: number;
 }
 
@@ -293,6 +295,10 @@ class Scanner {
     if (rk.tombstone) this.s.tombstones++;
     this.s.revision = rk.main;
     this.live?.set(kv.key.toString('latin1'), !rk.tombstone);
+    if (this.opts.onProgress && this.s.revisions % 1000 === 0) {
+      const pages = this.db.pages;
+      this.opts.onProgress(pages.reads * pages.pageSize, pages.highWater * pages.pageSize);
+    }
     this.opts.onRevision?.({
       key: kv.key,
       main: rk.main,

@@ -23,7 +23,7 @@ const ALARM_NAMES: Record<number, string> = { 1: 'NOSPACE', 2: 'CORRUPT' };
  * Imports `file` into a new KV database at kvDbPath. The applied index becomes
  * etcd's consistent_index (at least 1), at term 1: etcd 3.4 keeps no term in its backend.
  */
-export function importEtcdDb(file: string, kvDbPath: string): EtcdImportResult {
+export function importEtcdDb(file: string, kvDbPath: string, onProgress?: (read: number, total: number) => void): EtcdImportResult {
   const kv = KvStore.open(kvDbPath);
   try {
     let batch: StoredRevision[] = [];
@@ -34,6 +34,7 @@ export function importEtcdDb(file: string, kvDbPath: string): EtcdImportResult {
     const auth = { enabled: false, revision: 0, users: [] as Buffer[], roles: [] as Buffer[] };
     const summary = scanEtcdDb(file, {
       countLiveKeys: false,
+      ...(onProgress ? { onProgress } : {}),
       onAuth: (bucket, key, value) => {
         if (bucket === 'authUsers') auth.users.push(value);
         else if (bucket === 'authRoles') auth.roles.push(value);

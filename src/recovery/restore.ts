@@ -30,7 +30,7 @@ export interface RestoreOptions {
   skipHashCheck?: boolean;
   /** From a data dir: drop the entries past the survivor's commit index. */
   discardUncommitted?: boolean;
-  /** bytes of a Lifeboat snapshot copied so far (for a progress bar) */
+  /** bytes of the snapshot copied (Lifeboat) or read (etcd) so far, for a progress bar */
   onBytes?: (copied: number, total: number) => void;
 }
 
@@ -191,7 +191,7 @@ async function restoreEtcdFile(file: string, o: RestoreOptions): Promise<Restore
   return buildAtomically(o, (part) => {
     const { storage } = RaftStorage.open(part, { identity: { memberId, clusterId: 0n } });
     try {
-      const { summary, notCarriedOver } = importEtcdDb(file, kvPath(part));
+      const { summary, notCarriedOver } = importEtcdDb(file, kvPath(part), o.onBytes);
       const parent = derivedEtcdClusterId(summary);
       if (parent !== 0n) {
         const kv = KvStore.open(kvPath(part));

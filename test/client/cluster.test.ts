@@ -1,6 +1,7 @@
 // Every everyday command through the CLI (node bin/run.js) against ONE 3-member
 // Lifeboat cluster, each output format checked: IDs in hex (padded to 16 in
-// tables), JSON IDs as hex strings. Membership changes come last, in order:
+// tables), JSON IDs as exact uint64 numbers (parseJsonIds refuses strings).
+// Membership changes come last, in order:
 // add a learner from the printed environment, promote, update, the refusals,
 // shrink to one voter, then join a member from the printed command line.
 import assert from 'node:assert/strict';
@@ -87,7 +88,7 @@ function retried(what: string, args: string[], transient: RegExp): Promise<RunRe
   );
 }
 
-test('member list: simple, table (IDs padded to 16) and json (IDs as hex strings)', async () => {
+test('member list: simple, table (IDs padded to 16) and json (IDs as exact uint64 numbers, as etcdctl prints them)', async () => {
   const rows = await truth();
   const cid = await clusterIdHex();
   const out = await formats('member', 'list', ...all);

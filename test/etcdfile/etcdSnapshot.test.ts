@@ -11,7 +11,7 @@ import { KvStore } from '../../src/kv/index.js';
 import { kvPath } from '../../src/storage/layout.js';
 import type { EtcdCluster } from '../support/etcdCluster.js';
 import { freePorts } from '../support/ports.js';
-import { etcdctl, lifeboat } from '../support/tools.js';
+import { etcdctl, lifeboat, ROOT, run } from '../support/tools.js';
 import { etcdJson, fillEtcd, startEtcd, startRestoredMember, type FillResult } from './etcdSource.js';
 
 const SEED = 'etcdfile-snapshot';
@@ -174,6 +174,29 @@ describe('etcd files: snapshot status and restore against real etcd 3.4', { time
     } finally {
       await m.stop();
     }
+  });
+
+  test('restore of an etcd snapshot draws the bytes read on a terminal, and nothing in scripts', async () => {
+    const peer = `http://127.0.0.1:${peerPorts[0]}`;
+    const args = (d: string) => [
+      path.join(ROOT, 'bin', 'run.js'),
+      'snapshot',
+      'restore',
+      snap,
+      '--data-dir',
+      path.join(dir, d),
+      '--name',
+      'r1',
+      '--initial-advertise-peer-urls',
+      peer,
+    ];
+    const quiet = await run(process.execPath, args('quiet'));
+    assert.equal(quiet.code, 0, quiet.stderr);
+    assert.equal(quiet.stderr, '', 'no progress without a terminal');
+    // script(1) gives the command a terminal; what it drew comes back on script's stdout.
+    const tty = await run('script', ['-qefc', [process.execPath, ...args('tty')].join(' '), '/dev/null']);
+    assert.equal(tty.code, 0, tty.stdout + tty.stderr);
+    assert.match(tty.stdout, /\rrestore \[[#.]{30}\] +\d+% [\d.]+ [kM]?B \/ [\d.]+ [kM]?B/, JSON.stringify(tty.stdout.slice(0, 400)));
   });
 
   test('restore with --bump-revision and --mark-compacted', async () => {
