@@ -100,7 +100,14 @@ async function load(input: PlanInput): Promise<PlanSource[]> {
   }
   for (const file of input.inspectFiles) {
     try {
-      const report = JSON.parse(fs.readFileSync(file, 'utf8')) as DataDirReport;
+      let report: DataDirReport;
+      try {
+        report = JSON.parse(fs.readFileSync(file, 'utf8')) as DataDirReport;
+      } catch (err) {
+        // Never the file's bytes in the message: it may be binary.
+        if (err instanceof SyntaxError) throw new Error('not JSON: not the output of `lifeboat datadir inspect -w json`');
+        throw err;
+      }
       if (typeof report.lastIndex !== 'number' || typeof report.clusterId !== 'string') throw new Error('not the output of `lifeboat datadir inspect -w json`');
       report.runtime ??= 'lifeboat';
       out.push(withAge({ kind: 'inspect', path: path.resolve(file), report }, report.snapshotTakenAt, now));

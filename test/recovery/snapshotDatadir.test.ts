@@ -232,6 +232,16 @@ describe('snapshot and data dir commands', () => {
     assert.equal(remote.sources[remote.recommended].kind, 'inspect');
     assert.ok(remote.warnings.some((w: string) => /on another host: copy its data dir here/.test(w)));
     assert.match(remote.command, /--set source=<the copied data dir>/);
+    // A file that is not inspect output (here binary): one line naming it, none of its bytes.
+    const garbage = path.join(path.dirname(inspectFile), 'garbage.json');
+    fs.writeFileSync(garbage, Buffer.from([0x7b, 0x00, 0xff, 0xfe, 0x1b, 0x5b, 0x32, 0x4a, 0x80, 0x81]));
+    const bad = await lifeboat('recover', 'plan', '--from-inspect', garbage);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /^Error: no usable source: .*garbage\.json: not JSON: not the output of `lifeboat datadir inspect -w json`\n$/);
+    assert.ok(
+      [...bad.stderr].every((ch) => ch === '\n' || (ch >= ' ' && ch <= '~')),
+      `no bytes of the file in the message: ${JSON.stringify(bad.stderr)}`,
+    );
 
     // Only a snapshot: it is recommended, and what it loses is said.
     const fromSnap = JSON.parse((await lifeboat('recover', 'plan', '--from-snapshot', snap, '-w', 'json')).stdout);
