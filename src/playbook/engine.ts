@@ -295,7 +295,7 @@ class PlaybookRun {
     if (prior && (prior.status === 'succeeded' || prior.status === 'skipped')) {
       scope.setOutputs(n.id, normalizeOutputs(prior.outputs));
       this.skipped.push(stableId);
-      ui.skip(`done in attempt ${prior.attempt}`);
+      ui.reuseRecorded(`done in attempt ${prior.attempt}`);
       return;
     }
 

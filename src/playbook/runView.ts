@@ -12,8 +12,8 @@ export interface StepUi {
   event(kind: string, message: string): void;
   /** a yes/no question on the terminal; only interactive views can ask */
   ask(question: string, signal: AbortSignal): Promise<boolean>;
-  /** the step is not run: it completed in an earlier attempt */
-  skip(reason: string): void;
+  /** the step is not run: it completed in an earlier attempt, its recorded outputs are reused */
+  reuseRecorded(reason: string): void;
 }
 
 export interface ExecStep {

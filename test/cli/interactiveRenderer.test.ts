@@ -28,7 +28,7 @@ async function drawn(nodes: ExecNode[]): Promise<string> {
 
 test('a resumed run shows the steps done in an earlier attempt as done (✔), never as warnings (⚠)', async () => {
   const screen = await drawn([
-    { kind: 'step', id: 'restore', title: 'restore', run: (ui) => Promise.resolve(ui.skip('done in attempt 1')) },
+    { kind: 'step', id: 'restore', title: 'restore', run: (ui) => Promise.resolve(ui.reuseRecorded('done in attempt 1')) },
     { kind: 'step', id: 'promote', title: 'promote m2', run: () => Promise.resolve() },
   ]);
   const last = (id: string) =>

@@ -45,7 +45,7 @@ class AnsweringView implements RunView {
           if (a === undefined) return Promise.reject(new Error(`unexpected question ${q}`));
           return Promise.resolve(a);
         },
-        skip: (r) => this.lines.push(`skip ${r}`),
+        reuseRecorded: (r) => this.lines.push(`skip ${r}`),
       });
     }
   }

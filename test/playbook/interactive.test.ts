@@ -6,15 +6,17 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { after, describe, test } from 'node:test';
 import { AuditLog } from '../../src/audit/index.js';
 import { recorded } from './fakeSteps.js';
+import { requireTool } from '../support/tools.js';
 import { FAKE_STEPS, ROOT, TempDir } from './support.js';
-
-const hasTmux = spawnSync('tmux', ['-V']).status === 0;
 
 function shellQuote(s: string): string {
   return `'${s.replaceAll("'", `'\\''`)}'`;
 }
 
-describe('interactive playbook run (tmux)', { skip: hasTmux ? false : 'tmux is not installed (apt-get install tmux)' }, () => {
+// No tmux fails at once, naming the package (never skipped).
+requireTool('tmux');
+
+describe('interactive playbook run (tmux)', () => {
   const t = new TempDir();
   const socket = t.path('tmux.sock');
   const tmux = (...args: string[]) => execFileSync('tmux', ['-S', socket, ...args], { encoding: 'utf8', timeout: 5000 });

@@ -77,7 +77,7 @@ export class InteractiveRenderer implements RunView {
           ask: (question, signal) => task.prompt(ConfirmAdapter).run<boolean>(question, signal),
           // A step done in an earlier attempt (a resumed run) is done, not a warning:
           // listr2 draws skipped tasks with ⚠, so it completes with ✔ and says so.
-          skip: (reason) => {
+          reuseRecorded: (reason) => {
             task.title = `${label} (${reason}: skipped, its recorded outputs reused)`;
           },
         };

@@ -48,7 +48,7 @@ export class ScriptedRenderer implements RunView {
           this.line(`  ${node.id}: ${kind}: ${message}`);
         },
         ask: () => Promise.reject(new Error('a scripted run cannot ask questions')),
-        skip: (reason) => {
+        reuseRecorded: (reason) => {
           skipped = true;
           this.line(`skip ${node.id}: ${reason}`);
         },
