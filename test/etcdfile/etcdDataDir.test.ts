@@ -54,7 +54,8 @@ describe('an etcd 3.4 data dir, read-only', () => {
     expectOk(await etcdctl('--endpoints', ep, 'del', 'b'));
     const [, peer] = await cluster.freePorts();
     const added = expectOk(await etcdctl('--endpoints', ep, 'member', 'add', 'l1', '--learner', '--peer-urls', `http://127.0.0.1:${peer}`));
-    const learnerId = /Member ([0-9a-f]+) added/.exec(added)![1];
+    const learnerId = /Member\s+([0-9a-f]+) added/.exec(added)?.[1];
+    assert.ok(learnerId, `etcdctl member add printed: ${JSON.stringify(added)}`);
     expectOk(await etcdctl('--endpoints', ep, 'user', 'add', `alice:${PASSWORD}`));
     expectOk(
       await run('etcdctl', ['--endpoints', ep, 'user', 'passwd', 'alice', '--interactive=false'], {

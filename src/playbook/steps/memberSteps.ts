@@ -5,6 +5,7 @@
 import path from 'node:path';
 import { clientFor } from '../../client/etcdClient.js';
 import { parseMemberId } from '../../client/ids.js';
+import { resolveIdText } from '../../common/ids.js';
 import type { Member, MemberListResult } from '../../client/types.js';
 import { answers } from '../../recovery/fence.js';
 import { checkCluster, promoteWhenReady, statusOf, LearnerStalledError, waitCaughtUp, waitHealthy, waitUntil } from '../../ops/memberOps.js';
@@ -19,12 +20,9 @@ const timeoutParam = (ms: number) => ({ type: 'duration' as const, default: ms, 
 function findMember(members: Member[], ref: string): Member | undefined {
   const byName = members.find((m) => m.name === ref || m.peerURLs.includes(ref) || m.clientURLs.includes(ref));
   if (byName) return byName;
-  try {
-    const id = parseMemberId(ref);
-    return members.find((m) => m.id === id);
-  } catch {
-    return undefined;
-  }
+  // Hex or decimal (as etcdctl prints IDs in JSON): the reading that names a member wins.
+  const id = resolveIdText(ref, members.map((m) => m.id));
+  return id === undefined ? undefined : members.find((m) => m.id === id);
 }
 
 function idsOf(l: MemberListResult): { clusterId: string; memberIds: string[] } {

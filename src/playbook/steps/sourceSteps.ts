@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { DataDirLockedError } from '../../storage/errors.js';
-import { parseHexId } from '../../common/ids.js';
+import { parseIdText } from '../../common/ids.js';
 import { probeOldMembers, type OldMember } from '../../recovery/fence.js';
 import { fenceDataDir, readFenceRecord } from '../../recovery/fenceDataDir.js';
 import { inspectDataDir } from '../../recovery/inspect.js';
@@ -311,7 +311,7 @@ export const fenceOldDataDirs: StepDefinition = {
     "After the new cluster is verified: fence the old data dirs on this host (the source's and the others given) so their members never serve again (reversible: 'datadir unfence'); for every other old member print the command to run on its host and wait for the operator to confirm it (scripted: fenced=NAME,...).",
   params: {
     source: { type: 'path', required: true, description: 'the recovery source (fenced if it is a data dir; its member list is the old cluster)' },
-    'superseded-by': { type: 'string', required: true, description: 'the new cluster ID (hex)' },
+    'superseded-by': { type: 'string', required: true, description: 'the new cluster ID (hex, or decimal with more than 16 digits)' },
     'old-data-dirs': { type: 'list', default: [], description: 'other old data dirs on this host' },
     fenced: { type: 'list', default: [], description: 'old members (names or IDs) the operator has fenced on their own hosts' },
     'assume-dead': { type: 'list', default: [], description: 'old members that cannot be reached at all: not asked about, recorded as unfenced' },
@@ -322,7 +322,7 @@ export const fenceOldDataDirs: StepDefinition = {
   ],
   async run(p, ctx) {
     const src = sourceOf(p);
-    const by = parseHexId(String(p['superseded-by']));
+    const by = parseIdText(String(p['superseded-by']));
     if (by === undefined || by === 0n) throw new Error(`superseded-by ${String(p['superseded-by'])} is not a cluster ID`);
     // Who the old members were, read before the source is fenced (fenced, it no longer reads).
     const fencedRecord = src.kind === 'data-dir' ? readFenceRecord(src.path) : undefined;
