@@ -28,7 +28,7 @@ import { etcdBinary, etcdRestoreTool, etcdVersionOf } from '../ops/runtime.js';
 import { logTail } from '../ops/startMember.js';
 import { clusterIdFor, memberIdFor } from '../storage/identity.js';
 import { memberDir } from '../storage/layout.js';
-import { commitWalTail } from './etcdWalTail.js';
+import { commitWalTail, walCommitIndex } from './etcdWalTail.js';
 import type { RestoreOptions, RestoreResult } from './restore.js';
 import { snapshotStatus } from './snapshotFormat.js';
 import { NodeFileSystem } from '../storage/fileSystem.js';
@@ -157,7 +157,7 @@ export async function restoreEtcdSnapshotFile(file: string, o: EtcdRestoreOption
  * Runs etcd --force-new-cluster on a scratch data dir, on loopback ports, until it
  * has applied its whole log; then stops it cleanly so its db holds everything.
  */
-async function replayWithEtcd(etcd: string, scratch: string, walDir: string | undefined, onProgress?: (t: string) => void): Promise<void> {
+async function replayWithEtcd(etcd: string, scratch: string, walDir: string | undefined, mustApply: number, onProgress?: (t: string) => void): Promise<void> {
   const [clientPort, peerPort] = [await ephemeralLoopbackPort(), await ephemeralLoopbackPort()];
   const client = `http://127.0.0.1:${clientPort}`;
   const peer = `http://127.0.0.1:${peerPort}`;
@@ -199,8 +199,8 @@ async function replayWithEtcd(etcd: string, scratch: string, walDir: string | un
       const c = clientFor([client], conn);
       try {
         const s = await c.status();
-        // Settled: everything in its log applied, and the same on two looks in a row.
-        const settled = s.raftAppliedIndex >= s.raftIndex && s.raftAppliedIndex === lastApplied;
+        // Settled: the whole committed log applied (an etcd still loading reports low indexes that look settled), and the same on two looks in a row.
+        const settled = s.raftAppliedIndex >= mustApply && s.raftAppliedIndex >= s.raftIndex && s.raftAppliedIndex === lastApplied;
         lastApplied = s.raftAppliedIndex;
         return settled ? true : undefined;
       } catch {
@@ -236,9 +236,9 @@ export async function restoreEtcdDataDir(src: string, o: EtcdRestoreOptions & { 
     const scratchWal = path.join(scratch, 'wal');
     if (o.walDir) fs.cpSync(o.walDir, scratchWal, { recursive: true });
     const walDir = o.walDir ? scratchWal : path.join(memberDir(scratch), 'wal');
-    const tail = o.discardUncommitted ? { pastCommit: 0, appended: false } : commitWalTail(walDir);
+    const tail = o.discardUncommitted ? { pastCommit: 0, appended: false, commit: walCommitIndex(walDir) } : commitWalTail(walDir);
     if (tail.appended) o.onProgress?.(`kept ${tail.pastCommit} entries past the commit index: the scratch copy's commit moved to its last entry`);
-    await replayWithEtcd(t.etcd, scratch, o.walDir ? scratchWal : undefined, o.onProgress);
+    await replayWithEtcd(t.etcd, scratch, o.walDir ? scratchWal : undefined, tail.commit, o.onProgress);
     const db = path.join(memberDir(scratch), 'snap', 'db');
     const status = await snapshotStatus(db);
     const token = freshToken(o.initialClusterToken);

@@ -28,15 +28,23 @@ function frame(type: number, crc: number, data: Buffer): Buffer {
   return out;
 }
 
-export function commitWalTail(walDir: string): WalTailCommit {
+function readTail(walDir: string) {
   const segments = listWalSegments(walDir);
   if (segments.length === 0) throw new Error(`etcd WAL directory ${walDir} holds no segments`);
   const scan = scanWal(segments);
   const facts = walHeaderFacts(scan.records);
   const first = facts.snapshots[0];
   const { entries } = walEntries(scan.records, first ? { index: first.index, term: first.term } : { index: 0, term: 0 });
-  const last = entries.at(-1);
-  const hs = facts.hardState;
+  return { scan, hs: facts.hardState, last: entries.at(-1) };
+}
+
+/** The WAL's commit index, read only: what etcd must have applied before its db holds the committed log. */
+export function walCommitIndex(walDir: string): number {
+  return readTail(walDir).hs.commit;
+}
+
+export function commitWalTail(walDir: string): WalTailCommit {
+  const { scan, hs, last } = readTail(walDir);
   if (!last || last.index <= hs.commit) return { pastCommit: 0, appended: false, commit: hs.commit };
   const state = new ProtoWriter().int(1, Math.max(hs.term, last.term)).int(2, hs.vote).int(3, last.index).finish();
   const prevCrc = scan.records.at(-1)?.crc ?? 0;
