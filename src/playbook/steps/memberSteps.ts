@@ -21,7 +21,10 @@ function findMember(members: Member[], ref: string): Member | undefined {
   const byName = members.find((m) => m.name === ref || m.peerURLs.includes(ref) || m.clientURLs.includes(ref));
   if (byName) return byName;
   // Hex or decimal (as etcdctl prints IDs in JSON): the reading that names a member wins.
-  const id = resolveIdText(ref, members.map((m) => m.id));
+  const id = resolveIdText(
+    ref,
+    members.map((m) => m.id),
+  );
   return id === undefined ? undefined : members.find((m) => m.id === id);
 }
 
