@@ -20,6 +20,7 @@ import { freePorts } from '../support/ports.js';
 import { playbookRun } from '../support/playbookRun.js';
 import { processesUnder, stopProcessesUnder } from '../support/processes.js';
 import { clientFor } from '../../src/client/etcdClient.js';
+import { restoreEtcdSnapshotFile } from '../../src/recovery/etcdRestore.js';
 import { etcdctl, lifeboat, waitFor } from '../support/tools.js';
 
 interface MemberJson {
@@ -184,6 +185,19 @@ describe('the main job on real etcd 3.4', () => {
       auditDb,
     );
     assert.equal(r.code, 0, r.out);
+    // etcd 3.4's snapshot restore has no --bump-revision: asked for, the restore is refused in one line, nothing written.
+    const bumped = path.join(old.dir, 'never-bumped');
+    await assert.rejects(
+      restoreEtcdSnapshotFile(snapFile, {
+        dataDir: bumped,
+        name: 'b',
+        initialAdvertisePeerUrls: ['http://127.0.0.1:1'],
+        bumpRevision: 100,
+        markCompacted: true,
+      }),
+      /--bump-revision\/--mark-compacted need etcdutl .* etcd 3\.4\.23's etcdctl snapshot restore lacks them/,
+    );
+    assert.ok(!fs.existsSync(bumped) && !fs.existsSync(`${bumped}.part`));
     const status = JSON.parse((await etcdctl('snapshot', 'status', snapFile, '-w', 'json')).stdout) as { revision: number };
     const header = JSON.parse((await etcdctl('--endpoints', s1.clientUrl, 'get', 'x', '-w', 'json')).stdout) as { header: { revision: number } };
     assert.equal(header.header.revision, status.revision, 'the recovered etcd starts at the snapshot revision');
@@ -227,9 +241,20 @@ describe('the main job on real etcd 3.4', () => {
         // A copy per run: the run fences its source.
         const source = path.join(solo.dir, `survivor-${discard}`);
         fs.cpSync(m.dataDir, source, { recursive: true });
+        // The kept-tail run has its WAL apart, as etcd's --wal-dir keeps it: the restore reads and replays it from there.
+        const walDir = path.join(solo.dir, `survivor-${discard}-wal`);
+        if (discard === 'false') fs.renameSync(path.join(source, 'member', 'wal'), walDir);
         const r = await playbook(
           'recover-from-quorum-loss',
-          { source, 'data-dir': dataDir, name: 'r', 'peer-url': `http://127.0.0.1:${peer}`, 'client-url': clientUrl, 'discard-uncommitted': discard },
+          {
+            source,
+            'data-dir': dataDir,
+            name: 'r',
+            'peer-url': `http://127.0.0.1:${peer}`,
+            'client-url': clientUrl,
+            'discard-uncommitted': discard,
+            ...(discard === 'false' ? { 'wal-dir': walDir } : {}),
+          },
           path.join(solo.dir, `audit-${discard}.db`),
         );
         assert.equal(r.code, 0, r.out);
