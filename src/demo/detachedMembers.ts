@@ -5,19 +5,25 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { memberPid } from '../ops/runtime.js';
 
-/** SIGKILL the member holding each data dir directly under `dir` (or with dryRun only find them); returns their pids. */
-export function killDetachedMembers(dir: string, opts: { dryRun?: boolean } = {}): number[] {
-  const killed: number[] = [];
+/** The pids of the members holding the data dirs directly under `dir`. */
+export function detachedMemberPids(dir: string): number[] {
+  const pids: number[] = [];
   for (const d of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
     const pid = memberPid(path.join(dir, d));
+    if (pid !== undefined && pid !== process.pid) pids.push(pid);
+  }
+  return pids;
+}
+
+/** SIGKILL the member holding each data dir directly under `dir`; returns the pids signalled. */
+export function killDetachedMembers(dir: string): number[] {
+  const pids = detachedMemberPids(dir);
+  for (const pid of pids) {
     try {
-      if (pid !== undefined && pid !== process.pid) {
-        if (!opts.dryRun) process.kill(pid, 'SIGKILL');
-        killed.push(pid);
-      }
+      process.kill(pid, 'SIGKILL');
     } catch {
       // gone already
     }
   }
-  return killed;
+  return pids;
 }

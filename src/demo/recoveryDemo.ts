@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { clientFor, type ConnectionOptions } from '../client/etcdClient.js';
 import { prefixEnd } from '../client/keyRange.js';
 import { etcdBinary, runtimeOfVersion } from '../ops/runtime.js';
-import { killDetachedMembers } from './detachedMembers.js';
+import { detachedMemberPids, killDetachedMembers } from './detachedMembers.js';
 import { portIsFree } from '../common/ports.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -256,7 +256,7 @@ async function main(): Promise<void> {
   if (verify.code !== 0) failures.push(`audit verify exited ${verify.code}`);
   if (failures.length > 0) throw new Error(`checks failed:\n  - ${failures.join('\n  - ')}`);
   if (KEEP) {
-    const pids = killDetachedMembers(dir, { dryRun: true });
+    const pids = detachedMemberPids(dir);
     kept = [
       `kept: the recovered cluster runs at ${[recovered.client, ...fresh.map((m) => m.client)].join(',')}`,
       `      audit log ${auditDb} (run ${runId ?? '?'}), files in ${dir}`,

@@ -20,6 +20,7 @@ import { promisify } from 'node:util';
 import { InputError, RefusedError } from '../common/errors.js';
 import { ephemeralLoopbackPort } from '../common/ports.js';
 import { formatId as hex } from '../common/ids.js';
+import { memberCommandLine } from '../common/memberCommand.js';
 import { isValidMemberUrl } from '../common/urls.js';
 import { clientFor } from '../client/etcdClient.js';
 import { requireTrailer, TrailerError } from '../etcdfile/index.js';
@@ -124,11 +125,25 @@ function result(o: EtcdRestoreOptions, token: string, parent: bigint, revision: 
     keys,
     appliedIndex: 0,
     uncommittedKept: kept,
-    serverCommand: `etcd --name ${o.name} --data-dir ${path.resolve(o.dataDir)} --listen-peer-urls ${o.initialAdvertisePeerUrls.join(',')} --initial-advertise-peer-urls ${o.initialAdvertisePeerUrls.join(',')} --listen-client-urls http://${new URL(o.initialAdvertisePeerUrls[0]).hostname}:2379 --advertise-client-urls http://${new URL(o.initialAdvertisePeerUrls[0]).hostname}:2379`,
+    serverCommand: etcdStartCommand(o),
     initialClusterToken: token,
     etcdVersion: version,
     notCarriedOver: [],
   };
+}
+
+/** The `etcd …` line that starts the restored member (clients on 2379 of its peer host, etcd's convention), through the one command-line builder. */
+function etcdStartCommand(o: EtcdRestoreOptions): string {
+  const peers = o.initialAdvertisePeerUrls.join(',');
+  const client = `http://${new URL(o.initialAdvertisePeerUrls[0]).hostname}:2379`;
+  return memberCommandLine('etcd', [
+    ['name', o.name],
+    ['data-dir', path.resolve(o.dataDir)],
+    ['listen-peer-urls', peers],
+    ['initial-advertise-peer-urls', peers],
+    ['listen-client-urls', client],
+    ['advertise-client-urls', client],
+  ]);
 }
 
 /** A fresh token: the new cluster's ID must never equal the old one, even with the same peer URLs. */
