@@ -137,8 +137,9 @@ export async function startEtcd(): Promise<BenchCluster> {
   };
 }
 
-export async function startLifeboat(): Promise<BenchCluster> {
-  const cluster = await LifeboatCluster.start('bench-lifeboat', 3);
+/** `Cluster`: another build's cluster helper (bench --before), so its members run that build. */
+export async function startLifeboat(Cluster: typeof LifeboatCluster = LifeboatCluster): Promise<BenchCluster> {
+  const cluster = await Cluster.start('bench-lifeboat', 3);
   const unregister = onCleanup(() => cluster.stopAll());
   const founders = [...cluster.members];
   const lifeboat = (args: string[]) => run(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: '1' }, timeoutMs: SNAPSHOT_TIMEOUT_MS });

@@ -1,0 +1,154 @@
+// `npm run bench -- puts [--runs N] [--clients 1,16,100] [--seconds S] [--before DIR]`:
+// put throughput and latency of a fresh 3-member cluster, etcd 3.4 and Lifeboat
+// (and an older Lifeboat build with --before) started one after the other in N
+// interleaved rounds, so a busy machine weighs on every system alike; the table
+// holds medians. The before/after figure a performance change lands with.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { LifeboatCluster } from '../test/support/lifeboatCluster.js';
+import { cleanupAll } from './cleanup.js';
+import { runLoad, type LoadResult } from './loadGenerator.js';
+import { describeMachine, describeMachineLine } from './machine.js';
+import { sampleRss } from './memberRss.js';
+import { startEtcd, startLifeboat, type BenchCluster } from './systems.js';
+
+const USAGE = 'usage: npm run bench -- puts [--runs N] [--clients 1,16,100] [--seconds S] [--workers N] [--before DIR] [--out DIR] [--tag T]';
+const PUT = { kind: 'put', keyPrefix: 'bench/put/', keySpace: 10_000 } as const;
+
+interface PutsOptions {
+  runs: number;
+  clients: number[];
+  seconds: number;
+  workers: number;
+  before?: string;
+  outDir: string;
+  tag?: string;
+}
+
+function parse(args: string[]): PutsOptions {
+  const o: PutsOptions = { runs: 3, clients: [1, 16, 100], seconds: 10, workers: 4, outDir: path.join('bench', 'results') };
+  for (let i = 0; i < args.length; i += 2) {
+    const v = args[i + 1];
+    if (v === undefined) fail(`${args[i]} needs a value`);
+    if (args[i] === '--runs') o.runs = Number(v);
+    else if (args[i] === '--clients') o.clients = v.split(',').filter(Boolean).map(Number);
+    else if (args[i] === '--seconds') o.seconds = Number(v);
+    else if (args[i] === '--workers') o.workers = Number(v);
+    else if (args[i] === '--before') o.before = path.resolve(v);
+    else if (args[i] === '--out') o.outDir = v;
+    else if (args[i] === '--tag') o.tag = v;
+    else fail(`unknown option ${args[i]}`);
+  }
+  const positive = [o.runs, o.seconds, o.workers, ...o.clients].every((n) => Number.isInteger(n) && n > 0);
+  if (!positive || o.clients.length === 0) fail('--runs, --clients, --seconds and --workers take positive integers');
+  if (o.before && !fs.existsSync(path.join(o.before, 'dist', 'test', 'support', 'lifeboatCluster.js'))) {
+    fail(`--before ${o.before}: no built tree there (git worktree add DIR <commit>, link node_modules, npx tsc -p . in it)`);
+  }
+  return o;
+}
+
+function fail(message: string): never {
+  console.error(`${message}\n${USAGE}`);
+  process.exit(2);
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+/** The build's commit, `+` when its tree has changes not committed. */
+const commitOf = (dir: string): string => {
+  const git = (args: string[]) => spawnSync('git', ['-C', dir, ...args], { encoding: 'utf8' }).stdout.trim();
+  return `${git(['rev-parse', '--short', 'HEAD']) || dir}${git(['status', '--porcelain', '--untracked-files=no']) ? '+' : ''}`;
+};
+
+interface Variant {
+  name: string;
+  start(): Promise<BenchCluster>;
+}
+
+/** One round of one system: a fresh cluster, a warm-up, then each client count. */
+async function measure(v: Variant, o: PutsOptions): Promise<Map<number, LoadResult & { rssMiB: number }>> {
+  const sys = await v.start();
+  try {
+    const endpoints = await sys.endpoints();
+    await runLoad({ endpoints, clients: 16, workers: o.workers, op: PUT, valueSize: 256, durationMs: 1000 });
+    const out = new Map<number, LoadResult & { rssMiB: number }>();
+    for (const clients of o.clients) {
+      const rss = sampleRss(sys.pids());
+      const r = await runLoad({ endpoints, clients, workers: o.workers, op: PUT, valueSize: 256, durationMs: o.seconds * 1000 });
+      if (r.errors > 0) throw new Error(`${v.name}: ${r.errors} of ${r.ops + r.errors} puts failed at ${clients} clients: ${r.firstError ?? ''}`);
+      out.set(clients, { ...r, rssMiB: rss.stop() });
+    }
+    return out;
+  } finally {
+    await sys.stop();
+  }
+}
+
+export async function run(args: string[]): Promise<void> {
+  const o = parse(args);
+  const machine = describeMachine(os.tmpdir());
+  const variants: Variant[] = [
+    { name: 'etcd', start: startEtcd },
+    { name: `Lifeboat ${commitOf('.')}`, start: () => startLifeboat() },
+  ];
+  if (o.before) {
+    // The older build's own cluster helper, so its members run its own bin/run.js.
+    const mod = (await import(path.join(o.before, 'dist', 'test', 'support', 'lifeboatCluster.js'))) as { LifeboatCluster: typeof LifeboatCluster };
+    variants.push({ name: `Lifeboat ${commitOf(o.before)} (before)`, start: () => startLifeboat(mod.LifeboatCluster) });
+  }
+  const results = new Map<string, Map<number, LoadResult & { rssMiB: number }>[]>(variants.map((v) => [v.name, []]));
+  const started = Date.now();
+  const loadStart = os.loadavg()[0];
+  try {
+    for (let r = 0; r < o.runs; r++) {
+      for (const v of variants) {
+        const m = await measure(v, o);
+        results.get(v.name)?.push(m);
+        const line = [...m].map(([c, x]) => `${c}c ${x.perSecond.toFixed(0)}/s p50 ${x.p50Ms.toFixed(2)} p99 ${x.p99Ms.toFixed(2)} ms`).join(', ');
+        console.log(`round ${r + 1}/${o.runs} ${v.name}: ${line} (load ${os.loadavg()[0].toFixed(2)})`);
+      }
+    }
+  } finally {
+    await cleanupAll();
+  }
+  const pick = (name: string, clients: number, f: (x: LoadResult & { rssMiB: number }) => number) =>
+    median((results.get(name) ?? []).map((m) => f(m.get(clients) as LoadResult & { rssMiB: number })));
+  const rows: { label: string; f: (x: LoadResult & { rssMiB: number }) => number; digits: number }[] = [
+    { label: 'puts/s', f: (x) => x.perSecond, digits: 0 },
+    { label: 'p50 ms', f: (x) => x.p50Ms, digits: 2 },
+    { label: 'p99 ms', f: (x) => x.p99Ms, digits: 2 },
+    { label: 'peak RSS MiB', f: (x) => x.rssMiB, digits: 1 },
+  ];
+  const names = variants.map((v) => v.name);
+  const lines = [
+    `| figure | ${names.join(' | ')} | ${names
+      .slice(1)
+      .map((n) => `${n} ÷ etcd`)
+      .join(' | ')} |`,
+    `|---|${'---:|'.repeat(2 * names.length - 1)}`,
+  ];
+  for (const clients of o.clients) {
+    for (const row of rows) {
+      const values = names.map((n) => pick(n, clients, row.f));
+      const ratios = values.slice(1).map((v) => `${(v / values[0]).toFixed(2)}×`);
+      lines.push(`| ${row.label}, ${clients} clients | ${values.map((v) => v.toFixed(row.digits)).join(' | ')} | ${ratios.join(' | ')} |`);
+    }
+  }
+  const header = [
+    `Machine: ${describeMachineLine(machine)}.`,
+    `Puts of 256-byte values over ${o.seconds} s per client count, 3-member clusters on 127.0.0.1, ${o.workers} generator processes; ${o.runs} interleaved rounds of ${names.join(', ')}; medians. ${((Date.now() - started) / 60_000).toFixed(1)} min, load average ${loadStart.toFixed(2)} at start, ${os.loadavg()[0].toFixed(2)} at end.`,
+  ].join('\n');
+  const table = lines.join('\n');
+  console.log(`\n${header}\n\n${table}\n`);
+  fs.mkdirSync(o.outDir, { recursive: true });
+  const base = path.join(o.outDir, `${new Date().toISOString().slice(0, 10)}-puts${o.tag ? `-${o.tag}` : ''}`);
+  fs.writeFileSync(`${base}.md`, `${header}\n\n${table}\n`);
+  const raw = Object.fromEntries([...results].map(([n, ms]) => [n, ms.map((m) => Object.fromEntries(m))]));
+  fs.writeFileSync(`${base}.json`, JSON.stringify({ date: new Date().toISOString(), machine, options: o, raw }, null, 2) + '\n');
+  console.log(`written ${base}.md and .json`);
+}
