@@ -80,7 +80,7 @@ export class RaftDriver {
     try {
       rd = this.raft.ready();
       if (rd.softState) this.hooks.softState(rd.softState);
-      this.hooks.send(rd.messages);
+      this.send(rd.messages);
       if (rd.snapshot || rd.entries.length > 0 || rd.hardState) {
         this.store.write({ hardState: rd.hardState, entries: rd.entries, snapshot: rd.snapshot });
       }
@@ -106,7 +106,7 @@ export class RaftDriver {
   /** The outstanding Ready is durable: send what promised it, apply, advance. */
   private finish(rd: Ready): void {
     try {
-      this.hooks.send(rd.messagesAfterPersist);
+      this.send(rd.messagesAfterPersist);
       if (rd.snapshot) this.hooks.applySnapshot(rd.snapshot);
       if (rd.committedEntries.length > 0) {
         const start = process.hrtime.bigint();
@@ -121,6 +121,12 @@ export class RaftDriver {
       return this.fail(e);
     }
     if (this.raft.hasReady()) this.kick();
+  }
+
+  private send(messages: Message[]): void {
+    if (messages.length === 0) return;
+    this.metrics.raftMessagesSent += messages.length;
+    this.hooks.send(messages);
   }
 
   private fail(e: unknown): void {

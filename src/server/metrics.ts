@@ -39,6 +39,7 @@ export class Metrics {
   isLeader = 0;
   fsyncs = 0;
   entriesPersisted = 0;
+  raftMessagesSent = 0;
   readonly fsync = new Histogram();
   readonly apply = new Histogram();
   readonly peerRtt = new Histogram();
@@ -74,6 +75,12 @@ export class Metrics {
         g('etcd_mvcc_db_total_size_in_bytes', 'Total size of the underlying database physically allocated in bytes.', 'gauge', this.dbSize()),
         g('lifeboat_wal_fsyncs_total', 'Raft log writes that ended in an fsync (one per batch).', 'counter', this.fsyncs),
         g('lifeboat_wal_entries_persisted_total', 'Raft entries made durable; divided by fsyncs it is the mean batch size.', 'counter', this.entriesPersisted),
+        g(
+          'lifeboat_raft_messages_sent_total',
+          'Raft messages handed to the peer transport (appends, acks, heartbeats, votes, snapshots).',
+          'counter',
+          this.raftMessagesSent,
+        ),
       ].join('\n') + '\n'
     );
   }
