@@ -28,6 +28,11 @@ class Inflights {
     while (n < this.buf.length && this.buf[n] <= index) n++;
     if (n > 0) this.buf.splice(0, n);
   }
+  /** The append that ended at `old` was extended to end at `last`. */
+  replaceLast(old: number, last: number): void {
+    if (this.buf.length > 0 && this.buf[this.buf.length - 1] === old) this.buf[this.buf.length - 1] = last;
+    else this.buf.push(last);
+  }
   freeFirst(): void {
     this.buf.shift();
   }
@@ -84,11 +89,16 @@ export class Progress {
     this.pendingSnapshot = index;
   }
 
-  /** An append went out; `last` is the index of its last entry (undefined if it carried none). */
-  sentAppend(last: number | undefined): void {
+  /**
+   * An append went out; `last` is the index of its last entry (undefined if it carried
+   * none). `extended` > 0: it was folded into an unsent append that ended there, which
+   * stays one message in flight.
+   */
+  sentAppend(last: number | undefined, extended = 0): void {
     if (this.state === ProgressState.Replicate && last !== undefined) {
       this.next = last + 1;
-      this.inflights.add(last);
+      if (extended > 0) this.inflights.replaceLast(extended, last);
+      else this.inflights.add(last);
     } else if (this.state === ProgressState.Probe) {
       this.probeSent = true;
     }

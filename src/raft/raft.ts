@@ -39,6 +39,18 @@ function isTransfer(ctx: Uint8Array | undefined): boolean {
   return ctx !== undefined && ctx.length === TRANSFER.length && ctx.every((b, i) => b === TRANSFER[i]);
 }
 
+/**
+ * Marks an append that carries only a commit index to a follower known to hold every
+ * entry sent to it: its acknowledgement would tell the leader nothing, so none is sent.
+ * (A member that does not know the mark ignores it and acknowledges as before.)
+ */
+const COMMIT_ONLY = new TextEncoder().encode('commit');
+
+function isCommitOnly(m: Message): boolean {
+  const c = m.context;
+  return m.entries.length === 0 && c !== undefined && c.length === COMMIT_ONLY.length && c.every((b, i) => b === COMMIT_ONLY[i]);
+}
+
 function voteRespType(t: MessageType): MessageType {
   return t === MessageType.Vote ? MessageType.VoteResp : MessageType.PreVoteResp;
 }
@@ -465,6 +477,10 @@ export class Raft extends RawNode {
       pr.becomeProbe();
       pr.becomeReplicate();
     } else if (pr.state === ProgressState.Replicate) pr.inflights.freeLE(m.index);
+    // A commit update still unsent to this follower, which now holds all it was sent, needs no ack.
+    const open = this.openAppend(m.from);
+    if (open && open.term === this.term && open.entries.length === 0 && pr.state === ProgressState.Replicate && pr.match === open.index)
+      open.context = COMMIT_ONLY;
 
     if (this.maybeCommit()) this.bcastAppend();
     else if (wasPaused) this.sendAppend(m.from, true);
@@ -492,21 +508,31 @@ export class Raft extends RawNode {
   /** Sends the next append (or a snapshot) to a follower; false if nothing was sent. */
   private sendAppend(to: NodeId, sendIfEmpty: boolean): boolean {
     const pr = this.trk.progress.get(to);
-    if (!pr || to === this.id || pr.isPaused()) return false;
+    if (!pr || to === this.id) return false;
+    // A paused follower still gets new entries and the commit folded into the append
+    // waiting for it in the outbox: that adds no message and no slot in flight.
+    const foldOnly = pr.isPaused();
+    if (foldOnly && (pr.state !== ProgressState.Replicate || this.openAppend(to) === undefined)) return false;
     const prevIndex = pr.next - 1;
     const prevTerm = this.log.term(prevIndex);
     const entries = this.log.slice(pr.next, this.log.lastIndex() + 1, this.cfg.maxSizePerMsg);
     if (prevTerm === undefined || entries === undefined) {
       // The follower needs what we compacted away: send a snapshot.
-      if (!pr.recentActive) return false;
+      if (foldOnly || !pr.recentActive) return false;
       const snapshot: Snapshot = { meta: this.log.snapshot, data: this.snapshotData };
       pr.becomeSnapshot(snapshot.meta.index);
       this.send({ ...this.msg(MessageType.Snap, to), snapshot });
       return true;
     }
     if (entries.length === 0 && !sendIfEmpty) return false;
-    this.send({ ...this.msg(MessageType.App, to), index: prevIndex, logTerm: prevTerm, entries, commit: this.log.committed });
-    pr.sentAppend(entries.length > 0 ? entries[entries.length - 1].index : undefined);
+    const m: Message = { ...this.msg(MessageType.App, to), index: prevIndex, logTerm: prevTerm, entries, commit: this.log.committed };
+    if (entries.length === 0 && pr.state === ProgressState.Replicate && pr.match === prevIndex) m.context = COMMIT_ONLY;
+    const extended = this.foldAppend(m, this.cfg.maxSizePerMsg);
+    if (extended === undefined) {
+      if (foldOnly) return false;
+      this.sendAppendMsg(m);
+    }
+    pr.sentAppend(entries.length > 0 ? entries[entries.length - 1].index : undefined, extended ?? 0);
     return true;
   }
 
@@ -658,13 +684,15 @@ export class Raft extends RawNode {
   }
 
   private handleAppend(m: Message): void {
+    const quiet = isCommitOnly(m);
+    if (quiet) this.countUnacked();
     if (m.index < this.log.committed) {
-      this.send({ ...this.msg(MessageType.AppResp, m.from), index: this.log.committed });
+      if (!quiet) this.sendAck({ ...this.msg(MessageType.AppResp, m.from), index: this.log.committed });
       return;
     }
     const lastNew = this.log.maybeAppend(m.index, m.logTerm, m.commit, m.entries, this.knobs.plantedBug === 'skip-log-consistency-check');
     if (lastNew !== undefined) {
-      this.send({ ...this.msg(MessageType.AppResp, m.from), index: lastNew });
+      if (!quiet) this.sendAck({ ...this.msg(MessageType.AppResp, m.from), index: lastNew });
       return;
     }
     // Fast backtracking: point the leader at the last entry that could match.
@@ -686,8 +714,7 @@ export class Raft extends RawNode {
   private handleSnapshot(m: Message): void {
     const s = m.snapshot;
     invariant(s !== undefined, 'snapshot message without a snapshot');
-    if (this.restore(s)) this.send({ ...this.msg(MessageType.AppResp, m.from), index: this.log.lastIndex() });
-    else this.send({ ...this.msg(MessageType.AppResp, m.from), index: this.log.committed });
+    this.sendAck({ ...this.msg(MessageType.AppResp, m.from), index: this.restore(s) ? this.log.lastIndex() : this.log.committed });
   }
 
   private restore(s: Snapshot): boolean {

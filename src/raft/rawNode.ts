@@ -28,12 +28,27 @@ import {
   type SoftState,
 } from './types.js';
 
+export interface TrafficCounts {
+  /** Appends folded into one already in the outbox for the same follower. */
+  appendsFolded: number;
+  /** Append responses folded into one already in the outbox for the same leader. */
+  acksFolded: number;
+  /** Commit-only appends a follower took in without acknowledging. */
+  commitOnly: number;
+}
+
 /** Messages a leader may send before its own write is durable (thesis §10.2.1). */
 const SEND_BEFORE_PERSIST = new Set([MessageType.App, MessageType.Heartbeat, MessageType.Snap, MessageType.TimeoutNow]);
 
 export abstract class RawNode {
   // Output accumulated for the next ready().
   private msgs: Message[] = [];
+  /** The last append to each peer in msgs, which a later append continuing it is folded into. */
+  private openAppends = new Map<NodeId, { m: Message; bytes: number; owned: boolean }>();
+  /** The last successful append response to each peer in msgs, which later ones raise. */
+  private openAcks = new Map<NodeId, Message>();
+  /** What folding saved since takeTrafficCounts() last asked (for the simulator and benchmarks). */
+  private traffic: TrafficCounts = { appendsFolded: 0, acksFolded: 0, commitOnly: 0 };
   protected readStates: ReadState[] = [];
   protected dropped: DroppedProposal[] = [];
   // What the last Ready reported (or the state at construction).
@@ -101,6 +116,84 @@ export abstract class RawNode {
     this.msgs.push(m);
   }
 
+  /**
+   * Folds an append (leader) into the one already in the outbox for that peer when it
+   * continues it in the same term: one message per peer per Ready carries every new
+   * entry and the latest commit (two appends delivered back to back, as the network
+   * might anyway). Entries are folded while the message stays within maxBytes.
+   * Returns the index of the last entry the outbox's message carried before (0: none),
+   * or undefined if `m` does not fold (send it with sendAppendMsg).
+   */
+  protected foldAppend(m: Message, maxBytes: number): number | undefined {
+    const open = this.openAppends.get(m.to);
+    if (!open || open.m.term !== m.term) return undefined;
+    const o = open.m;
+    const last = o.index + o.entries.length;
+    const lastTerm = o.entries.length > 0 ? o.entries[o.entries.length - 1].term : o.logTerm;
+    if (m.index !== last || m.logTerm !== lastTerm) return undefined;
+    let bytes = 0;
+    for (const e of m.entries) bytes += e.data.length;
+    if (o.entries.length > 0 && m.entries.length > 0 && open.bytes + bytes > maxBytes) return undefined;
+    if (m.entries.length > 0) {
+      // Entries to acknowledge now: a commit-only mark no longer applies.
+      delete o.context;
+      if (!open.owned) {
+        // The first entries may be the log's own array slice: copy before growing it.
+        o.entries = o.entries.slice();
+        open.owned = true;
+      }
+      for (const e of m.entries) o.entries.push(e);
+      open.bytes += bytes;
+    }
+    o.commit = Math.max(o.commit, m.commit);
+    this.traffic.appendsFolded++;
+    return last > o.index ? last : 0;
+  }
+
+  /** Sends an append (leader) that later ones may be folded into until the next ready(). */
+  protected sendAppendMsg(m: Message): void {
+    invariant(m.type === MessageType.App, 'sendAppendMsg takes appends');
+    let bytes = 0;
+    for (const e of m.entries) bytes += e.data.length;
+    this.send(m);
+    this.openAppends.set(m.to, { m, bytes, owned: false });
+  }
+
+  /** The append to `to` still in the outbox that later ones would be folded into. */
+  protected openAppend(to: NodeId): Message | undefined {
+    return this.openAppends.get(to)?.m;
+  }
+
+  /**
+   * Sends a successful append response (follower). One already in the outbox to that
+   * peer in this term is raised to the higher index instead: one ack per Ready. It
+   * leaves after this Ready's write, which holds every entry either acknowledges, and
+   * within a term the leader's log only grows, so the higher index is still held.
+   */
+  protected sendAck(m: Message): void {
+    invariant(m.type === MessageType.AppResp && !m.reject, 'sendAck takes successful append responses');
+    const open = this.openAcks.get(m.to);
+    if (open && open.term === m.term) {
+      open.index = Math.max(open.index, m.index);
+      this.traffic.acksFolded++;
+      return;
+    }
+    this.send(m);
+    this.openAcks.set(m.to, m);
+  }
+
+  /** A commit-only append was answered with no ack. */
+  protected countUnacked(): void {
+    this.traffic.commitOnly++;
+  }
+
+  /** Counts of messages saved (appends and acks folded, commit updates not acknowledged) since the last call. */
+  takeTrafficCounts(): TrafficCounts {
+    const t = this.traffic;
+    this.traffic = { appendsFolded: 0, acksFolded: 0, commitOnly: 0 };
+    return t;
+  }
+
   // ---- outputs ------------------------------------------------------------
 
   hasReady(): boolean {
@@ -146,6 +239,8 @@ export abstract class RawNode {
     if (this.softChanged()) rd.softState = soft;
     if (this.hardChanged()) rd.hardState = hard;
     this.msgs = [];
+    this.openAppends.clear();
+    this.openAcks.clear();
     this.readStates = [];
     this.dropped = [];
     if (rd.committedEntries.length > 0) this.log.applying = rd.committedEntries[rd.committedEntries.length - 1].index;

@@ -237,6 +237,97 @@ describe('replication', () => {
     assert.equal(appliedData(net, 2).length, appliedData(net, 1).length);
   });
 
+  test('one append per follower per Ready: proposals made before a Ready leave together, taking one slot of the window', () => {
+    const net = clusterWithLeader(3, { maxInflightMsgs: 1 });
+    const leader = net.node(1).raft;
+    for (let i = 0; i < 10; i++) leader.propose(bytes(`a${i}`));
+    const rd = leader.ready();
+    const apps = rd.messages.filter((m) => m.type === MessageType.App);
+    assert.deepEqual(apps.map((m) => m.to).sort(), [2n, 3n]);
+    for (const m of apps)
+      assert.deepEqual(
+        m.entries.map((e) => text(e.data)),
+        ['a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8', 'a9'],
+      );
+    leader.advance(rd);
+    // Window 1, not yet acknowledged: nothing more may leave until the ack.
+    leader.propose(bytes('b'));
+    const rd2 = leader.ready();
+    assert.equal(rd2.messages.filter((m) => m.type === MessageType.App).length, 0);
+    leader.advance(rd2);
+    net.queue.push(...apps);
+    net.stabilize();
+    assert.deepEqual(appliedData(net, 3).slice(-11), [...apps[0].entries.map((e) => text(e.data)), 'b']);
+  });
+
+  test('a follower acknowledges the appends it took in before one Ready once, after persisting them', () => {
+    const net = clusterWithLeader(3);
+    const leader = net.node(1).raft;
+    const apps = [];
+    for (const v of ['x', 'y']) {
+      leader.propose(bytes(v));
+      const rd = leader.ready();
+      apps.push(...rd.messages.filter((m) => m.type === MessageType.App && m.to === 2n));
+      leader.advance(rd);
+    }
+    assert.equal(apps.length, 2);
+    const f = net.node(2).raft;
+    for (const m of apps) f.step(m);
+    const rd = f.ready();
+    assert.equal(rd.messages.filter((m) => m.type === MessageType.AppResp).length, 0, 'an ack before the write');
+    const acks = rd.messagesAfterPersist.filter((m) => m.type === MessageType.AppResp);
+    const last = apps[1].entries[0].index;
+    assert.deepEqual(
+      acks.map((m) => m.index),
+      [last],
+    );
+    assert.equal(rd.entries[rd.entries.length - 1].index, last, 'the acknowledged entry is in the write');
+    f.advance(rd);
+  });
+
+  test('the commit rides on the next append; a commit alone goes out at once and a follower that holds everything does not acknowledge it', () => {
+    const net = clusterWithLeader(3);
+    const n1 = net.node(1);
+    put(net, 1, 'warm');
+    // A commit with new entries waiting: both leave in one message per follower.
+    n1.raft.propose(bytes('p'));
+    net.processReady(n1);
+    for (const id of [2, 3]) net.processReady(net.node(id)); // nothing to do yet: the appends are queued
+    const toFollowers = net.queue.splice(0);
+    for (const m of toFollowers) net.node(m.to).raft.step(m);
+    for (const id of [2, 3]) net.processReady(net.node(id));
+    const acks = net.queue.splice(0);
+    for (const m of acks) n1.raft.step(m);
+    n1.raft.propose(bytes('q'));
+    const rd = n1.raft.ready();
+    const apps = rd.messages.filter((m) => m.type === MessageType.App);
+    assert.equal(apps.length, 2);
+    const pIndex = acks[0].index;
+    for (const m of apps) {
+      assert.deepEqual(
+        m.entries.map((e) => text(e.data)),
+        ['q'],
+      );
+      assert.equal(m.commit, pIndex, 'the commit of p rides on the append of q');
+    }
+    net.queue.push(...rd.messages, ...rd.messagesAfterPersist);
+    n1.sent.push(...rd.messages, ...rd.messagesAfterPersist);
+    n1.raft.advance(rd);
+    net.stabilize();
+    // Quiet now: one more put costs an append and an ack per follower, then a commit alone that is not acknowledged.
+    const sentBefore = new Map([1, 2, 3].map((id) => [id, net.node(id).sent.length]));
+    put(net, 1, 'r');
+    const sent = (id: number) => net.node(id).sent.slice(sentBefore.get(id));
+    const commitOnly = sent(1).filter((m) => m.type === MessageType.App && m.entries.length === 0);
+    assert.equal(commitOnly.length, 2);
+    assert.equal(sent(1).filter((m) => m.type === MessageType.App).length, 4);
+    for (const id of [2, 3]) {
+      assert.equal(sent(id).filter((m) => m.type === MessageType.AppResp).length, 1, `acks from ${id}`);
+      assert.equal(net.node(id).raft.status().commit, n1.raft.status().commit, `node ${id} learned the commit`);
+    }
+    assert.deepEqual(appliedData(net, 3), ['warm', 'p', 'q', 'r']);
+  });
+
   test('per-follower progress: probe, then replicate, then snapshot when behind compaction', () => {
     const net = new TestNetwork(3);
     net.stabilize();

@@ -165,12 +165,14 @@ export function printStats(s: Stats, seeds: number): void {
     ['compactions', s.compactions],
     ['reads served', s.readsServed],
     ['leader transfers / forced campaigns', s.transfers],
+    ['appends / acks folded, commits unacked', s.appendsFolded],
     ['liveness checks passed', s.livenessPassed],
   ];
   const extra: Record<string, string> = {
     'members added / removed': `${s.membersAdded} / ${s.membersRemoved}`,
     'leader transfers / forced campaigns': `${s.transfers} / ${s.campaigns}`,
     'crashes (of which mid-Ready)': `${s.crashes} (${s.crashesMidReady})`,
+    'appends / acks folded, commits unacked': `${s.appendsFolded} / ${s.acksFolded} / ${s.commitOnlyUnacked}`,
   };
   console.log(`exercised over ${seeds} seed${seeds === 1 ? '' : 's'}:`);
   for (const [k, v] of rows) {

@@ -116,6 +116,12 @@ export interface Stats {
   readsServed: number;
   transfers: number;
   campaigns: number;
+  /** Appends folded into one already queued for the same follower (one message per follower per Ready). */
+  appendsFolded: number;
+  /** Acks folded into one already queued for the same leader (one ack per Ready). */
+  acksFolded: number;
+  /** Commit-only appends taken in without an ack. */
+  commitOnlyUnacked: number;
   /** Seeds whose liveness phase passed (a leader, a commit, every member caught up). */
   livenessPassed: number;
 }
@@ -148,6 +154,9 @@ export function emptyStats(): Stats {
     readsServed: 0,
     transfers: 0,
     campaigns: 0,
+    appendsFolded: 0,
+    acksFolded: 0,
+    commitOnlyUnacked: 0,
     livenessPassed: 0,
   };
 }
@@ -529,6 +538,10 @@ export class Cluster {
   handleReady(n: SimNode, forceCrash?: CrashPoint): void {
     const raft = n.raft!;
     const rd = raft.ready();
+    const saved = raft.takeTrafficCounts();
+    this.stats.appendsFolded += saved.appendsFolded;
+    this.stats.acksFolded += saved.acksFolded;
+    this.stats.commitOnlyUnacked += saved.commitOnly;
     const crashAt = forceCrash ?? this.chooseCrash(n, rd);
 
     // 1. Send what may leave before the write.

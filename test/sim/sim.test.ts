@@ -43,6 +43,9 @@ const MUST_HAPPEN: (keyof Stats)[] = [
   'compactions',
   'readsServed',
   'transfers',
+  'appendsFolded',
+  'acksFolded',
+  'commitOnlyUnacked',
 ];
 
 test(`${SEEDS} seeds x ${STEPS} steps (${NODES} nodes): safety after every step, liveness after healing, every fault exercised`, (t) => {
