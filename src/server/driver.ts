@@ -125,7 +125,8 @@ export class RaftDriver {
 
   private send(messages: Message[]): void {
     if (messages.length === 0) return;
-    this.metrics.raftMessagesSent += messages.length;
+    const sent = this.metrics.raftMessagesSent;
+    for (const m of messages) sent.set(m.type, (sent.get(m.type) ?? 0) + 1);
     this.hooks.send(messages);
   }
 

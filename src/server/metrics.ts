@@ -39,7 +39,8 @@ export class Metrics {
   isLeader = 0;
   fsyncs = 0;
   entriesPersisted = 0;
-  raftMessagesSent = 0;
+  /** Raft messages handed to the transport, by type. */
+  readonly raftMessagesSent = new Map<string, number>();
   readonly fsync = new Histogram();
   readonly apply = new Histogram();
   readonly peerRtt = new Histogram();
@@ -75,12 +76,11 @@ export class Metrics {
         g('etcd_mvcc_db_total_size_in_bytes', 'Total size of the underlying database physically allocated in bytes.', 'gauge', this.dbSize()),
         g('lifeboat_wal_fsyncs_total', 'Raft log writes that ended in an fsync (one per batch).', 'counter', this.fsyncs),
         g('lifeboat_wal_entries_persisted_total', 'Raft entries made durable; divided by fsyncs it is the mean batch size.', 'counter', this.entriesPersisted),
-        g(
-          'lifeboat_raft_messages_sent_total',
-          'Raft messages handed to the peer transport (appends, acks, heartbeats, votes, snapshots).',
-          'counter',
-          this.raftMessagesSent,
-        ),
+        [
+          '# HELP lifeboat_raft_messages_sent_total Raft messages handed to the peer transport, by type (App, AppResp, Heartbeat, ...).',
+          '# TYPE lifeboat_raft_messages_sent_total counter',
+          ...[...this.raftMessagesSent].map(([type, n]) => `lifeboat_raft_messages_sent_total{type="${type}"} ${n}`),
+        ].join('\n'),
       ].join('\n') + '\n'
     );
   }
