@@ -6,7 +6,17 @@
 import * as grpc from '@grpc/grpc-js';
 import { decodeMessage } from '../raft/codec.js';
 import type { Message, NodeId } from '../raft/types.js';
-import { partitioned, REFUSED_MISMATCH, refusal, type Ack, type Envelope, type ForwardReply, type IdentityReply, type TransportHost } from './peerProtocol.js';
+import {
+  partitioned,
+  REFUSED_MISMATCH,
+  refusal,
+  removedRefusal,
+  type Ack,
+  type Envelope,
+  type ForwardReply,
+  type IdentityReply,
+  type TransportHost,
+} from './peerProtocol.js';
 import { receiveSnapshot } from './snapshotStream.js';
 
 /** What the handlers tell the connection side about peers reaching us. */
@@ -45,11 +55,16 @@ function onStream(host: TransportHost, contact: PeerContact, call: grpc.ServerDu
   let warned = false;
   let acked = false;
   let sender: NodeId | undefined;
+  // The envelope fields accepted last on this stream, with our cluster ID then: while
+  // neither changes, the cluster IDs are not compared again, only the sender's removal checked.
+  let accepted: { cluster: string; from: string; ours: bigint; id: NodeId } | undefined;
   call.on('data', (env: Envelope) => {
-    const from = BigInt(env.from);
-    const clusterId = BigInt(env.cluster_id);
-    const no = refusal(host, clusterId, from);
+    const known = accepted !== undefined && env.cluster_id === accepted.cluster && env.from === accepted.from && host.clusterId() === accepted.ours;
+    const from = known && accepted ? accepted.id : BigInt(env.from);
+    const no = known ? removedRefusal(host, from) : refusal(host, BigInt(env.cluster_id), from);
+    accepted = no ? undefined : known ? accepted : { cluster: env.cluster_id, from: env.from, ours: host.clusterId(), id: from };
     if (no) {
+      const clusterId = BigInt(env.cluster_id);
       if (!warned) {
         warned = true;
         host.logEvent('warn', no.refused === REFUSED_MISMATCH ? 'cluster ID mismatch' : `refused messages from ${no.refused}`, {

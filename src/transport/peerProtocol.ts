@@ -83,8 +83,12 @@ export function refusal(host: TransportHost, clusterId: bigint, from: NodeId): A
     if (host.ancestors().includes(clusterId)) return { refused: REFUSED_SUPERSEDED, superseded_by: ours.toString() };
     return { refused: REFUSED_MISMATCH, superseded_by: '0' };
   }
-  if (host.isRemoved(from)) return { refused: REFUSED_REMOVED, superseded_by: '0' };
-  return undefined;
+  return removedRefusal(host, from);
+}
+
+/** The refusal of a sender from our own cluster that was removed, if it was. */
+export function removedRefusal(host: TransportHost, from: NodeId): Ack | undefined {
+  return host.isRemoved(from) ? { refused: REFUSED_REMOVED, superseded_by: '0' } : undefined;
 }
 
 /** A partition a test made (failpoints drop-to / drop-from): traffic with that peer is lost. */

@@ -64,6 +64,10 @@ class PeerSender {
   private closed = false;
   /** Send an envelope even with nothing queued: a hello, so the peer hears from us at once. */
   private greet = true;
+  private readonly fromText: string;
+  private readonly toText: string;
+  /** Our cluster ID as last written into an envelope (it is set once a joining member learns it). */
+  private cluster: { id: bigint; text: string } = { id: 0n, text: '0' };
   /** Log a lost connection once, not at every retry. */
   private reportedDown = false;
   dropped = 0;
@@ -77,6 +81,8 @@ class PeerSender {
   ) {
     this.clientGeneration = credentials.generation();
     this.client = newClient(url, credentials);
+    this.fromText = host.memberId.toString();
+    this.toText = id.toString();
     // A member that just started (a learner, say) says hello: the leader, whose
     // connection attempts may be in backoff since the member was added, connects at once.
     setImmediate(() => this.flush());
@@ -106,7 +112,9 @@ class PeerSender {
       this.dropped++;
       return;
     }
-    this.queue.push(Buffer.from(encodeMessage(m)));
+    const b = encodeMessage(m);
+    // A view of the encoder's own buffer, not a copy.
+    this.queue.push(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
     if (!this.flushScheduled) {
       this.flushScheduled = true;
       setImmediate(() => this.flush());
@@ -169,10 +177,16 @@ class PeerSender {
     const s = this.stream ?? this.open();
     const batch = this.queue;
     this.queue = [];
-    const env: Envelope = { cluster_id: this.host.clusterId().toString(), from: this.host.memberId.toString(), to: this.id.toString(), messages: batch };
+    const env: Envelope = { cluster_id: this.clusterIdText(), from: this.fromText, to: this.toText, messages: batch };
     // The backoff is reset only by the peer's ack, not by a write: a write to a
     // dead or refusing peer is buffered and would otherwise retry it every tick.
     s.write(env);
+  }
+
+  private clusterIdText(): string {
+    const id = this.host.clusterId();
+    if (id !== this.cluster.id) this.cluster = { id, text: id.toString() };
+    return this.cluster.text;
   }
 
   sendSnapshot(m: Message): void {
