@@ -161,6 +161,8 @@ export class Raft extends RawNode {
       return;
     }
 
+    if ((m.type === MessageType.VoteResp || m.type === MessageType.PreVoteResp) && m.reject) this.learnCommit(m);
+
     switch (m.type) {
       case MessageType.Hup:
         this.hup(false);
@@ -368,6 +370,18 @@ export class Raft extends RawNode {
     }
   }
 
+  /**
+   * A voter that refused us knows `m.commit` is committed, and our entry there has the
+   * term it has there: by log matching our log up to it is the committed one, so it is
+   * committed here too. Without this a remaining voter that missed the commit of a
+   * member's removal could wait forever for the removed member's vote, which it refuses
+   * because it holds a longer log (the leader sent an entry, then crashed before writing it).
+   */
+  private learnCommit(m: Message): void {
+    if (this.state === StateType.Leader || m.commit <= this.log.committed || m.logTerm === 0) return;
+    if (m.commit <= this.log.lastIndex() && this.log.matchTerm(m.commit, m.logTerm)) this.log.commitTo(m.commit);
+  }
+
   private poll(from: NodeId, granted: boolean): VoteResult {
     return this.trk.recordVote(from, granted);
   }
@@ -379,7 +393,13 @@ export class Raft extends RawNode {
     const grant = canVote && this.log.isUpToDate(m.index, m.logTerm);
     // A pre-vote answer carries the term it was asked in, so the candidate can count it.
     const term = m.type === MessageType.PreVote ? m.term : this.term;
-    this.send({ ...this.msg(voteRespType(m.type), m.from), term, reject: !grant });
+    const resp: Message = { ...this.msg(voteRespType(m.type), m.from), term, reject: !grant };
+    if (!grant) {
+      // A refusal tells the candidate our commit index and its term: see learnCommit.
+      resp.commit = this.log.committed;
+      resp.logTerm = this.log.term(this.log.committed) ?? 0;
+    }
+    this.send(resp);
     if (grant && m.type === MessageType.Vote) {
       this.electionElapsed = 0;
       this.vote = m.from;

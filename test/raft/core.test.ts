@@ -141,6 +141,32 @@ describe('elections', () => {
     assert.equal(n1.status().state, StateType.Follower);
   });
 
+  test('a voter that refuses a vote tells its commit: a remaining voter that missed the commit of a removal is not stuck', () => {
+    const net = clusterWithLeader(2);
+    const n1 = net.node(1);
+    // The leader removes node 2; node 2 acknowledges the entry.
+    n1.raft.proposeConfChange(cc('remove', 2));
+    net.processReady(n1);
+    for (const m of net.queue.splice(0)) net.node(m.to).raft.step(m);
+    net.processReady(net.node(2));
+    for (const m of net.queue.splice(0)) n1.raft.step(m);
+    // Committed in the leader's memory; its next append carries the commit and a new entry,
+    // leaves before the leader's write, and the leader crashes before writing either.
+    n1.raft.propose(bytes('lost'));
+    const rd = n1.raft.ready();
+    const removal = rd.hardState?.commit ?? 0;
+    assert.ok(removal > (n1.persisted.hardState.commit ?? 0), 'the removal is committed in memory only');
+    net.queue.push(...rd.messages);
+    net.restart(1);
+    net.stabilize();
+    // Node 2 applied its removal and holds the longer log; node 1 still counts it as a voter.
+    assert.deepEqual(net.node(2).raft.status().conf.voters, [1n]);
+    assert.deepEqual(net.node(1).raft.status().conf.voters.sort(), [1n, 2n]);
+    net.tickAll(60);
+    assert.equal(net.leader(), 1n);
+    assert.ok(net.node(1).raft.status().commit >= removal);
+  });
+
   test('a node votes for at most one candidate per term', () => {
     const net = new TestNetwork(3);
     net.stabilize();
