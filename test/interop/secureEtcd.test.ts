@@ -3,8 +3,9 @@
 // commands work with --cacert/--cert/--key and --user root --password (or the
 // ETCDCTL_* variables); no client certificate, a certificate from another CA, a
 // server from another CA and a wrong password are each refused in one line with
-// a non-zero exit; and a real rolling-restart runs over it, its audit log and
-// export holding neither the password nor the private key.
+// a non-zero exit; a real rolling-restart runs over it, its audit log and
+// export holding neither the password nor the private key; and migrate-from-etcd
+// moves its keys to a Lifeboat member secured the same way.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
@@ -12,6 +13,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { issueCert, makeCerts, type IssuedCert, type TestCerts } from '../support/certs.js';
 import { EtcdCluster } from '../support/etcdCluster.js';
+import { TlsCluster } from '../tls/tlsCluster.js';
 import { playbookRun } from '../support/playbookRun.js';
 import { processesUnder, stopProcessesUnder } from '../support/processes.js';
 import { etcdctl, failsWithOneLine, lifeboat, parseJsonIds, requireTool, ROOT, run, waitFor, type RunResult } from '../support/tools.js';
@@ -56,8 +58,10 @@ describe('a real etcd 3.4 with mutual TLS and auth', () => {
     { timeout: 60_000 },
   );
 
+  let dest: TlsCluster | undefined;
   after(
     async () => {
+      await dest?.c.stopAll();
       if (cluster) await stopProcessesUnder(cluster.dir);
       await cluster?.stop();
       if (certs) rmSync(certs.dir, { recursive: true, force: true });
@@ -189,5 +193,33 @@ describe('a real etcd 3.4 with mutual TLS and auth', () => {
         .map((f) => ({ where: f, text: readFileSync(path.join(dir, f)).toString('latin1') })),
     ];
     for (const { where, text } of texts) for (const s of secrets) assert.ok(!text.includes(s.slice(0, 40)), `${where} holds a secret`);
+  });
+
+  test('migrate-from-etcd: from this etcd to a Lifeboat member with the same CA and root, both over mutual TLS and auth', async () => {
+    dest = await TlsCluster.create('secure-etcd-dest', certs, 1);
+    const d1 = dest.define('d1');
+    dest.c.members.push(d1);
+    dest.c.spawn(d1, [...dest.tlsArgs(d1), '--initial-cluster', `d1=${d1.peerUrl}`, '--initial-cluster-state', 'new']);
+    await dest.waitStarted(1);
+    for (const args of [
+      ['user', 'add', `root:${ROOT_PW}`],
+      ['user', 'grant-role', 'root', 'root'],
+      ['auth', 'enable'],
+    ]) {
+      const r = await dest.ctl(d1.client, ...args);
+      assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+    }
+    ok(await etcdctl('--endpoints', endpoints, ...tls, '--user', `root:${ROOT_PW}`, 'put', '/secure/migrated', 'yes'));
+    const r = await playbookRun('migrate-from-etcd', { source: endpoints, destination: d1.clientUrl }, path.join(cluster.dir, 'migrate-audit.db'), {
+      extra: [...tls, '--user', 'root'],
+      // The migration's progress file goes under XDG_STATE_HOME: this cluster's, never the user's.
+      env: { ...process.env, LIFEBOAT_PASSWORD: ROOT_PW, ETCDCTL_PASSWORD: '', XDG_STATE_HOME: path.join(cluster.dir, 'state') },
+      timeoutMs: 60_000,
+    });
+    assert.equal(r.code, 0, r.out);
+    for (const k of ['/secure/k', '/secure/migrated'])
+      assert.equal((await dest.ctl(d1.client, '--user', `root:${ROOT_PW}`, 'get', k, '--print-value-only')).code, 0);
+    assert.equal((await dest.ctl(d1.client, '--user', `root:${ROOT_PW}`, 'get', '/secure/migrated', '--print-value-only')).stdout, 'yes\n');
+    assert.ok(!r.out.includes(ROOT_PW));
   });
 });
