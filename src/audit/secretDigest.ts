@@ -103,8 +103,9 @@ export class SecretScrubber {
   private walk(value: unknown): unknown {
     if (typeof value === 'string') return this.text(value);
     if (Array.isArray(value)) return value.map((v) => this.walk(v));
-    if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
-      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, this.walk(v)]));
+    const proto: unknown = value !== null && typeof value === 'object' ? Object.getPrototypeOf(value) : undefined;
+    if (proto === Object.prototype || proto === null) {
+      return Object.fromEntries(Object.entries(value as object).map(([k, v]) => [k, this.walk(v)]));
     }
     return value;
   }
