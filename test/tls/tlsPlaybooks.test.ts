@@ -4,8 +4,9 @@
 // LIFEBOAT_PASSWORD) and, for the members it starts, the TLS variables:
 // scale-out, rolling-restart, scale-in, replace-failed-member, move-member and
 // recover-from-nospace (recover-from-quorum-loss: tlsRecovery.test.ts). The
-// members they start serve TLS and auth; the audit log and its export hold
-// neither the password nor a private key.
+// members they start serve TLS and auth; no file the runs or the members wrote
+// (audit log, its export, member logs, raft logs, kv.db) holds the password or a
+// private key.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -70,6 +71,7 @@ describe('the shipped playbooks on a secure cluster (mutual TLS and auth)', () =
     if (certs) rmSync(certs.dir, { recursive: true, force: true });
   });
 
+  const outputs: string[] = [];
   const playbook = async (name: string, sets: Record<string, string>) => {
     const r = await playbookRun(name, sets, auditDb, {
       extra: ['--cacert', certs.ca, '--cert', certs.clientCert, '--key', certs.clientKey, '--user', 'root'],
@@ -77,6 +79,7 @@ describe('the shipped playbooks on a secure cluster (mutual TLS and auth)', () =
       timeoutMs: 90_000,
     });
     assert.equal(r.code, 0, `${name}: ${r.out}`);
+    outputs.push(r.out);
     return r;
   };
   const members = async (endpoints: string[]): Promise<Listed[]> => {
@@ -169,7 +172,8 @@ describe('the shipped playbooks on a secure cluster (mutual TLS and auth)', () =
     await playbook('recover-from-nospace', { endpoints: endpoints.join(',') });
     assert.equal((await tc.ctl(endpoints, ...asRoot, 'put', 'after-nospace', 'v')).code, 0);
 
-    // Neither the password nor a private key in the audit log, its WAL or its export.
+    // Neither the password nor a private key anywhere it could leak to: the audit log, its WAL and export, the
+    // members' logs (ours and those the playbooks started), raft logs and kv.db files — every file but the certificates.
     const exported = await run(process.execPath, [BIN, 'audit', 'export', '--audit-db', auditDb]);
     assert.equal(exported.code, 0, exported.stderr);
     assert.match(exported.stdout, /"user": "root"/);
@@ -178,10 +182,23 @@ describe('the shipped playbooks on a secure cluster (mutual TLS and auth)', () =
         .split('\n')
         .find((l) => l.length > 40 && !l.startsWith('-----')) ?? file;
     const secrets = [PASSWORD, keyLine(certs.clientKey), keyLine(certs.serverKey), keyLine(tc.peer.key)];
-    const haystacks: Array<[string, Buffer]> = [['audit export', Buffer.from(exported.stdout)]];
-    for (const f of readdirSync(tc.c.dir))
-      if (f.startsWith('audit.db') && !f.endsWith('.secret-key')) haystacks.push([f, readFileSync(path.join(tc.c.dir, f))]);
-    assert.ok(haystacks.some(([w]) => w === 'audit.db'));
+    const haystacks: Array<[string, Buffer]> = [
+      ['audit export', Buffer.from(exported.stdout)],
+      ['playbook output', Buffer.from(outputs.join('\n'))],
+    ];
+    const walk = (dir: string) => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const p = path.join(dir, e.name);
+        if (e.isDirectory()) {
+          if (!e.name.endsWith('-tls')) walk(p);
+        } else if (e.isFile() && !e.name.endsWith('.secret-key')) haystacks.push([p, readFileSync(p)]);
+      }
+    };
+    walk(tc.c.dir);
+    assert.ok(
+      ['audit.db', 'kv.db', '.wal', 'm1.log'].every((f) => haystacks.some(([w]) => w.endsWith(f))),
+      haystacks.map(([w]) => w).join(', '),
+    );
     for (const [where, bytes] of haystacks) for (const secret of secrets) assert.ok(!bytes.includes(secret), `a secret is in ${where}`);
   });
 });
