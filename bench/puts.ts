@@ -11,7 +11,7 @@ import { LifeboatCluster } from '../test/support/lifeboatCluster.js';
 import { cleanupAll } from './cleanup.js';
 import { runLoad, type LoadResult } from './loadGenerator.js';
 import { describeMachine, describeMachineLine } from './machine.js';
-import { sampleRss } from './memberRss.js';
+import { cpuSeconds, sampleRss } from './memberRss.js';
 import { startEtcd, startLifeboat, type BenchCluster } from './systems.js';
 
 const USAGE = 'usage: npm run bench -- puts [--runs N] [--clients 1,16,100] [--seconds S] [--workers N] [--before DIR] [--out DIR] [--tag T]';
@@ -65,23 +65,28 @@ const commitOf = (dir: string): string => {
   return `${git(['rev-parse', '--short', 'HEAD']) || dir}${git(['status', '--porcelain', '--untracked-files=no']) ? '+' : ''}`;
 };
 
+/** One client count's load figures, the members' peak RSS, and their CPU time (every thread of all three) per put. */
+type Figures = LoadResult & { rssMiB: number; cpuMsPerPut: number };
+
 interface Variant {
   name: string;
   start(): Promise<BenchCluster>;
 }
 
 /** One round of one system: a fresh cluster, a warm-up, then each client count. */
-async function measure(v: Variant, o: PutsOptions): Promise<Map<number, LoadResult & { rssMiB: number }>> {
+async function measure(v: Variant, o: PutsOptions): Promise<Map<number, Figures>> {
   const sys = await v.start();
   try {
     const endpoints = await sys.endpoints();
     await runLoad({ endpoints, clients: 16, workers: o.workers, op: PUT, valueSize: 256, durationMs: 1000 });
-    const out = new Map<number, LoadResult & { rssMiB: number }>();
+    const out = new Map<number, Figures>();
+    const memberCpu = () => sys.pids().reduce((sum, pid) => sum + cpuSeconds(pid), 0);
     for (const clients of o.clients) {
       const rss = sampleRss(sys.pids());
+      const cpu0 = memberCpu();
       const r = await runLoad({ endpoints, clients, workers: o.workers, op: PUT, valueSize: 256, durationMs: o.seconds * 1000 });
       if (r.errors > 0) throw new Error(`${v.name}: ${r.errors} of ${r.ops + r.errors} puts failed at ${clients} clients: ${r.firstError ?? ''}`);
-      out.set(clients, { ...r, rssMiB: rss.stop() });
+      out.set(clients, { ...r, rssMiB: rss.stop(), cpuMsPerPut: ((memberCpu() - cpu0) * 1000) / Math.max(1, r.ops) });
     }
     return out;
   } finally {
@@ -101,7 +106,7 @@ export async function run(args: string[]): Promise<void> {
     const mod = (await import(path.join(o.before, 'dist', 'test', 'support', 'lifeboatCluster.js'))) as { LifeboatCluster: typeof LifeboatCluster };
     variants.push({ name: `Lifeboat ${commitOf(o.before)} (before)`, start: () => startLifeboat(mod.LifeboatCluster) });
   }
-  const results = new Map<string, Map<number, LoadResult & { rssMiB: number }>[]>(variants.map((v) => [v.name, []]));
+  const results = new Map<string, Map<number, Figures>[]>(variants.map((v) => [v.name, []]));
   const started = Date.now();
   const loadStart = os.loadavg()[0];
   try {
@@ -109,20 +114,23 @@ export async function run(args: string[]): Promise<void> {
       for (const v of variants) {
         const m = await measure(v, o);
         results.get(v.name)?.push(m);
-        const line = [...m].map(([c, x]) => `${c}c ${x.perSecond.toFixed(0)}/s p50 ${x.p50Ms.toFixed(2)} p99 ${x.p99Ms.toFixed(2)} ms`).join(', ');
+        const line = [...m]
+          .map(([c, x]) => `${c}c ${x.perSecond.toFixed(0)}/s p50 ${x.p50Ms.toFixed(2)} p99 ${x.p99Ms.toFixed(2)} ms cpu ${x.cpuMsPerPut.toFixed(3)} ms/put`)
+          .join(', ');
         console.log(`round ${r + 1}/${o.runs} ${v.name}: ${line} (load ${os.loadavg()[0].toFixed(2)})`);
       }
     }
   } finally {
     await cleanupAll();
   }
-  const pick = (name: string, clients: number, f: (x: LoadResult & { rssMiB: number }) => number) =>
-    median((results.get(name) ?? []).map((m) => f(m.get(clients) as LoadResult & { rssMiB: number })));
-  const rows: { label: string; f: (x: LoadResult & { rssMiB: number }) => number; digits: number }[] = [
+  const pick = (name: string, clients: number, f: (x: Figures) => number) => median((results.get(name) ?? []).map((m) => f(m.get(clients) as Figures)));
+  const rows: { label: string; f: (x: Figures) => number; digits: number }[] = [
     { label: 'puts/s', f: (x) => x.perSecond, digits: 0 },
     { label: 'p50 ms', f: (x) => x.p50Ms, digits: 2 },
     { label: 'p99 ms', f: (x) => x.p99Ms, digits: 2 },
     { label: 'peak RSS MiB', f: (x) => x.rssMiB, digits: 1 },
+    // Less swayed by other work on the machine than puts/s: what one put costs the members.
+    { label: 'member CPU ms per put', f: (x) => x.cpuMsPerPut, digits: 3 },
   ];
   const names = variants.map((v) => v.name);
   const lines = [
