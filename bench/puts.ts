@@ -11,7 +11,7 @@ import { LifeboatCluster } from '../test/support/lifeboatCluster.js';
 import { cleanupAll } from './cleanup.js';
 import { runLoad, type LoadResult } from './loadGenerator.js';
 import { describeMachine, describeMachineLine } from './machine.js';
-import { sampleRss } from './memberRss.js';
+import { cpuSeconds, sampleRss } from './memberRss.js';
 import { startEtcd, startLifeboat, type BenchCluster } from './systems.js';
 
 const USAGE = 'usage: npm run bench -- puts [--runs N] [--clients 1,16,100] [--seconds S] [--workers N] [--before DIR] [--out DIR] [--tag T]';
@@ -71,17 +71,24 @@ interface Variant {
 }
 
 /** One round of one system: a fresh cluster, a warm-up, then each client count. */
-async function measure(v: Variant, o: PutsOptions): Promise<Map<number, LoadResult & { rssMiB: number }>> {
+type Sample = LoadResult & { rssMiB: number; cpuMsPerPut: number };
+
+/** CPU time of the members (every thread) per put: what a busy machine distorts least. */
+const cpuTotal = (pids: number[]): number => pids.reduce((a, p) => a + cpuSeconds(p), 0);
+
+async function measure(v: Variant, o: PutsOptions): Promise<Map<number, Sample>> {
   const sys = await v.start();
   try {
     const endpoints = await sys.endpoints();
     await runLoad({ endpoints, clients: 16, workers: o.workers, op: PUT, valueSize: 256, durationMs: 1000 });
-    const out = new Map<number, LoadResult & { rssMiB: number }>();
+    const out = new Map<number, Sample>();
     for (const clients of o.clients) {
       const rss = sampleRss(sys.pids());
+      const cpu0 = cpuTotal(sys.pids());
       const r = await runLoad({ endpoints, clients, workers: o.workers, op: PUT, valueSize: 256, durationMs: o.seconds * 1000 });
+      const cpuMsPerPut = ((cpuTotal(sys.pids()) - cpu0) * 1000) / Math.max(1, r.ops);
       if (r.errors > 0) throw new Error(`${v.name}: ${r.errors} of ${r.ops + r.errors} puts failed at ${clients} clients: ${r.firstError ?? ''}`);
-      out.set(clients, { ...r, rssMiB: rss.stop() });
+      out.set(clients, { ...r, rssMiB: rss.stop(), cpuMsPerPut });
     }
     return out;
   } finally {
@@ -101,7 +108,7 @@ export async function run(args: string[]): Promise<void> {
     const mod = (await import(path.join(o.before, 'dist', 'test', 'support', 'lifeboatCluster.js'))) as { LifeboatCluster: typeof LifeboatCluster };
     variants.push({ name: `Lifeboat ${commitOf(o.before)} (before)`, start: () => startLifeboat(mod.LifeboatCluster) });
   }
-  const results = new Map<string, Map<number, LoadResult & { rssMiB: number }>[]>(variants.map((v) => [v.name, []]));
+  const results = new Map<string, Map<number, Sample>[]>(variants.map((v) => [v.name, []]));
   const started = Date.now();
   const loadStart = os.loadavg()[0];
   try {
@@ -109,19 +116,21 @@ export async function run(args: string[]): Promise<void> {
       for (const v of variants) {
         const m = await measure(v, o);
         results.get(v.name)?.push(m);
-        const line = [...m].map(([c, x]) => `${c}c ${x.perSecond.toFixed(0)}/s p50 ${x.p50Ms.toFixed(2)} p99 ${x.p99Ms.toFixed(2)} ms`).join(', ');
+        const line = [...m]
+          .map(([c, x]) => `${c}c ${x.perSecond.toFixed(0)}/s p50 ${x.p50Ms.toFixed(2)} p99 ${x.p99Ms.toFixed(2)} ms CPU/put ${x.cpuMsPerPut.toFixed(3)} ms`)
+          .join(', ');
         console.log(`round ${r + 1}/${o.runs} ${v.name}: ${line} (load ${os.loadavg()[0].toFixed(2)})`);
       }
     }
   } finally {
     await cleanupAll();
   }
-  const pick = (name: string, clients: number, f: (x: LoadResult & { rssMiB: number }) => number) =>
-    median((results.get(name) ?? []).map((m) => f(m.get(clients) as LoadResult & { rssMiB: number })));
-  const rows: { label: string; f: (x: LoadResult & { rssMiB: number }) => number; digits: number }[] = [
+  const pick = (name: string, clients: number, f: (x: Sample) => number) => median((results.get(name) ?? []).map((m) => f(m.get(clients) as Sample)));
+  const rows: { label: string; f: (x: Sample) => number; digits: number }[] = [
     { label: 'puts/s', f: (x) => x.perSecond, digits: 0 },
     { label: 'p50 ms', f: (x) => x.p50Ms, digits: 2 },
     { label: 'p99 ms', f: (x) => x.p99Ms, digits: 2 },
+    { label: 'member CPU ms per put (3 members)', f: (x) => x.cpuMsPerPut, digits: 3 },
     { label: 'peak RSS MiB', f: (x) => x.rssMiB, digits: 1 },
   ];
   const names = variants.map((v) => v.name);

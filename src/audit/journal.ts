@@ -8,6 +8,7 @@ import { canonicalJson, GENESIS_HASH, linkHash } from './hashChain.js';
 import { AuditReader } from './queries.js';
 import { mapEvent, type EventRow, type RunRow, type StepRow } from './rows.js';
 import { openAuditDatabase, schemaDifferences, type OpenAuditOptions } from './schema.js';
+import { loadOrCreateSecretKey, secretDigest, SecretScrubber } from './secretDigest.js';
 import {
   RUN_OUTCOMES,
   STEP_STATUSES,
@@ -43,7 +44,7 @@ export interface StartRunInput {
   playbookSha256?: string | null;
   /** why the operator is doing this: required, it is the first thing a reviewer asks */
   reason: string;
-  /** the run's variables, recorded as given: mask secrets before passing them */
+  /** the run's variables, recorded as given, but for the values given to addSecret */
   variables?: Record<string, unknown>;
   clusterIdBefore?: HexId;
   memberIdsBefore?: HexId[];
@@ -110,6 +111,9 @@ const RUN_ID_PATTERN = /^r-\d{8}-\d{6}-[0-9a-f]{4}$/;
 export class AuditLog extends AuditReader {
   private readonly now: () => Date;
   private readonly who: { user: string; host: string };
+  private secretKey: Buffer | undefined;
+  /** every record passes through it before it is written: see `secrets` */
+  private readonly scrubber = new SecretScrubber((v) => this.secretDigest(v));
 
   private constructor(db: Database.Database, path: string, opts: AuditLogOptions) {
     super(db, path);
@@ -128,6 +132,23 @@ export class AuditLog extends AuditReader {
       }
     }
     return new AuditLog(db, path, opts);
+  }
+
+  // ---- secrets -------------------------------------------------------------
+
+  /**
+   * Values never to be written: from now on each is recorded as its digest
+   * (secretDigest.ts) wherever it appears in a record — variables, step inputs
+   * and outputs, prompts' answers, messages, errors.
+   */
+  addSecret(value: string): void {
+    this.scrubber.add(value);
+  }
+
+  /** How this log records `value` as a secret: `<redacted> hmac:…`, keyed with the log's key file. */
+  secretDigest(value: string): string {
+    this.secretKey ??= loadOrCreateSecretKey(this.path);
+    return secretDigest(this.secretKey, value);
   }
 
   // ---- writing -------------------------------------------------------------
@@ -325,7 +346,7 @@ export class AuditLog extends AuditReader {
     const last = this.q.last.get() as { seq: number; hash: string } | undefined;
     const seq = (last?.seq ?? 0) + 1;
     const prevHash = last?.hash ?? GENESIS_HASH;
-    const text = canonicalJson(payload);
+    const text = canonicalJson(this.scrubber.value(payload));
     const hash = linkHash(prevHash, { seq, at, kind, runId, payload: text });
     this.q.insert.run(seq, at, kind, runId, text, prevHash, hash);
     return { seq, at, hash };

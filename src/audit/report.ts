@@ -8,6 +8,7 @@ import { openAuditLogForReading } from './open.js';
 import { UnknownRunError, type AuditReader } from './queries.js';
 import { AuditDbMissingError } from './schema.js';
 import { Redactor } from './redact.js';
+import { isSecretDigest } from './secretDigest.js';
 import { drillSummaryOf, runKind, type DrillSummary } from './drillRuns.js';
 import { COMPLETED_STEP_STATUSES, type EventRecord, type RunMark, type RunRecord, type StepRecord, type StepStatus, type VerifyResult } from './types.js';
 
@@ -133,7 +134,8 @@ export function buildRunReport(log: AuditReader, runId: string, now: Date = new 
   const variables = Object.entries(run.variables).map(([name, value]): ReportVariable => ({
     name,
     value: redact.isSecret(name) ? '[redacted]' : redact.value(value),
-    redacted: redact.isSecret(name),
+    // a secret variable (recorded as its digest) is one too, whatever its name
+    redacted: redact.isSecret(name) || isSecretDigest(value),
     source: typeof sources[name] === 'string' ? sources[name] : null,
   }));
 

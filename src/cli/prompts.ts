@@ -1,7 +1,7 @@
 // The questions asked on a terminal before a run starts (through SessionIo): each
 // variable with prompt text or no default (offering the default, checking the answer
 // against its type and validation), and why the run is made.
-import { confirm, input, select } from '@inquirer/prompts';
+import { confirm, input, password, select } from '@inquirer/prompts';
 import type { VariableDef } from '../playbook/schema.js';
 import { REASON_QUESTION } from '../playbook/session.js';
 import { checkVariableValue, promptText, type VariableAsker } from '../playbook/variables.js';
@@ -9,6 +9,19 @@ import { formatValue } from '../playbook/values.js';
 
 export const askVariable: VariableAsker = async (def, current, check) => {
   const message = promptText(def);
+  // A secret is typed without echo, and nothing is offered: it has no default.
+  if (def.type === 'secret') {
+    const answer = await password({
+      message,
+      validate: async (text) => {
+        const c = checkVariableValue(def, text);
+        if (!c.ok) return c.error;
+        if (text === '') return 'a secret cannot be empty';
+        return (await check?.(c.value)) ?? true;
+      },
+    });
+    return answer;
+  }
   if (def.type === 'bool') return confirm({ message, default: current === undefined ? false : Boolean(current) });
   if (def.validation.choices) {
     return select({

@@ -2,6 +2,10 @@
 // same transaction as the applies that decide it and travels in every snapshot:
 // cluster IDs, members (and removed members), lease records, alarms, and a small
 // name → bytes table for anything else (the auth state among it: authStore.ts).
+// What every request reads (the name → bytes table, alarms, removed members) is
+// also held in memory: every write goes through this object, and KvStore drops
+// the copies when a transaction rolls back (invalidate) and opens a new object on
+// a replaced file (snapshot install, restore), so they never differ from the table.
 
 import type Database from 'better-sqlite3';
 import { formatIdPadded, parseId } from '../common/ids.js';
@@ -28,6 +32,8 @@ export interface ClusterMetaReader {
   leases(): LeaseRecord[];
   lease(id: bigint): LeaseRecord | undefined;
   alarms(): Alarm[];
+  /** Whether any member has this alarm active (read on every write: NOSPACE). */
+  hasAlarm(alarm: AlarmType): boolean;
 }
 
 export interface ClusterMetaWriter extends ClusterMetaReader {
@@ -113,13 +119,32 @@ function statements(db: Database.Database) {
 
 export class ClusterMeta implements ClusterMetaWriter {
   private readonly s: ReturnType<typeof statements>;
+  /** Rows of the name → bytes table read so far (null: no such row). */
+  private readonly metaRows = new Map<string, Buffer | null>();
+  /** Active alarms in the table's order; undefined until first read. */
+  private alarmRows: Alarm[] | undefined;
+  /** Removed member IDs; undefined until first read. */
+  private removedIds: Set<bigint> | undefined;
 
   constructor(db: Database.Database) {
     this.s = statements(db);
   }
 
+  /** Forgets what was read: a transaction rolled back, so the table may hold less than we wrote. */
+  invalidate(): void {
+    this.metaRows.clear();
+    this.alarmRows = undefined;
+    this.removedIds = undefined;
+  }
+
+  /** The returned bytes are shared: read them, never change them. */
   getMeta(name: string): Buffer | undefined {
-    return this.s.getMeta.get(name) as Buffer | undefined;
+    let v = this.metaRows.get(name);
+    if (v === undefined) {
+      v = (this.s.getMeta.get(name) as Buffer | undefined) ?? null;
+      this.metaRows.set(name, v);
+    }
+    return v ?? undefined;
   }
 
   metaNames(prefix: string): string[] {
@@ -127,11 +152,17 @@ export class ClusterMeta implements ClusterMetaWriter {
   }
 
   setMeta(name: string, value: Uint8Array): void {
-    this.s.setMeta.run(name, Buffer.from(value));
+    const b = Buffer.from(value);
+    this.metaRows.delete(name);
+    this.s.setMeta.run(name, b);
+    // A copy: the caller may reuse its bytes.
+    this.metaRows.set(name, Buffer.from(b));
   }
 
   deleteMeta(name: string): void {
+    this.metaRows.delete(name);
     this.s.deleteMeta.run(name);
+    this.metaRows.set(name, null);
   }
 
   clusterId(): bigint | undefined {
@@ -185,10 +216,12 @@ export class ClusterMeta implements ClusterMetaWriter {
   }
 
   isRemovedMember(id: bigint): boolean {
-    return this.s.isRemoved.get(idText(id)) !== undefined;
+    this.removedIds ??= new Set(this.removedMembers());
+    return this.removedIds.has(id);
   }
 
   addRemovedMember(id: bigint): void {
+    this.removedIds = undefined;
     this.s.addRemoved.run(idText(id));
   }
 
@@ -210,17 +243,28 @@ export class ClusterMeta implements ClusterMetaWriter {
   }
 
   alarms(): Alarm[] {
-    return (this.s.alarms.all() as { member_id: string; alarm: AlarmType }[]).map((r) => ({
+    return this.activeAlarms().map((a) => ({ ...a }));
+  }
+
+  hasAlarm(alarm: AlarmType): boolean {
+    return this.activeAlarms().some((a) => a.alarm === alarm);
+  }
+
+  private activeAlarms(): Alarm[] {
+    this.alarmRows ??= (this.s.alarms.all() as { member_id: string; alarm: AlarmType }[]).map((r) => ({
       memberId: parseId(r.member_id),
       alarm: r.alarm,
     }));
+    return this.alarmRows;
   }
 
   activateAlarm(a: Alarm): boolean {
+    this.alarmRows = undefined;
     return this.s.activateAlarm.run(idText(a.memberId), a.alarm).changes > 0;
   }
 
   deactivateAlarm(a: Alarm): boolean {
+    this.alarmRows = undefined;
     return this.s.deactivateAlarm.run(idText(a.memberId), a.alarm).changes > 0;
   }
 }

@@ -83,9 +83,16 @@ export class KvStore {
   private readonly ctx: ApplyContext;
   private readonly writeStateStmt: Database.Statement;
   private readonly leaseExistsStmt: Database.Statement;
-  /** Checked on every write (the space quota): prepared once, not parsed per call as db.pragma() does. */
   private readonly pageCountStmt: Database.Statement;
   private readonly pageBytes: number;
+  /**
+   * The file's pages as of the last commit (the space quota is checked after every
+   * write): read inside each write transaction, where SQLite has it at hand, rather
+   * than by a read transaction of its own per put. Only this connection changes it.
+   */
+  private pages: number;
+  /** An entry applied inside batch() threw: the whole batch is rolled back, even if the throw was caught. */
+  private entryFailed: Error | undefined;
   private readonly txn: Database.Transaction<(fn: () => unknown) => unknown>;
   private readonly writer: KvWriter;
   /** Mutated in place (never replaced): transactions hold references to it. */
@@ -114,6 +121,7 @@ export class KvStore {
     this.leaseExistsStmt = db.prepare(`SELECT 1 FROM leases WHERE id = ?`).pluck();
     this.pageCountStmt = db.prepare(`PRAGMA page_count`).pluck();
     this.pageBytes = db.pragma('page_size', { simple: true }) as number;
+    this.pages = this.pageCountStmt.get() as number;
     // Called inside another transaction, better-sqlite3 uses a savepoint instead.
     this.txn = db.transaction((fn: () => unknown) => fn());
     this.ctx = {
@@ -254,18 +262,28 @@ export class KvStore {
    */
   apply<T>(index: number, term: number, fn: (w: KvWriter) => T): T {
     this.assertOpen();
-    return this.atomically(() => {
-      if (index <= this.state.appliedIndex) {
-        throw new Error(`kv: entry ${index} is at or below the applied index ${this.state.appliedIndex}; applying it again would apply it twice`);
-      }
-      if (term < this.state.appliedTerm) {
-        throw new Error(`kv: entry ${index} has term ${term}, below the applied term ${this.state.appliedTerm}`);
-      }
-      const result = fn(this.writer);
-      this.state.appliedIndex = index;
-      this.state.appliedTerm = term;
-      return result;
-    });
+    if (!this.db.inTransaction) return this.atomically(() => this.applyEntry(index, term, fn));
+    // Inside batch(): no savepoint per entry (a Txn takes its own); a throw fails the
+    // whole batch instead, caught or not, since what follows the entry cannot apply.
+    try {
+      return this.applyEntry(index, term, fn);
+    } catch (err) {
+      this.entryFailed ??= err instanceof Error ? err : new Error(String(err));
+      throw err;
+    }
+  }
+
+  private applyEntry<T>(index: number, term: number, fn: (w: KvWriter) => T): T {
+    if (index <= this.state.appliedIndex) {
+      throw new Error(`kv: entry ${index} is at or below the applied index ${this.state.appliedIndex}; applying it again would apply it twice`);
+    }
+    if (term < this.state.appliedTerm) {
+      throw new Error(`kv: entry ${index} has term ${term}, below the applied term ${this.state.appliedTerm}`);
+    }
+    const result = fn(this.writer);
+    this.state.appliedIndex = index;
+    this.state.appliedTerm = term;
+    return result;
   }
 
   applyRequest(index: number, term: number, req: KvRequest): KvApplyResult {
@@ -389,15 +407,24 @@ export class KvStore {
   private atomically<T>(fn: () => T): T {
     const saved = { ...this.state };
     const outermost = !this.db.inTransaction;
+    if (outermost) this.entryFailed = undefined;
     try {
       return this.txn.immediate(() => {
         const result = fn();
-        if (outermost) this.persistState();
+        if (outermost) {
+          if (this.entryFailed !== undefined) throw this.entryFailed;
+          this.persistState();
+          this.pages = this.pageCountStmt.get() as number;
+        }
         return result;
       }) as T;
     } catch (err) {
       Object.assign(this.state, saved);
+      // The cluster state read into memory may hold writes SQLite just undid.
+      this.meta.invalidate();
       throw err;
+    } finally {
+      if (outermost) this.entryFailed = undefined;
     }
   }
 
@@ -438,9 +465,9 @@ export class KvStore {
     return r.appliedIndex;
   }
 
-  /** Bytes the database file takes (etcd's dbSize). */
+  /** Bytes the database file takes (etcd's dbSize), as of the last commit. */
   dbSize(): number {
-    return (this.pageCountStmt.get() as number) * this.pageBytes;
+    return this.pages * this.pageBytes;
   }
 
   /** Bytes in use: the file minus its free pages (etcd's dbSizeInUse). */
@@ -454,6 +481,7 @@ export class KvStore {
     this.assertOpen();
     this.db.exec('VACUUM');
     this.db.pragma('wal_checkpoint(TRUNCATE)');
+    this.pages = this.pageCountStmt.get() as number;
   }
 
   // --- Snapshots

@@ -12,6 +12,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { AuditLog, FinalOutcome, RunIdsPatch, StepRecord, StepRef } from '../audit/index.js';
 import { canonicalJson } from '../audit/index.js';
+import { SECRET_MARK, SecretScrubber } from '../audit/secretDigest.js';
 import { RefusedError } from '../common/errors.js';
 import { crashAt } from '../common/failpoint.js';
 import { NotConfirmedError, RunInterruptedError } from './errors.js';
@@ -19,6 +20,7 @@ import { interpolate, UnresolvedReferenceError } from './interpolate.js';
 import { resolveParams, RunScope, stepTitle } from './params.js';
 import type { ExecNode, RunView, StepUi } from './runView.js';
 import type { ForEachNode, PlanNode, Playbook, StepNode } from './schema.js';
+import { secretValues } from './secrets.js';
 import { SafetyCheckError, type StepContext } from './stepTypes.js';
 import type { StepLibrary } from './validate.js';
 import type { BoundVariables } from './variables.js';
@@ -145,9 +147,45 @@ class PlaybookRun {
   private readonly ran: string[] = [];
   private readonly skipped: string[] = [];
   private readonly signal: AbortSignal;
+  /** the connection the steps get: its password, once known, is a secret too */
+  private readonly connection: StepContext['connection'];
+  /** what the terminal shows in place of a secret (the audit log writes its digest instead) */
+  private readonly shown = new SecretScrubber(() => SECRET_MARK);
 
   constructor(private readonly o: RunPlaybookOptions) {
     this.signal = o.signal ?? new AbortController().signal;
+    for (const v of secretValues(o.playbook, o.variables.values)) this.addSecret(v);
+    this.connection = this.guardPassword(o.connection);
+  }
+
+  /** From now on `value` is written to the audit log as its digest and shown as <redacted>. */
+  private addSecret(value: string): void {
+    this.o.audit.addSecret(value);
+    this.shown.add(value);
+  }
+
+  /** The --user password is a secret of the run like a secret variable, also when it is asked for only when first needed. */
+  private guardPassword(c: StepContext['connection']): StepContext['connection'] {
+    const creds = c.credentials;
+    if (!creds) return c;
+    if (typeof creds.password === 'string') {
+      this.addSecret(creds.password);
+      return c;
+    }
+    const ask = creds.password;
+    const password = async () => {
+      const p = await ask();
+      this.addSecret(p);
+      return p;
+    };
+    return { ...c, credentials: { user: creds.user, password } };
+  }
+
+  /** `e` with secrets replaced in its message, for the terminal and the error the run returns. */
+  private scrubError<E extends Error>(e: E): E {
+    const text = this.shown.text(e.message);
+    if (text !== e.message) e.message = text;
+    return e;
   }
 
   async run(): Promise<RunResult> {
@@ -213,7 +251,7 @@ class PlaybookRun {
     try {
       await this.o.view.run(this.nodes(pb.steps, new RunScope(this.o.variables.values), ''));
     } catch (err) {
-      const e = err instanceof Error ? err : new Error(String(err));
+      const e = this.scrubError(err instanceof Error ? err : new Error(String(err)));
       failedStep = e instanceof StepFailedError ? e.stepId : undefined;
       const cause = e instanceof StepFailedError ? e.error : e;
       if (this.signal.aborted || isPromptAbort(cause) || cause instanceof RunInterruptedError) {
@@ -245,7 +283,7 @@ class PlaybookRun {
     return {
       kind: 'for-each',
       id: stableId,
-      title: stepTitle(n, scope) === n.id ? `for each ${n.as}` : stepTitle(n, scope),
+      title: this.shown.text(stepTitle(n, scope) === n.id ? `for each ${n.as}` : stepTitle(n, scope)),
       // A Promise executor turns a throw into a rejection, as an async function would.
       expand: () => new Promise((resolve) => resolve(this.expandForEach(n, scope, stableId))),
     };
@@ -262,7 +300,7 @@ class PlaybookRun {
     if (!Array.isArray(items))
       throw new StepFailedError(stableId, new Error(`${n.forEach.origin.field}: for-each needs a list, got ${JSON.stringify(items)}`), '');
     const title = `${stepTitle(n, scope) === n.id ? `for each ${n.as}` : stepTitle(n, scope)} (${items.length} item${items.length === 1 ? '' : 's'})`;
-    return { title, nodes: items.flatMap((item, i) => this.nodes(n.steps, scope.child(n.as, item), `${stableId}[${i + 1}].`)) };
+    return { title: this.shown.text(title), nodes: items.flatMap((item, i) => this.nodes(n.steps, scope.child(n.as, item), `${stableId}[${i + 1}].`)) };
   }
 
   private stepNode(n: StepNode, scope: RunScope, stableId: string): ExecNode {
@@ -279,7 +317,7 @@ class PlaybookRun {
     const { audit } = this.o;
     const ordinal = ++this.ordinal;
     const title = stepTitle(n, scope);
-    ui.setTitle(title);
+    ui.setTitle(this.shown.text(title));
     if (this.signal.aborted) throw new StepFailedError(stableId, new RunInterruptedError(), title);
 
     const prior = this.o.resume?.latest.get(ordinal);
@@ -314,7 +352,7 @@ class PlaybookRun {
     if (!resolved.ok) {
       const e = new Error(`${this.o.playbook.file}:${resolved.origin.line}:${resolved.origin.col}: ${resolved.origin.field}: ${resolved.error}`);
       audit.finishStep(ref, { status: 'failed', error: e });
-      throw new StepFailedError(stableId, e, title);
+      throw new StepFailedError(stableId, this.scrubError(e), this.shown.text(title));
     }
 
     let outputs: Record<string, unknown>;
@@ -324,7 +362,7 @@ class PlaybookRun {
     } catch (err) {
       const e = err instanceof Error ? err : new Error(String(err));
       audit.finishStep(ref, { status: 'failed', error: e });
-      throw new StepFailedError(stableId, e, title);
+      throw new StepFailedError(stableId, this.scrubError(e), this.shown.text(title));
     }
     // The crash point: die (LIFEBOAT_FAULT=after-step:<id>) as if killed between the step's effect and its record.
     (this.o.knobs?.crashAt ?? crashAt)(`after-step:${stableId}`);
@@ -355,16 +393,16 @@ class PlaybookRun {
   private context(stableId: string, ref: StepRef, ui: StepUi): StepContext {
     const { audit } = this.o;
     return {
-      progress: (text) => ui.progress(text),
+      progress: (text) => ui.progress(this.shown.text(text)),
       event: (kind, message, data) => {
         audit.event(this.runId, { kind, message, ...(data !== undefined ? { data } : {}), step: ref });
-        ui.event(kind, message);
+        ui.event(kind, this.shown.text(message));
         this.recordIds(data, ui);
       },
       confirm: async (question) => {
         if (this.o.yes) {
           audit.recordPrompt(this.runId, question, true, { step: ref, data: { answeredBy: '--yes' } });
-          ui.event('confirmed', `${question} (--yes)`);
+          ui.event('confirmed', this.shown.text(`${question} (--yes)`));
           return true;
         }
         if (!this.o.view.interactive) {
@@ -376,18 +414,18 @@ class PlaybookRun {
         }
         let answer: boolean;
         try {
-          answer = await ui.ask(question, this.signal);
+          answer = await ui.ask(this.shown.text(question), this.signal);
         } catch (err) {
           audit.recordPrompt(this.runId, question, null, { step: ref, data: { answeredBy: 'nobody: the prompt was interrupted' } });
           throw err;
         }
         audit.recordPrompt(this.runId, question, answer, { step: ref });
-        ui.event('answered', `${question} ${answer ? 'yes' : 'no'}`);
+        ui.event('answered', this.shown.text(`${question} ${answer ? 'yes' : 'no'}`));
         return answer;
       },
       runDir: this.runDir,
       signal: this.signal,
-      connection: this.o.connection,
+      connection: this.connection,
     };
   }
 }

@@ -25,6 +25,7 @@ import {
   type VariableDef,
 } from './schema.js';
 import type { ParamType } from './stepTypes.js';
+import { secretEnvName } from './secrets.js';
 import { didYouMean } from './suggest.js';
 import { ruleProblem } from './variables.js';
 import { convertValue, describeRaw } from './values.js';
@@ -222,10 +223,10 @@ function parseVariable(ctx: Ctx, vname: string, key: Node, node: Node | null, fi
   if (itemsEntry) {
     const items = toJS(ctx, itemsEntry.value);
     if (def.type !== 'list') ctx.problems.add(origin(ctx, itemsEntry.key, `${field}.items`), `items is for list variables, this one is ${def.type}`);
-    else if (typeof items !== 'string' || !(PARAM_TYPES as readonly string[]).includes(items) || items === 'list') {
+    else if (typeof items !== 'string' || !(PARAM_TYPES as readonly string[]).includes(items) || items === 'list' || items === 'secret') {
       ctx.problems.add(
         origin(ctx, itemsEntry.value, `${field}.items`),
-        `items must be one of ${PARAM_TYPES.filter((t) => t !== 'list').join(', ')}, got ${describeRaw(items)}`,
+        `items must be one of ${PARAM_TYPES.filter((t) => t !== 'list' && t !== 'secret').join(', ')}, got ${describeRaw(items)}`,
       );
     } else def.items = items as ParamType;
   }
@@ -236,7 +237,13 @@ function parseVariable(ctx: Ctx, vname: string, key: Node, node: Node | null, fi
   const valEntry = e.get('validation');
   if (valEntry) def.validation = parseValidation(ctx, def, valEntry.value, `${field}.validation`, origin(ctx, valEntry.key, `${field}.validation`));
   const defEntry = e.get('default');
-  if (defEntry) {
+  // A secret written in the playbook is in every copy of it: it comes from --set, the environment or a prompt.
+  if (defEntry && def.type === 'secret') {
+    ctx.problems.add(
+      origin(ctx, defEntry.key, `${field}.default`),
+      `a secret has no default (it would be readable in the playbook file); it is given with --set, ${secretEnvName(def.name)} or at a prompt`,
+    );
+  } else if (defEntry) {
     const raw = toJS(ctx, defEntry.value);
     const where = origin(ctx, defEntry.value ?? defEntry.key, `${field}.default`);
     const c = convertValue(raw, def.type, def.items);
@@ -258,12 +265,17 @@ function parseValidation(ctx: Ctx, def: VariableDef, node: Node | null, field: s
     return out;
   }
   const e = entries(ctx, node, field, VALIDATION_KEYS, `the validation of ${def.name}`);
-  const textual = def.type === 'string' || def.type === 'url' || def.type === 'path' || (def.type === 'list' && (def.items ?? 'string') === 'string');
+  const textual =
+    def.type === 'string' ||
+    def.type === 'secret' ||
+    def.type === 'url' ||
+    def.type === 'path' ||
+    (def.type === 'list' && (def.items ?? 'string') === 'string');
   const pat = e.get('pattern');
   if (pat) {
     const v = toJS(ctx, pat.value);
     const where = origin(ctx, pat.value ?? pat.key, `${field}.pattern`);
-    if (!textual) ctx.problems.add(where, `pattern applies to string, url, path and list variables, ${def.name} is ${def.type}`);
+    if (!textual) ctx.problems.add(where, `pattern applies to string, secret, url, path and list variables, ${def.name} is ${def.type}`);
     else if (typeof v !== 'string') ctx.problems.add(where, `pattern must be a regular expression as text, got ${describeRaw(v)}`);
     else {
       try {
@@ -291,6 +303,7 @@ function parseValidation(ctx: Ctx, def: VariableDef, node: Node | null, field: s
     const v = toJS(ctx, ch.value);
     const where = origin(ctx, ch.value ?? ch.key, `${field}.choices`);
     if (def.type === 'list' || def.type === 'member') ctx.problems.add(where, `choices apply to single values, ${def.name} is a ${def.type}`);
+    else if (def.type === 'secret') ctx.problems.add(where, `a secret has no choices (they would be readable in the playbook file)`);
     else if (!Array.isArray(v) || v.length === 0) ctx.problems.add(where, 'choices must be a non-empty list');
     else {
       out.choices = [];

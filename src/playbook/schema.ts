@@ -3,7 +3,7 @@
 // path such as `steps[3].with.peer-url`) so every error can point at it.
 import type { ParamType } from './stepTypes.js';
 
-export const PARAM_TYPES: readonly ParamType[] = ['string', 'int', 'url', 'list', 'member', 'bool', 'duration', 'path'];
+export const PARAM_TYPES: readonly ParamType[] = ['string', 'int', 'url', 'list', 'member', 'bool', 'duration', 'path', 'secret'];
 
 export const PLAYBOOK_KEYS = ['name', 'description', 'variables', 'steps'] as const;
 export const VARIABLE_KEYS = ['type', 'items', 'default', 'prompt', 'description', 'validation'] as const;

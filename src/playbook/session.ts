@@ -9,13 +9,13 @@ import path from 'node:path';
 import { AuditDbMissingError, openAuditLogForWriting, resolveAuditDbPath, UnknownRunError, type AuditLog } from '../audit/index.js';
 import { InputError, RefusedError } from '../common/errors.js';
 import { shellQuote } from '../common/memberCommand.js';
-import { looksSecret } from '../audit/redact.js';
+import { SECRET_MARK, SecretScrubber } from '../audit/secretDigest.js';
 import { lookupServiceUser, SUPERVISOR_MODES, type ServiceUser, type SupervisorMode } from '../ops/supervisor.js';
 import { entryProblem, variableChecks } from './entryChecks.js';
 import { handOffMembers, type Handoff } from './handoff.js';
 import { dryRunJson, formatDryRun } from './dryRun.js';
 import { runPlaybook, type RunResult } from './engine.js';
-import { NotConfirmedError, RunInterruptedError } from './errors.js';
+import { NotConfirmedError, PlaybookInvalidError, RunInterruptedError } from './errors.js';
 import { loadStepLibrary, TEST_STEPS_ENV, type LoadedLibrary } from './library.js';
 import { locatePlaybook, shippedPlaybooksDir } from './locate.js';
 import { readPlaybookWithProblems } from './parse.js';
@@ -23,6 +23,7 @@ import { planRun } from './plan.js';
 import { checkResumable, completedStepsUsing, recordedRun, recordedVariables, resumeState } from './resume.js';
 import type { RunView } from './runView.js';
 import type { Playbook } from './schema.js';
+import { hiddenVariable, secretEnvName, secretValues } from './secrets.js';
 import type { StepContext } from './stepTypes.js';
 import { validatePlaybook } from './validate.js';
 import { bindVariables, formatBound, type BoundVariables, type ValueCheck, type VariableAsker } from './variables.js';
@@ -168,11 +169,18 @@ export async function runPlaybookSession(req: PlaybookRunRequest): Promise<Sessi
       ...(interactive ? { ask: req.io.askVariable } : {}),
       ...(interactive && req.promptDefaults ? { promptDefaults: req.promptDefaults } : {}),
       check: hostChecks(pb, library),
+      env,
     }),
   );
+  const shown = secretsShown(pb, bound, req.connection);
   const plan = planRun(pb, library.library, bound.values, req.endpoints);
-  plan.problems.throwIfAny();
-  if (req.dryRun) return { text: formatDryRun(pb, bound, plan), json: dryRunJson(pb, bound, plan) };
+  throwScrubbed(() => plan.problems.throwIfAny(), shown);
+  if (req.dryRun) {
+    // What a dry-run prints is what the plan holds, secrets replaced: resolved parameters may carry them.
+    const shownPlan = { ...plan, entries: plan.entries.map((e) => shown.value(e)) };
+    const shownBound = { ...bound, values: shown.value(bound.values) };
+    return { text: shown.text(formatDryRun(pb, shownBound, shownPlan)), json: dryRunJson(pb, shownBound, shownPlan) };
+  }
 
   let reason = req.reason?.trim() ?? '';
   let reasonPrompt: string | undefined;
@@ -231,8 +239,18 @@ export async function resumePlaybookSession(req: PlaybookResumeRequest): Promise
     validatePlaybook(pb, library.library, problems);
     const supervisor = resolveSupervisor(req.supervisor);
     const recorded = recordedVariables(audit, rec.run);
-    const bound: BoundVariables = await bindVariables(pb, { given: recorded, ...(req.sets ? { sets: req.sets } : {}), check: hostChecks(pb, library) });
-    const changes = changedVariables(pb, recorded, bound);
+    const interactive = req.interactive ?? req.io.interactive;
+    // A secret was recorded as its digest only: it is given again (--set, LIFEBOAT_SECRET_<NAME>, or asked on a terminal).
+    const bound: BoundVariables = await cancellable(() =>
+      bindVariables(pb, {
+        given: recorded,
+        ...(req.sets ? { sets: req.sets } : {}),
+        check: hostChecks(pb, library),
+        env,
+        ...(interactive ? { ask: req.io.askVariable } : {}),
+      }),
+    );
+    const changes = changedVariables(pb, recorded, bound, (v) => audit.secretDigest(v));
     const resumeFrom = resumeState(audit, req.runId, req.reason);
     for (const c of changes) {
       const used = completedStepsUsing(pb, resumeFrom, c.name);
@@ -254,8 +272,7 @@ export async function resumePlaybookSession(req: PlaybookResumeRequest): Promise
         ? req.connection
         : { ...(recordedRest as Connection), ...(req.connection.credentials ? { credentials: req.connection.credentials } : {}) };
     const plan = planRun(pb, library.library, bound.values, endpoints);
-    plan.problems.throwIfAny();
-    const interactive = req.interactive ?? req.io.interactive;
+    throwScrubbed(() => plan.problems.throwIfAny(), secretsShown(pb, bound, connection));
     const view = makeView(req, interactive);
     const result = await req.io.withInterrupt((signal) =>
       runPlaybook({
@@ -309,21 +326,55 @@ function hostChecks(pb: Playbook, library: LoadedLibrary): ValueCheck {
   return (def, value) => entryProblem(checks.get(def.name), value);
 }
 
-/** The variables --set changed on resume, as an operator reads them. */
-function changedVariables(pb: Playbook, recorded: Record<string, unknown>, bound: BoundVariables): Array<{ name: string; from: string; to: string }> {
+/**
+ * The variables --set changed on resume, as an operator reads them. A secret is
+ * given again however it was first given: it changed when its digest did.
+ */
+function changedVariables(
+  pb: Playbook,
+  recorded: Record<string, unknown>,
+  bound: BoundVariables,
+  digest: (v: string) => string,
+): Array<{ name: string; from: string; to: string }> {
   const out: Array<{ name: string; from: string; to: string }> = [];
   for (const d of pb.variables) {
-    if (bound.sources[d.name] !== 'set') continue;
-    if (JSON.stringify(recorded[d.name]) === JSON.stringify(bound.values[d.name])) continue;
-    const show = (v: unknown) => (looksSecret(d.name) ? '[redacted]' : formatValue(v, d.type, d.items));
-    out.push({ name: d.name, from: show(recorded[d.name]), to: show(bound.values[d.name]) });
+    const now = bound.values[d.name];
+    if (d.type === 'secret') {
+      if (typeof now !== 'string' || recorded[d.name] === digest(now)) continue;
+    } else {
+      if (bound.sources[d.name] !== 'set') continue;
+      if (JSON.stringify(recorded[d.name]) === JSON.stringify(now)) continue;
+    }
+    const show = (v: unknown) => (hiddenVariable(d) ? SECRET_MARK : formatValue(v, d.type, d.items));
+    out.push({ name: d.name, from: show(recorded[d.name]), to: show(now) });
   }
   return out;
 }
 
+/** What the terminal shows in place of the run's secrets: its secret variables and the --user password (when given as text). */
+function secretsShown(pb: Playbook, bound: BoundVariables, connection: Connection): SecretScrubber {
+  const shown = new SecretScrubber(() => SECRET_MARK);
+  for (const v of secretValues(pb, bound.values)) shown.add(v);
+  const password = connection.credentials?.password;
+  if (typeof password === 'string') shown.add(password);
+  return shown;
+}
+
+/** Runs `fn`, rethrowing its error with the secrets replaced in the message. */
+function throwScrubbed(fn: () => void, shown: SecretScrubber): void {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof PlaybookInvalidError) for (const p of err.problems) p.message = shown.text(p.message);
+    if (err instanceof Error) err.message = shown.text(err.message);
+    throw err;
+  }
+}
+
 /**
  * The same run, scripted: `lifeboat playbook run NAME --yes --reason … --set …`
- * with every variable not left at its default; secrets (by name) are left out.
+ * with every variable not left at its default; secrets (by type or name) are
+ * left out, a secret variable's environment variable named instead.
  */
 export function scriptedEquivalent(target: string, pb: Playbook, bound: BoundVariables, reason: string, auditDb?: string): string {
   const shipped = path.dirname(pb.absPath) === shippedPlaybooksDir() ? pb.name : pb.absPath;
@@ -333,8 +384,8 @@ export function scriptedEquivalent(target: string, pb: Playbook, bound: BoundVar
   for (const d of pb.variables) {
     const v = bound.values[d.name];
     if (v === undefined || (d.hasDefault && JSON.stringify(v) === JSON.stringify(d.default))) continue;
-    if (looksSecret(d.name)) {
-      secrets.push(d.name);
+    if (hiddenVariable(d)) {
+      secrets.push(d.type === 'secret' ? `${d.name} (or ${secretEnvName(d.name)}=…)` : d.name);
       continue;
     }
     const text = Array.isArray(v) && v.length === 0 ? '' : formatValue(v, d.type, d.items);

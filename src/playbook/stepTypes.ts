@@ -4,10 +4,10 @@
 import type { ConnectionOptions } from '../client/etcdClient.js';
 
 /** Types a playbook variable or step parameter may have. */
-export type ParamType = 'string' | 'int' | 'url' | 'list' | 'member' | 'bool' | 'duration' | 'path';
+export type ParamType = 'string' | 'int' | 'url' | 'list' | 'member' | 'bool' | 'duration' | 'path' | 'secret';
 
 /**
- * Values a step receives, by type: string/url/path → string; int → number;
+ * Values a step receives, by type: string/url/path/secret → string; int → number;
  * bool → boolean; duration → number of milliseconds ("5s", "500ms", "2m" in YAML);
  * list → string[] (a YAML list, or a comma-separated string); member → MemberSpec
  * (a YAML map, or "name=peerURL,clientURL[,dataDir]").

@@ -201,9 +201,10 @@ function incompatible(want: ParamType, got: StaticType): string | undefined {
     if (got && want === 'list' && (got.items ?? 'string') !== 'string') return `is a list of ${got.items}`;
     return undefined;
   }
-  const fromText: ParamType[] = ['url', 'path', 'int', 'bool', 'duration', 'member', 'list'];
+  const fromText: ParamType[] = ['url', 'path', 'int', 'bool', 'duration', 'member', 'list', 'secret'];
   if (got.type === 'string' && fromText.includes(want)) return undefined; // checked when the value is known
-  if (want === 'string' && ['url', 'path', 'int', 'bool'].includes(got.type)) return undefined;
+  // A secret is text: a step's string parameter takes it (the engine keeps it out of the audit log and the output).
+  if (want === 'string' && ['url', 'path', 'int', 'bool', 'secret'].includes(got.type)) return undefined;
   return `is ${article(got.type)}`;
 }
 

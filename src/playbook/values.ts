@@ -1,4 +1,4 @@
-// Values of the eight parameter types: converting what YAML, --set or a prompt
+// Values of the nine parameter types: converting what YAML, --set or a prompt
 // gave into what a step receives (see stepTypes.ts), and printing them back.
 import { homedir } from 'node:os';
 import path from 'node:path';
@@ -87,6 +87,11 @@ export function convertValue(raw: unknown, type: ParamType, items: ParamType = '
       if (typeof raw === 'string') return ok(raw);
       if (typeof raw === 'number' || typeof raw === 'boolean') return ok(String(raw));
       return fail(`expected text, got ${describeRaw(raw)}`);
+    case 'secret':
+      // Text like a string; a message never shows the value (describeRaw only for what is no text).
+      if (typeof raw === 'string') return ok(raw);
+      if (typeof raw === 'number' || typeof raw === 'boolean') return ok(String(raw));
+      return fail(`expected text, got ${Array.isArray(raw) ? 'a list' : raw === null || raw === undefined ? 'nothing' : 'a map'}`);
     case 'int': {
       if (typeof raw === 'number' && Number.isSafeInteger(raw)) return ok(raw);
       if (typeof raw === 'string' && /^\s*[-+]?\d+\s*$/.test(raw) && Number.isSafeInteger(Number(raw))) return ok(Number(raw));

@@ -4,10 +4,11 @@
 import { readFileSync } from 'node:fs';
 import { LineCounter, isMap, isNode, isScalar, parseDocument, type YAMLMap } from 'yaml';
 import { formatDuration } from '../common/durations.js';
-import { looksSecret, REDACTED } from '../audit/redact.js';
+import { isSecretDigest, SECRET_MARK } from '../audit/secretDigest.js';
 import { InputError } from '../common/errors.js';
 import { Problems } from './errors.js';
 import type { Playbook, VariableDef } from './schema.js';
+import { hiddenVariable, secretEnvName } from './secrets.js';
 import { didYouMean } from './suggest.js';
 import { convertValue, formatValue } from './values.js';
 
@@ -18,7 +19,8 @@ export function ruleProblem(def: Pick<VariableDef, 'type' | 'items' | 'validatio
   if (v.pattern) {
     const texts = def.type === 'list' ? (value as unknown[]) : [value];
     for (const t of texts) {
-      if (typeof t === 'string' && !v.pattern.test(t)) return `${JSON.stringify(t)} does not match the pattern ${v.pattern.source}`;
+      if (typeof t === 'string' && !v.pattern.test(t))
+        return `${def.type === 'secret' ? 'the secret' : JSON.stringify(t)} does not match the pattern ${v.pattern.source}`;
     }
   }
   if (def.type === 'list') {
@@ -43,7 +45,7 @@ export function checkVariableValue(def: VariableDef, raw: unknown): { ok: true; 
   return bad ? { ok: false, error: bad } : c;
 }
 
-export type VariableSource = 'default' | 'vars-file' | 'set' | 'endpoints-flag' | 'prompt' | 'recorded' | 'plan';
+export type VariableSource = 'default' | 'vars-file' | 'set' | 'endpoints-flag' | 'prompt' | 'recorded' | 'plan' | 'env';
 
 export interface BoundVariables {
   values: Record<string, unknown>;
@@ -78,14 +80,18 @@ export interface BindOptions {
   check?: ValueCheck;
   /** defaults offered at a prompt instead of the playbook's (e.g. what `lifeboat recover` derives from the survivor) */
   promptDefaults?: Record<string, unknown>;
+  /** where secrets' LIFEBOAT_SECRET_<NAME> are read (default: none) */
+  env?: NodeJS.ProcessEnv;
 }
 
 /**
  * Binds every variable of `pb`. Order of precedence: --set, then the --vars file,
- * then `given`, then --endpoints (for a variable named `endpoints`), then — on a
- * terminal — a prompt for every variable that has `prompt` text or no default,
- * then the default. Unknown names and bad values are errors (exit 2) naming
- * where they came from; without `ask`, so is every variable left without a value.
+ * then (secrets) LIFEBOAT_SECRET_<NAME>, then `given`, then --endpoints (for a
+ * variable named `endpoints`), then — on a terminal — a prompt for every variable
+ * that has `prompt` text or no default, then the default. Unknown names and bad
+ * values are errors (exit 2) naming where they came from, never showing a
+ * secret; without `ask`, so is every variable left without a value. A secret
+ * `given` as recorded (its digest) counts as not given: it is asked for again.
  */
 export async function bindVariables(pb: Playbook, opts: BindOptions = {}): Promise<BoundVariables> {
   const defs = new Map(pb.variables.map((d) => [d.name, d]));
@@ -97,6 +103,7 @@ export async function bindVariables(pb: Playbook, opts: BindOptions = {}): Promi
     for (const [name, raw] of Object.entries(opts.given)) {
       const def = defs.get(name);
       if (!def) throw new InputError(`playbook ${pb.name} has no variable ${name}${didYouMean(name, defs.keys())}`);
+      if (def.type === 'secret' && isSecretDigest(raw)) continue;
       const c = checkVariableValue(def, raw);
       if (!c.ok) throw new InputError(`variable ${name}: ${c.error}`);
       values[name] = c.value;
@@ -108,6 +115,14 @@ export async function bindVariables(pb: Playbook, opts: BindOptions = {}): Promi
     if (!c.ok) throw new InputError(`--endpoints ${opts.endpoints}: ${c.error} (the playbook's variable endpoints)`);
     values.endpoints = c.value;
     sources.endpoints = 'endpoints-flag';
+  }
+  for (const def of pb.variables) {
+    const fromEnv = def.type === 'secret' ? opts.env?.[secretEnvName(def.name)] : undefined;
+    if (fromEnv === undefined || fromEnv === '') continue;
+    const c = checkVariableValue(def, fromEnv);
+    if (!c.ok) throw new InputError(`${secretEnvName(def.name)}: ${c.error}`);
+    values[def.name] = c.value;
+    sources[def.name] = 'env';
   }
   if (opts.varsFile !== undefined) {
     const problems = new Problems(opts.varsFile);
@@ -128,14 +143,17 @@ export async function bindVariables(pb: Playbook, opts: BindOptions = {}): Promi
     }
     problems.throwIfAny();
   }
-  for (const [set, source] of [...(opts.planned ?? []).map((s) => [s, 'plan'] as const), ...(opts.sets ?? []).map((s) => [s, 'set'] as const)]) {
-    const eq = set.indexOf('=');
-    if (eq <= 0) throw new InputError(`--set ${set}: expected NAME=VALUE`);
-    const name = set.slice(0, eq).trim();
-    const text = set.slice(eq + 1);
+  // With secrets about, a --set that is not clearly another variable's is shown without its value: it may be a misspelt secret.
+  const anySecret = pb.variables.some((d) => d.type === 'secret');
+  for (const [given, source] of [...(opts.planned ?? []).map((s) => [s, 'plan'] as const), ...(opts.sets ?? []).map((s) => [s, 'set'] as const)]) {
+    const eq = given.indexOf('=');
+    if (eq <= 0) throw new InputError(`--set ${anySecret ? '(value not shown)' : given}: expected NAME=VALUE`);
+    const name = given.slice(0, eq).trim();
+    const text = given.slice(eq + 1);
     const def = defs.get(name);
+    const set = (def ? hiddenVariable(def) : anySecret) ? `${name}=${SECRET_MARK}` : given;
     if (!def) throw new InputError(`--set ${set}: playbook ${pb.name} has no variable ${name}${didYouMean(name, defs.keys())}`);
-    const raw = /^\s*[[{]/.test(text) ? parseFlowValue(text, set) : text;
+    const raw = def.type !== 'secret' && /^\s*[[{]/.test(text) ? parseFlowValue(text, set) : text;
     const c = checkVariableValue(def, raw);
     if (!c.ok) throw new InputError(`--set ${set}: ${c.error}`);
     const bad = await opts.check?.(def, c.value);
@@ -161,8 +179,11 @@ export async function bindVariables(pb: Playbook, opts: BindOptions = {}): Promi
   }
   if (missing.length > 0) {
     const list = missing.map((d) => `${d.name} (${d.type}${d.prompt ? `: ${d.prompt}` : ''})`).join(', ');
+    const envs = missing.filter((d) => d.type === 'secret').map((d) => secretEnvName(d.name));
     throw new InputError(
-      `missing variable${missing.length > 1 ? 's' : ''} ${list}; give ${missing.length > 1 ? 'them' : 'it'} with --set NAME=VALUE or --vars FILE.yaml (no terminal to ask on)`,
+      `missing variable${missing.length > 1 ? 's' : ''} ${list}; give ${missing.length > 1 ? 'them' : 'it'} with --set NAME=VALUE or --vars FILE.yaml${
+        envs.length > 0 ? ` (a secret also from ${envs.join(', ')}; it is never recorded, so a resumed run needs it again)` : ''
+      } (no terminal to ask on)`,
     );
   }
   return { values, sources, prompts };
@@ -212,8 +233,8 @@ function readVarsFile(file: string, problems: Problems): Array<[string, unknown,
 /** One line per variable: `name = value  (source)`, for the run's header and dry-run. */
 export function formatBound(pb: Playbook, bound: Pick<BoundVariables, 'values' | 'sources'>): string[] {
   const width = Math.max(0, ...pb.variables.map((d) => d.name.length));
-  // A secret (by its name) is not printed: the scripted equivalent leaves it out too.
-  const show = (d: VariableDef) => (looksSecret(d.name) && bound.values[d.name] !== '' ? REDACTED : formatValue(bound.values[d.name], d.type, d.items));
+  // A secret (by its type or name) is not printed: the scripted equivalent leaves it out too.
+  const show = (d: VariableDef) => (hiddenVariable(d) && bound.values[d.name] !== '' ? SECRET_MARK : formatValue(bound.values[d.name], d.type, d.items));
   return pb.variables.map((d) => `${d.name.padEnd(width)} = ${show(d)}  (${sourceLabel(bound.sources[d.name])})`);
 }
 
@@ -231,6 +252,8 @@ function sourceLabel(s: VariableSource | undefined): string {
       return 'given';
     case 'plan':
       return 'recover plan';
+    case 'env':
+      return 'environment';
     default:
       return 'default';
   }

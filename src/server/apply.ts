@@ -220,7 +220,7 @@ export function spaceExceeded(req: KvRequest, alarms: Alarm[]): boolean {
 /** Whether the leader should raise the NOSPACE alarm: kv.db outgrew the quota and no such alarm is active. */
 export function quotaNewlyExceeded(kv: KvStore, quotaBackendBytes: number): boolean {
   if (quotaBackendBytes <= 0 || kv.dbSize() <= quotaBackendBytes) return false;
-  return !kv.cluster.alarms().some((a) => a.alarm === AlarmType.NoSpace);
+  return !kv.cluster.hasAlarm(AlarmType.NoSpace);
 }
 
 /**

@@ -72,6 +72,29 @@ describe('Applied index', () => {
     assert.deepEqual(pairs(a.get('\0', '\0').kvs), ['a=1']);
   });
 
+  test('an entry that throws inside a batch fails the whole batch, even when the throw is caught', () => {
+    const a = Applier.memory();
+    a.put('a', '1');
+    const err = thrown(() =>
+      a.kv.batch(() => {
+        a.kv.applyRequest(2, 1, put('b', '2'));
+        assert.throws(() =>
+          a.kv.apply(3, 1, (w) => {
+            w.request(put('c', '3'));
+            throw new Error('entry 3 failed');
+          }),
+        );
+        a.kv.applyRequest(3, 1, put('d', '4'));
+      }),
+    );
+    assert.equal(err.message, 'entry 3 failed');
+    assert.equal(a.kv.appliedIndex(), 1);
+    assert.equal(a.kv.currentRevision(), 2);
+    assert.deepEqual(pairs(a.get('\0', '\0').kvs), ['a=1']);
+    a.kv.applyRequest(2, 1, put('b', '2'));
+    assert.deepEqual(pairs(a.get('\0', '\0').kvs), ['a=1', 'b=2'], 'the next batch applies as usual');
+  });
+
   test('an entry at or below the applied index is refused: it would be applied twice', () => {
     const a = Applier.memory();
     a.kv.applyRequest(5, 1, put('a', '1'));

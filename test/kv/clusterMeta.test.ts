@@ -81,6 +81,61 @@ describe('Cluster state in the KV', () => {
     );
   });
 
+  test('alarms, cluster ID and removed members read back what an apply wrote, and not what a rolled-back one did', () => {
+    const a = Applier.memory();
+    const noSpace = { memberId: m1.id, alarm: AlarmType.NoSpace };
+    assert.equal(a.kv.cluster.hasAlarm(AlarmType.NoSpace), false);
+    assert.equal(a.kv.cluster.clusterId(), undefined);
+    a.kv.apply(1, 1, (w) => {
+      w.cluster.setClusterId(5n);
+      w.cluster.activateAlarm(noSpace);
+      w.cluster.addRemovedMember(3n);
+      assert.equal(w.cluster.hasAlarm(AlarmType.NoSpace), true, 'seen inside the apply');
+    });
+    assert.deepEqual(a.kv.cluster.alarms(), [noSpace]);
+    assert.equal(a.kv.cluster.clusterId(), 5n);
+    assert.equal(a.kv.cluster.isRemovedMember(3n), true);
+    assert.throws(() =>
+      a.kv.apply(2, 1, (w) => {
+        w.cluster.setClusterId(6n);
+        w.cluster.deactivateAlarm(noSpace);
+        w.cluster.activateAlarm({ memberId: m2.id, alarm: AlarmType.Corrupt });
+        w.cluster.addRemovedMember(4n);
+        w.cluster.setMeta('cluster_version', b('3.5.0'));
+        throw new Error('rolled back');
+      }),
+    );
+    assert.deepEqual(a.kv.cluster.alarms(), [noSpace]);
+    assert.equal(a.kv.cluster.clusterId(), 5n);
+    assert.equal(a.kv.cluster.isRemovedMember(4n), false);
+    assert.equal(a.kv.cluster.getMeta('cluster_version'), undefined);
+    a.kv.apply(2, 1, (w) => w.cluster.deactivateAlarm(noSpace));
+    assert.deepEqual(a.kv.cluster.alarms(), []);
+    assert.equal(a.kv.cluster.hasAlarm(AlarmType.NoSpace), false);
+    const view = a.kv.cluster.alarms();
+    view.push(noSpace);
+    assert.deepEqual(a.kv.cluster.alarms(), [], 'a caller cannot change the store through the array it got');
+  });
+
+  test('the file size follows every commit, and a reopened store reads the same', () => {
+    const path = join(tempDir(), 'kv.db');
+    const kv = KvStore.open(path);
+    const value = b('x'.repeat(1000));
+    const sizes = [kv.dbSize()];
+    kv.batch(() => {
+      for (let i = 1; i <= 200; i++) kv.applyRequest(i, 1, { put: { key: b(`k${i}`), value } });
+    });
+    sizes.push(kv.dbSize());
+    assert.ok(sizes[1] > sizes[0] + 200 * 1000, `${sizes[1]} bytes after 200 KB of values (${sizes[0]} before)`);
+    kv.close();
+    const again = KvStore.open(path);
+    try {
+      assert.equal(again.dbSize(), sizes[1]);
+    } finally {
+      again.close();
+    }
+  });
+
   test('space figures are whole pages and defragment keeps the data', () => {
     const a = Applier.file();
     for (let i = 0; i < 500; i++) a.put(`k${i}`, 'x'.repeat(200));

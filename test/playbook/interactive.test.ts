@@ -25,13 +25,13 @@ describe('interactive playbook run (tmux)', () => {
     t.remove();
   });
 
-  const screen = () => tmux('capture-pane', '-p', '-t', 'pb', '-S', '-50');
+  const screen = (session = 'pb') => tmux('capture-pane', '-p', '-t', session, '-S', '-50');
 
-  async function waitForScreen(pattern: RegExp, timeoutMs = 20_000): Promise<string> {
+  async function waitForScreen(pattern: RegExp, timeoutMs = 20_000, session = 'pb'): Promise<string> {
     const deadline = Date.now() + timeoutMs;
     let last = '';
     while (Date.now() < deadline) {
-      last = screen();
+      last = screen(session);
       if (pattern.test(last)) return last;
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -129,6 +129,61 @@ steps:
         ],
       );
       assert.ok(audit.verify().ok);
+    } finally {
+      audit.close();
+    }
+  });
+
+  test('a secret variable is asked for without echo; neither the terminal nor the audit log shows it', async () => {
+    const log = t.path('secret.log');
+    const db = t.path('secret-audit.db');
+    const secret = 'tty-S3cret-value';
+    const file = t.write(
+      'secret.yaml',
+      `name: tty-secret
+description: A secret asked on the terminal
+variables:
+  token:
+    type: secret
+    prompt: API token
+steps:
+  - id: use
+    type: record
+    name: Use \${vars.token}
+    with: {log: ${log}, label: "\${vars.token}"}
+`,
+    );
+    const env = { LIFEBOAT_TEST_STEPS: FAKE_STEPS, HOME: t.dir, XDG_STATE_HOME: t.path('state'), LIFEBOAT_FAULT: '', LIFEBOAT_AUDIT_DB: '' };
+    const cmd = [
+      `cd ${shellQuote(ROOT)} &&`,
+      'env',
+      ...Object.entries(env).map(([k, v]) => shellQuote(`${k}=${v}`)),
+      shellQuote(process.execPath),
+      'bin/run.js playbook run',
+      shellQuote(file),
+      '--reason tty-secret --audit-db',
+      shellQuote(db),
+      '; echo "EXIT=$?"; sleep 60',
+    ].join(' ');
+    tmux('new-session', '-d', '-s', 'sec', '-x', '200', '-y', '50', cmd);
+    await waitForScreen(/API token/, 20_000, 'sec');
+    tmux('send-keys', '-t', 'sec', '-l', secret);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.ok(!screen('sec').includes(secret.slice(0, 6)), 'the secret is echoed as it is typed');
+    tmux('send-keys', '-t', 'sec', 'Enter');
+    const end = await waitForScreen(/EXIT=\d+/, 20_000, 'sec');
+    assert.match(end, /EXIT=0/, end);
+    assert.deepEqual(recorded(log), [secret], 'the step got the secret');
+    // The pane wraps at 200 columns: read it as one line.
+    const joined = end.replace(/\n/g, '');
+    assert.ok(!joined.includes(secret.slice(0, 6)), end);
+    assert.match(joined, /# plus --set for token \(or LIFEBOAT_SECRET_TOKEN=…\) \(secrets, left out\)/);
+    const audit = AuditLog.open(db, { readonly: true });
+    try {
+      const [run] = audit.runs();
+      assert.match(String(run.variables.token), /^<redacted> hmac:[0-9a-f]{16}$/);
+      const prompt = audit.events(run.id).find((e) => e.kind === 'prompt');
+      assert.equal((prompt?.data as { answer: unknown }).answer, run.variables.token, 'the answer is recorded as the digest');
     } finally {
       audit.close();
     }

@@ -26,6 +26,8 @@ export interface ClusterOptions {
   portSeed: string;
   /** serve clients over TLS with client-certificate auth */
   tls?: TestCerts;
+  /** with `tls`: peers too, on https:// with peer certificate auth (the server certificate, good for both ends) */
+  peerTls?: boolean;
 }
 
 export class EtcdCluster {
@@ -47,7 +49,7 @@ export class EtcdCluster {
       const specs = Array.from({ length: opts.size }, (_, i) => ({
         name: `infra${i + 1}`,
         clientUrl: `${scheme}://127.0.0.1:${ports[2 * i]}`,
-        peerUrl: `http://127.0.0.1:${ports[2 * i + 1]}`,
+        peerUrl: `${opts.tls && opts.peerTls ? 'https' : 'http'}://127.0.0.1:${ports[2 * i + 1]}`,
       }));
       const initialCluster = specs.map((s) => `${s.name}=${s.peerUrl}`).join(',');
       for (const s of specs) {
@@ -132,6 +134,9 @@ export class EtcdCluster {
       '--log-outputs',
       'stderr',
       ...(tls ? ['--client-cert-auth', '--trusted-ca-file', tls.ca, '--cert-file', tls.serverCert, '--key-file', tls.serverKey] : []),
+      ...(tls && this.opts.peerTls
+        ? ['--peer-client-cert-auth', '--peer-trusted-ca-file', tls.ca, '--peer-cert-file', tls.serverCert, '--peer-key-file', tls.serverKey]
+        : []),
       ...extra,
     ];
     const fd = openSync(logFile, 'a');
