@@ -18,13 +18,17 @@
 // HEADERS frames have such an :authority replaced by a valid one. Everything
 // else passes byte for byte; the server→client direction is untouched.
 //
+// Only grpc-go clients need it, and it costs every connection behind it the
+// JS stream path: a connection whose preface shows a grpc-js client (the
+// toolkit's own, the npm etcd3 client) is given to grpc-js as the socket itself.
+//
 // The HPACK details are at the top of hpack.ts.
 import * as grpc from '@grpc/grpc-js';
 import dns from 'node:dns/promises';
 import { EventEmitter } from 'node:events';
 import net from 'node:net';
 import { Duplex } from 'node:stream';
-import { AuthorityRewriter } from './h2Frames.js';
+import { AuthorityRewriter, prefaceKind } from './h2Frames.js';
 import { replacementAuthority } from './hpack.js';
 import { createTlsServer, type ServerTlsOptions } from './tlsTermination.js';
 
@@ -123,6 +127,45 @@ function forwardPeers(server: grpc.Server, before: Set<unknown>): void {
   }
 }
 
+/** How long a new connection may take to send its preface before it gets the rewrite, as every connection once did. */
+const PREFACE_WAIT_MS = 1000;
+
+/**
+ * Calls `decide` once the client's preface shows who it is, with the bytes
+ * read so far put back on the (paused) socket: `rewrite` false for grpc-js
+ * (our own tools, the npm etcd3 client; its :authority is always valid), so
+ * grpc-js gets the socket itself, read natively by http2 without a JS stream
+ * in between; true for everyone else (grpc-go, so etcdctl 3.4), who get the
+ * rewrite. Both wait for the server's SETTINGS before sending HEADERS, but
+ * send their own at once, and grpc-js's is never empty (prefaceKind).
+ */
+function whenClassified(socket: net.Socket, decide: (rewrite: boolean) => void): void {
+  const chunks: Buffer[] = [];
+  let decided = false;
+  const finish = (rewrite: boolean | undefined) => {
+    if (decided) return;
+    decided = true;
+    clearTimeout(timer);
+    socket.off('data', onData);
+    socket.off('end', onEnd);
+    if (rewrite === undefined || socket.destroyed) return void socket.destroy();
+    socket.pause();
+    if (chunks.length > 0) socket.unshift(Buffer.concat(chunks));
+    decide(rewrite);
+  };
+  const onData = (chunk: Buffer) => {
+    chunks.push(chunk);
+    const kind = prefaceKind(chunks.length === 1 ? chunk : Buffer.concat(chunks));
+    if (kind !== undefined) finish(kind !== 'settings');
+  };
+  // Closed before a whole preface: nothing to serve.
+  const onEnd = () => finish(undefined);
+  const timer = setTimeout(() => finish(true), PREFACE_WAIT_MS);
+  socket.on('data', onData);
+  socket.once('end', onEnd);
+  socket.once('close', () => finish(undefined));
+}
+
 function http2ServersOf(server: grpc.Server): Set<unknown> {
   const servers = (server as unknown as { http2Servers?: Map<unknown, unknown> }).http2Servers;
   return new Set(servers instanceof Map ? servers.keys() : []);
@@ -131,6 +174,8 @@ function http2ServersOf(server: grpc.Server): Set<unknown> {
 export interface AuthorityRewriteListener {
   /** The port bound (the one asked for, or the one chosen for port 0). */
   readonly port: number;
+  /** Connections handed to grpc-js so far: as sockets (grpc-js clients) and through the rewrite (the rest). */
+  connections(): { native: number; rewritten: number };
   /** Refuses new connections from now on; connections already open carry on. */
   stopAccepting(): void;
   /** Stops accepting, drops the connections still open, resolves once all are gone. */
@@ -164,6 +209,7 @@ export async function listenWithAuthorityRewrite(
   const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
   forwardPeers(server, before);
   const sockets = new Set<net.Socket>();
+  const counts = { native: 0, rewritten: 0 };
   const servers: net.Server[] = [];
   const serverClosed: Array<Promise<void>> = [];
   let port = wanted;
@@ -184,13 +230,17 @@ export async function listenWithAuthorityRewrite(
     socket.on('error', () => {}); // reported through the connection; never unhandled
     socket.setNoDelay(true); // what http2 does to a plain socket (it cannot to a wrapped one)
     const h = local.includes(':') && local.startsWith('::ffff:') && net.isIPv4(local.slice(7)) ? local.slice(7) : local;
-    const cache = new Map<number, Buffer>();
-    const conn = new RewritingConnection(socket, (len) => {
-      let v = cache.get(len);
-      if (!v) cache.set(len, (v = Buffer.from(replacementAuthority(h, localPort, len), 'latin1')));
-      return v;
+    whenClassified(socket, (rewrite) => {
+      counts[rewrite ? 'rewritten' : 'native']++;
+      if (!rewrite) return injector.injectConnection(socket);
+      const cache = new Map<number, Buffer>();
+      const conn = new RewritingConnection(socket, (len) => {
+        let v = cache.get(len);
+        if (!v) cache.set(len, (v = Buffer.from(replacementAuthority(h, localPort, len), 'latin1')));
+        return v;
+      });
+      injector.injectConnection(conn);
     });
-    injector.injectConnection(conn);
   };
 
   const tlsOptions = opts.tls ? { ...opts.tls, alpn: opts.tls.alpn ?? ['h2'] } : undefined;
@@ -229,6 +279,7 @@ export async function listenWithAuthorityRewrite(
   let closed: Promise<void> | undefined;
   return {
     port,
+    connections: () => ({ ...counts }),
     stopAccepting,
     close() {
       closed ??= (async () => {

@@ -18,6 +18,25 @@ const MAX_FRAME = 16384;
 /** A header block larger than this passes through unexamined (nghttp2 applies its own limits). */
 const MAX_BLOCK = 256 * 1024;
 
+const SETTINGS = 0x4;
+
+/**
+ * What the start of a client's byte stream says about the client, once the
+ * connection preface and the header of the first frame (a SETTINGS, as RFC 9113
+ * requires) are in: 'settings' for a non-empty SETTINGS (grpc-js, which always
+ * sets INITIAL_WINDOW_SIZE), 'empty-settings' for an empty one (grpc-go, so
+ * etcdctl, and Node's bare http2 client), 'other' for anything but an HTTP/2
+ * client preface, undefined while the bytes so far are a prefix of one.
+ */
+export function prefaceKind(head: Buffer): 'empty-settings' | 'settings' | 'other' | undefined {
+  const n = Math.min(head.length, PREFACE.length);
+  if (!head.subarray(0, n).equals(PREFACE.subarray(0, n))) return 'other';
+  if (head.length < PREFACE.length + 9) return undefined;
+  const f = PREFACE.length;
+  if (head[f + 3] !== SETTINGS || head.readUInt32BE(f + 5) !== 0) return 'other';
+  return head.readUIntBE(f, 3) === 0 ? 'empty-settings' : 'settings';
+}
+
 const enum Mode {
   Preface,
   Frames,

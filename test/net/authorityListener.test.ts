@@ -108,6 +108,33 @@ describe('end to end, a grpc-js server behind the rewrite', () => {
     assert.equal((JSON.parse(st.stdout) as Array<{ Status: { version: string } }>)[0].Status.version, '3.4.23');
   });
 
+  test('grpc-js connections get the socket itself, etcdctl and bare http2 connections the rewrite', async () => {
+    const before = listener.connections();
+    const client = new Maintenance(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
+      Status(req: object, cb: (err: grpc.ServiceError | null, res: { version: string }) => void): void;
+    };
+    try {
+      const res = await new Promise<{ version: string }>((resolve, reject) => client.Status({}, (err, r) => (err ? reject(err) : resolve(r))));
+      assert.equal(res.version, '3.4.23');
+    } finally {
+      client.close();
+    }
+    const afterGrpcJs = listener.connections();
+    assert.deepEqual(afterGrpcJs, { native: before.native + 1, rewritten: before.rewritten });
+    const st = await etcdctl('--endpoints', `http://127.0.0.1:${port}`, 'endpoint', 'status', '-w', 'json');
+    assert.equal(st.code, 0, st.stderr);
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    session.on('error', () => {});
+    try {
+      await h2Status(session, 'http://bad/authority', 'x', 0);
+    } finally {
+      session.close();
+    }
+    const afterOthers = listener.connections();
+    assert.equal(afterOthers.native, afterGrpcJs.native, 'no etcdctl or bare http2 connection went native');
+    assert.ok(afterOthers.rewritten >= afterGrpcJs.rewritten + 2, `etcdctl and http2 went through the rewrite: ${JSON.stringify(afterOthers)}`);
+  });
+
   test('grpc-js: 500 sequential calls on one connection, each with its own deadline', async () => {
     const client = new Maintenance(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
       Status(req: object, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: { version: string }) => void): void;
