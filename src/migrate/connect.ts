@@ -29,10 +29,12 @@ export interface MigrationRequest {
   /** default: progressPath(...), one file per migration */
   progressFile?: string;
   restart: boolean;
+  /** copy the source's users, roles and grants before the keys */
+  copyAuth: boolean;
 }
 
 /** The options of migrate() except its signals and callbacks, with the clients to close. */
-export type MigrationConnection = Pick<MigrateOptions, 'src' | 'dst' | 'sourcePrefix' | 'destPrefix' | 'once' | 'progressFile' | 'restart'> & {
+export type MigrationConnection = Pick<MigrateOptions, 'src' | 'dst' | 'sourcePrefix' | 'destPrefix' | 'once' | 'progressFile' | 'restart' | 'copyAuth'> & {
   close(): void;
 };
 
@@ -63,6 +65,7 @@ export function connectMigration(req: MigrationRequest): MigrationConnection {
     once: req.once,
     progressFile,
     restart: req.restart,
+    copyAuth: req.copyAuth,
     close: () => {
       src.close();
       dst.close();
