@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { BaseCommand, durationFlag } from '../src/cli/baseCommand.js';
+import { BaseCommand, credentialsFor, durationFlag } from '../src/cli/baseCommand.js';
 import { runMigration } from '../src/cli/migrateRun.js';
 import { migrateOutput } from '../src/cli/output/migrate.js';
 
@@ -34,6 +34,10 @@ export default class Migrate extends BaseCommand {
     'to-cacert': Flags.string({ description: side('to', 'CA bundle (PEM)') }),
     'to-cert': Flags.string({ description: side('to', 'client certificate (PEM)') }),
     'to-key': Flags.string({ description: side('to', 'client private key (PEM)') }),
+    'from-user': Flags.string({ description: side('from', 'etcd auth: username[:password]'), env: 'LIFEBOAT_FROM_USER' }),
+    'from-password': Flags.string({ description: side('from', 'etcd auth: the password of --from-user'), env: 'LIFEBOAT_FROM_PASSWORD' }),
+    'to-user': Flags.string({ description: side('to', 'etcd auth: username[:password]'), env: 'LIFEBOAT_TO_USER' }),
+    'to-password': Flags.string({ description: side('to', 'etcd auth: the password of --to-user'), env: 'LIFEBOAT_TO_PASSWORD' }),
     'insecure-skip-tls-verify': Flags.boolean({ description: 'accept any server certificate on both sides; test clusters only' }),
     'dial-timeout': durationFlag('dial-timeout', 2000, '2s', 'how long to wait for a connection, e.g. 2s'),
     'command-timeout': durationFlag('command-timeout', 10_000, '10s', 'deadline of each request, e.g. 10s'),
@@ -43,8 +47,34 @@ export default class Migrate extends BaseCommand {
   async run(): Promise<void> {
     const { flags } = await this.parse(Migrate);
     const result = await runMigration({
-      from: { endpoints: flags.from, cacert: flags['from-cacert'], cert: flags['from-cert'], key: flags['from-key'] },
-      to: { endpoints: flags.to, cacert: flags['to-cacert'], cert: flags['to-cert'], key: flags['to-key'] },
+      from: {
+        endpoints: flags.from,
+        cacert: flags['from-cacert'],
+        cert: flags['from-cert'],
+        key: flags['from-key'],
+        ...credentialsFor(
+          flags['from-user'],
+          flags['from-password'],
+          undefined,
+          '--from-user',
+          '--from-password, NAME:PASSWORD or LIFEBOAT_FROM_PASSWORD',
+          'source: ',
+        ),
+      },
+      to: {
+        endpoints: flags.to,
+        cacert: flags['to-cacert'],
+        cert: flags['to-cert'],
+        key: flags['to-key'],
+        ...credentialsFor(
+          flags['to-user'],
+          flags['to-password'],
+          undefined,
+          '--to-user',
+          '--to-password, NAME:PASSWORD or LIFEBOAT_TO_PASSWORD',
+          'destination: ',
+        ),
+      },
       insecureSkipVerify: flags['insecure-skip-tls-verify'],
       dialTimeoutMs: flags['dial-timeout'],
       commandTimeoutMs: flags['command-timeout'],

@@ -1,7 +1,7 @@
 // Connecting a migration: a client for each cluster (its endpoints, TLS files
 // and timeouts), the prefixes and the default progress file. The caller closes
 // the clients (close()) when the migration ends.
-import { clientFor } from '../client/etcdClient.js';
+import { clientFor, type ConnectionOptions } from '../client/etcdClient.js';
 import { progressPath, type MigrateOptions } from './migration.js';
 
 /** One side of a migration: endpoints (comma-separated) and its TLS files. */
@@ -10,6 +10,8 @@ export interface ClusterSide {
   cacert?: string;
   cert?: string;
   key?: string;
+  /** etcd auth on that side */
+  credentials?: ConnectionOptions['credentials'];
 }
 
 export interface MigrationRequest {
@@ -45,6 +47,7 @@ export function connectMigration(req: MigrationRequest): MigrationConnection {
       commandTimeoutMs: req.commandTimeoutMs,
       tls: { caFile: side.cacert, certFile: side.cert, keyFile: side.key, insecureSkipVerify: req.insecureSkipVerify },
       debug: req.debug,
+      ...(side.credentials ? { credentials: side.credentials } : {}),
     });
   const src = client(req.from);
   const dst = client(req.to);

@@ -309,5 +309,18 @@ describe('lifeboat migrate', { timeout: 240_000 }, () => {
     assert.notEqual(root.code, 0, root.stdout);
     assert.match(root.stderr, /authentication failed, invalid user ID or password/);
     assert.equal(await ctl(ep, '--user', 'root:rootpw-dest', 'user', 'get', 'alice'), 'User: alice\nRoles: reader writer\n');
+
+    // Back, from the auth-enabled Lifeboat member as its root (asked for on no terminal: given apart) to etcd,
+    // where every user and role is already there, identical; etcd's auth is off and stays off.
+    const back = await run(
+      process.execPath,
+      [BIN, 'migrate', '--from', ep, '--from-user', 'root', '--to', etcd.endpoints, '--prefix', 'authapp/', '--dest-prefix', 'authback/', '--once'],
+      { env: { LIFEBOAT_FROM_PASSWORD: 'rootpw-dest' }, timeoutMs: 60_000 },
+    );
+    assert.equal(back.code, 0, back.stderr);
+    assert.match(back.stdout, /copied 0 roles and 0 users .*\(2 roles and 3 users already there, identical\)/);
+    assert.match(back.stdout, /auth is enabled on the source, not on the destination: migrate does not enable it/);
+    assert.doesNotMatch(back.stdout + back.stderr, /rootpw/);
+    assert.equal(await ctl(etcd.endpoints, 'get', 'authback/one', '--print-value-only'), '1\n');
   });
 });
