@@ -274,6 +274,11 @@ describe('lifeboat migrate', { timeout: 240_000 }, () => {
     ])
       await ctl(ep, ...args);
     const args = ['migrate', '--from', etcd.endpoints, '--to', ep, '--prefix', 'authapp/', '--once', '--progress-file', path.join(tmp, 'auth.json')];
+    // --no-copy-auth: keys only, the differing user notwithstanding.
+    const keysOnly = await lifeboat(...args.slice(0, -2), '--dest-prefix', 'keysonly/', '--no-copy-auth');
+    assert.equal(keysOnly.code, 0, keysOnly.stderr);
+    assert.doesNotMatch(keysOnly.stdout, /roles|users/);
+    assert.equal(await ctl(ep, 'get', 'keysonly/one', '--print-value-only'), '1\n');
     const refused = await lifeboat(...args);
     assert.equal(refused.code, 3, refused.stderr);
     assert.match(refused.stderr, /user "alice" exists on the destination with other roles/);
