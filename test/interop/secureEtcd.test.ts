@@ -238,5 +238,9 @@ describe('a real etcd 3.4 with mutual TLS and auth', () => {
       assert.equal((await dest.ctl(d1.client, '--user', `root:${ROOT_PW}`, ...what)).stdout, ok(await src(...what)), what.join(' '));
     const appuser = await dest.ctl(d1.client, '--user', 'appuser:App-pw-src', 'get', '/secure/app/x');
     assert.match(appuser.stderr, /authentication failed, invalid user ID or password/);
+    // The audit log names what the migrate step copied.
+    const exported = ok(await lifeboat('audit', 'export', '--audit-db', path.join(cluster.dir, 'migrate-audit.db')));
+    assert.match(exported, /"users-copied": \[\s*"appuser"\s*\]/);
+    assert.match(exported, /"roles-copied": \[\s*"app"\s*\]/);
   });
 });
