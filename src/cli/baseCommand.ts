@@ -202,18 +202,33 @@ export function connectionFromFlags(flags: ConnectionFlags): ConnectionOptions {
  */
 function credentialsFromFlags(flags: ConnectionFlags): Pick<ConnectionOptions, 'credentials'> {
   const spec = flags.user ?? fromEtcdctlEnv('user');
+  return credentialsFor(spec, flags.password, process.env.ETCDCTL_PASSWORD || undefined, '--user', '--password, NAME:PASSWORD or ETCDCTL_PASSWORD');
+}
+
+/**
+ * NAME[:PASSWORD] of `flag`, read as above: `password` (given apart) wins over the
+ * one in `spec`, which wins over `fallback`; `passwordHint` says where one can come from.
+ */
+export function credentialsFor(
+  spec: string | undefined,
+  password: string | undefined,
+  fallback: string | undefined,
+  flag: string,
+  passwordHint: string,
+  promptLabel = '',
+): Pick<ConnectionOptions, 'credentials'> {
   if (!spec) return {};
   const colon = spec.indexOf(':');
   const user = colon < 0 ? spec : spec.slice(0, colon);
-  if (!user) throw new InputError('--user has no user name; use --user NAME or --user NAME:PASSWORD');
-  const given = flags.password ?? (colon < 0 ? undefined : spec.slice(colon + 1)) ?? (process.env.ETCDCTL_PASSWORD || undefined);
+  if (!user) throw new InputError(`${flag} has no user name; use ${flag} NAME or ${flag} NAME:PASSWORD`);
+  const given = password ?? (colon < 0 ? undefined : spec.slice(colon + 1)) ?? fallback;
   if (given !== undefined) return { credentials: { user, password: given } };
   if (!process.stdin.isTTY) {
-    throw new InputError(`--user ${user} has no password and there is no terminal to ask on; give --password, ${user}:PASSWORD or ETCDCTL_PASSWORD`);
+    throw new InputError(`${flag} ${user} has no password and there is no terminal to ask on; give ${passwordHint.replace('NAME', user)}`);
   }
   // Asked once: every client the command makes (a playbook makes many) reuses the answer.
   let asked: Promise<string> | undefined;
-  return { credentials: { user, password: () => (asked ??= askPassword(user)) } };
+  return { credentials: { user, password: () => (asked ??= askPassword(`${promptLabel}${user}`)) } };
 }
 
 async function askPassword(user: string): Promise<string> {

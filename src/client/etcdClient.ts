@@ -39,6 +39,7 @@ import {
   type PutResult,
   type RangeOptions,
   type RangeResult,
+  type RolePermission,
   type SnapshotChunk,
   type StatusResult,
   type TxnOp,
@@ -87,7 +88,8 @@ export function clientFor(endpoints: string | readonly string[], conn: Connectio
   return new EtcdClient({ ...conn, endpoints });
 }
 
-type ServiceName = 'kv' | 'cluster' | 'maintenance';
+type ServiceName = 'kv' | 'cluster' | 'maintenance' | 'auth';
+const SERVICE_NAMES: Record<ServiceName, string> = { kv: 'KV', cluster: 'Cluster', maintenance: 'Maintenance', auth: 'Auth' };
 
 export class EtcdClient {
   readonly endpoints: readonly Endpoint[];
@@ -182,6 +184,51 @@ export class EtcdClient {
   }
 
   // ---- Maintenance ----
+
+  // ---- Auth (etcd's; read by `migrate` to copy users and roles) ----
+
+  async userList(): Promise<string[]> {
+    return (await this.unary<{ users?: string[] }>('auth', 'UserList', {})).res.users ?? [];
+  }
+
+  /** The user's roles (etcd never returns a password or its hash). */
+  async userGet(name: string): Promise<string[]> {
+    return (await this.unary<{ roles?: string[] }>('auth', 'UserGet', { name })).res.roles ?? [];
+  }
+
+  async roleList(): Promise<string[]> {
+    return (await this.unary<{ roles?: string[] }>('auth', 'RoleList', {})).res.roles ?? [];
+  }
+
+  async roleGet(role: string): Promise<RolePermission[]> {
+    const { res } = await this.unary<{ perm?: Array<{ permType?: string; key?: Buffer; range_end?: Buffer }> }>('auth', 'RoleGet', { role });
+    return (res.perm ?? []).map((p) => ({
+      permType: (p.permType ?? 'READ') as RolePermission['permType'],
+      key: p.key ?? Buffer.alloc(0),
+      rangeEnd: p.range_end ?? Buffer.alloc(0),
+    }));
+  }
+
+  async roleAdd(name: string): Promise<void> {
+    await this.unary('auth', 'RoleAdd', { name });
+  }
+
+  async roleGrantPermission(name: string, perm: RolePermission): Promise<void> {
+    await this.unary('auth', 'RoleGrantPermission', { name, perm: { permType: perm.permType, key: perm.key, ...rangeEnd(perm.rangeEnd) } });
+  }
+
+  async userAdd(name: string, password: string): Promise<void> {
+    await this.unary('auth', 'UserAdd', { name, password });
+  }
+
+  async userGrantRole(user: string, role: string): Promise<void> {
+    await this.unary('auth', 'UserGrantRole', { user, role });
+  }
+
+  /** Whether this client's calls carry a token, i.e. it has credentials and the server has auth enabled. */
+  async authenticated(): Promise<boolean> {
+    return this.options.credentials !== undefined && (await this.token) !== undefined;
+  }
 
   async status(): Promise<StatusResult> {
     const { res } = await this.unary<WireStatusResponse>('maintenance', 'Status', {});
@@ -393,7 +440,7 @@ export class EtcdClient {
     const client: UnaryMethods = conn[svc];
     const ep = conn.endpoint.text;
     const started = Date.now();
-    const name = `${svc === 'kv' ? 'KV' : svc === 'cluster' ? 'Cluster' : 'Maintenance'}.${method}`;
+    const name = `${SERVICE_NAMES[svc]}.${method}`;
     this.options.debug?.(`→ ${name} ${ep}`);
     return new Promise((resolve, reject) => {
       client[method](req, md, { deadline: Date.now() + this.commandTimeoutMs }, (err: grpc.ServiceError | null, res: unknown) => {

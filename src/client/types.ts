@@ -345,3 +345,11 @@ export function alarmFromWire(w: WireAlarmResponse): AlarmResult {
     alarms: (w.alarms ?? []).map((a) => ({ memberId: wireBig(a.memberID), alarm: (a.alarm ?? 'NONE') as AlarmType })),
   };
 }
+
+/** One permission of an etcd role: READ, WRITE or READWRITE on a key, or on [key, rangeEnd) when rangeEnd is set. */
+export interface RolePermission {
+  permType: 'READ' | 'WRITE' | 'READWRITE';
+  key: Buffer;
+  /** empty: the key alone; [0]: every key from `key` on */
+  rangeEnd: Buffer;
+}

@@ -1,7 +1,7 @@
 // Connecting a migration: a client for each cluster (its endpoints, TLS files
 // and timeouts), the prefixes and the default progress file. The caller closes
 // the clients (close()) when the migration ends.
-import { clientFor } from '../client/etcdClient.js';
+import { clientFor, type ConnectionOptions } from '../client/etcdClient.js';
 import { progressPath, type MigrateOptions } from './migration.js';
 
 /** One side of a migration: endpoints (comma-separated) and its TLS files. */
@@ -10,6 +10,8 @@ export interface ClusterSide {
   cacert?: string;
   cert?: string;
   key?: string;
+  /** etcd auth on that side */
+  credentials?: ConnectionOptions['credentials'];
 }
 
 export interface MigrationRequest {
@@ -29,10 +31,12 @@ export interface MigrationRequest {
   /** default: progressPath(...), one file per migration */
   progressFile?: string;
   restart: boolean;
+  /** copy the source's users, roles and grants before the keys */
+  copyAuth: boolean;
 }
 
 /** The options of migrate() except its signals and callbacks, with the clients to close. */
-export type MigrationConnection = Pick<MigrateOptions, 'src' | 'dst' | 'sourcePrefix' | 'destPrefix' | 'once' | 'progressFile' | 'restart'> & {
+export type MigrationConnection = Pick<MigrateOptions, 'src' | 'dst' | 'sourcePrefix' | 'destPrefix' | 'once' | 'progressFile' | 'restart' | 'copyAuth'> & {
   close(): void;
 };
 
@@ -43,6 +47,7 @@ export function connectMigration(req: MigrationRequest): MigrationConnection {
       commandTimeoutMs: req.commandTimeoutMs,
       tls: { caFile: side.cacert, certFile: side.cert, keyFile: side.key, insecureSkipVerify: req.insecureSkipVerify },
       debug: req.debug,
+      ...(side.credentials ? { credentials: side.credentials } : {}),
     });
   const src = client(req.from);
   const dst = client(req.to);
@@ -63,6 +68,7 @@ export function connectMigration(req: MigrationRequest): MigrationConnection {
     once: req.once,
     progressFile,
     restart: req.restart,
+    copyAuth: req.copyAuth,
     close: () => {
       src.close();
       dst.close();

@@ -9,6 +9,7 @@ import { lifeboatStateDir } from '../common/stateDir.js';
 import type { EtcdClient } from '../client/etcdClient.js';
 import { InputError, RefusedError } from '../common/errors.js';
 import { dieNow, failpointArg } from '../common/failpoint.js';
+import { copyAuth, type AuthCopyResult } from './authCopy.js';
 import { CompactedError, copyAtRevision } from './copy.js';
 import { writeOps } from './destWriter.js';
 import { follow } from './follow.js';
@@ -27,6 +28,8 @@ export interface MigrateOptions {
   progressFile: string;
   /** forget the record, empty what it copied, and copy everything again */
   restart: boolean;
+  /** copy the source's users, roles and grants (authCopy.ts) before the keys */
+  copyAuth: boolean;
   /** live mode: aborted when the operator asks to finish (drain, verify, stop) */
   finish: AbortSignal;
   /** aborted to stop at once, progress kept */
@@ -45,6 +48,8 @@ export interface MigrateResult {
   /** keys written at the finish because the watch had not delivered them yet */
   repaired: number;
   verified: VerifyResult;
+  /** with copyAuth: the users and roles copied */
+  auth?: AuthCopyResult;
 }
 
 /** The default record for a migration: one per (source, destination, prefixes), in the XDG state dir. */
@@ -97,6 +102,8 @@ export async function migrate(o: MigrateOptions): Promise<MigrateResult> {
         `the destination already holds ${dstHead.count} keys under ${dp}; migrate copies into an empty prefix: choose another --dest-prefix or delete them (lifeboat del ${dp} --prefix)`,
       );
     }
+    const auth = o.copyAuth ? await copyAuth(o.src, o.dst) : undefined;
+    if (auth) for (const line of authSummary(auth)) o.log(line);
     progress ??= newProgress(o, source.cluster, dest.cluster, srcHead.header.revision);
     const p = progress;
     // The failpoint migrate-copy:N (common/failpoint.ts): die once N copy batches are recorded.
@@ -149,7 +156,7 @@ export async function migrate(o: MigrateOptions): Promise<MigrateResult> {
           o.log(`finishing at revision ${p.appliedRevision}: catching up with the source, then verifying`);
         }
         const { verified, repaired } = await finish(o, mapping, p, save, onApplied);
-        return { source, dest, progressFile: o.progressFile, resumed, copy, applied, repaired, verified };
+        return { source, dest, progressFile: o.progressFile, resumed, copy, applied, repaired, verified, ...(auth ? { auth } : {}) };
       } catch (err) {
         if (!(err instanceof CompactedError) || o.abort.aborted) throw err;
         const head = await o.src.range(mapping.source.key, { rangeEnd: mapping.source.rangeEnd, countOnly: true });
@@ -230,6 +237,25 @@ function checkSame(p: MigrationProgress, file: string, src: bigint, dst: bigint,
       `${sp.toString()} → ${dp.toString()}`,
     );
   }
+}
+
+/** What copyAuth did and what it leaves to the operator, one line each (none when the source has no users or roles). */
+export function authSummary(a: AuthCopyResult): string[] {
+  const lines: string[] = [];
+  const same = a.sameRoles + a.sameUsers;
+  if (a.roles.length + a.users.length + same === 0) return lines;
+  lines.push(
+    `copied ${a.roles.length} roles and ${a.users.length} users with their permissions and role grants${same ? ` (${a.sameRoles} roles and ${a.sameUsers} users already there, identical)` : ''}`,
+  );
+  if (a.users.length > 0)
+    lines.push(
+      `passwords are not copied (etcd never returns them): users have a random password nobody knows on the destination, so they log in only by client-certificate CN until you set one: etcdctl user passwd NAME (${a.users.join(', ')})`,
+    );
+  if (a.sourceAuthEnabled && !a.destAuthEnabled)
+    lines.push(
+      "auth is enabled on the source, not on the destination: migrate does not enable it (root's password is not known there: that would lock you out); set root's password, then etcdctl auth enable",
+    );
+  return lines;
 }
 
 const hex = (id: bigint) => id.toString(16);

@@ -209,7 +209,15 @@ describe('a real etcd 3.4 with mutual TLS and auth', () => {
       const r = await dest.ctl(d1.client, ...args);
       assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
     }
-    ok(await etcdctl('--endpoints', endpoints, ...tls, '--user', `root:${ROOT_PW}`, 'put', '/secure/migrated', 'yes'));
+    const src = (...args: string[]) => etcdctl('--endpoints', endpoints, ...tls, '--user', `root:${ROOT_PW}`, ...args);
+    for (const args of [
+      ['put', '/secure/migrated', 'yes'],
+      ['role', 'add', 'app'],
+      ['role', 'grant-permission', 'app', 'readwrite', '/secure/app/', '--prefix'],
+      ['user', 'add', 'appuser', '--new-user-password', 'App-pw-src'],
+      ['user', 'grant-role', 'appuser', 'app'],
+    ])
+      ok(await src(...args));
     const r = await playbookRun('migrate-from-etcd', { source: endpoints, destination: d1.clientUrl }, path.join(cluster.dir, 'migrate-audit.db'), {
       extra: [...tls, '--user', 'root'],
       // The migration's progress file goes under XDG_STATE_HOME: this cluster's, never the user's.
@@ -221,5 +229,18 @@ describe('a real etcd 3.4 with mutual TLS and auth', () => {
       assert.equal((await dest.ctl(d1.client, '--user', `root:${ROOT_PW}`, 'get', k, '--print-value-only')).code, 0);
     assert.equal((await dest.ctl(d1.client, '--user', `root:${ROOT_PW}`, 'get', '/secure/migrated', '--print-value-only')).stdout, 'yes\n');
     assert.ok(!r.out.includes(ROOT_PW));
+    // Users and roles came along (root, identical on both, was kept); the user's password did not.
+    assert.match(r.out, /copied 1 roles and 1 users with their permissions and role grants \(0 roles and 1 users already there, identical\)/);
+    for (const what of [
+      ['role', 'get', 'app'],
+      ['user', 'get', 'appuser'],
+    ])
+      assert.equal((await dest.ctl(d1.client, '--user', `root:${ROOT_PW}`, ...what)).stdout, ok(await src(...what)), what.join(' '));
+    const appuser = await dest.ctl(d1.client, '--user', 'appuser:App-pw-src', 'get', '/secure/app/x');
+    assert.match(appuser.stderr, /authentication failed, invalid user ID or password/);
+    // The audit log names what the migrate step copied.
+    const exported = ok(await lifeboat('audit', 'export', '--audit-db', path.join(cluster.dir, 'migrate-audit.db')));
+    assert.match(exported, /"users-copied": \[\s*"appuser"\s*\]/);
+    assert.match(exported, /"roles-copied": \[\s*"app"\s*\]/);
   });
 });

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { EtcdCluster } from '../support/etcdCluster.js';
 import { BIN, LifeboatCluster, lifeboat, run, waitFor } from '../support/lifeboatCluster.js';
+import { etcdctl } from '../support/tools.js';
 import { Background, RawKv } from '../watch/watchClients.js';
 
 const key = (prefix: string, i: number) => `${prefix}${String(i).padStart(5, '0')}`;
@@ -240,5 +241,91 @@ describe('lifeboat migrate', { timeout: 240_000 }, () => {
     assert.equal(bad.code, 1, bad.stderr);
     assert.match(bad.stderr, /is damaged \(checksum mismatch\); delete it or pass --restart/);
     assert.equal(bad.stderr.trim().split('\n').length, 1, bad.stderr);
+  });
+
+  test('copies roles with their permissions and users with their role grants, without passwords; refuses a user that differs on the destination', async () => {
+    const ep = lb.endpoints()[0];
+    const ctl = async (endpoint: string, ...args: string[]) => {
+      const r = await etcdctl('--endpoints', endpoint, ...args);
+      assert.equal(r.code, 0, `etcdctl ${args.join(' ')}: ${r.stderr}`);
+      return r.stdout;
+    };
+    for (const args of [
+      ['role', 'add', 'reader'],
+      ['role', 'grant-permission', 'reader', 'read', 'authapp/', '--prefix'],
+      ['role', 'add', 'writer'],
+      ['role', 'grant-permission', 'writer', 'readwrite', 'authapp/one'],
+      ['role', 'grant-permission', 'writer', 'write', 'authapp/a', 'authapp/m'],
+      ['user', 'add', 'root', '--new-user-password', 'rootpw-source'],
+      ['user', 'grant-role', 'root', 'root'],
+      ['user', 'add', 'alice', '--new-user-password', 'alicepw-source'],
+      ['user', 'grant-role', 'alice', 'reader'],
+      ['user', 'grant-role', 'alice', 'writer'],
+      ['user', 'add', 'bob', '--no-password'],
+      ['user', 'grant-role', 'bob', 'reader'],
+      ['put', 'authapp/one', '1'],
+    ])
+      await ctl(etcd.endpoints, ...args);
+    // On the destination: an identical role (kept) and a user with other roles (refused).
+    for (const args of [
+      ['role', 'add', 'reader'],
+      ['role', 'grant-permission', 'reader', 'read', 'authapp/', '--prefix'],
+      ['user', 'add', 'alice', '--no-password'],
+    ])
+      await ctl(ep, ...args);
+    const args = ['migrate', '--from', etcd.endpoints, '--to', ep, '--prefix', 'authapp/', '--once', '--progress-file', path.join(tmp, 'auth.json')];
+    // --no-copy-auth: keys only, the differing user notwithstanding.
+    const keysOnly = await lifeboat(...args.slice(0, -2), '--dest-prefix', 'keysonly/', '--no-copy-auth');
+    assert.equal(keysOnly.code, 0, keysOnly.stderr);
+    assert.doesNotMatch(keysOnly.stdout, /roles|users/);
+    assert.equal(await ctl(ep, 'get', 'keysonly/one', '--print-value-only'), '1\n');
+    const refused = await lifeboat(...args);
+    assert.equal(refused.code, 3, refused.stderr);
+    assert.match(refused.stderr, /user "alice" exists on the destination with other roles/);
+    assert.equal(refused.stderr.trim().split('\n').length, 1, refused.stderr);
+    assert.equal(await ctl(ep, 'role', 'list'), 'reader\n', 'a role was written before the refusal');
+    assert.equal(await ctl(ep, 'get', 'authapp/one'), '', 'a key was written before the refusal');
+
+    await ctl(ep, 'user', 'delete', 'alice');
+    const r = await lifeboat(...args);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /copied 1 roles and 3 users with their permissions and role grants \(1 roles and 0 users already there, identical\)/);
+    assert.match(r.stdout, /passwords are not copied .*etcdctl user passwd NAME \(alice, bob, root\)/);
+    for (const what of [
+      ['role', 'list'],
+      ['role', 'get', 'reader'],
+      ['role', 'get', 'writer'],
+      ['user', 'list'],
+      ['user', 'get', 'alice'],
+      ['user', 'get', 'bob'],
+      ['user', 'get', 'root'],
+    ])
+      assert.equal(await ctl(ep, ...what), await ctl(etcd.endpoints, ...what), what.join(' '));
+    assert.equal(await ctl(ep, 'get', 'authapp/one', '--print-value-only'), '1\n');
+
+    // The source's passwords did not come along: with root's set and auth on, alice's fails.
+    const passwd = await run('etcdctl', ['--endpoints', ep, 'user', 'passwd', 'root', '--interactive=false'], { input: 'rootpw-dest\n' });
+    assert.equal(passwd.code, 0, passwd.stderr);
+    await ctl(ep, 'auth', 'enable');
+    const alice = await etcdctl('--endpoints', ep, '--user', 'alice:alicepw-source', 'get', 'authapp/one');
+    assert.notEqual(alice.code, 0, alice.stdout);
+    assert.match(alice.stderr, /authentication failed, invalid user ID or password/);
+    const root = await etcdctl('--endpoints', ep, '--user', 'root:rootpw-source', 'get', 'authapp/one');
+    assert.notEqual(root.code, 0, root.stdout);
+    assert.match(root.stderr, /authentication failed, invalid user ID or password/);
+    assert.equal(await ctl(ep, '--user', 'root:rootpw-dest', 'user', 'get', 'alice'), 'User: alice\nRoles: reader writer\n');
+
+    // Back, from the auth-enabled Lifeboat member as its root (asked for on no terminal: given apart) to etcd,
+    // where every user and role is already there, identical; etcd's auth is off and stays off.
+    const back = await run(
+      process.execPath,
+      [BIN, 'migrate', '--from', ep, '--from-user', 'root', '--to', etcd.endpoints, '--prefix', 'authapp/', '--dest-prefix', 'authback/', '--once'],
+      { env: { LIFEBOAT_FROM_PASSWORD: 'rootpw-dest' }, timeoutMs: 60_000 },
+    );
+    assert.equal(back.code, 0, back.stderr);
+    assert.match(back.stdout, /copied 0 roles and 0 users .*\(2 roles and 3 users already there, identical\)/);
+    assert.match(back.stdout, /auth is enabled on the source, not on the destination: migrate does not enable it/);
+    assert.doesNotMatch(back.stdout + back.stderr, /rootpw/);
+    assert.equal(await ctl(etcd.endpoints, 'get', 'authback/one', '--print-value-only'), '1\n');
   });
 });

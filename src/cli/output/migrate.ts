@@ -1,6 +1,6 @@
 // How `lifeboat migrate` prints its result: what was copied, applied and repaired,
 // and the revision both sides were verified equal at.
-import type { MigrateResult } from '../../migrate/migration.js';
+import { authSummary, type MigrateResult } from '../../migrate/migration.js';
 import type { Renderer } from '../baseCommand.js';
 
 export const migrateOutput: Renderer<MigrateResult> = {
@@ -13,6 +13,7 @@ export const migrateOutput: Renderer<MigrateResult> = {
       lines.push(
         `copied ${r.copy.keys} keys at revision ${r.copy.revision}${r.copy.restarts ? ` (copy restarted ${r.copy.restarts}x after source compactions)` : ''}`,
       );
+    if (r.auth) lines.push(...authSummary(r.auth));
     if (r.applied.revisions > 0)
       lines.push(`applied ${r.applied.events} changes in ${r.applied.revisions} revisions (${r.applied.fromRevision + 1}..${r.applied.toRevision})`);
     if (r.repaired > 0) lines.push(`wrote ${r.repaired} keys the watch had not delivered yet, from the source at revision ${v.revision}`);

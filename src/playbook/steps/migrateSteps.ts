@@ -3,7 +3,7 @@
 // second run goes on from the first one's progress, so the cut-over window is
 // only the changes made in between.
 import { clientFor } from '../../client/etcdClient.js';
-import { migrate, progressPath } from '../../migrate/migration.js';
+import { authSummary, migrate, progressPath } from '../../migrate/migration.js';
 import type { StepDefinition } from '../stepTypes.js';
 
 export const migrateStep: StepDefinition = {
@@ -15,6 +15,7 @@ export const migrateStep: StepDefinition = {
     to: { type: 'list', required: true, description: 'client URLs of the destination cluster' },
     prefix: { type: 'string', default: '', description: 'the keys to copy (empty: every key)' },
     'dest-prefix': { type: 'string', description: 'where they go (default: the same prefix)' },
+    'copy-auth': { type: 'bool', default: true, description: "copy the source's roles and users (without passwords) before the keys" },
     'progress-file': { type: 'path', description: "where progress is recorded (default: lifeboat migrate's)" },
   },
   describe: (p) => [
@@ -37,11 +38,13 @@ export const migrateStep: StepDefinition = {
         once: true,
         progressFile: p['progress-file'] === undefined ? progressPath(from, to, prefix, destPrefix) : (p['progress-file'] as string),
         restart: false,
+        copyAuth: p['copy-auth'] !== false,
         finish: new AbortController().signal,
         abort: ctx.signal,
         log: (line) => ctx.progress(line),
         onCopyProgress: (done, total) => ctx.progress(`copied ${done} of ${total} keys`),
       });
+      for (const line of r.auth ? authSummary(r.auth) : []) ctx.progress(line);
       ctx.progress(`verified: ${r.verified.sourceKeys} keys equal at source revision ${r.verified.revision}`);
       return {
         revision: r.verified.revision,
@@ -51,6 +54,7 @@ export const migrateStep: StepDefinition = {
         changes: r.applied.events,
         repaired: r.repaired,
         'progress-file': r.progressFile,
+        ...(r.auth ? { 'roles-copied': r.auth.roles, 'users-copied': r.auth.users } : {}),
       };
     } finally {
       src.close();
