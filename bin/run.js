@@ -2,10 +2,11 @@
 // Entry point for the `lifeboat` CLI. This is @oclif/core's execute() (run, then
 // flush) with our own error handling, so that every failure ends with one line on
 // stderr and one of the exit codes in src/cli/exitCodes.ts.
-import { flush, run } from '@oclif/core';
-
 let exitFor;
 try {
+  // First, before anything slower loads: passwords leave the process title.
+  const { maskPasswordsInProcessTitle } = await import('../dist/src/cli/processTitle.js');
+  maskPasswordsInProcessTitle();
   ({ exitFor } = await import('../dist/src/cli/exitCodes.js'));
 } catch (error) {
   if (error?.code !== 'ERR_MODULE_NOT_FOUND') throw error;
@@ -13,6 +14,7 @@ try {
   process.exit(1);
 }
 
+const { flush, run } = await import('@oclif/core');
 try {
   await run(process.argv.slice(2), import.meta.url);
   await flush();
