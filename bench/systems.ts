@@ -1,5 +1,6 @@
 // The two systems under test behind one interface, built on the test helpers
 // that already start, wait for and stop real etcd and Lifeboat clusters.
+import path from 'node:path';
 import { EtcdClient } from '../src/client/etcdClient.js';
 import { EtcdCluster } from '../test/support/etcdCluster.js';
 import { BIN, LifeboatCluster } from '../test/support/lifeboatCluster.js';
@@ -137,11 +138,15 @@ export async function startEtcd(): Promise<BenchCluster> {
   };
 }
 
-export async function startLifeboat(): Promise<BenchCluster> {
-  const cluster = await LifeboatCluster.start('bench-lifeboat', 3);
+/** `before`: the root of an older build (its own dist/ and bin/), run instead of this one. */
+export async function startLifeboat(before?: string): Promise<BenchCluster> {
+  const build = before
+    ? ((await import(path.join(before, 'dist', 'test', 'support', 'lifeboatCluster.js'))) as { LifeboatCluster: typeof LifeboatCluster; BIN: string })
+    : { LifeboatCluster, BIN };
+  const cluster = await build.LifeboatCluster.start('bench-lifeboat', 3);
   const unregister = onCleanup(() => cluster.stopAll());
   const founders = [...cluster.members];
-  const lifeboat = (args: string[]) => run(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: '1' }, timeoutMs: SNAPSHOT_TIMEOUT_MS });
+  const lifeboat = (args: string[]) => run(process.execPath, [build.BIN, ...args], { env: { ...process.env, NO_COLOR: '1' }, timeoutMs: SNAPSHOT_TIMEOUT_MS });
   return {
     name: 'lifeboat',
     endpoints: () => leaderFirst(founders.map((m) => m.client)),
