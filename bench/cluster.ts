@@ -68,9 +68,11 @@ async function benchSystem(
   scratch: string,
   ceiling: Ceiling[],
   raw: Record<string, unknown>,
+  before?: string,
 ): Promise<void> {
-  log(`${name}: starting 3 members`);
-  const sys = name === 'etcd' ? await startEtcd() : await startLifeboat();
+  const label = before ? `${name} (--before ${path.basename(before)})` : name;
+  log(`${label}: starting 3 members`);
+  const sys = name === 'etcd' ? await startEtcd() : await startLifeboat(before);
   try {
     await sleep(2000);
     figures.set(name, { id: 'rss-idle', label: 'member RSS, idle (fresh)', unit: 'MiB', better: 'lower' }, maxRss(sys.pids()));
@@ -84,7 +86,7 @@ async function benchSystem(
     for (const clients of o.putClients) {
       const rss = clients === maxClients ? sampleRss(sys.pids()) : undefined;
       const r = await load(clients, put);
-      log(`${name}: puts, ${clients} clients: ${fmt(r)}`);
+      log(`${label}: puts, ${clients} clients: ${fmt(r)}`);
       raw[`put-${clients}`] = r;
       const note = r.errors ? `(${r.errors} errors)` : undefined;
       figures.set(name, { id: `put-${clients}-rate`, label: `puts/s, ${clients} clients`, unit: '/s', better: 'higher', note }, r.perSecond);
@@ -103,7 +105,7 @@ async function benchSystem(
       for (const clients of o.getClients) {
         const kind = serializable ? 'serializable' : 'linearizable';
         const r = await load(clients, { kind: 'get', serializable, keyPrefix: PUT_PREFIX, keySpace: o.keySpace });
-        log(`${name}: ${kind} gets, ${clients} clients: ${fmt(r)}`);
+        log(`${label}: ${kind} gets, ${clients} clients: ${fmt(r)}`);
         raw[`get-${kind}-${clients}`] = r;
         figures.set(name, { id: `get-${kind}-${clients}-rate`, label: `${kind} gets/s, ${clients} clients`, unit: '/s', better: 'higher' }, r.perSecond);
         figures.set(name, { id: `get-${kind}-${clients}-p99`, label: `${kind} get p99, ${clients} clients`, unit: 'ms', better: 'lower' }, r.p99Ms);
@@ -111,13 +113,13 @@ async function benchSystem(
     }
 
     for (const perfLoad of o.checkPerf) {
-      log(`${name}: etcdctl check perf --load=${perfLoad} (60 s)`);
+      log(`${label}: etcdctl check perf --load=${perfLoad} (60 s)`);
       let r: Awaited<ReturnType<typeof checkPerf>>;
       try {
         r = await checkPerf(endpoints, perfLoad);
       } catch (e) {
         // One figure lost is better than the whole run: record why and go on.
-        log(`${name}: check perf ${perfLoad}: ${(e as Error).message}`);
+        log(`${label}: check perf ${perfLoad}: ${(e as Error).message}`);
         raw[`check-perf-${perfLoad}`] = { error: (e as Error).message };
         continue;
       }
@@ -136,13 +138,14 @@ async function benchSystem(
     // The stores for snapshots hold the fill keys and no history of the load tests.
     await clearAndCompact(endpoints, ['bench/', CHECK_PERF_PREFIX]);
     // The CLIs' own start-up is part of every save and restore time: measured alone here.
-    const cli = name === 'etcd' ? await runTool('etcdctl', ['version']) : await runTool(process.execPath, [BIN, 'version']);
+    const cli =
+      name === 'etcd' ? await runTool('etcdctl', ['version']) : await runTool(process.execPath, [before ? path.join(before, 'bin', 'run.js') : BIN, 'version']);
     figures.set(name, { id: 'cli-start', label: 'CLI start-up (`version`), part of save/restore times', unit: 's', better: 'lower' }, cli.ms / 1000);
     let filled = 0;
     let fillSeconds = 0;
     const fillTo = async (keys: number) => {
       if (keys <= filled) return;
-      log(`${name}: filling to ${keys.toLocaleString('en-US')} keys`);
+      log(`${label}: filling to ${keys.toLocaleString('en-US')} keys`);
       const r = await fillKeys({ endpoints, from: filled, to: keys, workers: o.workers, valueSize: o.valueSize });
       fillSeconds += r.seconds;
       filled = keys;
@@ -162,15 +165,15 @@ async function benchSystem(
     if (o.learnerKeys > 0) {
       await fillTo(o.learnerKeys);
       const k = o.learnerKeys >= 1e6 ? `${o.learnerKeys / 1e6}M` : `${o.learnerKeys / 1e3}k`;
-      log(`${name}: learner catch-up on ${k} keys`);
+      log(`${label}: learner catch-up on ${k} keys`);
       try {
         const r = await measureCatchUp(sys, endpoints[0], o.learnerTimeoutSeconds * 1000);
-        log(`${name}: learner caught up to index ${r.targetIndex} in ${r.seconds.toFixed(2)} s`);
+        log(`${label}: learner caught up to index ${r.targetIndex} in ${r.seconds.toFixed(2)} s`);
         raw.learner = r;
         figures.set(name, { id: 'learner', label: `learner catch-up, ${k} keys`, unit: 's', better: 'lower' }, r.seconds);
       } catch (e) {
         // A learner that never catches up is a finding, not a reason to lose the run.
-        log(`${name}: learner: ${(e as Error).message}`);
+        log(`${label}: learner: ${(e as Error).message}`);
         raw.learner = { error: (e as Error).message };
         figures.set(
           name,
@@ -183,7 +186,7 @@ async function benchSystem(
     if (filled > 0)
       figures.set(name, { id: 'fill', label: 'bulk load (Txns of 128 puts, 32 clients), keys/s', unit: '/s', better: 'higher' }, filled / fillSeconds);
   } finally {
-    log(`${name}: stopping`);
+    log(`${label}: stopping`);
     await sys.stop();
   }
 }
@@ -226,7 +229,15 @@ export async function run(args: string[]): Promise<void> {
   try {
     const ceiling = await measureCeiling(o);
     raw.ceiling = ceiling;
-    for (const name of o.systems) await benchSystem(name, o, figures, scratch, ceiling, (raw[name] = {}));
+    for (const name of o.systems) {
+      // The older build's figures are kept in the raw results, next to this build's.
+      if (name === 'lifeboat' && o.before) {
+        const beforeFigures = new FigureSet();
+        await benchSystem(name, o, beforeFigures, scratch, ceiling, (raw.before = { dir: o.before }), o.before);
+        (raw.before as Record<string, unknown>).figures = beforeFigures.figures;
+      }
+      await benchSystem(name, o, figures, scratch, ceiling, (raw[name] = {}));
+    }
     if (o.recoveryKeys > 0) {
       const r = await measureRecovery({ keys: o.recoveryKeys, stabilizationSeconds: o.stabilizationSeconds, workers: o.workers, valueSize: o.valueSize, log });
       log(

@@ -1,5 +1,6 @@
 // Flags of `npm run bench -- cluster`. --quick picks small sizes and short runs
 // for development; every size can still be set on its own.
+import path from 'node:path';
 import type { PerfLoad } from './checkPerf.js';
 import type { SystemName } from './systems.js';
 
@@ -19,6 +20,8 @@ export interface ClusterOptions {
   stabilizationSeconds: number;
   learnerTimeoutSeconds: number;
   outDir?: string;
+  /** an older Lifeboat build (a worktree with its own dist/) benchmarked just before the current one, for before/after figures */
+  before?: string;
   /** appended to the results' file names */
   tag?: string;
 }
@@ -26,8 +29,9 @@ export interface ClusterOptions {
 export const USAGE = `usage: npm run bench -- cluster [--quick] [--systems etcd,lifeboat|none] [--seconds S] [--workers N]
     [--put-clients 1,16,100] [--get-clients 1,100] [--check-perf s,m,l|none]
     [--snapshot-keys 100000,1000000] [--learner-keys 1000000] [--recovery-keys 100000|0]
-    [--stabilization S] [--learner-timeout S] [--out DIR] [--tag NAME]
-  --systems none runs only the generator ceiling and the recovery figure`;
+    [--stabilization S] [--learner-timeout S] [--out DIR] [--tag NAME] [--before DIR]
+  --systems none runs only the generator ceiling and the recovery figure
+  --before DIR also runs the Lifeboat build in DIR (a worktree of an older commit, built), just before this one`;
 
 const list = (s: string): number[] => s.split(',').filter(Boolean).map(Number);
 
@@ -98,6 +102,9 @@ export function parseClusterOptions(args: string[]): ClusterOptions {
         break;
       case '--tag':
         o.tag = v();
+        break;
+      case '--before':
+        o.before = path.resolve(v());
         break;
       case '--learner-timeout':
         o.learnerTimeoutSeconds = Number(v());

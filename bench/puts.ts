@@ -1,20 +1,19 @@
-// `npm run bench -- puts [--runs N] [--clients 1,16,100] [--seconds S] [--before DIR]`:
+// `npm run bench -- puts [--runs N] [--clients 1,16,100] [--seconds S] [--before DIR]...`:
 // put throughput and latency of a fresh 3-member cluster, etcd 3.4 and Lifeboat
-// (and an older Lifeboat build with --before) started one after the other in N
+// (and older Lifeboat builds, one per --before) started one after the other in N
 // interleaved rounds, so a busy machine weighs on every system alike; the table
 // holds medians. The before/after figure a performance change lands with.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { LifeboatCluster } from '../test/support/lifeboatCluster.js';
 import { cleanupAll } from './cleanup.js';
 import { runLoad, type LoadResult } from './loadGenerator.js';
 import { describeMachine, describeMachineLine } from './machine.js';
 import { cpuSeconds, sampleRss } from './memberRss.js';
 import { startEtcd, startLifeboat, type BenchCluster } from './systems.js';
 
-const USAGE = 'usage: npm run bench -- puts [--runs N] [--clients 1,16,100] [--seconds S] [--workers N] [--before DIR] [--out DIR] [--tag T]';
+const USAGE = 'usage: npm run bench -- puts [--runs N] [--clients 1,16,100] [--seconds S] [--workers N] [--before DIR]... [--out DIR] [--tag T]';
 const PUT = { kind: 'put', keyPrefix: 'bench/put/', keySpace: 10_000 } as const;
 
 interface PutsOptions {
@@ -22,13 +21,14 @@ interface PutsOptions {
   clients: number[];
   seconds: number;
   workers: number;
-  before?: string;
+  /** older builds, each run in every round after this one */
+  before: string[];
   outDir: string;
   tag?: string;
 }
 
 function parse(args: string[]): PutsOptions {
-  const o: PutsOptions = { runs: 3, clients: [1, 16, 100], seconds: 10, workers: 4, outDir: path.join('bench', 'results') };
+  const o: PutsOptions = { before: [], runs: 3, clients: [1, 16, 100], seconds: 10, workers: 4, outDir: path.join('bench', 'results') };
   for (let i = 0; i < args.length; i += 2) {
     const v = args[i + 1];
     if (v === undefined) fail(`${args[i]} needs a value`);
@@ -36,15 +36,17 @@ function parse(args: string[]): PutsOptions {
     else if (args[i] === '--clients') o.clients = v.split(',').filter(Boolean).map(Number);
     else if (args[i] === '--seconds') o.seconds = Number(v);
     else if (args[i] === '--workers') o.workers = Number(v);
-    else if (args[i] === '--before') o.before = path.resolve(v);
+    else if (args[i] === '--before') o.before.push(path.resolve(v));
     else if (args[i] === '--out') o.outDir = v;
     else if (args[i] === '--tag') o.tag = v;
     else fail(`unknown option ${args[i]}`);
   }
   const positive = [o.runs, o.seconds, o.workers, ...o.clients].every((n) => Number.isInteger(n) && n > 0);
   if (!positive || o.clients.length === 0) fail('--runs, --clients, --seconds and --workers take positive integers');
-  if (o.before && !fs.existsSync(path.join(o.before, 'dist', 'test', 'support', 'lifeboatCluster.js'))) {
-    fail(`--before ${o.before}: no built tree there (git worktree add DIR <commit>, link node_modules, npx tsc -p . in it)`);
+  for (const dir of o.before) {
+    if (!fs.existsSync(path.join(dir, 'dist', 'test', 'support', 'lifeboatCluster.js'))) {
+      fail(`--before ${dir}: no built tree there (git worktree add DIR <commit>, link node_modules, npx tsc -p . in it)`);
+    }
   }
   return o;
 }
@@ -103,11 +105,7 @@ export async function run(args: string[]): Promise<void> {
     { name: 'etcd', start: startEtcd },
     { name: `Lifeboat ${commitOf('.')}`, start: () => startLifeboat() },
   ];
-  if (o.before) {
-    // The older build's own cluster helper, so its members run its own bin/run.js.
-    const mod = (await import(path.join(o.before, 'dist', 'test', 'support', 'lifeboatCluster.js'))) as { LifeboatCluster: typeof LifeboatCluster };
-    variants.push({ name: `Lifeboat ${commitOf(o.before)} (before)`, start: () => startLifeboat(mod.LifeboatCluster) });
-  }
+  for (const dir of o.before) variants.push({ name: `Lifeboat ${commitOf(dir)} (before)`, start: () => startLifeboat(dir) });
   const results = new Map<string, Map<number, Sample>[]>(variants.map((v) => [v.name, []]));
   const started = Date.now();
   const loadStart = os.loadavg()[0];

@@ -1,5 +1,6 @@
 // The two systems under test behind one interface, built on the test helpers
 // that already start, wait for and stop real etcd and Lifeboat clusters.
+import path from 'node:path';
 import { EtcdClient } from '../src/client/etcdClient.js';
 import { EtcdCluster } from '../test/support/etcdCluster.js';
 import { BIN, LifeboatCluster } from '../test/support/lifeboatCluster.js';
@@ -30,6 +31,8 @@ export interface BenchCluster {
 }
 
 const SNAPSHOT_TIMEOUT_MS = 600_000;
+// Port blocks are chosen by seed; with the pid in it, benches run at the same time
+// on one machine (several worktrees) do not take each other's learner ports.
 /** Restored members are never started: a peer URL is only recorded. */
 const RESTORE_PEER = 'http://127.0.0.1:2380';
 
@@ -85,7 +88,7 @@ async function addLearnerMember(endpoints: string[], name: string, peerUrl: stri
 }
 
 export async function startEtcd(): Promise<BenchCluster> {
-  const cluster = await EtcdCluster.start({ size: 3, portSeed: 'bench-etcd' });
+  const cluster = await EtcdCluster.start({ size: 3, portSeed: `bench-etcd-${process.pid}` });
   const unregister = onCleanup(() => cluster.stop());
   const founders = [...cluster.members];
   return {
@@ -137,12 +140,15 @@ export async function startEtcd(): Promise<BenchCluster> {
   };
 }
 
-/** `Cluster`: another build's cluster helper (bench --before), so its members run that build. */
-export async function startLifeboat(Cluster: typeof LifeboatCluster = LifeboatCluster): Promise<BenchCluster> {
-  const cluster = await Cluster.start('bench-lifeboat', 3);
+/** `before`: the root of an older build (its own dist/ and bin/), run instead of this one. */
+export async function startLifeboat(before?: string): Promise<BenchCluster> {
+  const build = before
+    ? ((await import(path.join(before, 'dist', 'test', 'support', 'lifeboatCluster.js'))) as { LifeboatCluster: typeof LifeboatCluster; BIN: string })
+    : { LifeboatCluster, BIN };
+  const cluster = await build.LifeboatCluster.start(`bench-lifeboat-${process.pid}`, 3);
   const unregister = onCleanup(() => cluster.stopAll());
   const founders = [...cluster.members];
-  const lifeboat = (args: string[]) => run(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: '1' }, timeoutMs: SNAPSHOT_TIMEOUT_MS });
+  const lifeboat = (args: string[]) => run(process.execPath, [build.BIN, ...args], { env: { ...process.env, NO_COLOR: '1' }, timeoutMs: SNAPSHOT_TIMEOUT_MS });
   return {
     name: 'lifeboat',
     endpoints: () => leaderFirst(founders.map((m) => m.client)),

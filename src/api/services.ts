@@ -6,7 +6,6 @@
 // carries the user), the membership changes and Defragment/Snapshot/Hash/HashKV
 // for the root role; MemberList, Status, Alarm, MoveLeader and Compact are open.
 import * as grpc from '@grpc/grpc-js';
-import fsp from 'node:fs/promises';
 import { ErrLearnerNotSupported, GrpcCode, toEtcdError, unconvertedAuthError } from './errors.js';
 import { callerOf, type Caller } from './caller.js';
 import type { AuthInfo } from '../kv/index.js';
@@ -179,34 +178,29 @@ function memberToWire(m: Member): Record<string, unknown> {
 const SNAPSHOT_CHUNK = 1 << 20;
 
 export interface SnapshotToSend {
-  file: string;
-  /** database bytes, before the 32-byte sha256 trailer */
+  /** bytes of the whole snapshot: the database, then its 32-byte sha256 */
   size: number;
-  /** called once the file is no longer needed */
+  /** those bytes in order, in chunks of at most SNAPSHOT_CHUNK (iterated once) */
+  chunks(chunkBytes: number): AsyncIterable<Buffer>;
+  /** called once the snapshot is no longer needed (sent or failed) */
   done(): void;
 }
 
-/** Streams the database from the file as read (never whole in memory), then the trailer's sha256. */
+/** Streams the snapshot's chunks as they are read (never whole in memory), the trailer's sha256 last. */
 async function streamSnapshot(call: grpc.ServerWritableStream<unknown, unknown>, snap: SnapshotToSend): Promise<void> {
-  const fh = await fsp.open(snap.file, 'r');
   try {
-    for (let off = 0; off < snap.size;) {
-      const blob = Buffer.allocUnsafe(Math.min(SNAPSHOT_CHUNK, snap.size - off));
-      const { bytesRead } = await fh.read(blob, 0, blob.length, off);
-      if (bytesRead !== blob.length) throw new Error(`snapshot file ${snap.file} ended at ${off + bytesRead} of ${snap.size} bytes`);
-      const ok = call.write({ remaining_bytes: String(snap.size - off), blob });
-      off += bytesRead;
+    let sent = 0;
+    for await (const blob of snap.chunks(SNAPSHOT_CHUNK)) {
+      sent += blob.length;
+      // etcd's remaining_bytes: what is still to come after this message.
+      const ok = call.write({ remaining_bytes: String(snap.size - sent), blob });
       // A client that goes away mid-stream must not leave us waiting for a drain.
       if (!ok) await new Promise((r) => ['drain', 'cancelled', 'error'].forEach((ev) => call.once(ev, r)));
       if (call.cancelled) return;
     }
-    const sha = Buffer.alloc(32);
-    const { bytesRead } = await fh.read(sha, 0, 32, snap.size);
-    if (bytesRead !== 32) throw new Error(`snapshot file ${snap.file} has no sha256 trailer`);
-    call.write({ remaining_bytes: '0', blob: sha });
+    if (sent !== snap.size) throw new Error(`snapshot ended at ${sent} of ${snap.size} bytes`);
     call.end();
   } finally {
-    await fh.close();
     snap.done();
   }
 }

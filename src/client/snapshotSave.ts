@@ -46,26 +46,33 @@ export function verifySnapshotTrailer(bytes: Buffer): { ok: true; dbSha256: stri
 /**
  * Incremental check of "data ‖ sha256(data)": everything but the last 32 bytes
  * seen so far goes into the data digest; the last 32 are held back as the
- * candidate trailer.
+ * candidate trailer. Every byte is hashed once: the whole file's digest is the
+ * data digest's state carried on over the trailer (Hash.copy) at the end.
  */
 export class TrailerCheck {
   private readonly db = createHash('sha256');
-  private readonly file = createHash('sha256');
   private held = Buffer.alloc(0);
   size = 0;
 
   update(chunk: Buffer): void {
     this.size += chunk.length;
-    this.file.update(chunk);
-    const all = this.held.length === 0 ? chunk : Buffer.concat([this.held, chunk]);
+    if (chunk.length >= SHA256_LEN) {
+      // Whatever was held is data now; so is all of this chunk but its last 32 bytes.
+      if (this.held.length > 0) this.db.update(this.held);
+      this.db.update(chunk.subarray(0, chunk.length - SHA256_LEN));
+      this.held = Buffer.from(chunk.subarray(chunk.length - SHA256_LEN));
+      return;
+    }
+    const all = Buffer.concat([this.held, chunk]);
     const keep = Math.min(SHA256_LEN, all.length);
     this.db.update(all.subarray(0, all.length - keep));
-    this.held = Buffer.from(all.subarray(all.length - keep));
+    this.held = all.subarray(all.length - keep);
   }
 
   /** After the last chunk: the digests, or why the data is not a valid snapshot. */
   finish(): { ok: true; sha256: string; dbSha256: string } | { ok: false; reason: string } {
-    const sha256 = this.file.digest('hex');
+    const file = this.db.copy().update(this.held);
+    const sha256 = file.digest('hex');
     if (this.size % 512 !== SHA256_LEN || this.held.length !== SHA256_LEN) {
       return { ok: false, reason: `sha256 checksum not found (${this.size} bytes is not a multiple of 512 plus 32)` };
     }

@@ -67,6 +67,12 @@ CREATE TABLE alarms (member_id TEXT NOT NULL, alarm INTEGER NOT NULL, PRIMARY KE
 export interface OpenOptions {
   /** Open without creating or writing (inspection, snapshot status). */
   readonly?: boolean;
+  /**
+   * false: skip SQLite's quick_check, for a file just installed from a snapshot
+   * whose every byte was checked against the sender's (a consistent read of a
+   * store that passed its own check when opened). Default true.
+   */
+  quickCheck?: boolean;
 }
 
 /**
@@ -104,7 +110,7 @@ export function openKvDatabase(path: string, opts: OpenOptions = {}): Database.D
     // A page-level check of every b-tree (not the index-vs-table cross check of
     // integrity_check): 0.2-0.3 s per 100k keys (20 MB), measured; so a damaged
     // file stops the opener instead of being served from.
-    if (path !== ':memory:') quickCheck(db, path);
+    if (path !== ':memory:' && opts.quickCheck !== false) quickCheck(db, path);
     const version = db.pragma('user_version', { simple: true }) as number;
     if (appId === 0 && version === 0 && isEmpty(db)) {
       if (opts.readonly) throw new Error(`${path} is an empty database, not a Lifeboat KV`);

@@ -15,6 +15,8 @@ import { ReadJobRunner, type CheckpointResult, type ReadJob } from './readJob.js
 import { RevisionTables, type KeyRange } from './revisionTables.js';
 import type { StoredRevision } from './keyValueCodec.js';
 import { installSnapshotSync, restoreSnapshot, verifySnapshot } from './snapshotFile.js';
+import type { HeldSnapshot } from './snapshotHold.js';
+import { snapshotSource, type KvSnapshotSource } from './snapshotSource.js';
 import {
   EventType,
   type HashKvResult,
@@ -49,6 +51,8 @@ export interface KvOpenOptions {
   autoCheckpoint?: boolean;
   /** Inspect only: nothing is created or written (datadir inspect, recover plan). */
   readonly?: boolean;
+  /** false: the file was just installed from a snapshot checked in transfer; skip SQLite's quick_check (openKvDatabase). */
+  quickCheck?: boolean;
   knobs?: KvStoreKnobs;
 }
 
@@ -139,7 +143,7 @@ export class KvStore {
 
   /** Opens or creates the KV database file (`:memory:` works, without snapshots). */
   static open(path: string, opts: KvOpenOptions = {}): KvStore {
-    const db = openKvDatabase(path, { readonly: opts.readonly });
+    const db = openKvDatabase(path, { readonly: opts.readonly, quickCheck: opts.quickCheck });
     if (opts.autoCheckpoint === false) db.pragma('wal_autocheckpoint = 0');
     return new KvStore(db, path, opts.knobs);
   }
@@ -497,6 +501,23 @@ export class KvStore {
     return this.jobs.run({ kind: 'snapshot', dbPath: this.path, dest }) as Promise<KvSnapshotInfo>;
   }
 
+  /**
+   * A snapshot to stream (a member's Maintenance.Snapshot, a leader's to a peer):
+   * a consistent read of the store held in the worker while its file's pages are
+   * read as they are, no copy made. Applies go on meanwhile. Iterate its chunks
+   * once, or release() it: the held read keeps the WAL from being checkpointed.
+   */
+  async openSnapshot(): Promise<KvSnapshotSource> {
+    this.assertOpen();
+    if (this.path === ':memory:') throw new Error('kv: an in-memory store cannot be snapshotted');
+    const held = (await this.jobs.run({ kind: 'hold', dbPath: this.path })) as HeldSnapshot;
+    const stillHeld = this.jobs.holding();
+    const release = () => {
+      if (stillHeld()) this.jobs.run({ kind: 'release', dbPath: this.path, id: held.id }).catch(() => undefined);
+    };
+    return snapshotSource(this.path, held, stillHeld, release);
+  }
+
   /** Checks a snapshot's checksum; throws a one-line error when it does not match. */
   static verifySnapshot(src: string | Uint8Array): Promise<{ size: number; sha256: string }> {
     return verifySnapshot(src);
@@ -507,9 +528,13 @@ export class KvStore {
     return restoreSnapshot(src, dbPath, onProgress);
   }
 
-  /** Verifies the snapshot file and moves it into place as the database at dbPath (synchronous; `src` is consumed). */
-  static installSnapshotSync(src: string, dbPath: string): void {
-    installSnapshotSync(src, dbPath);
+  /**
+   * Verifies the snapshot file and moves it into place as the database at dbPath
+   * (synchronous; `src` is consumed). `checked`: its bytes were already checked in
+   * transfer against the sender's, so its sha256 is not computed again.
+   */
+  static installSnapshotSync(src: string, dbPath: string, opts: { checked?: boolean } = {}): void {
+    installSnapshotSync(src, dbPath, opts);
   }
 
   private assertOpen(): void {

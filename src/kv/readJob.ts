@@ -13,12 +13,16 @@ import { Worker } from 'node:worker_threads';
 import { kvErrorOf, type KvErrorKind } from './errors.js';
 import type { HashKvResult } from './types.js';
 import type { KvSnapshotInfo } from './types.js';
+import type { HeldSnapshot } from './snapshotHold.js';
 
 export type ReadJob =
   | { kind: 'snapshot'; dbPath: string; dest: string }
   | { kind: 'hashKv'; dbPath: string; revision: number }
   | { kind: 'hash'; dbPath: string }
-  | { kind: 'checkpoint'; dbPath: string };
+  | { kind: 'checkpoint'; dbPath: string }
+  /** A read held open for streaming the file (snapshotHold.ts), until 'release'. */
+  | { kind: 'hold'; dbPath: string }
+  | { kind: 'release'; dbPath: string; id: number };
 
 /** What a checkpoint made durable, and whether it had to (false: nothing was committed since the last one). */
 export interface CheckpointResult {
@@ -26,7 +30,7 @@ export interface CheckpointResult {
   synced: boolean;
 }
 
-export type ReadJobResult = KvSnapshotInfo | HashKvResult | CheckpointResult | number;
+export type ReadJobResult = KvSnapshotInfo | HashKvResult | CheckpointResult | HeldSnapshot | number | null;
 export type ReadJobReply = { result: ReadJobResult } | { kvError: KvErrorKind } | { error: string };
 
 /** Messages to the worker: a job, or close (its connection, then itself). */
@@ -65,6 +69,16 @@ export class ReadJobRunner {
       worker.ref();
       worker.postMessage({ id, job } satisfies ToReadWorker);
     });
+  }
+
+  /**
+   * Whether the worker that runs jobs now keeps running (and the runner is open):
+   * call it right after a 'hold' resolves, and it says later whether that read is
+   * still held. A worker that died or was closed dropped its reads.
+   */
+  holding(): () => boolean {
+    const worker = this.worker;
+    return () => !this.closed && worker !== undefined && this.worker === worker;
   }
 
   /**

@@ -9,6 +9,7 @@ import { hashKv, hashStore } from './kvHash.js';
 import type { CheckpointResult, FromReadWorker, ReadJob, ReadJobReply, ReadJobResult, ReadWorkerData, ToReadWorker } from './readJob.js';
 import { RevisionTables } from './revisionTables.js';
 import { writeSnapshotSync } from './snapshotFile.js';
+import { holdSnapshot, releaseAllSnapshots, releaseSnapshot } from './snapshotHold.js';
 
 const port = parentPort;
 if (!port) throw new Error('kv: readWorker.js runs only as a worker thread (readJob.ts)');
@@ -35,8 +36,13 @@ function connection(path: string): Database.Database {
 
 function run(job: ReadJob): ReadJobResult {
   if (job.kind === 'snapshot') return writeSnapshotSync(job.dbPath, job.dest);
+  if (job.kind === 'release') {
+    releaseSnapshot(job.id);
+    return null;
+  }
   const conn = connection(job.dbPath);
   if (job.kind === 'checkpoint') return checkpoint(conn, job.dbPath);
+  if (job.kind === 'hold') return holdSnapshot(conn, job.dbPath);
   // A large cache for the scan, given back after it: the connection stays open.
   conn.pragma('cache_size = -65536');
   try {
@@ -87,6 +93,7 @@ function reply(job: ReadJob): ReadJobReply {
 function onMessage(m: ToReadWorker): void {
   if ('close' in m) {
     try {
+      releaseAllSnapshots();
       db?.close();
     } finally {
       db = undefined;

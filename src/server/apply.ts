@@ -229,6 +229,8 @@ export function quotaNewlyExceeded(kv: KvStore, quotaBackendBytes: number): bool
  */
 export function installLeaderSnapshot(s: Snapshot, current: KvStore, dataDir: string, memberId: bigint, log: Logger): KvStore {
   let file = referencedFile(dataDir, s.data);
+  // A file our transport received was checked against the sender's bytes on arrival.
+  const checked = file !== undefined;
   if (!file) {
     // Data held in memory (not from our transport): put it in a file first.
     file = incomingSnapshotFile(dataDir, 0n);
@@ -239,9 +241,9 @@ export function installLeaderSnapshot(s: Snapshot, current: KvStore, dataDir: st
   // Failpoint: die with the snapshot recorded by Raft but not yet installed.
   crashAt('before-snapshot-install');
   current.close();
-  KvStore.installSnapshotSync(file, dbPath);
+  KvStore.installSnapshotSync(file, dbPath, { checked });
   removeReceivedSnapshots(dataDir, file);
-  const kv = KvStore.open(dbPath, { autoCheckpoint: false });
+  const kv = KvStore.open(dbPath, { autoCheckpoint: false, quickCheck: !checked });
   // It carries the leader's member ID: the file is ours now.
   kv.writeLocal((c) => c.setMemberId(memberId));
   return kv;

@@ -5,8 +5,6 @@
 // is saved from kv.db to a file the transport streams, an incoming one is handed
 // to Raft as a reference to the durable file it arrived in.
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { GrpcCode, toEtcdError } from '../api/errors.js';
 import { ErrNotLeader } from '../common/memberErrors.js';
 import type { KvStore } from '../kv/index.js';
@@ -167,18 +165,14 @@ export class PeerHost implements TransportHost {
   }
 
   async snapshotData(m: Message): Promise<OutgoingSnapshot> {
-    const tmp = path.join(os.tmpdir(), `lifeboat-peer-snap-${process.pid}-${Date.now()}-${formatId(m.to)}.db`);
-    const done = () => fs.rmSync(tmp, { force: true });
-    try {
-      const info = await this.d.kv().saveSnapshot(tmp);
-      const meta = this.d.raft().snapshotMetaAt(info.appliedIndex);
-      if (!meta) throw new Error(`no snapshot metadata at applied index ${info.appliedIndex}`);
-      // The transport streams the file and removes it with done().
-      return { message: { ...m, snapshot: { meta, data: new Uint8Array(0) } }, file: tmp, done };
-    } catch (e) {
-      done();
-      throw e;
+    // Streamed from the store's file under a held read: no copy is made first.
+    const snap = await this.d.kv().openSnapshot();
+    const meta = this.d.raft().snapshotMetaAt(snap.appliedIndex);
+    if (!meta) {
+      snap.release();
+      throw new Error(`no snapshot metadata at applied index ${snap.appliedIndex}`);
     }
+    return { message: { ...m, snapshot: { meta, data: new Uint8Array(0) } }, chunks: (n) => snap.chunks(n), done: () => snap.release() };
   }
 
   incomingSnapshotFile(from: bigint): string {

@@ -4,9 +4,6 @@
 // maintenance calls (status, hash, snapshot, alarm, defragment, move-leader) read
 // this member's store and Raft state. Errors thrown are the member's and the
 // store's; src/api/errors.ts turns them into what clients see.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import * as grpcErrors from '../api/errors.js';
 import { ErrBadLeaderTransferee, ErrNoLeader, ErrNotLeader, ErrTimeoutLeaderTransfer } from '../common/memberErrors.js';
 import type { EtcdBackend, Header, SnapshotToSend, StatusInfo } from '../api/services.js';
@@ -183,16 +180,9 @@ export class V3Backend implements EtcdBackend, WatchBackend, LeaseBackend {
   }
 
   async snapshot(): Promise<SnapshotToSend> {
-    const tmp = path.join(os.tmpdir(), `lifeboat-snapshot-${process.pid}-${Date.now()}.db`);
-    const done = () => fs.rmSync(tmp, { force: true });
-    try {
-      // The file ends with the sha256 of the database: the stream sends both as they are.
-      const info = await this.host.kv().saveSnapshot(tmp);
-      return { file: tmp, size: info.size - 32, done };
-    } catch (e) {
-      done();
-      throw e;
-    }
+    // Streamed from the store's file under a held read: no copy is made first.
+    const snap = await this.host.kv().openSnapshot();
+    return { size: snap.size, chunks: (n) => snap.chunks(n), done: () => snap.release() };
   }
 
   async moveLeader(target: bigint): Promise<void> {

@@ -52,8 +52,9 @@ export interface TransportHost {
 
 export interface OutgoingSnapshot {
   message: Message;
-  file: string;
-  /** called once the file is no longer needed (sent or failed) */
+  /** The snapshot's bytes in order, in chunks of at most chunkBytes (iterated once; ending early releases what they are read from). */
+  chunks(chunkBytes: number): AsyncIterable<Buffer>;
+  /** called once the snapshot is no longer needed (sent or failed) */
   done(): void;
 }
 

@@ -1,6 +1,6 @@
 // Snapshot streaming, both ends, on the peer service's SendSnapshot call.
-// Sender: streams a snapshot file in chunks, each read asynchronous and each
-// write waiting for the stream to drain, with a running CRC-32C sent in the
+// Sender: streams a snapshot's chunks as they are read, each write waiting for
+// the stream to drain, with a running CRC-32C sent in the
 // last chunk; the outcome goes to host.snapshotSent() exactly once.
 // Receiver: writes chunks straight to `<file>.tmp` (refusing strangers before
 // anything reaches the disk), checks the CRC-32C, fsyncs, renames, fsyncs the
@@ -16,7 +16,7 @@ import { refusal, type Ack, type OutgoingSnapshot, type PeerClient, type Transpo
 const SNAPSHOT_CHUNK = 1 << 20;
 
 /**
- * Streams the snapshot file chunk by chunk: each read is asynchronous and each
+ * Streams the snapshot chunk by chunk: each read is asynchronous and each
  * write waits for the stream to drain, so a large snapshot never holds the event
  * loop (a burst of a whole database once stalled a leader past the election
  * timeout, and every new leader started the same snapshot again).
@@ -41,30 +41,22 @@ export async function streamSnapshot(client: PeerClient, host: TransportHost, pe
   const base = { cluster_id: host.clusterId().toString(), from: host.memberId.toString(), to: peer.toString() };
   let bytes = 0;
   try {
-    const fh = await fs.open(snap.file, 'r');
-    try {
-      call.write({ ...base, header: Buffer.from(encodeMessage(snap.message)), data: Buffer.alloc(0), last: false, crc32c: 0 });
-      let crc = 0;
-      // Bounded by the file's size: every pass reads at least one byte or stops.
-      for (;;) {
-        if (finished) return;
-        if (closed()) {
-          call.cancel(); // the callback reports the failure to Raft
-          return;
-        }
-        const chunk = Buffer.allocUnsafe(SNAPSHOT_CHUNK);
-        const { bytesRead } = await fh.read(chunk, 0, SNAPSHOT_CHUNK, bytes);
-        if (bytesRead === 0) break;
-        const data = chunk.subarray(0, bytesRead);
-        crc = crc32c(data, crc);
-        bytes += bytesRead;
-        if (!call.write({ ...base, data, last: false, crc32c: 0 })) await drained();
+    call.write({ ...base, header: Buffer.from(encodeMessage(snap.message)), data: Buffer.alloc(0), last: false, crc32c: 0 });
+    let crc = 0;
+    // Bounded by the snapshot's size; leaving the loop early ends the read behind it.
+    for await (const data of snap.chunks(SNAPSHOT_CHUNK)) {
+      if (finished) return;
+      if (closed()) {
+        call.cancel(); // the callback reports the failure to Raft
+        return;
       }
-      call.write({ ...base, data: Buffer.alloc(0), last: true, crc32c: crc });
-      call.end();
-    } finally {
-      await fh.close();
+      crc = crc32c(data, crc);
+      bytes += data.length;
+      if (!call.write({ ...base, data, last: false, crc32c: 0 })) await drained();
     }
+    if (finished) return;
+    call.write({ ...base, data: Buffer.alloc(0), last: true, crc32c: crc });
+    call.end();
     host.logEvent('info', 'sent snapshot to peer', { peer: peer.toString(16), index: snap.message.snapshot?.meta.index, bytes });
   } catch (e) {
     host.logEvent('warn', 'snapshot send failed', { peer: peer.toString(16), error: (e as Error).message });

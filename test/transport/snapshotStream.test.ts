@@ -38,6 +38,12 @@ function snapMessage(from: bigint, to: bigint): Message {
   };
 }
 
+/** The file's bytes in chunks of at most n, as a store's snapshot hands them out. */
+async function* fileChunks(file: string, n: number): AsyncGenerator<Buffer> {
+  const data = await fs.promises.readFile(file);
+  for (let off = 0; off < data.length; off += n) yield data.subarray(off, off + n);
+}
+
 /** A receiver that keeps snapshots in `into` and records what it was handed. */
 async function receiver(port: number, delivered: { m: Message; file: string }[], into: string): Promise<PeerTransport> {
   fs.mkdirSync(into, { recursive: true });
@@ -64,7 +70,7 @@ test("a snapshot of several chunks arrives whole in a file, with its metadata; t
   let sent: boolean | undefined;
   const sender = new PeerTransport({
     ...host(1n, 7n, { unreachable: 0, refused: 0 }),
-    snapshotData: (m) => Promise.resolve({ message: m, file, done: () => void (released = true) }),
+    snapshotData: (m) => Promise.resolve({ message: m, chunks: (n) => fileChunks(file, n), done: () => void (released = true) }),
     snapshotSent: (_peer, ok) => void (sent = ok),
   });
   transports.push(sender);
