@@ -27,6 +27,23 @@ describe('interactive playbook run (tmux)', () => {
 
   const screen = (session = 'pb') => tmux('capture-pane', '-p', '-t', session, '-S', '-50');
 
+  /** The shell line tmux runs: `playbook run FILE` against the audit log `db`, then its exit code, kept on screen. */
+  function playbookRunCommand(file: string, db: string, extra = ''): string {
+    const env = { LIFEBOAT_TEST_STEPS: FAKE_STEPS, HOME: t.dir, XDG_STATE_HOME: t.path('state'), LIFEBOAT_FAULT: '', LIFEBOAT_AUDIT_DB: '' };
+    return [
+      `cd ${shellQuote(ROOT)} &&`,
+      'env',
+      ...Object.entries(env).map(([k, v]) => shellQuote(`${k}=${v}`)),
+      shellQuote(process.execPath),
+      'bin/run.js playbook run',
+      shellQuote(file),
+      extra,
+      '--audit-db',
+      shellQuote(db),
+      '; echo "EXIT=$?"; sleep 60',
+    ].join(' ');
+  }
+
   async function waitForScreen(pattern: RegExp, timeoutMs = 20_000, session = 'pb'): Promise<string> {
     const deadline = Date.now() + timeoutMs;
     let last = '';
@@ -69,24 +86,7 @@ steps:
     with: {log: ${log}, label: after}
 `,
     );
-    const env = {
-      LIFEBOAT_TEST_STEPS: FAKE_STEPS,
-      HOME: t.dir,
-      XDG_STATE_HOME: t.path('state'),
-      LIFEBOAT_FAULT: '',
-      LIFEBOAT_AUDIT_DB: '',
-    };
-    const cmd = [
-      `cd ${shellQuote(ROOT)} &&`,
-      'env',
-      ...Object.entries(env).map(([k, v]) => shellQuote(`${k}=${v}`)),
-      shellQuote(process.execPath),
-      'bin/run.js playbook run',
-      shellQuote(file),
-      '--audit-db',
-      shellQuote(db),
-      '; echo "EXIT=$?"; sleep 60',
-    ].join(' ');
+    const cmd = playbookRunCommand(file, db);
     tmux('new-session', '-d', '-s', 'pb', '-x', '200', '-y', '50', cmd);
 
     await waitForScreen(/Which colour should the run use\?/);
@@ -153,18 +153,7 @@ steps:
     with: {log: ${log}, label: "\${vars.token}"}
 `,
     );
-    const env = { LIFEBOAT_TEST_STEPS: FAKE_STEPS, HOME: t.dir, XDG_STATE_HOME: t.path('state'), LIFEBOAT_FAULT: '', LIFEBOAT_AUDIT_DB: '' };
-    const cmd = [
-      `cd ${shellQuote(ROOT)} &&`,
-      'env',
-      ...Object.entries(env).map(([k, v]) => shellQuote(`${k}=${v}`)),
-      shellQuote(process.execPath),
-      'bin/run.js playbook run',
-      shellQuote(file),
-      '--reason tty-secret --audit-db',
-      shellQuote(db),
-      '; echo "EXIT=$?"; sleep 60',
-    ].join(' ');
+    const cmd = playbookRunCommand(file, db, '--reason tty-secret');
     tmux('new-session', '-d', '-s', 'sec', '-x', '200', '-y', '50', cmd);
     await waitForScreen(/API token/, 20_000, 'sec');
     tmux('send-keys', '-t', 'sec', '-l', secret);

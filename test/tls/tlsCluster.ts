@@ -3,7 +3,7 @@
 // CA; a peer certificate with CN lifeboat-peer; per member copies, so one
 // member's files can be rotated alone), https:// URLs, and etcdctl and
 // lifeboat with --cacert --cert --key.
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { issueCert, type IssuedCert, type TestCerts } from '../support/certs.js';
 import { BIN, etcdctl, LifeboatCluster, parseEtcdJson, run, waitFor, type MemberProc, type RunResult } from '../support/lifeboatCluster.js';
@@ -48,6 +48,50 @@ export class TlsCluster {
       serverKey: path.join(dir, 'server.key'),
       peerCert: path.join(dir, 'peer.crt'),
       peerKey: path.join(dir, 'peer.key'),
+    };
+  }
+
+  /** Starts a new cluster of members `names`, each with its own certificates; resolves once they answer. */
+  async startFounders<N extends string[]>(...names: N): Promise<{ [K in keyof N]: MemberProc }> {
+    const founders = names.map((n) => this.define(n));
+    this.c.members.push(...founders);
+    const initial = founders.map((m) => `${m.name}=${m.peerUrl}`).join(',');
+    for (const m of founders) this.c.spawn(m, [...this.tlsArgs(m), '--initial-cluster', initial, '--initial-cluster-state', 'new']);
+    await this.waitStarted(founders.length);
+    return founders as { [K in keyof N]: MemberProc };
+  }
+
+  /** Runs etcdctl commands (user add, auth enable...) one after the other against `endpoint`, each required to succeed. */
+  async ctlAll(endpoint: string, commands: string[][]): Promise<void> {
+    for (const args of commands) {
+      const r = await this.ctl(endpoint, ...args);
+      if (r.code !== 0) throw new Error(`etcdctl ${args[0]} ${args[1] ?? ''} failed: ${r.stderr}`);
+    }
+  }
+
+  /**
+   * What must never leak from a run with this cluster and `password`: the password and a
+   * line from inside each private key (the client's, the servers', the peers').
+   */
+  secrets(password: string): string[] {
+    const keyLine = (file: string) =>
+      readFileSync(file, 'utf8')
+        .split('\n')
+        .find((l) => l.length > 40 && !l.startsWith('-----')) ?? file;
+    return [password, keyLine(this.certs.clientKey), keyLine(this.certs.serverKey), keyLine(this.peer.key)];
+  }
+
+  /** The shipped playbooks' TLS variables for members started with this cluster's certificates. */
+  playbookTlsVars(): Record<string, string> {
+    return {
+      'cert-file': this.certs.serverCert,
+      'key-file': this.certs.serverKey,
+      'trusted-ca-file': this.certs.ca,
+      'client-cert-auth': 'true',
+      'peer-cert-file': this.peer.cert,
+      'peer-key-file': this.peer.key,
+      'peer-trusted-ca-file': this.certs.ca,
+      'peer-client-cert-auth': 'true',
     };
   }
 

@@ -40,29 +40,13 @@ describe('the shipped playbooks on a secure cluster (mutual TLS and auth)', () =
     certs = await makeCerts(mkdtempSync(path.join(os.tmpdir(), 'lifeboat-tls-playbooks-')));
     tc = await TlsCluster.create('tls-playbooks', certs, 6);
     auditDb = path.join(tc.c.dir, 'audit.db');
-    tlsVars = {
-      'cert-file': certs.serverCert,
-      'key-file': certs.serverKey,
-      'trusted-ca-file': certs.ca,
-      'client-cert-auth': 'true',
-      'peer-cert-file': tc.peer.cert,
-      'peer-key-file': tc.peer.key,
-      'peer-trusted-ca-file': certs.ca,
-      'peer-client-cert-auth': 'true',
-    };
-    const founders = ['m1', 'm2', 'm3'].map((n) => tc.define(n));
-    tc.c.members.push(...founders);
-    const initial = founders.map((m) => `${m.name}=${m.peerUrl}`).join(',');
-    for (const m of founders) tc.c.spawn(m, [...tc.tlsArgs(m), '--initial-cluster', initial, '--initial-cluster-state', 'new']);
-    await tc.waitStarted(3);
-    for (const args of [
+    tlsVars = tc.playbookTlsVars();
+    const founders = await tc.startFounders('m1', 'm2', 'm3');
+    await tc.ctlAll(founders[0].client, [
       ['user', 'add', `root:${PASSWORD}`],
       ['user', 'grant-role', 'root', 'root'],
       ['auth', 'enable'],
-    ]) {
-      const r = await tc.ctl(founders[0].client, ...args);
-      assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
-    }
+    ]);
     assert.equal((await tc.ctl(founders[0].client, ...asRoot, 'put', 'kept', 'v')).code, 0);
   });
   after(async () => {
@@ -177,11 +161,7 @@ describe('the shipped playbooks on a secure cluster (mutual TLS and auth)', () =
     const exported = await run(process.execPath, [BIN, 'audit', 'export', '--audit-db', auditDb]);
     assert.equal(exported.code, 0, exported.stderr);
     assert.match(exported.stdout, /"user": "root"/);
-    const keyLine = (file: string) =>
-      readFileSync(file, 'utf8')
-        .split('\n')
-        .find((l) => l.length > 40 && !l.startsWith('-----')) ?? file;
-    const secrets = [PASSWORD, keyLine(certs.clientKey), keyLine(certs.serverKey), keyLine(tc.peer.key)];
+    const secrets = tc.secrets(PASSWORD);
     const haystacks: Array<[string, Buffer]> = [
       ['audit export', Buffer.from(exported.stdout)],
       ['playbook output', Buffer.from(outputs.join('\n'))],

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { makeCerts, type TestCerts } from '../support/certs.js';
-import { BIN, etcdctl, parseEtcdJson, run, type MemberProc } from '../support/lifeboatCluster.js';
+import { BIN, etcdctl, parseEtcdJson, run } from '../support/lifeboatCluster.js';
 import { playbookRun } from '../support/playbookRun.js';
 import { stopProcessesUnder } from '../support/processes.js';
 import { TlsCluster } from './tlsCluster.js';
@@ -31,20 +31,13 @@ describe('recovery of a secure cluster (mutual TLS and auth)', () => {
   });
 
   test('recover-from-quorum-loss with TLS variables rebuilds 3 voters on https:// URLs; a client without a certificate is refused', async () => {
-    const old = ['m1', 'm2', 'm3'].map((n) => tc.define(n)) as [MemberProc, MemberProc, MemberProc];
-    tc.c.members.push(...old);
-    const initial = old.map((m) => `${m.name}=${m.peerUrl}`).join(',');
-    for (const m of old) tc.c.spawn(m, [...tc.tlsArgs(m), '--initial-cluster', initial, '--initial-cluster-state', 'new']);
-    await tc.waitStarted(3);
-    for (const args of [
+    const old = await tc.startFounders('m1', 'm2', 'm3');
+    await tc.ctlAll(old[0].client, [
       ['user', 'add', `root:${PASSWORD}`],
       ['user', 'grant-role', 'root', 'root'],
       ['user', 'add', 'reader:readerpw'],
       ['auth', 'enable'],
-    ]) {
-      const r = await tc.ctl(old[0].client, ...args);
-      assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
-    }
+    ]);
     assert.equal((await tc.ctl(old[0].client, '--user', `root:${PASSWORD}`, 'put', 'over-tls', 'kept')).code, 0);
     await Promise.all([tc.c.kill(old[1]), tc.c.kill(old[2])]);
     await tc.c.kill(old[0], 'SIGTERM');
@@ -60,14 +53,7 @@ describe('recovery of a secure cluster (mutual TLS and auth)', () => {
       'client-url': recovered.clientUrl,
       members: fresh.map((m) => `${m.name}=${m.peerUrl},${m.clientUrl},${m.dataDir}`).join(';'),
       stabilization: '1s',
-      'cert-file': certs.serverCert,
-      'key-file': certs.serverKey,
-      'trusted-ca-file': certs.ca,
-      'client-cert-auth': 'true',
-      'peer-cert-file': tc.peer.cert,
-      'peer-key-file': tc.peer.key,
-      'peer-trusted-ca-file': certs.ca,
-      'peer-client-cert-auth': 'true',
+      ...tc.playbookTlsVars(),
     };
     // The password from the environment, as the README advises (a --user name:password stays visible in ps).
     const r = await playbookRun('recover-from-quorum-loss', sets, path.join(tc.c.dir, 'audit.db'), {
@@ -98,11 +84,7 @@ describe('recovery of a secure cluster (mutual TLS and auth)', () => {
     // No secret anywhere it could leak to: member logs (ours and the playbook's), raft logs, kv.db, the audit log and its export.
     const exported = await run(process.execPath, [BIN, 'audit', 'export', '--audit-db', path.join(tc.c.dir, 'audit.db')]);
     assert.equal(exported.code, 0, exported.stderr);
-    const keyLine = (file: string) =>
-      readFileSync(file, 'utf8')
-        .split('\n')
-        .find((l) => l.length > 40 && !l.startsWith('-----')) ?? file;
-    const secrets = [PASSWORD, keyLine(certs.clientKey), keyLine(certs.serverKey), keyLine(tc.peer.key)];
+    const secrets = tc.secrets(PASSWORD);
     const haystacks: Array<[string, Buffer]> = [
       ['audit export', Buffer.from(exported.stdout)],
       ['playbook output', Buffer.from(r.stdout + r.stderr)],
