@@ -6,12 +6,13 @@
 // and Lifeboat run one after the other, N rounds interleaved (A/B/A/B...); the
 // table holds medians. --before DIR adds an older Lifeboat build (a worktree of an
 // older commit with its own dist/) to every round, for before/after figures.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LifeboatCluster } from '../test/support/lifeboatCluster.js';
+import { commitOf, median } from './runStats.js';
 import { cleanupAll, onCleanup } from './cleanup.js';
 import { FigureSet } from './figures.js';
 import { describeMachine, describeMachineLine } from './machine.js';
@@ -68,10 +69,6 @@ function parse(args: string[]): IdleOptions {
   return o;
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 /** fsync + fdatasync calls of every thread of `pid` over `seconds` (strace -c -f), or NaN without strace. */
@@ -127,12 +124,6 @@ const etcdVariant: Variant = {
     const c = await startEtcd();
     return { pids: c.pids(), stop: () => c.stop() };
   },
-};
-
-/** The build's commit, `+` when its tree has changes not committed. */
-const commitOf = (dir: string): string => {
-  const git = (args: string[]) => spawnSync('git', ['-C', dir, ...args], { encoding: 'utf8' }).stdout.trim();
-  return `${git(['rev-parse', '--short', 'HEAD']) || dir}${git(['status', '--porcelain', '--untracked-files=no']) ? '+' : ''}`;
 };
 
 export async function run(args: string[]): Promise<void> {

@@ -3,10 +3,10 @@
 // (and older Lifeboat builds, one per --before) started one after the other in N
 // interleaved rounds, so a busy machine weighs on every system alike; the table
 // holds medians. The before/after figure a performance change lands with.
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { commitOf, median } from './runStats.js';
 import { cleanupAll } from './cleanup.js';
 import { runLoad, type LoadResult } from './loadGenerator.js';
 import { describeMachine, describeMachineLine } from './machine.js';
@@ -55,17 +55,6 @@ function fail(message: string): never {
   console.error(`${message}\n${USAGE}`);
   process.exit(2);
 }
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-
-/** The build's commit, `+` when its tree has changes not committed. */
-const commitOf = (dir: string): string => {
-  const git = (args: string[]) => spawnSync('git', ['-C', dir, ...args], { encoding: 'utf8' }).stdout.trim();
-  return `${git(['rev-parse', '--short', 'HEAD']) || dir}${git(['status', '--porcelain', '--untracked-files=no']) ? '+' : ''}`;
-};
 
 interface Variant {
   name: string;
