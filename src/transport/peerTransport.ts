@@ -34,6 +34,12 @@ export {
 
 /** Most messages queued for one peer; beyond it they are dropped and Raft resends. */
 const MAX_QUEUED = 4096;
+/**
+ * Bytes of messages per envelope (one more message may cross it): a catching-up
+ * follower is owed up to 256 appends of 1 MiB at once, and one envelope of them
+ * all would pass the 64 MiB message limit and fail the stream.
+ */
+const ENVELOPE_BYTES = 4 << 20;
 const BACKOFF_MIN_MS = 50;
 const BACKOFF_MAX_MS = 2000;
 /** A peer we have not heard from for this long no longer counts as connected. */
@@ -57,8 +63,11 @@ class PeerSender {
   /** The credentials' generation the client was made with: a later one means rotated files. */
   private clientGeneration: number;
   private stream: grpc.ClientDuplexStream<Envelope, Ack> | undefined;
-  private queue: Buffer[] = [];
+  /** Encoded only when written: a queue held back by the stream's backpressure costs no copies. */
+  private queue: Message[] = [];
   private flushScheduled = false;
+  /** The stream whose buffer is full: nothing more is written until it drains. */
+  private waitingDrain: grpc.ClientDuplexStream<Envelope, Ack> | undefined;
   private backoff = BACKOFF_MIN_MS;
   private retryTimer: NodeJS.Timeout | undefined;
   private closed = false;
@@ -112,9 +121,7 @@ class PeerSender {
       this.dropped++;
       return;
     }
-    const b = encodeMessage(m);
-    // A view of the encoder's own buffer, not a copy.
-    this.queue.push(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+    this.queue.push(m);
     if (!this.flushScheduled) {
       this.flushScheduled = true;
       setImmediate(() => this.flush());
@@ -173,14 +180,33 @@ class PeerSender {
   private flush(): void {
     this.flushScheduled = false;
     if (this.closed || (this.queue.length === 0 && !this.greet) || this.retryTimer) return;
-    this.greet = false;
     const s = this.stream ?? this.open();
-    const batch = this.queue;
-    this.queue = [];
-    const env: Envelope = { cluster_id: this.clusterIdText(), from: this.fromText, to: this.toText, messages: batch };
-    // The backoff is reset only by the peer's ack, not by a write: a write to a
-    // dead or refusing peer is buffered and would otherwise retry it every tick.
-    s.write(env);
+    if (this.waitingDrain === s) return;
+    this.greet = false;
+    let taken = 0;
+    do {
+      const batch: Buffer[] = [];
+      let bytes = 0;
+      while (taken < this.queue.length && (batch.length === 0 || bytes < ENVELOPE_BYTES)) {
+        const b = encodeMessage(this.queue[taken++]);
+        // A view of the encoder's own buffer, not a copy.
+        batch.push(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+        bytes += b.byteLength;
+      }
+      const env: Envelope = { cluster_id: this.clusterIdText(), from: this.fromText, to: this.toText, messages: batch };
+      // The backoff is reset only by the peer's ack, not by a write: a write to a
+      // dead or refusing peer is buffered and would otherwise retry it every tick.
+      if (!s.write(env)) {
+        // The rest waits in the queue, unencoded, until the stream drains.
+        this.waitingDrain = s;
+        s.once('drain', () => {
+          if (this.waitingDrain === s) this.waitingDrain = undefined;
+          this.flush();
+        });
+        break;
+      }
+    } while (taken < this.queue.length);
+    this.queue = this.queue.slice(taken);
   }
 
   private clusterIdText(): string {
