@@ -199,6 +199,16 @@ export class Raft extends RawNode {
     }
   }
 
+  /** The current term, as status().term without building the whole status (every response header carries it). */
+  currentTerm(): number {
+    return this.term;
+  }
+
+  /** Whether `id` is a learner in the configuration in force. */
+  isLearner(id: NodeId): boolean {
+    return this.trk.learners.has(id);
+  }
+
   status(): RaftStatus {
     const progress = new Map<NodeId, { match: number; next: number; state: ProgressState }>();
     if (this.state === StateType.Leader) {

@@ -25,6 +25,10 @@ export class ProgressTracker {
     return this.conf.voters;
   }
 
+  get learners(): ReadonlySet<NodeId> {
+    return this.conf.learners;
+  }
+
   get progress(): ReadonlyMap<NodeId, Progress> {
     return this.prs;
   }

@@ -64,17 +64,25 @@ export interface V3Host {
 const NOBODY: AuthInfo = { username: '', revision: 0 };
 
 export class V3Backend implements EtcdBackend, WatchBackend, LeaseBackend {
+  /** The IDs as the decimal text every response header carries (the cluster ID is learned once by a joining member). */
+  private readonly memberText: string;
+  private cluster = { id: -1n, text: '' };
+
   constructor(
     private readonly host: V3Host,
-    private readonly cluster: ClusterApi,
-  ) {}
+    private readonly clusterApi: ClusterApi,
+  ) {
+    this.memberText = host.memberId.toString();
+  }
 
   header(revision: number): Header {
+    const id = this.host.clusterId();
+    if (id !== this.cluster.id) this.cluster = { id, text: id.toString() };
     return {
-      cluster_id: this.host.clusterId().toString(),
-      member_id: this.host.memberId.toString(),
+      cluster_id: this.cluster.text,
+      member_id: this.memberText,
       revision: String(revision),
-      raft_term: String(this.host.raft().status().term),
+      raft_term: String(this.host.raft().currentTerm()),
     };
   }
 
@@ -83,7 +91,7 @@ export class V3Backend implements EtcdBackend, WatchBackend, LeaseBackend {
   }
 
   isLearner(): boolean {
-    return this.host.raft().status().conf.learners.includes(this.host.memberId);
+    return this.host.raft().isLearner(this.host.memberId);
   }
 
   authInfo(c: Caller): Promise<AuthInfo | undefined> {
@@ -133,19 +141,19 @@ export class V3Backend implements EtcdBackend, WatchBackend, LeaseBackend {
   }
 
   memberAdd(peerURLs: string[], isLearner: boolean): Promise<{ member: MemberInfo; members: MemberInfo[] }> {
-    return this.cluster.memberAdd(peerURLs, isLearner);
+    return this.clusterApi.memberAdd(peerURLs, isLearner);
   }
 
   memberRemove(id: bigint): Promise<MemberInfo[]> {
-    return this.cluster.memberRemove(id);
+    return this.clusterApi.memberRemove(id);
   }
 
   memberUpdate(id: bigint, peerURLs: string[]): Promise<MemberInfo[]> {
-    return this.cluster.memberUpdate(id, peerURLs);
+    return this.clusterApi.memberUpdate(id, peerURLs);
   }
 
   memberPromote(id: bigint): Promise<MemberInfo[]> {
-    return this.cluster.memberPromote(id);
+    return this.clusterApi.memberPromote(id);
   }
 
   memberList(): Promise<MemberInfo[]> {
