@@ -195,7 +195,7 @@ export class Raft extends RawNode {
     if (this.state === StateType.Leader) {
       // The leader counts itself toward a commit only once its own write is durable.
       const self = this.trk.progress.get(this.id);
-      if (self && self.maybeUpdate(this.log.stable) && this.maybeCommit()) this.bcastAppend();
+      if (self && self.maybeUpdate(this.log.stable) && this.maybeCommit()) this.bcastCommit();
     }
   }
 
@@ -512,7 +512,7 @@ export class Raft extends RawNode {
     if (open && open.term === this.term && open.entries.length === 0 && pr.state === ProgressState.Replicate && pr.match === open.index)
       open.context = COMMIT_ONLY;
 
-    if (this.maybeCommit()) this.bcastAppend();
+    if (this.maybeCommit()) this.bcastCommit();
     else if (wasPaused) this.sendAppend(m.from, true);
     // Fill the in-flight window.
     for (let i = 0; i < this.cfg.maxInflightMsgs && this.sendAppend(m.from, false); i++);
@@ -535,8 +535,14 @@ export class Raft extends RawNode {
     return true;
   }
 
-  /** Sends the next append (or a snapshot) to a follower; false if nothing was sent. */
-  private sendAppend(to: NodeId, sendIfEmpty: boolean): boolean {
+  /**
+   * Sends the next append (or a snapshot) to a follower; false if nothing was sent.
+   * `newCommit`: it is sent because the commit index moved, so an empty append to a
+   * follower in Replicate asks for no ack even if acks of earlier appends are still on
+   * their way (those acks answer for the same entries; a lost one is made up by the
+   * append a heartbeat response triggers, which is acknowledged).
+   */
+  private sendAppend(to: NodeId, sendIfEmpty: boolean, newCommit = false): boolean {
     const pr = this.trk.progress.get(to);
     if (!pr || to === this.id) return false;
     // A paused follower still gets new entries and the commit folded into the append
@@ -556,7 +562,7 @@ export class Raft extends RawNode {
     }
     if (entries.length === 0 && !sendIfEmpty) return false;
     const m: Message = { ...this.msg(MessageType.App, to), index: prevIndex, logTerm: prevTerm, entries, commit: this.log.committed };
-    if (entries.length === 0 && pr.state === ProgressState.Replicate && pr.match === prevIndex) m.context = COMMIT_ONLY;
+    if (entries.length === 0 && pr.state === ProgressState.Replicate && (pr.match === prevIndex || newCommit)) m.context = COMMIT_ONLY;
     const extended = this.foldAppend(m, this.cfg.maxSizePerMsg);
     if (extended === undefined) {
       if (foldOnly) return false;
@@ -568,6 +574,11 @@ export class Raft extends RawNode {
 
   private bcastAppend(): void {
     for (const id of this.trk.progress.keys()) if (id !== this.id) this.sendAppend(id, true);
+  }
+
+  /** The commit index moved: every follower hears it (without acking a bare commit update, see sendAppend). */
+  private bcastCommit(): void {
+    for (const id of this.trk.progress.keys()) if (id !== this.id) this.sendAppend(id, true, true);
   }
 
   private bcastHeartbeat(context: Uint8Array | undefined): void {
@@ -785,7 +796,7 @@ export class Raft extends RawNode {
         return;
       }
       // A smaller quorum may commit more now.
-      if (this.maybeCommit()) this.bcastAppend();
+      if (this.maybeCommit()) this.bcastCommit();
     }
   }
 

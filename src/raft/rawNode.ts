@@ -154,9 +154,9 @@ export abstract class RawNode {
     let bytes = 0;
     for (const e of m.entries) bytes += e.data.length;
     if (o.entries.length > 0 && m.entries.length > 0 && open.bytes + bytes > maxBytes) return undefined;
+    // Entries to acknowledge now, or an append that asks for an ack: a commit-only mark no longer applies.
+    if (m.entries.length > 0 || m.context === undefined) delete o.context;
     if (m.entries.length > 0) {
-      // Entries to acknowledge now: a commit-only mark no longer applies.
-      delete o.context;
       if (!open.owned) {
         // The first entries may be the log's own array slice: copy before growing it.
         o.entries = o.entries.slice();

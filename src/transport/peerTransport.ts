@@ -65,7 +65,6 @@ class PeerSender {
   private stream: grpc.ClientDuplexStream<Envelope, Ack> | undefined;
   /** Encoded only when written: a queue held back by the stream's backpressure costs no copies. */
   private queue: Message[] = [];
-  private flushScheduled = false;
   /** The stream whose buffer is full: nothing more is written until it drains. */
   private waitingDrain: grpc.ClientDuplexStream<Envelope, Ack> | undefined;
   private backoff = BACKOFF_MIN_MS;
@@ -115,6 +114,7 @@ class PeerSender {
     this.client = newClient(this.url, this.credentials);
   }
 
+  /** Queues a message; the caller flush()es once it has queued a whole batch. */
   enqueue(m: Message): void {
     if (this.closed) return;
     if (this.queue.length >= MAX_QUEUED) {
@@ -122,10 +122,6 @@ class PeerSender {
       return;
     }
     this.queue.push(m);
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      setImmediate(() => this.flush());
-    }
   }
 
   private open(): grpc.ClientDuplexStream<Envelope, Ack> {
@@ -177,8 +173,8 @@ class PeerSender {
     }, wait);
   }
 
-  private flush(): void {
-    this.flushScheduled = false;
+  /** Writes what is queued, unless the stream is backed up (its drain flushes) or a retry waits. */
+  flush(): void {
     if (this.closed || (this.queue.length === 0 && !this.greet) || this.retryTimer) return;
     const s = this.stream ?? this.open();
     if (this.waitingDrain === s) return;
@@ -296,16 +292,26 @@ export class PeerTransport {
     }
   }
 
+  /**
+   * Hands messages to their peers' streams at once (no event-loop turn in between:
+   * a Ready's messages arrive here together, so they share an envelope anyway).
+   */
   send(messages: Message[]): void {
+    const touched: PeerSender[] = [];
     for (const m of messages) {
       const s = partitioned('to', m.to) ? undefined : this.senders.get(m.to);
       if (!s) {
         if (m.type === MessageType.Snap) this.host.snapshotSent(m.to, false);
         continue;
       }
-      if (m.type === MessageType.Snap) s.sendSnapshot(m);
-      else s.enqueue(m);
+      if (m.type === MessageType.Snap) {
+        s.sendSnapshot(m);
+        continue;
+      }
+      s.enqueue(m);
+      if (!touched.includes(s)) touched.push(s);
     }
+    for (const s of touched) s.flush();
   }
 
   /** Since when a peer has been continuously in contact (ms since epoch), if it is now. */
