@@ -5,6 +5,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import * as hdr from 'hdr-histogram-js';
 import { onCleanup } from './cleanup.js';
+import type { TlsOptions } from '../src/client/tls.js';
 import { HISTOGRAM, type FromWorker, type LoadJob, type LoadOp, type ToWorker } from './loadJobs.js';
 
 const WORKER = fileURLToPath(new URL('./loadWorker.js', import.meta.url));
@@ -23,6 +24,8 @@ export interface LoadResult {
 
 export interface LoadSpec {
   endpoints: string[];
+  /** connect with this CA and client certificate (endpoints https://) */
+  tls?: TlsOptions;
   clients: number;
   workers: number;
   op: LoadOp;
@@ -72,7 +75,15 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
         const share = Math.ceil((op.to - op.from) / workers);
         op = { ...op, from: Math.min(op.to, op.from + i * share), to: Math.min(op.to, op.from + (i + 1) * share) };
       }
-      const job: LoadJob = { endpoints: spec.endpoints, clients, firstClient: first, op, valueSize: spec.valueSize, durationMs: spec.durationMs };
+      const job: LoadJob = {
+        endpoints: spec.endpoints,
+        tls: spec.tls,
+        clients,
+        firstClient: first,
+        op,
+        valueSize: spec.valueSize,
+        durationMs: spec.durationMs,
+      };
       first += clients;
       ready.push(expect(w, 'ready', 30_000));
       w.send({ type: 'job', job } satisfies ToWorker);

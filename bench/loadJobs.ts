@@ -1,5 +1,6 @@
 // Messages between the load generator (bench/loadGenerator.ts) and its worker
 // processes (bench/loadWorker.ts). Kept apart so both sides share one shape.
+import type { TlsOptions } from '../src/client/tls.js';
 
 export type LoadOp =
   | { kind: 'put'; keyPrefix: string; keySpace: number }
@@ -8,8 +9,10 @@ export type LoadOp =
   | { kind: 'fill'; keyPrefix: string; from: number; to: number; batch: number };
 
 export interface LoadJob {
-  /** endpoints as host:port; each client connects to one, round robin */
+  /** endpoints as host:port (https://host:port with `tls`); each client connects to one, round robin */
   endpoints: string[];
+  /** the CA and client certificate the clients connect with */
+  tls?: TlsOptions;
   /** concurrent clients in this worker */
   clients: number;
   /** index of this worker's first client among all clients (spreads endpoints and keys) */

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import * as hdr from 'hdr-histogram-js';
 import { EtcdClient } from '../src/client/etcdClient.js';
 import type { TxnOp } from '../src/client/types.js';
+import { silenceTlsServerNameWarning } from '../src/cli/warnings.js';
 import { HISTOGRAM, keyAt, type FromWorker, type LoadJob, type ToWorker } from './loadJobs.js';
 
 /** No client loop issues more requests than this, whatever the duration. */
@@ -37,7 +38,8 @@ process.on('message', (m: ToWorker) => {
 
 /** One channel per endpoint, dialled before the clock starts. */
 async function prepare(j: LoadJob): Promise<void> {
-  clients = j.endpoints.map((e) => new EtcdClient({ endpoints: [e], dialTimeoutMs: 5000, commandTimeoutMs: 10_000 }));
+  if (j.tls) silenceTlsServerNameWarning();
+  clients = j.endpoints.map((e) => new EtcdClient({ endpoints: [e], tls: j.tls, dialTimeoutMs: 5000, commandTimeoutMs: 10_000 }));
   await Promise.all(clients.map((c) => c.status()));
 }
 

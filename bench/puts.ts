@@ -1,19 +1,35 @@
-// `npm run bench -- puts [--runs N] [--clients 1,16,100] [--seconds S] [--before DIR]...`:
+// `npm run bench -- puts [--runs N] [--clients 1,16,100] [--seconds S] [--before DIR]... [--tls]`:
 // put throughput and latency of a fresh 3-member cluster, etcd 3.4 and Lifeboat
 // (and older Lifeboat builds, one per --before) started one after the other in N
 // interleaved rounds, so a busy machine weighs on every system alike; the table
 // holds medians. The before/after figure a performance change lands with.
+// --tls: every system serves clients and peers over TLS with certificate auth,
+// certificates made for the run (test/support/certs.ts) and removed at its end.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { silenceTlsServerNameWarning } from '../src/cli/warnings.js';
+import { makeCerts, type TestCerts } from '../test/support/certs.js';
 import { commitOf, median } from './runStats.js';
-import { cleanupAll } from './cleanup.js';
+import { cleanupAll, onCleanup } from './cleanup.js';
 import { runLoad, type LoadResult } from './loadGenerator.js';
 import { describeMachine, describeMachineLine } from './machine.js';
 import { cpuSeconds, sampleRss } from './memberRss.js';
-import { startEtcd, startLifeboat, type BenchCluster } from './systems.js';
+import { startEtcd, startLifeboat, TLS_CLUSTER_JS, type BenchCluster } from './systems.js';
 
-const USAGE = 'usage: npm run bench -- puts [--runs N] [--clients 1,16,100] [--seconds S] [--workers N] [--before DIR]... [--out DIR] [--tag T]';
+const USAGE = 'usage: npm run bench -- puts [--runs N] [--clients 1,16,100] [--seconds S] [--workers N] [--before DIR]... [--tls] [--out DIR] [--tag T]';
+/** The member flags --tls starts every Lifeboat build with (test/tls/tlsCluster.ts). */
+const TLS_SERVER_FLAGS = [
+  'cert-file',
+  'key-file',
+  'trusted-ca-file',
+  'client-cert-auth',
+  'peer-cert-file',
+  'peer-key-file',
+  'peer-trusted-ca-file',
+  'peer-client-cert-auth',
+  'peer-cert-allowed-cn',
+];
 const PUT = { kind: 'put', keyPrefix: 'bench/put/', keySpace: 10_000 } as const;
 
 interface PutsOptions {
@@ -25,11 +41,18 @@ interface PutsOptions {
   before: string[];
   outDir: string;
   tag?: string;
+  /** client and peer TLS on every system (absent without --tls) */
+  tls?: true;
 }
 
 function parse(args: string[]): PutsOptions {
   const o: PutsOptions = { before: [], runs: 3, clients: [1, 16, 100], seconds: 10, workers: 4, outDir: path.join('bench', 'results') };
   for (let i = 0; i < args.length; i += 2) {
+    if (args[i] === '--tls') {
+      o.tls = true;
+      i--;
+      continue;
+    }
     const v = args[i + 1];
     if (v === undefined) fail(`${args[i]} needs a value`);
     if (args[i] === '--runs') o.runs = Number(v);
@@ -47,8 +70,31 @@ function parse(args: string[]): PutsOptions {
     if (!fs.existsSync(path.join(dir, 'dist', 'test', 'support', 'lifeboatCluster.js'))) {
       fail(`--before ${dir}: no built tree there (git worktree add DIR <commit>, link node_modules, npx tsc -p . in it)`);
     }
+    if (o.tls) {
+      const missing = missingTlsSupport(dir);
+      if (missing) {
+        console.error(`--before ${dir} cannot run with --tls: ${missing}`);
+        process.exit(2);
+      }
+    }
   }
   return o;
+}
+
+/** Why the build at `dir` cannot start members with --tls's flags, or undefined if it can. */
+function missingTlsSupport(dir: string): string | undefined {
+  if (!fs.existsSync(path.join(dir, TLS_CLUSTER_JS))) return `that build has no ${TLS_CLUSTER_JS} (member TLS)`;
+  let flags: string[];
+  try {
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'oclif.manifest.json'), 'utf8')) as {
+      commands: Record<string, { flags: Record<string, unknown> }>;
+    };
+    flags = Object.keys(manifest.commands.server?.flags ?? {});
+  } catch {
+    return 'that build has no readable oclif.manifest.json (run npm run build in it)';
+  }
+  const lacking = TLS_SERVER_FLAGS.filter((f) => !flags.includes(f));
+  return lacking.length > 0 ? `its server has no ${lacking.map((f) => `--${f}`).join(', ')}` : undefined;
 }
 
 function fail(message: string): never {
@@ -58,7 +104,7 @@ function fail(message: string): never {
 
 interface Variant {
   name: string;
-  start(): Promise<BenchCluster>;
+  start(certs?: TestCerts): Promise<BenchCluster>;
 }
 
 /** One round of one system: a fresh cluster, a warm-up, then each client count. */
@@ -67,16 +113,17 @@ type Sample = LoadResult & { rssMiB: number; cpuMsPerPut: number };
 /** CPU time of the members (every thread) per put: what a busy machine distorts least. */
 const cpuTotal = (pids: number[]): number => pids.reduce((a, p) => a + cpuSeconds(p), 0);
 
-async function measure(v: Variant, o: PutsOptions): Promise<Map<number, Sample>> {
-  const sys = await v.start();
+async function measure(v: Variant, o: PutsOptions, certs?: TestCerts): Promise<Map<number, Sample>> {
+  const sys = await v.start(certs);
   try {
     const endpoints = await sys.endpoints();
-    await runLoad({ endpoints, clients: 16, workers: o.workers, op: PUT, valueSize: 256, durationMs: 1000 });
+    const tls = sys.tls;
+    await runLoad({ endpoints, tls, clients: 16, workers: o.workers, op: PUT, valueSize: 256, durationMs: 1000 });
     const out = new Map<number, Sample>();
     for (const clients of o.clients) {
       const rss = sampleRss(sys.pids());
       const cpu0 = cpuTotal(sys.pids());
-      const r = await runLoad({ endpoints, clients, workers: o.workers, op: PUT, valueSize: 256, durationMs: o.seconds * 1000 });
+      const r = await runLoad({ endpoints, tls, clients, workers: o.workers, op: PUT, valueSize: 256, durationMs: o.seconds * 1000 });
       const cpuMsPerPut = ((cpuTotal(sys.pids()) - cpu0) * 1000) / Math.max(1, r.ops);
       if (r.errors > 0) throw new Error(`${v.name}: ${r.errors} of ${r.ops + r.errors} puts failed at ${clients} clients: ${r.firstError ?? ''}`);
       out.set(clients, { ...r, rssMiB: rss.stop(), cpuMsPerPut });
@@ -92,21 +139,28 @@ export async function run(args: string[]): Promise<void> {
   const machine = describeMachine(os.tmpdir());
   const variants: Variant[] = [
     { name: 'etcd', start: startEtcd },
-    { name: `Lifeboat ${commitOf('.')}`, start: () => startLifeboat() },
+    { name: `Lifeboat ${commitOf('.')}`, start: (certs) => startLifeboat(undefined, certs) },
   ];
-  for (const dir of o.before) variants.push({ name: `Lifeboat ${commitOf(dir)} (before)`, start: () => startLifeboat(dir) });
+  for (const dir of o.before) variants.push({ name: `Lifeboat ${commitOf(dir)} (before)`, start: (certs) => startLifeboat(dir, certs) });
   const results = new Map<string, Map<number, Sample>[]>(variants.map((v) => [v.name, []]));
   const started = Date.now();
   const loadStart = os.loadavg()[0];
   try {
+    let certs: TestCerts | undefined;
+    if (o.tls) {
+      silenceTlsServerNameWarning();
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-bench-certs-'));
+      onCleanup(() => fs.rmSync(dir, { recursive: true, force: true }));
+      certs = await makeCerts(dir);
+    }
     for (let r = 0; r < o.runs; r++) {
       for (const v of variants) {
-        const m = await measure(v, o);
+        const m = await measure(v, o, certs);
         results.get(v.name)?.push(m);
         const line = [...m]
           .map(([c, x]) => `${c}c ${x.perSecond.toFixed(0)}/s p50 ${x.p50Ms.toFixed(2)} p99 ${x.p99Ms.toFixed(2)} ms CPU/put ${x.cpuMsPerPut.toFixed(3)} ms`)
           .join(', ');
-        console.log(`round ${r + 1}/${o.runs} ${v.name}: ${line} (load ${os.loadavg()[0].toFixed(2)})`);
+        console.log(`round ${r + 1}/${o.runs} ${v.name}${o.tls ? ' with TLS' : ''}: ${line} (load ${os.loadavg()[0].toFixed(2)})`);
       }
     }
   } finally {
@@ -137,12 +191,12 @@ export async function run(args: string[]): Promise<void> {
   }
   const header = [
     `Machine: ${describeMachineLine(machine)}.`,
-    `Puts of 256-byte values over ${o.seconds} s per client count, 3-member clusters on 127.0.0.1, ${o.workers} generator processes; ${o.runs} interleaved rounds of ${names.join(', ')}; medians. ${((Date.now() - started) / 60_000).toFixed(1)} min, load average ${loadStart.toFixed(2)} at start, ${os.loadavg()[0].toFixed(2)} at end.`,
+    `Puts of 256-byte values over ${o.seconds} s per client count, 3-member clusters on 127.0.0.1${o.tls ? ' with TLS on both sides (clients and peers on https://, certificate auth on both)' : ''}, ${o.workers} generator processes; ${o.runs} interleaved rounds of ${names.join(', ')}; medians. ${((Date.now() - started) / 60_000).toFixed(1)} min, load average ${loadStart.toFixed(2)} at start, ${os.loadavg()[0].toFixed(2)} at end.`,
   ].join('\n');
   const table = lines.join('\n');
   console.log(`\n${header}\n\n${table}\n`);
   fs.mkdirSync(o.outDir, { recursive: true });
-  const base = path.join(o.outDir, `${new Date().toISOString().slice(0, 10)}-puts${o.tag ? `-${o.tag}` : ''}`);
+  const base = path.join(o.outDir, `${new Date().toISOString().slice(0, 10)}-puts${o.tls ? '-tls' : ''}${o.tag ? `-${o.tag}` : ''}`);
   fs.writeFileSync(`${base}.md`, `${header}\n\n${table}\n`);
   const raw = Object.fromEntries([...results].map(([n, ms]) => [n, ms.map((m) => Object.fromEntries(m))]));
   fs.writeFileSync(`${base}.json`, JSON.stringify({ date: new Date().toISOString(), machine, options: o, raw }, null, 2) + '\n');

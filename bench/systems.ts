@@ -2,8 +2,11 @@
 // that already start, wait for and stop real etcd and Lifeboat clusters.
 import path from 'node:path';
 import { EtcdClient } from '../src/client/etcdClient.js';
+import type { TlsOptions } from '../src/client/tls.js';
+import type { TestCerts } from '../test/support/certs.js';
 import { EtcdCluster } from '../test/support/etcdCluster.js';
 import { BIN, LifeboatCluster } from '../test/support/lifeboatCluster.js';
+import { TlsCluster } from '../test/tls/tlsCluster.js';
 import { run, waitFor, type RunResult } from '../test/support/tools.js';
 import { onCleanup } from './cleanup.js';
 
@@ -17,7 +20,9 @@ export interface Learner {
 
 export interface BenchCluster {
   readonly name: SystemName;
-  /** client endpoints as host:port, the leader's first */
+  /** with TLS: the CA and client certificate to connect with */
+  readonly tls?: TlsOptions;
+  /** client endpoints as host:port (https://host:port with TLS), the leader's first */
   endpoints(): Promise<string[]>;
   /** pids of the three founding members */
   pids(): number[];
@@ -36,11 +41,16 @@ const SNAPSHOT_TIMEOUT_MS = 600_000;
 /** Restored members are never started: a peer URL is only recorded. */
 const RESTORE_PEER = 'http://127.0.0.1:2380';
 
+/** What a client connects with to members started with `certs`: their CA and the test client certificate. */
+export function clientTls(certs: TestCerts): TlsOptions {
+  return { caFile: certs.ca, certFile: certs.clientCert, keyFile: certs.clientKey };
+}
+
 /** The endpoints with the leader's first: a single client then talks to the leader on both systems. */
-async function leaderFirst(endpoints: string[]): Promise<string[]> {
+async function leaderFirst(endpoints: string[], tls?: TlsOptions): Promise<string[]> {
   const statuses = await Promise.all(
     endpoints.map(async (e) => {
-      const c = new EtcdClient({ endpoints: [e], dialTimeoutMs: 3000, commandTimeoutMs: 5000 });
+      const c = new EtcdClient({ endpoints: [e], tls, dialTimeoutMs: 3000, commandTimeoutMs: 5000 });
       try {
         const s = await c.status();
         return s.leader !== 0n && s.leader === s.header.memberId;
@@ -55,8 +65,8 @@ async function leaderFirst(endpoints: string[]): Promise<string[]> {
   return i <= 0 ? endpoints : [endpoints[i], ...endpoints.filter((_, j) => j !== i)];
 }
 
-async function addLearnerMember(endpoints: string[], name: string, peerUrl: string): Promise<string> {
-  const c = new EtcdClient({ endpoints, dialTimeoutMs: 3000, commandTimeoutMs: 10_000 });
+async function addLearnerMember(endpoints: string[], name: string, peerUrl: string, tls?: TlsOptions): Promise<string> {
+  const c = new EtcdClient({ endpoints, tls, dialTimeoutMs: 3000, commandTimeoutMs: 10_000 });
   let initial: string;
   try {
     const added = await c.memberAdd([peerUrl], { learner: true });
@@ -72,7 +82,7 @@ async function addLearnerMember(endpoints: string[], name: string, peerUrl: stri
     async () => {
       const lists = await Promise.all(
         endpoints.map(async (e) => {
-          const one = new EtcdClient({ endpoints: [e], dialTimeoutMs: 2000, commandTimeoutMs: 5000 });
+          const one = new EtcdClient({ endpoints: [e], tls, dialTimeoutMs: 2000, commandTimeoutMs: 5000 });
           try {
             return (await one.memberList()).members.some((m) => m.peerURLs.includes(peerUrl));
           } finally {
@@ -87,16 +97,23 @@ async function addLearnerMember(endpoints: string[], name: string, peerUrl: stri
   return initial;
 }
 
-export async function startEtcd(): Promise<BenchCluster> {
-  const cluster = await EtcdCluster.start({ size: 3, portSeed: `bench-etcd-${process.pid}` });
+/** `certs`: client and peer URLs on https://, with client and peer certificate auth. */
+export async function startEtcd(certs?: TestCerts): Promise<BenchCluster> {
+  const cluster = await EtcdCluster.start({ size: 3, portSeed: `bench-etcd-${process.pid}`, tls: certs, peerTls: !!certs });
   const unregister = onCleanup(() => cluster.stop());
   const founders = [...cluster.members];
+  const tls = certs && clientTls(certs);
   return {
     name: 'etcd',
-    endpoints: () => leaderFirst(founders.map((m) => cluster.endpointOf(m))),
+    tls,
+    endpoints: () =>
+      leaderFirst(
+        founders.map((m) => cluster.endpointOf(m)),
+        tls,
+      ),
     pids: () => founders.map((m) => m.proc?.pid ?? 0),
     snapshotSave: (endpoint, file) =>
-      run('etcdctl', ['--endpoints', endpoint, '--command-timeout=600s', 'snapshot', 'save', file], {
+      run('etcdctl', ['--endpoints', endpoint, ...cluster.tlsArgs(), '--command-timeout=600s', 'snapshot', 'save', file], {
         env: { ...process.env, ETCDCTL_API: '3' },
         timeoutMs: SNAPSHOT_TIMEOUT_MS,
       }),
@@ -123,11 +140,12 @@ export async function startEtcd(): Promise<BenchCluster> {
       ),
     async addLearner() {
       const [clientPort, peerPort] = await cluster.freePorts();
-      const peerUrl = `http://127.0.0.1:${peerPort}`;
+      const peerUrl = `${certs ? 'https' : 'http'}://127.0.0.1:${peerPort}`;
       const initial = await addLearnerMember(
         founders.map((m) => cluster.endpointOf(m)),
         'learner',
         peerUrl,
+        tls,
       );
       const env = { ETCD_NAME: 'learner', ETCD_INITIAL_CLUSTER: initial, ETCD_INITIAL_ADVERTISE_PEER_URLS: peerUrl, ETCD_INITIAL_CLUSTER_STATE: 'existing' };
       const m = await cluster.startJoining('learner', clientPort, peerPort, env, { learner: true });
@@ -140,30 +158,60 @@ export async function startEtcd(): Promise<BenchCluster> {
   };
 }
 
-/** `before`: the root of an older build (its own dist/ and bin/), run instead of this one. */
-export async function startLifeboat(before?: string): Promise<BenchCluster> {
+/** Where a build keeps the helper that starts its members with TLS (dist/ relative to its root). */
+export const TLS_CLUSTER_JS = path.join('dist', 'test', 'tls', 'tlsCluster.js');
+
+/**
+ * `before`: the root of an older build (its own dist/ and bin/), run instead of this one.
+ * `certs`: client and peer URLs on https://, with client and peer certificate auth
+ * (the build's own TlsCluster; an older build must have one).
+ */
+export async function startLifeboat(before?: string, certs?: TestCerts): Promise<BenchCluster> {
   const build = before
     ? ((await import(path.join(before, 'dist', 'test', 'support', 'lifeboatCluster.js'))) as { LifeboatCluster: typeof LifeboatCluster; BIN: string })
     : { LifeboatCluster, BIN };
-  const cluster = await build.LifeboatCluster.start(`bench-lifeboat-${process.pid}`, 3);
+  const seed = `bench-lifeboat-${process.pid}`;
+  let secure: TlsCluster | undefined;
+  let cluster: LifeboatCluster;
+  if (certs) {
+    const tlsBuild = before ? ((await import(path.join(before, TLS_CLUSTER_JS))) as { TlsCluster: typeof TlsCluster }) : { TlsCluster };
+    secure = await tlsBuild.TlsCluster.create(seed, certs, 3);
+    cluster = secure.c;
+    try {
+      await secure.startFounders('m1', 'm2', 'm3');
+    } catch (e) {
+      await cluster.stopAll();
+      throw e;
+    }
+  } else {
+    cluster = await build.LifeboatCluster.start(seed, 3);
+  }
   const unregister = onCleanup(() => cluster.stopAll());
   const founders = [...cluster.members];
+  const tls = certs && clientTls(certs);
   const lifeboat = (args: string[]) => run(process.execPath, [build.BIN, ...args], { env: { ...process.env, NO_COLOR: '1' }, timeoutMs: SNAPSHOT_TIMEOUT_MS });
+  const tlsFlags = certs ? ['--cacert', certs.ca, '--cert', certs.clientCert, '--key', certs.clientKey] : [];
   return {
     name: 'lifeboat',
-    endpoints: () => leaderFirst(founders.map((m) => m.client)),
+    tls,
+    endpoints: () =>
+      leaderFirst(
+        founders.map((m) => m.client),
+        tls,
+      ),
     pids: () => founders.map((m) => m.proc?.pid ?? 0),
-    snapshotSave: (endpoint, file) => lifeboat(['snapshot', 'save', file, '--endpoints', endpoint, '--command-timeout', '600s']),
+    snapshotSave: (endpoint, file) => lifeboat(['snapshot', 'save', file, '--endpoints', endpoint, ...tlsFlags, '--command-timeout', '600s']),
     snapshotRestore: (file, dataDir) =>
       lifeboat(['snapshot', 'restore', file, '--data-dir', dataDir, '--name', 'restored', '--initial-advertise-peer-urls', RESTORE_PEER]),
     async addLearner() {
-      const m = cluster.define('learner');
+      const m = (secure ?? cluster).define('learner');
       const initial = await addLearnerMember(
         founders.map((f) => f.client),
         m.name,
         m.peerUrl,
+        tls,
       );
-      cluster.spawn(m, ['--initial-cluster', initial, '--initial-cluster-state', 'existing']);
+      cluster.spawn(m, [...(secure?.tlsArgs(m) ?? []), '--initial-cluster', initial, '--initial-cluster-state', 'existing']);
       return { endpoint: m.client, pid: m.proc?.pid ?? 0 };
     },
     async stop() {

@@ -111,7 +111,8 @@ export class EtcdCluster {
    */
   async startJoining(name: string, clientPort: number, peerPort: number, env: Record<string, string>, opts: { learner: boolean }): Promise<EtcdMember> {
     const scheme = this.opts.tls ? 'https' : 'http';
-    const m = this.spawnMember(name, `${scheme}://127.0.0.1:${clientPort}`, `http://127.0.0.1:${peerPort}`, [], env);
+    const peerScheme = this.opts.tls && this.opts.peerTls ? 'https' : 'http';
+    const m = this.spawnMember(name, `${scheme}://127.0.0.1:${clientPort}`, `${peerScheme}://127.0.0.1:${peerPort}`, [], env);
     await this.waitReady(m, opts);
     return m;
   }
