@@ -18,18 +18,6 @@ import { cpuSeconds, sampleRss } from './memberRss.js';
 import { startEtcd, startLifeboat, TLS_CLUSTER_JS, type BenchCluster } from './systems.js';
 
 const USAGE = 'usage: npm run bench -- puts [--runs N] [--clients 1,16,100] [--seconds S] [--workers N] [--before DIR]... [--tls] [--out DIR] [--tag T]';
-/** The member flags --tls starts every Lifeboat build with (test/tls/tlsCluster.ts). */
-const TLS_SERVER_FLAGS = [
-  'cert-file',
-  'key-file',
-  'trusted-ca-file',
-  'client-cert-auth',
-  'peer-cert-file',
-  'peer-key-file',
-  'peer-trusted-ca-file',
-  'peer-client-cert-auth',
-  'peer-cert-allowed-cn',
-];
 const PUT = { kind: 'put', keyPrefix: 'bench/put/', keySpace: 10_000 } as const;
 
 interface PutsOptions {
@@ -70,31 +58,13 @@ function parse(args: string[]): PutsOptions {
     if (!fs.existsSync(path.join(dir, 'dist', 'test', 'support', 'lifeboatCluster.js'))) {
       fail(`--before ${dir}: no built tree there (git worktree add DIR <commit>, link node_modules, npx tsc -p . in it)`);
     }
-    if (o.tls) {
-      const missing = missingTlsSupport(dir);
-      if (missing) {
-        console.error(`--before ${dir} cannot run with --tls: ${missing}`);
-        process.exit(2);
-      }
+    // A build with test/tls/tlsCluster.js has member TLS: that module starts its members with it.
+    if (o.tls && !fs.existsSync(path.join(dir, TLS_CLUSTER_JS))) {
+      console.error(`--before ${dir} cannot run with --tls: that build has no ${TLS_CLUSTER_JS} (member TLS)`);
+      process.exit(2);
     }
   }
   return o;
-}
-
-/** Why the build at `dir` cannot start members with --tls's flags, or undefined if it can. */
-function missingTlsSupport(dir: string): string | undefined {
-  if (!fs.existsSync(path.join(dir, TLS_CLUSTER_JS))) return `that build has no ${TLS_CLUSTER_JS} (member TLS)`;
-  let flags: string[];
-  try {
-    const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'oclif.manifest.json'), 'utf8')) as {
-      commands: Record<string, { flags: Record<string, unknown> }>;
-    };
-    flags = Object.keys(manifest.commands.server?.flags ?? {});
-  } catch {
-    return 'that build has no readable oclif.manifest.json (run npm run build in it)';
-  }
-  const lacking = TLS_SERVER_FLAGS.filter((f) => !flags.includes(f));
-  return lacking.length > 0 ? `its server has no ${lacking.map((f) => `--${f}`).join(', ')}` : undefined;
 }
 
 function fail(message: string): never {

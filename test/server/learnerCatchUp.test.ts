@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { EtcdClient } from '../../src/client/etcdClient.js';
-import { LifeboatCluster, waitFor } from '../support/lifeboatCluster.js';
+import { LifeboatCluster, etcdctl, waitFor } from '../support/lifeboatCluster.js';
 
 const VALUE = Buffer.alloc(1 << 20, 7);
 const PUTS = 90;
@@ -37,14 +37,11 @@ describe('learner catch-up by log replay', () => {
     }
     const target = (await status(leader.client)).raftIndex;
     const m = c.define('learner');
-    const admin = new EtcdClient({ endpoints: [leader.client], dialTimeoutMs: 3000, commandTimeoutMs: 10_000 });
-    let initial: string;
-    try {
-      const added = await admin.memberAdd([m.peerUrl], { learner: true });
-      initial = added.members.map((x) => `${x.peerURLs.includes(m.peerUrl) ? m.name : x.name}=${x.peerURLs[0]}`).join(',');
-    } finally {
-      admin.close();
-    }
+    // etcdctl's member add prints the settings the new member starts with.
+    const added = await etcdctl(leader.client, 'member', 'add', m.name, `--peer-urls=${m.peerUrl}`, '--learner');
+    assert.equal(added.code, 0, added.stderr);
+    const initial = /ETCD_INITIAL_CLUSTER="([^"]+)"/.exec(added.stdout)?.[1];
+    assert.ok(initial, `no ETCD_INITIAL_CLUSTER in: ${added.stdout}`);
     c.spawn(m, ['--initial-cluster', initial, '--initial-cluster-state', 'existing']);
     // Connection failures before the learner listens are expected; count those after.
     await waitFor('the learner to answer', () => status(m.client).then(() => true), 30_000, 100);
