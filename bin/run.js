@@ -14,7 +14,7 @@ try {
   process.exit(1);
 }
 
-const { flush, run } = await import('@oclif/core');
+const { flush, run } = await import('#oclif-core');
 try {
   await run(process.argv.slice(2), import.meta.url);
   await flush();

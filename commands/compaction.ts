@@ -1,4 +1,4 @@
-import { Args, Flags } from '@oclif/core';
+import { Args, Flags } from '#oclif-core';
 import { EtcdCommand } from '../src/cli/baseCommand.js';
 import { parseRevision } from '../src/cli/args.js';
 import { compactionOutput } from '../src/cli/output/maintenance.js';

@@ -1,4 +1,4 @@
-import { Flags } from '@oclif/core';
+import { Flags } from '#oclif-core';
 import { EtcdCommand } from '../src/cli/baseCommand.js';
 import { defragOutput } from '../src/cli/output/maintenance.js';
 import { forEachEndpoint, targetEndpoints } from '../src/client/perEndpoint.js';

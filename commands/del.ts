@@ -1,4 +1,4 @@
-import { Args, Flags } from '@oclif/core';
+import { Args, Flags } from '#oclif-core';
 import { EtcdCommand } from '../src/cli/baseCommand.js';
 import { deleteOutput } from '../src/cli/output/kv.js';
 import { selectKeys } from '../src/client/keyRange.js';

@@ -1,4 +1,4 @@
-import { Flags } from '@oclif/core';
+import { Flags } from '#oclif-core';
 import { auditDbFlag } from '../src/cli/auditFlags.js';
 import { connectionFromFlags, durationFlag, EtcdCommand } from '../src/cli/baseCommand.js';
 import { EXIT } from '../src/cli/exitCodes.js';

@@ -1,4 +1,4 @@
-import { Flags } from '@oclif/core';
+import { Flags } from '#oclif-core';
 import { BaseCommand, credentialsFor, durationFlag } from '../src/cli/baseCommand.js';
 import { runMigration } from '../src/cli/migrateRun.js';
 import { migrateOutput } from '../src/cli/output/migrate.js';

@@ -1,4 +1,4 @@
-import { Args } from '@oclif/core';
+import { Args } from '#oclif-core';
 import { EtcdCommand } from '../src/cli/baseCommand.js';
 import { moveLeaderOutput } from '../src/cli/output/maintenance.js';
 import { resolveMemberId } from '../src/client/ids.js';

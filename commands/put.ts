@@ -1,4 +1,4 @@
-import { Args, Flags } from '@oclif/core';
+import { Args, Flags } from '#oclif-core';
 import { EtcdCommand } from '../src/cli/baseCommand.js';
 import { putOutput } from '../src/cli/output/kv.js';
 import { InputError } from '../src/common/errors.js';

@@ -1,4 +1,4 @@
-import { Command, Flags } from '@oclif/core';
+import { Command, Flags } from '#oclif-core';
 import { EXIT } from '../src/cli/exitCodes.js';
 import { buildServerConfig, ConfigError } from '../src/server/config.js';
 import { createLogger } from '../src/server/logger.js';

@@ -1,4 +1,4 @@
-import { Flags } from '@oclif/core';
+import { Flags } from '#oclif-core';
 import { BaseCommand } from '../../src/cli/baseCommand.js';
 import { auditDbFlag } from '../../src/cli/auditFlags.js';
 import { openAuditLogForReading } from '../../src/audit/open.js';

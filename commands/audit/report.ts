@@ -1,4 +1,4 @@
-import { Args, Flags } from '@oclif/core';
+import { Args, Flags } from '#oclif-core';
 import { BaseCommand } from '../../src/cli/baseCommand.js';
 import { auditDbFlag } from '../../src/cli/auditFlags.js';
 import { readRunReport } from '../../src/audit/report.js';

@@ -1,4 +1,4 @@
-import { Args } from '@oclif/core';
+import { Args } from '#oclif-core';
 import { BaseCommand } from '../../src/cli/baseCommand.js';
 import { auditDbFlag } from '../../src/cli/auditFlags.js';
 import { openAuditLogForReading } from '../../src/audit/open.js';

@@ -1,4 +1,4 @@
-import { Args, Flags } from '@oclif/core';
+import { Args, Flags } from '#oclif-core';
 import { BaseCommand } from '../../src/cli/baseCommand.js';
 import { InputError } from '../../src/common/errors.js';
 import { parseIdText } from '../../src/common/ids.js';

@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { Args, Flags } from '@oclif/core';
+import { Args, Flags } from '#oclif-core';
 import { BaseCommand } from '../../src/cli/baseCommand.js';
 import { InputError, RefusedError } from '../../src/common/errors.js';
 import { formatDataDirReport, inspectDataDir } from '../../src/recovery/inspect.js';

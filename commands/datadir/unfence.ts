@@ -1,4 +1,4 @@
-import { Args } from '@oclif/core';
+import { Args } from '#oclif-core';
 import { BaseCommand } from '../../src/cli/baseCommand.js';
 import { unfenceDataDir, type FenceRecord } from '../../src/recovery/fenceDataDir.js';
 

@@ -1,4 +1,4 @@
-import { Args, Flags } from '@oclif/core';
+import { Args, Flags } from '#oclif-core';
 import { BaseCommand } from '../../src/cli/baseCommand.js';
 import { unpackDataDir, type UnpackResult } from '../../src/recovery/dataDirArchive.js';
 

@@ -1,4 +1,4 @@
-import { Flags } from '@oclif/core';
+import { Flags } from '#oclif-core';
 import { EtcdCommand } from '../../src/cli/baseCommand.js';
 import { parseRevision } from '../../src/cli/args.js';
 import { endpointHashKVOutput, type EndpointHashKV } from '../../src/cli/output/endpoints.js';

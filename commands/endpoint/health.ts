@@ -1,4 +1,4 @@
-import { Flags } from '@oclif/core';
+import { Flags } from '#oclif-core';
 import { EtcdCommand } from '../../src/cli/baseCommand.js';
 import { endpointHealthOutput, healthLine, type EndpointHealth } from '../../src/cli/output/endpoints.js';
 import { checkHealth, forEachEndpoint, targetEndpoints } from '../../src/client/perEndpoint.js';

@@ -1,4 +1,4 @@
-import { Flags } from '@oclif/core';
+import { Flags } from '#oclif-core';
 import { EtcdCommand } from '../../src/cli/baseCommand.js';
 import { endpointStatusOutput, type EndpointStatus } from '../../src/cli/output/endpoints.js';
 import { forEachEndpoint, targetEndpoints } from '../../src/client/perEndpoint.js';

@@ -1,4 +1,4 @@
-import { Args } from '@oclif/core';
+import { Args } from '#oclif-core';
 import { EtcdCommand, yesFlag } from '../../src/cli/baseCommand.js';
 import { confirmDangerous } from '../../src/cli/confirm.js';
 import { memberChangeOutput } from '../../src/cli/output/members.js';

@@ -1,4 +1,4 @@
-import { Args, Flags } from '@oclif/core';
+import { Args, Flags } from '#oclif-core';
 import { EtcdCommand } from '../../src/cli/baseCommand.js';
 import { parsePeerUrls } from '../../src/cli/args.js';
 import { memberChangeOutput } from '../../src/cli/output/members.js';

@@ -1,4 +1,4 @@
-import { Args, Flags } from '@oclif/core';
+import { Args, Flags } from '#oclif-core';
 import { auditDbFlag } from '../../src/cli/auditFlags.js';
 import { terminalSessionIo } from '../../src/cli/sessionIo.js';
 import {

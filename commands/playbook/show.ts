@@ -1,4 +1,4 @@
-import { Args } from '@oclif/core';
+import { Args } from '#oclif-core';
 import { BaseCommand } from '../../src/cli/baseCommand.js';
 import { exitIfInvalid } from '../../src/cli/sessionCommand.js';
 import { loadStepLibrary } from '../../src/playbook/library.js';

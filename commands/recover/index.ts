@@ -1,4 +1,4 @@
-import { Flags } from '@oclif/core';
+import { Flags } from '#oclif-core';
 import { auditDbFlag } from '../../src/cli/auditFlags.js';
 import { recoverSession } from '../../src/cli/recoverSession.js';
 import {

@@ -1,4 +1,4 @@
-import { Flags } from '@oclif/core';
+import { Flags } from '#oclif-core';
 import { BaseCommand } from '../../src/cli/baseCommand.js';
 import { formatPlan, planRecovery, type RecoveryPlan } from '../../src/recovery/plan.js';
 

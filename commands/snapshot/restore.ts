@@ -1,4 +1,4 @@
-import { Args, Flags } from '@oclif/core';
+import { Args, Flags } from '#oclif-core';
 import { BaseCommand } from '../../src/cli/baseCommand.js';
 import { progressBar } from '../../src/cli/progressBar.js';
 import { restoreSnapshot, type RestoreResult } from '../../src/recovery/restore.js';

@@ -1,4 +1,4 @@
-import { Args } from '@oclif/core';
+import { Args } from '#oclif-core';
 import { EtcdCommand } from '../../src/cli/baseCommand.js';
 import { snapshotSaveOutput } from '../../src/cli/output/maintenance.js';
 import { progressBar } from '../../src/cli/progressBar.js';

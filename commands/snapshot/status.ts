@@ -1,4 +1,4 @@
-import { Args } from '@oclif/core';
+import { Args } from '#oclif-core';
 import { BaseCommand } from '../../src/cli/baseCommand.js';
 import { snapshotStatusOutput } from '../../src/cli/output/snapshotStatus.js';
 import { snapshotStatus } from '../../src/recovery/snapshotFormat.js';

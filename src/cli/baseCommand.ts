@@ -5,7 +5,7 @@
 //   exit codes (InputError → 2, RefusedError and a locked data dir → 3, anything else → 1).
 // - EtcdCommand: BaseCommand plus the connection flags (--endpoints, timeouts,
 //   TLS, --debug) and a client built from them, closed when the command ends.
-import { Command, Flags, type Interfaces } from '@oclif/core';
+import { Command, Flags, type Interfaces } from '#oclif-core';
 import { clientFor, EtcdClient, type ConnectionOptions } from '../client/etcdClient.js';
 import { InputError, RefusedError } from '../common/errors.js';
 import { DataDirLockedError } from '../storage/errors.js';

@@ -1,7 +1,7 @@
 // What the `playbook` and `recover` commands share: the flags of a run, the
 // connection they hand to steps, printing a session's result and ending with the
 // exit code of its outcome, and printing a refused playbook one problem per line.
-import { Flags, type Command } from '@oclif/core';
+import { Flags, type Command } from '#oclif-core';
 import { PlaybookInvalidError } from '../playbook/errors.js';
 import type { SessionResult } from '../playbook/session.js';
 import { EtcdCommand, type WriteOut } from './baseCommand.js';

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Config, type Interfaces } from '@oclif/core';
+import { Config, type Interfaces } from '#oclif-core';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const file = path.join(root, 'oclif.manifest.json');

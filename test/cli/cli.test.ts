@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Args, Errors, Parser } from '@oclif/core';
+import { Args, Errors, Parser } from '#oclif-core';
 import { EXIT, exitFor } from '../../src/cli/exitCodes.js';
 
 // This file runs as dist/test/cli/cli.test.js: dist is two levels up, the project root its parent.

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Config, Parser, type Command } from '@oclif/core';
+import { Config, Parser, type Command } from '#oclif-core';
 import { parseLeaseId, parseMemberId } from '../../src/client/ids.js';
 import { parseIdText } from '../../src/common/ids.js';
 import { locatePlaybook } from '../../src/playbook/locate.js';

@@ -2,7 +2,7 @@
 // `--help` shows how to use it), and the client commands take the global flags.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Config } from '@oclif/core';
+import { Config } from '#oclif-core';
 import { fileURLToPath } from 'node:url';
 import { confirmDangerous } from '../../src/cli/confirm.js';
 import { RefusedError } from '../../src/common/errors.js';
