@@ -24,10 +24,12 @@ export function areaOf(url: string, fn: string): string {
   if (fn === '(idle)') return 'idle';
   if (fn === '(garbage collector)') return 'GC';
   if (fn === '(program)') return 'V8/native (program)';
-  if (url.includes('@grpc/grpc-js')) return 'gRPC (grpc-js)';
+  // Packages bundled at build (src/cli/bundleVendor.ts) run from dist/vendor/.
+  if (url.includes('@grpc/grpc-js') || url.includes('/vendor/grpc-js.js')) return 'gRPC (grpc-js)';
   if (url.includes('protobufjs') || url.includes('proto-loader')) return 'protobuf';
   if (url.includes('better-sqlite3')) return 'SQLite (better-sqlite3)';
   if (url.includes('pino')) return 'logging';
+  if (url.includes('/vendor/oclif-core.js')) return 'CLI (oclif)';
   const m = /\/dist\/src\/([^/]+)\//.exec(url);
   if (m) return `lifeboat src/${m[1]}`;
   if (url.startsWith('node:')) return `node core (${url.slice(5).split('/')[0]})`;

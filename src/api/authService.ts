@@ -1,6 +1,6 @@
 // etcd's Auth service (etcdserverpb.Auth) on top of an AuthBackend the member
 // implements (src/server/authApi.ts). Answers follow etcd v3.4.
-import * as grpc from '@grpc/grpc-js';
+import * as grpc from '#grpc-js';
 import { ErrLearnerNotSupported } from './errors.js';
 import { service } from '../proto/load.js';
 import { callerOf } from './caller.js';

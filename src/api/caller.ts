@@ -1,7 +1,7 @@
 // Who a call comes from: the simple token in gRPC metadata `token` (or
 // `authorization`, as etcd's gateway sends it), else the common name of the client
 // certificate the TLS layer verified (etcd's --client-cert-auth). The member checks it.
-import type * as grpc from '@grpc/grpc-js';
+import type * as grpc from '#grpc-js';
 import { callIdentity } from '../net/tlsTermination.js';
 
 /** Who a call says it is, before the member checks it. */

@@ -2,7 +2,7 @@
 // implements (src/server/leases.ts). Answers follow etcd v3.4's v3rpc/lease.go: a
 // keep-alive or time-to-live of an unknown lease is an answer (TTL 0, TTL -1), not
 // an error; LeaseKeepAlive answers each request in order on its stream.
-import * as grpc from '@grpc/grpc-js';
+import * as grpc from '#grpc-js';
 import { ErrLearnerNotSupported } from './errors.js';
 import { service } from '../proto/load.js';
 import { toStatus, type Header } from './services.js';

@@ -5,7 +5,7 @@
 // checked where etcd 3.4 checks it: reads here, writes at apply (their entry
 // carries the user), the membership changes and Defragment/Snapshot/Hash/HashKV
 // for the root role; MemberList, Status, Alarm, MoveLeader and Compact are open.
-import * as grpc from '@grpc/grpc-js';
+import * as grpc from '#grpc-js';
 import { ErrLearnerNotSupported, GrpcCode, toEtcdError, unconvertedAuthError } from './errors.js';
 import { callerOf, type Caller } from './caller.js';
 import type { AuthInfo } from '../kv/index.js';

@@ -9,7 +9,7 @@
 // `hasleader: true` (etcdctl and clientv3 do) are ended with "etcdserver: no leader"
 // when the member has had no leader for three election timeouts, as etcd does, so the
 // client moves to another member; and every stream is ended when the member stops.
-import * as grpc from '@grpc/grpc-js';
+import * as grpc from '#grpc-js';
 import { ErrLearnerNotSupported, ErrNoLeader, ErrStopped } from './errors.js';
 import { EventType, type KeyValue } from '../kv/types.js';
 import { kvToWire, type WireEnum, type WireInt } from './convert.js';

@@ -1,7 +1,7 @@
 // The client's errors: every one is a single line that names the endpoint (when
 // there is one), says what went wrong and what to try. Commands let them escape;
 // the CLI turns `InputError` into exit 2 and everything else here into exit 1.
-import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import { status as GrpcStatus, type ServiceError } from '#grpc-js';
 import { formatDuration } from '../common/durations.js';
 
 export type ClientErrorKind =

@@ -10,7 +10,7 @@
 // - Errors are EtcdClientError: one line, naming the endpoint.
 // - Per-endpoint commands (endpoint status/health/hashkv, defrag, move-leader)
 //   use `forEndpoint` to dial each endpoint on its own connection, like etcdctl.
-import * as grpc from '@grpc/grpc-js';
+import * as grpc from '#grpc-js';
 import { Connection, type UnaryMethods } from './connection.js';
 import { parseEndpoints, type Endpoint } from './endpoints.js';
 import { EtcdClientError, callError } from './errors.js';

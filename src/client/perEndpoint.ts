@@ -1,6 +1,6 @@
 // Commands that ask each endpoint on its own connection, like etcdctl's
 // `endpoint status|health|hashkv`, `defrag` and `move-leader`.
-import { status as GrpcStatus } from '@grpc/grpc-js';
+import { status as GrpcStatus } from '#grpc-js';
 import type { EtcdClient } from './etcdClient.js';
 import { EtcdClientError } from './errors.js';
 import type { StatusResult } from './types.js';

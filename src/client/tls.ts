@@ -10,7 +10,7 @@
 //   undefined). Traffic is still encrypted, but the server is not authenticated, so
 //   use it only for test clusters.
 import { readFileSync } from 'node:fs';
-import * as grpc from '@grpc/grpc-js';
+import * as grpc from '#grpc-js';
 import { opensslReason } from './errors.js';
 import { InputError } from '../common/errors.js';
 

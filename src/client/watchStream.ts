@@ -2,7 +2,7 @@
 // paused while the caller is busy, so a slow consumer never buffers without bound
 // (gRPC flow control pushes back on the server, which falls behind and catches up
 // from history, as etcd does).
-import * as grpc from '@grpc/grpc-js';
+import * as grpc from '#grpc-js';
 import type { WatchClient } from './connection.js';
 import { callError, EtcdClientError } from './errors.js';
 import { wireNum } from './ids.js';

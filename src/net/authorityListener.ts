@@ -23,7 +23,7 @@
 // toolkit's own, the npm etcd3 client) is given to grpc-js as the socket itself.
 //
 // The HPACK details are at the top of hpack.ts.
-import * as grpc from '@grpc/grpc-js';
+import * as grpc from '#grpc-js';
 import dns from 'node:dns/promises';
 import { EventEmitter } from 'node:events';
 import net from 'node:net';

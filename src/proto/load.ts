@@ -6,8 +6,8 @@
 // Not @grpc/proto-loader: it also builds and encodes a descriptor of every
 // message for reflection we never serve, which was a third of a CLI command's
 // start-up (`snapshot save` is measured against etcdctl's).
-import * as grpc from '@grpc/grpc-js';
-import protobuf from 'protobufjs';
+import * as grpc from '#grpc-js';
+import protobuf from '#protobufjs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 

@@ -6,7 +6,7 @@
 // waiting is proposer.ts's). Its jobs live beside it: apply.ts applies committed
 // entries, v3Backend.ts and clusterApi.ts serve the client API, peerHost.ts
 // answers the peer transport.
-import * as grpc from '@grpc/grpc-js';
+import * as grpc from '#grpc-js';
 import { ErrNoSpace, ErrStopped, proposalRefused } from '../common/memberErrors.js';
 import { listenWithAuthorityRewrite, type AuthorityRewriteListener } from '../net/authorityListener.js';
 import { registerEtcdServices } from '../api/services.js';

@@ -3,7 +3,7 @@
 // stream, malformed messages dropped and logged), SendSnapshot (received by
 // snapshotStream.ts), Identity and Forward. Contact with peers is reported
 // through PeerContact; everything else goes to the TransportHost.
-import * as grpc from '@grpc/grpc-js';
+import * as grpc from '#grpc-js';
 import { decodeMessage } from '../raft/codec.js';
 import type { Message, NodeId } from '../raft/types.js';
 import {

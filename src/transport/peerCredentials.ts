@@ -6,7 +6,7 @@
 // 3.4 applies the check to both ends). The files are re-read when they change;
 // `generation` tells a sender holding a channel that a new one would present
 // the new certificate.
-import * as grpc from '@grpc/grpc-js';
+import * as grpc from '#grpc-js';
 import tls from 'node:tls';
 import { commonName, PEER_TLS_FLAGS, WatchedTlsFiles, type TlsFiles } from '../net/tlsFiles.js';
 

@@ -2,7 +2,7 @@
 // the messages on the wire (envelopes, acks, identity and forward replies),
 // what the transport asks of its member (TransportHost), the REFUSED_* texts
 // and the one rule deciding who is refused. No I/O here.
-import type * as grpc from '@grpc/grpc-js';
+import type * as grpc from '#grpc-js';
 import { anyFailpoint, failpointSet } from '../common/failpoint.js';
 import type { Message, NodeId } from '../raft/types.js';
 

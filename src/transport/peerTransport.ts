@@ -8,7 +8,7 @@
 // served over TLS ended by our own listener (net/tlsTermination.ts), so a
 // rotated certificate is used by the next connection. The types and
 // REFUSED_* texts the member uses are re-exported from here.
-import * as grpc from '@grpc/grpc-js';
+import * as grpc from '#grpc-js';
 import { encodeMessage } from '../raft/codec.js';
 import { MessageType, type Message, type NodeId } from '../raft/types.js';
 import { service } from '../proto/load.js';

@@ -5,7 +5,7 @@
 // Receiver: writes chunks straight to `<file>.tmp` (refusing strangers before
 // anything reaches the disk), checks the CRC-32C, fsyncs, renames, fsyncs the
 // directory, and only then tells host.snapshotReceived().
-import * as grpc from '@grpc/grpc-js';
+import * as grpc from '#grpc-js';
 import { crc32c } from '@node-rs/crc32';
 import fs from 'node:fs/promises';
 import path from 'node:path';

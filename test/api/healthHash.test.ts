@@ -1,7 +1,7 @@
 // grpc.health.v1.Health and Maintenance.Hash on a running member, through gRPC.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import * as grpc from '@grpc/grpc-js';
+import * as grpc from '#grpc-js';
 import { service } from '../../src/proto/load.js';
 import { EtcdClient } from '../../src/client/etcdClient.js';
 import { LifeboatCluster } from '../support/lifeboatCluster.js';

@@ -6,7 +6,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import * as grpc from '@grpc/grpc-js';
+import * as grpc from '#grpc-js';
 import { service } from '../../src/proto/load.js';
 import { EtcdClient, deleteToWire, rangeToWire } from '../../src/client/etcdClient.js';
 import { EtcdClientError } from '../../src/client/errors.js';

@@ -2,7 +2,7 @@
 // with real clients end to end — etcdctl (whose endpoint commands send
 // `:authority: http://host:port`), grpc-js, and Node's http2 client filling
 // and evicting the HPACK table — and closing the listener.
-import * as grpc from '@grpc/grpc-js';
+import * as grpc from '#grpc-js';
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import http2 from 'node:http2';

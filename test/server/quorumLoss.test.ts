@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import * as grpc from '@grpc/grpc-js';
+import * as grpc from '#grpc-js';
 import { service } from '../../src/proto/load.js';
 import { LifeboatCluster, etcdctl, parseEtcdJson, waitFor } from '../support/lifeboatCluster.js';
 

@@ -7,7 +7,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { inspect } from 'node:util';
 import { after, before, describe, test } from 'node:test';
-import * as grpc from '@grpc/grpc-js';
+import * as grpc from '#grpc-js';
 import { EtcdClient } from '../../src/client/etcdClient.js';
 import { EtcdClientError } from '../../src/client/errors.js';
 import type { Member } from '../../src/client/types.js';

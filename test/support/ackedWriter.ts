@@ -1,7 +1,7 @@
 // A client load that records what was acknowledged: eight loops of puts as fast as
 // acknowledgements come back, against a Lifeboat member or real etcd (same API),
 // until stopped. "Every acknowledged key" is checked against this list.
-import * as grpc from '@grpc/grpc-js';
+import * as grpc from '#grpc-js';
 import { service } from '../../src/proto/load.js';
 
 type KvClient = { Put(req: unknown, opts: unknown, cb: (e: grpc.ServiceError | null) => void): void; close(): void };

@@ -2,7 +2,7 @@
 // files re-read when they change (a half-rotated pair never used), and the
 // verified client certificate's CN reaching a gRPC handler through a TLS
 // listener ended before the :authority shim.
-import * as grpc from '@grpc/grpc-js';
+import * as grpc from '#grpc-js';
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';

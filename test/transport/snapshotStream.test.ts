@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import * as grpc from '@grpc/grpc-js';
+import * as grpc from '#grpc-js';
 import { service } from '../../src/proto/load.js';
 import { encodeMessage } from '../../src/raft/codec.js';
 import { MessageType, type Message } from '../../src/raft/types.js';

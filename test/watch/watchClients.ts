@@ -2,7 +2,7 @@
 // lease keep-alive, make-mirror) whose output is collected until they are stopped,
 // and a raw gRPC watch stream with no reconnect logic of its own. Every process
 // and stream is ended by its stop()/close(), each bounded in time.
-import * as grpc from '@grpc/grpc-js';
+import * as grpc from '#grpc-js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { service } from '../../src/proto/load.js';
 import { parseEtcdJson, waitFor } from '../support/lifeboatCluster.js';
