@@ -5,10 +5,10 @@
 import path from 'node:path';
 import { clientFor } from '../../client/etcdClient.js';
 import { parseMemberId } from '../../client/ids.js';
-import { resolveIdText } from '../../common/ids.js';
-import type { Member, MemberListResult } from '../../client/types.js';
+import { formatId as hex, resolveIdText } from '../../common/ids.js';
+import type { Member, MemberListResult, ResponseHeader } from '../../client/types.js';
 import { answers } from '../../recovery/fence.js';
-import { checkCluster, promoteWhenReady, statusOf, LearnerStalledError, waitCaughtUp, waitHealthy, waitUntil } from '../../ops/memberOps.js';
+import { checkCluster, memberList, promoteWhenReady, statusOf, LearnerStalledError, waitCaughtUp, waitHealthy, waitUntil } from '../../ops/memberOps.js';
 import { clusterRuntime, etcdBinary, etcdVersionOf, memberPid, parseRuntimeChoice, resolveRuntime, runtimeOfDataDir } from '../../ops/runtime.js';
 import { logTail, memberSettings, spawnMember, startInstructions, type StartedMember, type StartMemberOptions } from '../../ops/startMember.js';
 import type { RuntimeName } from '../../common/memberCommand.js';
@@ -63,14 +63,63 @@ async function listMembers(endpoints: string[], ctx: StepContext): Promise<Membe
 }
 
 async function alreadyServing(clientUrl: string, ctx: StepContext): Promise<boolean> {
+  return (await answeringMember(clientUrl, ctx)) !== undefined;
+}
+
+/** The member that answers Status at clientUrl (its response header: member and cluster ID), or undefined when nothing does. */
+async function answeringMember(clientUrl: string, ctx: StepContext): Promise<ResponseHeader | undefined> {
   // A closed port fails at once here; a gRPC call would wait out its dial timeout.
-  if (!(await answers(clientUrl, ctx.connection.dialTimeoutMs))) return false;
+  if (!(await answers(clientUrl, ctx.connection.dialTimeoutMs))) return undefined;
   try {
-    await statusOf(clientUrl, { ...ctx.connection, dialTimeoutMs: 1000 });
-    return true;
+    return (await statusOf(clientUrl, { ...ctx.connection, dialTimeoutMs: 1000 })).header;
   } catch {
-    return false;
+    return undefined;
   }
+}
+
+const sameUrl = (a: string, b: string): boolean => {
+  try {
+    const [x, y] = [new URL(a), new URL(b)];
+    return x.protocol === y.protocol && x.host === y.host;
+  } catch {
+    return a === b;
+  }
+};
+
+/**
+ * Why the member answering at the client URL is not the one this step starts, or
+ * undefined when it is. Any etcd port answers Status (a peer port too), so an
+ * answer alone proves nothing: the member ID must be the learner's this run added;
+ * without one, the answering member (or the cluster at endpoints) must list that ID
+ * with this member's peer URL; a learner, which refuses MemberList, given neither,
+ * passes only while a process on this host holds its data dir.
+ */
+async function notThisMember(there: ResponseHeader, p: Record<string, unknown>, ctx: StepContext): Promise<string | undefined> {
+  const clientUrl = String(p['client-url']);
+  const who = `member ${hex(there.memberId)} of cluster ${hex(there.clusterId)}`;
+  const advice = 'another process listens there; stop it or choose another client URL';
+  if (typeof p['member-id'] === 'string' && p['member-id']) {
+    const want = parseMemberId(p['member-id']);
+    return there.memberId === want ? undefined : `${who} answers at ${clientUrl}, not ${String(p.name)} (member ${hex(want)}): ${advice}`;
+  }
+  const peerUrl = String(p['peer-url']);
+  const endpoints = (p.endpoints as string[] | undefined) ?? [];
+  let why = '';
+  for (const from of [[clientUrl], ...(endpoints.length > 0 ? [endpoints] : [])]) {
+    let members: Member[];
+    try {
+      members = await memberList(from, { ...ctx.connection, dialTimeoutMs: 1000 });
+    } catch (e) {
+      why = (e as Error).message;
+      continue;
+    }
+    const self = members.find((m) => m.id === there.memberId);
+    if (self?.peerURLs.some((u) => sameUrl(u, peerUrl))) return undefined;
+    const as = self ? ` (${self.name || 'unnamed'}, peer URL ${self.peerURLs.join(',')})` : '';
+    return `${who}${as} answers at ${clientUrl}, not ${String(p.name)} (peer URL ${peerUrl}): ${advice}`;
+  }
+  if (!p.remote && memberPid(String(p['data-dir'])) !== undefined) return undefined;
+  return `${who} answers at ${clientUrl}, no member list names it (${why}) and nothing runs on ${String(p['data-dir'])}, so it cannot be ${String(p.name)} (peer URL ${peerUrl}): ${advice}`;
 }
 
 /** The runtime for a member about to start: forced, else its data dir's layout, else the cluster's, else Lifeboat. */
@@ -178,7 +227,11 @@ export const startMember: StepDefinition = {
       },
       logFile: path.join(ctx.runDir, `${String(p.name)}.log`),
     });
-    if (await alreadyServing(clientUrl, ctx)) {
+    const there = await answeringMember(clientUrl, ctx);
+    if (there) {
+      // Started before (a resumed run) — or another process listens there, which must not pass for this member.
+      const other = await notThisMember(there, p, ctx);
+      if (other) throw new SafetyCheckError(other);
       ctx.progress(`${String(p.name)} already answers at ${clientUrl}`);
       const runtime = await runtimeForStart(p, ctx).catch(() => 'lifeboat' as const);
       return { started: false, clientUrl, pid: memberPid(String(p['data-dir'])) ?? 0, ...handoff(runtime, options(runtime)) };
@@ -210,7 +263,13 @@ export const startMember: StepDefinition = {
       const answering = waitUntil(
         `${String(p.name)} to answer at ${clientUrl}`,
         Number(p.timeout),
-        async () => ((await alreadyServing(clientUrl, ctx)) ? true : undefined),
+        async () => {
+          const answering = await answeringMember(clientUrl, ctx);
+          if (!answering) return undefined;
+          const other = await notThisMember(answering, p, ctx);
+          if (other) throw new Error(other); // kept as the last error; the member itself will fail to bind and exit
+          return true;
+        },
         50,
         ctx.signal,
       );
