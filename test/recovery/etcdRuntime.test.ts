@@ -258,7 +258,10 @@ describe('the main job on real etcd 3.4', () => {
           path.join(solo.dir, `audit-${discard}.db`),
         );
         assert.equal(r.code, 0, r.out);
-        const keys = (await etcdctl('--endpoints', clientUrl, 'get', 'tail/', '--prefix', '--keys-only')).stdout.split('\n').filter(Boolean);
+        // A failed get must not read as "no tail keys" (it once did, against another test's etcd).
+        const tail = await etcdctl('--endpoints', clientUrl, 'get', 'tail/', '--prefix', '--keys-only');
+        assert.equal(tail.code, 0, tail.stderr);
+        const keys = tail.stdout.split('\n').filter(Boolean);
         assert.equal(keys.length, want, `discard-uncommitted=${discard}`);
         const base = (await etcdctl('--endpoints', clientUrl, 'get', 'base/', '--prefix', '--keys-only')).stdout.split('\n').filter(Boolean);
         assert.equal(base.length, 20);
