@@ -14,16 +14,32 @@ try {
   process.exit(1);
 }
 
-const { flush, run } = await import('#oclif-core');
-try {
-  await run(process.argv.slice(2), import.meta.url);
-  await flush();
-} catch (error) {
+const argv = process.argv.slice(2);
+const fail = async (error, flush) => {
   const { code, message } = exitFor(error);
   if (message) process.stderr.write(`${message}\n`);
   if (process.env.LIFEBOAT_DEBUG && error instanceof Error && error.stack) {
     process.stderr.write(`${error.stack}\n`);
   }
-  await flush().catch(() => {});
+  await flush?.().catch(() => {});
   process.exit(code);
+};
+
+// `lifeboat server` (but its --help) skips oclif: a member is long-lived, and
+// oclif with every command loaded costs it several MiB of memory for good.
+if (argv[0] === 'server' && !argv.slice(1).some((a) => a === '--help' || a === '-h')) {
+  try {
+    const { main } = await import('../dist/src/cli/serverEntry.js');
+    process.exit(await main(argv.slice(1)));
+  } catch (error) {
+    await fail(error);
+  }
+}
+
+const { flush, run } = await import('#oclif-core');
+try {
+  await run(argv, import.meta.url);
+  await flush();
+} catch (error) {
+  await fail(error, flush);
 }

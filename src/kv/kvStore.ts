@@ -60,6 +60,8 @@ export interface KvOpenOptions {
 export interface KvStoreKnobs {
   /** After every checkpointAsync(): what it made durable, and whether it synced anything. */
   onCheckpoint?(r: CheckpointResult): void;
+  /** How long the worker thread (checkpoints, hashes, snapshots) is kept with nothing to do (readJob.ts; 0: until close). */
+  readWorkerIdleMs?: number;
 }
 
 export interface KvEntry {
@@ -104,8 +106,16 @@ export class KvStore {
   /** The last revision importRevisions wrote (main, sub). */
   private imported: [number, number] = [-1, -1];
   private closed = false;
-  /** Checkpoints, hashes and snapshots: one worker thread with its own connection, started at the first. */
-  private readonly jobs = new ReadJobRunner();
+  /** Checkpoints, hashes and snapshots: one worker thread with its own connection, started at the first, ended when idle. */
+  private readonly jobs: ReadJobRunner;
+  /** Rows this connection changed since it opened: the store's only writer, so unchanged means nothing was committed. */
+  private readonly totalChangesStmt: Database.Statement;
+  /**
+   * The last checkpoint that copied the whole WAL: total_changes() read before it,
+   * and the applied index it made durable. While total_changes() is the same,
+   * a checkpoint has nothing to do and the worker need not be woken (or started).
+   */
+  private lastCheckpoint: { changes: number; appliedIndex: number } | undefined;
 
   private constructor(
     private readonly db: Database.Database,
@@ -124,6 +134,8 @@ export class KvStore {
     this.writeStateStmt = db.prepare(`UPDATE state SET applied_index = ?, applied_term = ?, current_revision = ?, compact_revision = ?`);
     this.leaseExistsStmt = db.prepare(`SELECT 1 FROM leases WHERE id = ?`).pluck();
     this.pageCountStmt = db.prepare(`PRAGMA page_count`).pluck();
+    this.totalChangesStmt = db.prepare(`SELECT total_changes()`).pluck();
+    this.jobs = new ReadJobRunner(knobs.readWorkerIdleMs);
     this.pageBytes = db.pragma('page_size', { simple: true }) as number;
     this.pages = this.pageCountStmt.get() as number;
     // Called inside another transaction, better-sqlite3 uses a savepoint instead.
@@ -464,9 +476,22 @@ export class KvStore {
   async checkpointAsync(): Promise<number> {
     this.assertOpen();
     if (this.path === ':memory:') return this.state.appliedIndex;
+    const changes = this.totalChangesStmt.get() as number;
+    const last = this.lastCheckpoint;
+    if (last?.changes === changes) {
+      this.knobs.onCheckpoint?.({ appliedIndex: last.appliedIndex, synced: false, complete: true });
+      return last.appliedIndex;
+    }
     const r = (await this.jobs.run({ kind: 'checkpoint', dbPath: this.path })) as CheckpointResult;
+    // Commits after `changes` was read may be in this checkpoint too: then the next one runs again, for nothing.
+    this.lastCheckpoint = r.complete ? { changes, appliedIndex: r.appliedIndex } : undefined;
     this.knobs.onCheckpoint?.(r);
     return r.appliedIndex;
+  }
+
+  /** Whether the worker thread runs now (tests: it ends when idle). */
+  get readWorkerRunning(): boolean {
+    return this.jobs.running;
   }
 
   /** Bytes the database file takes (etcd's dbSize), as of the last commit. */
@@ -485,6 +510,8 @@ export class KvStore {
     this.assertOpen();
     this.db.exec('VACUUM');
     this.db.pragma('wal_checkpoint(TRUNCATE)');
+    // VACUUM changes no rows: the next checkpoint must not take the store for unchanged.
+    this.lastCheckpoint = undefined;
     this.pages = this.pageCountStmt.get() as number;
   }
 

@@ -3,11 +3,13 @@
 // consistent view while the member's connection keeps applying, and the event
 // loop (Raft ticks, heartbeats) is not blocked for the time they take.
 //
-// One worker per store, started at its first job and kept: it keeps its
-// connection open and runs the jobs one at a time, in the order given (a new
-// worker per job cost every member a thread, an isolate and a connection every
-// second, idle too). A worker that dies fails the jobs it held and is replaced at
-// the next job. close() closes the worker's connection before it returns (see there).
+// One worker per store, started at its first job and kept while jobs come: it
+// keeps its connection open and runs the jobs one at a time, in the order given
+// (a new worker per job cost every member a thread, an isolate and a connection
+// every second). A worker with no job in flight and no read held for `idleMs`
+// is ended (an idle member keeps ~8 MiB less) and the next job starts a new one.
+// A worker that dies fails the jobs it held and is replaced at the next job.
+// close() closes the worker's connection before it returns (see there).
 
 import { Worker } from 'node:worker_threads';
 import { kvErrorOf, type KvErrorKind } from './errors.js';
@@ -28,6 +30,8 @@ export type ReadJob =
 export interface CheckpointResult {
   appliedIndex: number;
   synced: boolean;
+  /** Every WAL frame was copied into the file (a reader can hold some back): until the next commit, nothing is left to do. */
+  complete: boolean;
 }
 
 export type ReadJobResult = KvSnapshotInfo | HashKvResult | CheckpointResult | HeldSnapshot | number | null;
@@ -44,6 +48,10 @@ export interface ReadWorkerData {
 
 /** How long close() waits for the job in flight (a snapshot of a large store takes seconds). */
 const CLOSE_WAIT_MS = 120_000;
+/** How long a worker with nothing to do is kept (a member checkpoints every second while it applies). */
+export const READ_WORKER_IDLE_MS = 10_000;
+/** How long ending an idle worker may wait for its connection to close (it has no job: milliseconds). */
+const REAP_WAIT_MS = 10_000;
 
 interface Pending {
   kind: ReadJob['kind'];
@@ -57,12 +65,25 @@ export class ReadJobRunner {
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private closed = false;
+  /** Reads the worker holds ('hold' replied, no 'release' given yet): it is not ended while one is. */
+  private readonly held = new Set<number>();
+  private idleTimer: NodeJS.Timeout | undefined;
+
+  /** `idleMs`: how long a worker with nothing to do is kept (0: kept until close). */
+  constructor(private readonly idleMs = READ_WORKER_IDLE_MS) {}
+
+  /** Whether a worker is running now (tests: it is ended when idle). */
+  get running(): boolean {
+    return this.worker !== undefined;
+  }
 
   /** Runs the job after those given before it. The store's errors come back as the shared constants (kvErrorOf). */
   run(job: ReadJob): Promise<ReadJobResult> {
     if (this.closed) return Promise.reject(new Error(`kv: store ${job.dbPath} is closed`));
+    this.stopIdleTimer();
     const worker = this.worker ?? this.start();
     const id = this.nextId++;
+    if (job.kind === 'release') this.held.delete(job.id);
     return new Promise((resolve, reject) => {
       this.pending.set(id, { kind: job.kind, resolve, reject });
       // Jobs in flight keep the process alive, as they always did; an idle worker does not.
@@ -90,11 +111,40 @@ export class ReadJobRunner {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.stopIdleTimer();
     const worker = this.worker;
     if (!worker) return;
+    this.end(worker, CLOSE_WAIT_MS);
+  }
+
+  /** Asks the worker to close its connection and end, and waits (blocking) until the connection is closed. */
+  private end(worker: Worker, waitMs: number): void {
     worker.postMessage({ close: true } satisfies ToReadWorker);
-    if (Atomics.wait(this.closedFlag, 0, 0, CLOSE_WAIT_MS) === 'timed-out') void worker.terminate();
+    if (Atomics.wait(this.closedFlag, 0, 0, waitMs) === 'timed-out') void worker.terminate();
     // Otherwise it ends by itself once its replies are out (terminating now could drop them).
+  }
+
+  private stopIdleTimer(): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
+  }
+
+  /**
+   * Nothing in flight and no read held: end the worker after idleMs unless a job
+   * comes first. Its connection is closed before the timer's callback returns, as
+   * in close(): the member's own connection is the file's last one whenever it
+   * is replaced.
+   */
+  private armIdleTimer(worker: Worker): void {
+    if (this.idleMs <= 0 || this.closed || this.pending.size > 0 || this.held.size > 0) return;
+    this.stopIdleTimer();
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = undefined;
+      if (this.worker !== worker || this.closed || this.pending.size > 0 || this.held.size > 0) return;
+      this.worker = undefined;
+      this.end(worker, REAP_WAIT_MS);
+    }, this.idleMs);
+    this.idleTimer.unref();
   }
 
   private start(): Worker {
@@ -109,9 +159,11 @@ export class ReadJobRunner {
       this.pending.delete(m.id);
       if (this.pending.size === 0) worker.unref();
       const r = m.reply;
+      if ('result' in r && p.kind === 'hold') this.held.add((r.result as HeldSnapshot).id);
       if ('result' in r) p.resolve(r.result);
       else if ('kvError' in r) p.reject(kvErrorOf(r.kvError));
       else p.reject(new Error(r.error));
+      this.armIdleTimer(worker);
     });
     worker.once('error', (err) => this.failAll(worker, () => err));
     worker.once('exit', (code) => this.failAll(worker, (p) => new Error(`kv ${p.kind} worker exited with code ${code} before reporting`)));
@@ -122,6 +174,8 @@ export class ReadJobRunner {
   private failAll(worker: Worker, error: (p: Pending) => Error): void {
     if (this.worker !== worker) return;
     this.worker = undefined;
+    this.held.clear();
+    this.stopIdleTimer();
     const pending = [...this.pending.values()];
     this.pending.clear();
     for (const p of pending) p.reject(error(p));

@@ -72,14 +72,15 @@ function run(job: ReadJob): ReadJobResult {
  */
 function checkpoint(conn: Database.Database, path: string): CheckpointResult {
   const dataVersion = conn.pragma('data_version', { simple: true }) as number;
-  if (lastCheckpoint?.dataVersion === dataVersion) return { appliedIndex: lastCheckpoint.appliedIndex, synced: false };
+  if (lastCheckpoint?.dataVersion === dataVersion) return { appliedIndex: lastCheckpoint.appliedIndex, synced: false, complete: true };
   const appliedIndex = conn.prepare('SELECT applied_index FROM state').pluck().get() as number;
   const [r] = conn.pragma('wal_checkpoint(PASSIVE)') as { busy: number; log: number; checkpointed: number }[];
   fsyncFile(`${path}-wal`);
   fsyncFile(path);
   // A reader on the member's connection can hold back part of the WAL: then the next one copies the rest.
-  lastCheckpoint = r.checkpointed === r.log ? { dataVersion, appliedIndex } : undefined;
-  return { appliedIndex, synced: true };
+  const complete = r.checkpointed === r.log;
+  lastCheckpoint = complete ? { dataVersion, appliedIndex } : undefined;
+  return { appliedIndex, synced: true, complete };
 }
 
 function reply(job: ReadJob): ReadJobReply {

@@ -148,3 +148,18 @@ test("oclif's own wording never reaches the user: each usage error is one line i
     assert.doesNotMatch(r.stderr, /following errors? occurred|Parsing --|expects a value|Expected --/);
   }
 });
+
+test('lifeboat server, run without oclif (bin/run.js → serverEntry), refuses bad flags as every command does: one line, exit 2', () => {
+  const unknown = lifeboat('server', '--bogus');
+  assertOneLineUsageError(unknown, 'Nonexistent flag: --bogus');
+  assert.ok(unknown.stderr.includes("See 'lifeboat server --help'"), unknown.stderr);
+  assertOneLineUsageError(lifeboat('server', '--initial-cluster-state', 'foo'), 'invalid --initial-cluster-state "foo": expected one of new, existing');
+  assertOneLineUsageError(lifeboat('server', '--heartbeat-interval'), '--heartbeat-interval needs a value');
+  assertOneLineUsageError(lifeboat('server', '--heartbeat-interval', 'x'), 'Expected an integer but received: x');
+  // buildServerConfig's own checks, and etcd's --flag=false form of a boolean.
+  assertOneLineUsageError(lifeboat('server', '--name', 'a b', '--client-cert-auth=false'), '--name: "a b" may only hold');
+  const help = lifeboat('server', '--help');
+  assert.equal(help.code, EXIT.OK, help.stderr);
+  assert.match(help.stdout, /^USAGE\n\s+\$ lifeboat server/m);
+  assert.match(help.stdout, /--initial-cluster-state=<option>/);
+});

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -69,4 +69,59 @@ describe('the store worker (checkpoints, hashes, snapshots)', () => {
       'threads started with the worker still running after close',
     );
   });
+
+  test('an idle worker ends, and the next job starts another: a checkpoint with nothing new does not', async () => {
+    const dir = tempDir();
+    const seen: CheckpointResult[] = [];
+    const kv = KvStore.open(join(dir, 'kv.db'), { autoCheckpoint: false, knobs: { readWorkerIdleMs: 100, onCheckpoint: (r) => seen.push(r) } });
+    try {
+      kv.applyBatch(Array.from({ length: 30 }, (_, i) => ({ index: i + 1, term: 1, request: put(`k${i % 7}`, `v${i}`) })));
+      assert.equal(await kv.checkpointAsync(), 30);
+      assert.equal(kv.readWorkerRunning, true);
+      await waitFor(() => !kv.readWorkerRunning, 'the idle worker ends');
+      assert.equal(await kv.checkpointAsync(), 30, 'nothing committed: the index still durable');
+      assert.equal(kv.readWorkerRunning, false, 'a checkpoint with nothing to do starts no worker');
+      assert.equal(await kv.hashAsync(), kv.hash(), 'a hash after the worker ended');
+      const info = await kv.saveSnapshot(join(dir, 'after-idle.db'));
+      assert.equal(info.appliedIndex, 30, 'a snapshot after the worker ended');
+      await waitFor(() => !kv.readWorkerRunning, 'the idle worker ends again');
+      kv.applyRequest(31, 1, put('a', '1'));
+      assert.equal(await kv.checkpointAsync(), 31, 'a commit since: the checkpoint runs, in a new worker');
+      assert.deepEqual(
+        seen.map((r) => r.synced),
+        [true, false, true],
+      );
+    } finally {
+      kv.close();
+    }
+  });
+
+  test('a worker holding a streamed snapshot read is not ended while idle, and ends once the read is released', async () => {
+    const dir = tempDir();
+    const kv = KvStore.open(join(dir, 'kv.db'), { autoCheckpoint: false, knobs: { readWorkerIdleMs: 100 } });
+    try {
+      kv.applyBatch(Array.from({ length: 200 }, (_, i) => ({ index: i + 1, term: 1, request: put(`k${i % 50}`, `v${i}-${'x'.repeat(300)}`) })));
+      const snap = await kv.openSnapshot();
+      await sleep(500);
+      assert.equal(kv.readWorkerRunning, true, 'the worker holding the read is kept');
+      // Applies, a hash and a snapshot go on while the read is held, past the idle time.
+      kv.applyRequest(201, 1, put('during', 'hold'));
+      assert.equal(await kv.hashAsync(), kv.hash());
+      assert.equal((await kv.saveSnapshot(join(dir, 'during-hold.db'))).appliedIndex, 201);
+      await sleep(300);
+      const parts: Buffer[] = [];
+      for await (const chunk of snap.chunks(16384)) parts.push(chunk);
+      writeFileSync(join(dir, 'streamed.db'), Buffer.concat(parts));
+      const restored = join(dir, 'restored.db');
+      assert.equal((await KvStore.restoreSnapshot(join(dir, 'streamed.db'), restored)).appliedIndex, 200, 'the held read streamed in full');
+      await waitFor(() => !kv.readWorkerRunning, 'the worker ends once the read is released');
+      assert.equal(await kv.checkpointAsync(), 201);
+    } finally {
+      kv.close();
+    }
+  });
 });
+
+async function waitFor(cond: () => boolean, what: string, ms = 5000): Promise<void> {
+  for (const end = Date.now() + ms; !cond(); await sleep(20)) if (Date.now() > end) assert.fail(`timed out: ${what}`);
+}
