@@ -17,20 +17,12 @@ const closed = new Int32Array((workerData as ReadWorkerData).closed);
 
 let db: Database.Database | undefined;
 let dbPath = '';
-/**
- * The last checkpoint that synced and copied the whole WAL: SQLite's data_version
- * read before it, and the applied index it made durable. While data_version is
- * unchanged, no other connection has committed since, and a checkpoint has nothing
- * to copy or to sync.
- */
-let lastCheckpoint: { dataVersion: number; appliedIndex: number } | undefined;
 
 function connection(path: string): Database.Database {
   if (db && dbPath === path) return db;
   db?.close();
   db = new Database(path, { fileMustExist: true });
   dbPath = path;
-  lastCheckpoint = undefined;
   return db;
 }
 
@@ -67,20 +59,17 @@ function run(job: ReadJob): ReadJobResult {
 /**
  * Copies WAL pages into the database file, then fsyncs both files, so every
  * transaction committed before the call is durable; returns the applied index
- * read before the checkpoint (its transaction is among those). Nothing committed
- * since the last complete checkpoint: nothing to do, that one's index still holds.
+ * read before the checkpoint (its transaction is among those). A checkpoint with
+ * nothing committed since the last complete one is never asked for: the store
+ * (KvStore.checkpointAsync) answers it itself, without waking this thread.
  */
 function checkpoint(conn: Database.Database, path: string): CheckpointResult {
-  const dataVersion = conn.pragma('data_version', { simple: true }) as number;
-  if (lastCheckpoint?.dataVersion === dataVersion) return { appliedIndex: lastCheckpoint.appliedIndex, synced: false, complete: true };
   const appliedIndex = conn.prepare('SELECT applied_index FROM state').pluck().get() as number;
   const [r] = conn.pragma('wal_checkpoint(PASSIVE)') as { busy: number; log: number; checkpointed: number }[];
   fsyncFile(`${path}-wal`);
   fsyncFile(path);
   // A reader on the member's connection can hold back part of the WAL: then the next one copies the rest.
-  const complete = r.checkpointed === r.log;
-  lastCheckpoint = complete ? { dataVersion, appliedIndex } : undefined;
-  return { appliedIndex, synced: true, complete };
+  return { appliedIndex, synced: true, complete: r.checkpointed === r.log };
 }
 
 function reply(job: ReadJob): ReadJobReply {
