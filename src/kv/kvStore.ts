@@ -2,6 +2,8 @@
 // applier), on one better-sqlite3 connection. Every apply records the entry's index
 // and term in the same SQLite transaction as its effects, so after a crash an entry
 // is either wholly applied (and the log is replayed from the next one) or not at all.
+// A member holds that transaction open across batches (commitDelayMs), as etcd's
+// backend batches its commits: the log, not kv.db, is what makes an apply durable.
 
 import type Database from 'better-sqlite3';
 import { KvError } from './errors.js';
@@ -53,8 +55,19 @@ export interface KvOpenOptions {
   readonly?: boolean;
   /** false: the file was just installed from a snapshot checked in transfer; skip SQLite's quick_check (openKvDatabase). */
   quickCheck?: boolean;
+  /**
+   * 0 (default): every batch commits. Above 0: batches join one open transaction,
+   * committed this many ms after its first, after MAX_HELD_BATCHES batches, and
+   * before anything that reads the file from elsewhere (checkpoint, hash, snapshot,
+   * makeDurable, defragment, close). A crash loses what it held, so only a caller
+   * that replays its log from appliedIndex() at start may set it (a member).
+   */
+  commitDelayMs?: number;
   knobs?: KvStoreKnobs;
 }
+
+/** Batches an open transaction (commitDelayMs) takes before it is committed regardless (as etcd's batch limit). */
+const MAX_HELD_BATCHES = 10_000;
 
 /** Test hooks, passed at open. */
 export interface KvStoreKnobs {
@@ -99,6 +112,14 @@ export class KvStore {
   private pages: number;
   /** An entry applied inside batch() threw: the whole batch is rolled back, even if the throw was caught. */
   private entryFailed: Error | undefined;
+  /** atomically() calls in progress: the outermost one ends a batch. */
+  private depth = 0;
+  /** The transaction batches join (commitDelayMs): open, and the entries it holds. */
+  private held: { batches: number; timer: NodeJS.Timeout } | undefined;
+  /** A held transaction's commit failed: the store no longer matches its file. */
+  private commitFailure: Error | undefined;
+  private readonly beginStmt: Database.Statement;
+  private readonly commitStmt: Database.Statement;
   private readonly txn: Database.Transaction<(fn: () => unknown) => unknown>;
   private readonly writer: KvWriter;
   /** Mutated in place (never replaced): transactions hold references to it. */
@@ -120,6 +141,7 @@ export class KvStore {
   private constructor(
     private readonly db: Database.Database,
     readonly path: string,
+    private readonly commitDelayMs: number,
     private readonly knobs: KvStoreKnobs = {},
   ) {
     this.tables = new RevisionTables(db);
@@ -135,6 +157,8 @@ export class KvStore {
     this.leaseExistsStmt = db.prepare(`SELECT 1 FROM leases WHERE id = ?`).pluck();
     this.pageCountStmt = db.prepare(`PRAGMA page_count`).pluck();
     this.totalChangesStmt = db.prepare(`SELECT total_changes()`).pluck();
+    this.beginStmt = db.prepare(`BEGIN IMMEDIATE`);
+    this.commitStmt = db.prepare(`COMMIT`);
     this.jobs = new ReadJobRunner(knobs.readWorkerIdleMs);
     this.pageBytes = db.pragma('page_size', { simple: true }) as number;
     this.pages = this.pageCountStmt.get() as number;
@@ -157,15 +181,19 @@ export class KvStore {
   static open(path: string, opts: KvOpenOptions = {}): KvStore {
     const db = openKvDatabase(path, { readonly: opts.readonly, quickCheck: opts.quickCheck });
     if (opts.autoCheckpoint === false) db.pragma('wal_autocheckpoint = 0');
-    return new KvStore(db, path, opts.knobs);
+    return new KvStore(db, path, opts.readonly ? 0 : (opts.commitDelayMs ?? 0), opts.knobs);
   }
 
   close(): void {
     if (this.closed) return;
-    this.closed = true;
-    // The worker's connection first: ours, closed last, checkpoints the WAL and removes it, as it always did.
-    this.jobs.close();
-    this.db.close();
+    try {
+      if (!this.commitFailure) this.commit();
+    } finally {
+      this.closed = true;
+      // The worker's connection first: ours, closed last, checkpoints the WAL and removes it, as it always did.
+      this.jobs.close();
+      this.db.close();
+    }
   }
 
   // --- State
@@ -266,7 +294,44 @@ export class KvStore {
     if (this.path === ':memory:') {
       return Promise.resolve().then(() => (job.kind === 'hashKv' ? this.hashKv(job.revision) : this.hash()));
     }
+    return this.job(job);
+  }
+
+  /** A job for the worker, whose own connection sees only committed applies: commit the held ones first. */
+  private job(job: ReadJob): Promise<unknown> {
+    this.commit();
     return this.jobs.run(job);
+  }
+
+  /**
+   * Commits the transaction applies are held in (commitDelayMs); nothing when none
+   * is open. A failed commit leaves the store unusable: every later call throws.
+   */
+  commit(): void {
+    const held = this.held;
+    if (!held) return;
+    clearTimeout(held.timer);
+    this.held = undefined;
+    try {
+      this.commitStmt.run();
+    } catch (e) {
+      this.commitFailure = new Error(`kv: commit of ${held.batches} applied batches to ${this.path} failed: ${(e as Error).message}`);
+      throw this.commitFailure;
+    }
+  }
+
+  /** Opens the transaction batches join, unless one is open or batches commit each. */
+  private hold(): void {
+    if (this.commitDelayMs <= 0 || this.held) return;
+    this.beginStmt.run();
+    const timer = setTimeout(() => {
+      try {
+        this.commit();
+      } catch {
+        // Kept in commitFailure: the next apply throws it to the member, which stops.
+      }
+    }, this.commitDelayMs);
+    this.held = { batches: 0, timer };
   }
 
   // --- Applying committed entries
@@ -278,7 +343,7 @@ export class KvStore {
    */
   apply<T>(index: number, term: number, fn: (w: KvWriter) => T): T {
     this.assertOpen();
-    if (!this.db.inTransaction) return this.atomically(() => this.applyEntry(index, term, fn));
+    if (this.depth === 0) return this.atomically(() => this.applyEntry(index, term, fn));
     // Inside batch(): no savepoint per entry (a Txn takes its own); a throw fails the
     // whole batch instead, caught or not, since what follows the entry cannot apply.
     try {
@@ -422,10 +487,15 @@ export class KvStore {
    */
   private atomically<T>(fn: () => T): T {
     const saved = { ...this.state };
-    const outermost = !this.db.inTransaction;
-    if (outermost) this.entryFailed = undefined;
+    const outermost = this.depth === 0;
+    if (outermost) {
+      this.entryFailed = undefined;
+      this.hold();
+    }
+    this.depth++;
     try {
-      return this.txn.immediate(() => {
+      // Inside a held transaction this is a savepoint: a failed batch undoes itself only.
+      const result = this.txn.immediate(() => {
         const result = fn();
         if (outermost) {
           if (this.entryFailed !== undefined) throw this.entryFailed;
@@ -434,12 +504,15 @@ export class KvStore {
         }
         return result;
       }) as T;
+      if (outermost && this.held && ++this.held.batches >= MAX_HELD_BATCHES) this.commit();
+      return result;
     } catch (err) {
       Object.assign(this.state, saved);
       // The cluster state read into memory may hold writes SQLite just undid.
       this.meta.invalidate();
       throw err;
     } finally {
+      this.depth--;
       if (outermost) this.entryFailed = undefined;
     }
   }
@@ -458,6 +531,7 @@ export class KvStore {
    */
   makeDurable(): number {
     this.assertOpen();
+    this.commit();
     if (this.path !== ':memory:') {
       fsyncFile(`${this.path}-wal`);
       fsyncFile(this.path);
@@ -476,13 +550,14 @@ export class KvStore {
   async checkpointAsync(): Promise<number> {
     this.assertOpen();
     if (this.path === ':memory:') return this.state.appliedIndex;
+    this.commit();
     const changes = this.totalChangesStmt.get() as number;
     const last = this.lastCheckpoint;
     if (last?.changes === changes) {
       this.knobs.onCheckpoint?.({ appliedIndex: last.appliedIndex, synced: false, complete: true });
       return last.appliedIndex;
     }
-    const r = (await this.jobs.run({ kind: 'checkpoint', dbPath: this.path })) as CheckpointResult;
+    const r = (await this.job({ kind: 'checkpoint', dbPath: this.path })) as CheckpointResult;
     // Commits after `changes` was read may be in this checkpoint too: then the next one runs again, for nothing.
     this.lastCheckpoint = r.complete ? { changes, appliedIndex: r.appliedIndex } : undefined;
     this.knobs.onCheckpoint?.(r);
@@ -508,6 +583,7 @@ export class KvStore {
   /** Rewrites the database without free pages (etcd's defragment). Blocks while it runs. */
   defragment(): void {
     this.assertOpen();
+    this.commit();
     this.db.exec('VACUUM');
     this.db.pragma('wal_checkpoint(TRUNCATE)');
     // VACUUM changes no rows: the next checkpoint must not take the store for unchanged.
@@ -525,7 +601,7 @@ export class KvStore {
   saveSnapshot(dest: string): Promise<KvSnapshotInfo> {
     this.assertOpen();
     if (this.path === ':memory:') return Promise.reject(new Error('kv: an in-memory store cannot be snapshotted'));
-    return this.jobs.run({ kind: 'snapshot', dbPath: this.path, dest }) as Promise<KvSnapshotInfo>;
+    return this.job({ kind: 'snapshot', dbPath: this.path, dest }) as Promise<KvSnapshotInfo>;
   }
 
   /**
@@ -537,7 +613,7 @@ export class KvStore {
   async openSnapshot(): Promise<KvSnapshotSource> {
     this.assertOpen();
     if (this.path === ':memory:') throw new Error('kv: an in-memory store cannot be snapshotted');
-    const held = (await this.jobs.run({ kind: 'hold', dbPath: this.path })) as HeldSnapshot;
+    const held = (await this.job({ kind: 'hold', dbPath: this.path })) as HeldSnapshot;
     const stillHeld = this.jobs.holding();
     const release = () => {
       if (stillHeld()) this.jobs.run({ kind: 'release', dbPath: this.path, id: held.id }).catch(() => undefined);
@@ -566,5 +642,6 @@ export class KvStore {
 
   private assertOpen(): void {
     if (this.closed) throw new Error(`kv: store ${this.path} is closed`);
+    if (this.commitFailure) throw this.commitFailure;
   }
 }

@@ -22,6 +22,7 @@ import { formatId, parseId } from '../common/ids.js';
 import { clusterIdFor, memberIdFor, newClusterId } from '../storage/identity.js';
 import type { Logger } from './logger.js';
 import { readMarker, writeMarker } from '../storage/markers.js';
+import { MEMBER_KV_OPTIONS } from './apply.js';
 import { Member, MemberExit } from './member.js';
 import { referencedFile, removeReceivedSnapshots } from './receivedSnapshots.js';
 import { encodeMemberContext, type MemberRecord } from './membership.js';
@@ -29,10 +30,9 @@ import { peerCredentialsFor } from './memberTls.js';
 
 const REMOVED = 'the member has been permanently removed from the cluster';
 
-/** The member checkpoints the KV's WAL itself, off the event loop (Member.start). */
 function openKv(cfg: ServerConfig): KvStore {
   try {
-    return KvStore.open(kvPath(cfg.dataDir), { autoCheckpoint: false });
+    return KvStore.open(kvPath(cfg.dataDir), MEMBER_KV_OPTIONS);
   } catch (e) {
     if (e instanceof KvDamagedError) throw new MemberExit(1, `data dir ${cfg.dataDir} is damaged: ${e.path}: ${e.detail}; ${recoveryHint(cfg.dataDir)}`);
     throw e;

@@ -2,10 +2,11 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { ErrFutureRev } from '../../src/kv/errors.js';
 import { KvStore } from '../../src/kv/kvStore.js';
+import { waitFor } from '../support/lifeboatCluster.js';
 import { Applier, b, pairs, tempDir, thrown } from './kvFixture.js';
 
 const put = (k: string, v: string) => ({ put: { key: b(k), value: b(v) } });
@@ -126,24 +127,26 @@ describe('Applied index', () => {
     }
   });
 
-  test('a process killed mid-batch restarts at the last committed batch', () => {
-    const path = join(tempDir(), 'kv.db');
-    const child = spawnSync(process.execPath, [fileURLToPath(new URL('./crashApply.js', import.meta.url)), path], { encoding: 'utf8' });
-    assert.equal(child.signal, 'SIGKILL', child.stderr);
-    const kv = KvStore.open(path);
-    try {
-      assert.equal(kv.appliedIndex(), 100);
-      assert.equal(kv.appliedTerm(), 1);
-      assert.equal(kv.currentRevision(), 101);
-      assert.equal(kv.range({ key: b('key'), rangeEnd: b('kez'), countOnly: true }).count, 100);
-      assert.deepEqual(kv.range({ key: b('key101') }).kvs, []);
-      // The log replays from the next entry.
-      kv.applyRequest(101, 2, put('key101', 'value101'));
-      assert.equal(kv.currentRevision(), 102);
-    } finally {
-      kv.close();
-    }
-  });
+  for (const delay of [0, 60_000]) {
+    test(`a process killed mid-batch restarts at the last committed batch (commit delay ${delay} ms)`, () => {
+      const path = join(tempDir(), 'kv.db');
+      const child = spawnSync(process.execPath, [fileURLToPath(new URL('./crashApply.js', import.meta.url)), path, String(delay)], { encoding: 'utf8' });
+      assert.equal(child.signal, 'SIGKILL', child.stderr);
+      const kv = KvStore.open(path);
+      try {
+        assert.equal(kv.appliedIndex(), 100);
+        assert.equal(kv.appliedTerm(), 1);
+        assert.equal(kv.currentRevision(), 101);
+        assert.equal(kv.range({ key: b('key'), rangeEnd: b('kez'), countOnly: true }).count, 100);
+        assert.deepEqual(kv.range({ key: b('key101') }).kvs, []);
+        // The log replays from the next entry.
+        kv.applyRequest(101, 2, put('key101', 'value101'));
+        assert.equal(kv.currentRevision(), 102);
+      } finally {
+        kv.close();
+      }
+    });
+  }
 
   test('with autoCheckpoint off, checkpointAsync moves applies into the database file', async () => {
     const dir = tempDir();
@@ -170,5 +173,73 @@ describe('Applied index', () => {
     const a = Applier.file();
     a.put('a', '1');
     assert.equal(a.kv.makeDurable(), 1);
+  });
+});
+
+describe('Applies held in one transaction (commitDelayMs)', () => {
+  /** What another connection to the file sees: the applied index of the last commit. */
+  const committedIndex = (path: string) => {
+    const other = KvStore.open(path, { readonly: true });
+    try {
+      return other.appliedIndex();
+    } finally {
+      other.close();
+    }
+  };
+  const open = (commitDelayMs: number) => {
+    const path = join(tempDir(), 'kv.db');
+    const kv = KvStore.open(path, { autoCheckpoint: false, commitDelayMs });
+    after(() => kv.close());
+    return { kv, path };
+  };
+
+  test('without a delay every batch commits at once; with one, batches are seen here at once and elsewhere after the delay', async () => {
+    const each = open(0);
+    each.kv.applyRequest(1, 1, put('a', '1'));
+    assert.equal(committedIndex(each.path), 1);
+
+    const held = open(100);
+    held.kv.applyRequest(1, 1, put('a', '1'));
+    held.kv.applyBatch([
+      { index: 2, term: 1, request: put('b', '2') },
+      { index: 3, term: 1, request: put('c', '3') },
+    ]);
+    assert.deepEqual(pairs(held.kv.range({ key: b('\0'), rangeEnd: b('\0') }).kvs), ['a=1', 'b=2', 'c=3']);
+    assert.equal(committedIndex(held.path), 0, 'held: not committed yet');
+    await waitFor('the held applies to be committed', () => committedIndex(held.path) === 3, 5_000, 20);
+  });
+
+  test('a batch that fails inside the held transaction undoes itself only', () => {
+    const { kv, path } = open(60_000);
+    kv.applyRequest(1, 1, put('a', '1'));
+    assert.throws(() =>
+      kv.batch(() => {
+        kv.applyRequest(2, 1, put('b', '2'));
+        throw new Error('crash mid-batch');
+      }),
+    );
+    kv.applyRequest(2, 1, put('c', '3'));
+    kv.commit();
+    assert.equal(committedIndex(path), 2);
+    const again = KvStore.open(path, { readonly: true });
+    try {
+      assert.deepEqual(pairs(again.range({ key: b('\0'), rangeEnd: b('\0') }).kvs), ['a=1', 'c=3']);
+    } finally {
+      again.close();
+    }
+  });
+
+  test('checkpoints, hashes, makeDurable and close commit what is held first', async () => {
+    const { kv, path } = open(60_000);
+    kv.applyRequest(1, 1, put('a', '1'));
+    assert.equal(await kv.checkpointAsync(), 1);
+    kv.applyRequest(2, 1, put('b', '2'));
+    assert.equal(await kv.hashKvAsync().then((h) => h.revision), 3);
+    kv.applyRequest(3, 1, put('c', '3'));
+    assert.equal(kv.makeDurable(), 3);
+    assert.equal(committedIndex(path), 3);
+    kv.applyRequest(4, 1, put('d', '4'));
+    kv.close();
+    assert.equal(committedIndex(path), 4);
   });
 });
