@@ -16,6 +16,7 @@ import { prefixEnd } from '../client/keyRange.js';
 import { etcdBinary, runtimeOfVersion } from '../ops/runtime.js';
 import { detachedMemberPids, killDetachedMembers } from './detachedMembers.js';
 import { portIsFree } from '../common/ports.js';
+import { lifeboatServerArgv } from '../common/memberCommand.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const BIN = path.join(ROOT, 'bin', 'run.js');
@@ -58,7 +59,7 @@ function server(name: string, dataDir: string, peer: string, client: string, ini
   const child = spawn(
     RUNTIME === 'etcd' ? etcdBinary() : process.execPath,
     [
-      ...(RUNTIME === 'etcd' ? ['--initial-cluster-token', `demo-${path.basename(dir)}`] : [BIN, 'server']),
+      ...(RUNTIME === 'etcd' ? ['--initial-cluster-token', `demo-${path.basename(dir)}`] : lifeboatServerArgv(BIN, [])),
       '--name',
       name,
       '--data-dir',

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { memberCommandLine, memberEnvironment, settingsArgs, type MemberSettings, type RuntimeName } from '../common/memberCommand.js';
+import { lifeboatServerArgv, memberCommandLine, memberEnvironment, settingsArgs, type MemberSettings, type RuntimeName } from '../common/memberCommand.js';
 import { etcdBinary } from './runtime.js';
 
 /** The package root, from src/ or dist/src/. */
@@ -92,7 +92,9 @@ export interface StartedMember {
 export function spawnMember(o: StartMemberOptions): StartedMember {
   const args = [...settingsArgs(memberSettings(o)), ...(o.extraArgs ?? [])];
   const [bin, argv] =
-    (o.runtime ?? 'lifeboat') === 'etcd' ? [etcdBinary(o.etcdBin), args] : [process.execPath, [path.join(packageRoot(), 'bin', 'run.js'), 'server', ...args]];
+    (o.runtime ?? 'lifeboat') === 'etcd'
+      ? [etcdBinary(o.etcdBin), args]
+      : [process.execPath, lifeboatServerArgv(path.join(packageRoot(), 'bin', 'run.js'), args)];
   fs.mkdirSync(path.dirname(o.logFile), { recursive: true });
   const log = fs.openSync(o.logFile, 'a');
   try {

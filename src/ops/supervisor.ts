@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { InputError } from '../common/errors.js';
-import { memberEnvironment, type MemberSettings, type RuntimeName } from '../common/memberCommand.js';
+import { lifeboatServerArgv, memberEnvironment, type MemberSettings, type RuntimeName } from '../common/memberCommand.js';
 import { etcdBinary } from './runtime.js';
 import { packageRoot } from './startMember.js';
 
@@ -66,7 +66,8 @@ export interface UnitInput {
 
 /** The unit that starts the member from its environment file. */
 export function unitText(u: UnitInput): string {
-  const exec = u.runtime === 'etcd' ? etcdExecutable(u.etcdBin) : `${process.execPath} ${path.join(packageRoot(), 'bin', 'run.js')} server`;
+  const exec =
+    u.runtime === 'etcd' ? etcdExecutable(u.etcdBin) : [process.execPath, ...lifeboatServerArgv(path.join(packageRoot(), 'bin', 'run.js'), [])].join(' ');
   return [
     '[Unit]',
     u.runtime === 'etcd' ? `Description=etcd member ${u.name}` : `Description=Lifeboat member ${u.name}`,

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { lifeboatServerArgv } from '../../src/common/memberCommand.js';
 import { freePorts } from './ports.js';
 import { requireTool } from './tools.js';
 
@@ -223,7 +224,7 @@ export class LifeboatCluster {
     // Settings given as variables: none may leak in from the test's own environment.
     const env: NodeJS.ProcessEnv = { ...process.env };
     if (opts.env && Object.keys(opts.env).length > 0) for (const k of Object.keys(env)) if (k.startsWith('LIFEBOAT_')) delete env[k];
-    const command = [...(opts.wrap ?? []), process.execPath, ...(opts.nodeArgs ?? []), BIN, 'server', ...args];
+    const command = [...(opts.wrap ?? []), process.execPath, ...(opts.nodeArgs ?? []), ...lifeboatServerArgv(BIN, args)];
     const p = spawn(command[0], command.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], env: { ...env, ...opts.env }, cwd: opts.cwd });
     m.proc = p;
     m.log = [];
