@@ -28,6 +28,7 @@ import dns from 'node:dns/promises';
 import { EventEmitter } from 'node:events';
 import net from 'node:net';
 import { Duplex } from 'node:stream';
+import { serveUnaryDirectly } from './directUnary.js';
 import { AuthorityRewriter, prefaceKind } from './h2Frames.js';
 import { replacementAuthority } from './hpack.js';
 import { createTlsServer, type ServerTlsOptions } from './tlsTermination.js';
@@ -108,10 +109,8 @@ class RewritingConnection extends Duplex {
  * grpc-js's; finding the injector's http2 server takes a look at grpc-js's
  * internals, so this is best effort (getPeer() says "unknown" otherwise).
  */
-function forwardPeers(server: grpc.Server, before: Set<unknown>): void {
+function forwardPeers(h2: unknown): void {
   try {
-    const servers = (server as unknown as { http2Servers?: Map<unknown, unknown> }).http2Servers;
-    const h2 = servers && [...servers.keys()].find((k) => !before.has(k));
     if (!(h2 instanceof EventEmitter)) return;
     h2.prependListener('session', (session: { socket?: Record<string, unknown> }) => {
       try {
@@ -176,6 +175,8 @@ export interface AuthorityRewriteListener {
   readonly port: number;
   /** Connections handed to grpc-js so far: as sockets (grpc-js clients) and through the rewrite (the rest). */
   connections(): { native: number; rewritten: number };
+  /** Unary calls served without grpc-js's per-call machinery (directUnary.ts). */
+  directCalls(): number;
   /** Refuses new connections from now on; connections already open carry on. */
   stopAccepting(): void;
   /** Stops accepting, drops the connections still open, resolves once all are gone. */
@@ -207,7 +208,10 @@ export async function listenWithAuthorityRewrite(
   const addresses = host === '' ? ['::'] : net.isIP(host) ? [host] : (await dns.lookup(host, { all: true })).map((a) => a.address);
   const before = http2ServersOf(server);
   const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
-  forwardPeers(server, before);
+  // The injector's http2 server: the one grpc-js did not have before.
+  const h2 = [...http2ServersOf(server)].find((k) => !before.has(k));
+  forwardPeers(h2);
+  const directCalls = serveUnaryDirectly(server, h2);
   const sockets = new Set<net.Socket>();
   const counts = { native: 0, rewritten: 0 };
   const servers: net.Server[] = [];
@@ -280,6 +284,7 @@ export async function listenWithAuthorityRewrite(
   return {
     port,
     connections: () => ({ ...counts }),
+    directCalls,
     stopAccepting,
     close() {
       closed ??= (async () => {

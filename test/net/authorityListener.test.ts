@@ -62,7 +62,14 @@ describe('end to end, a grpc-js server behind the rewrite', () => {
     requireEtcdctl();
     [port] = (await freePorts(1, 'authorityRewrite')) as [number];
     server = new grpc.Server({ 'grpc.max_receive_message_length': 8 << 20 });
-    server.addService(Bulk, { Echo: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, call.request) });
+    server.addService(Bulk, {
+      // "fail: <details>" comes back as status 9 with those details.
+      Echo: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+        const text = call.request.subarray(0, 6).toString('latin1');
+        if (text === 'fail: ') cb({ code: 9, details: call.request.subarray(6).toString() });
+        else cb(null, call.request);
+      },
+    });
     server.addService(Maintenance.service, {
       Status: (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
         peers.push(call.getPeer());
@@ -79,6 +86,7 @@ describe('end to end, a grpc-js server behind the rewrite', () => {
         });
       },
       HashKV: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, { header: HEADER, hash: 123456, compact_revision: '0' }),
+      Alarm: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb({ code: 9, details: 'etcdserver: no alarms / 100% here' }),
     });
     listener = await listenWithAuthorityRewrite(server, `127.0.0.1:${port}`);
     assert.equal(listener.port, port);
@@ -150,6 +158,42 @@ describe('end to end, a grpc-js server behind the rewrite', () => {
       client.close();
     }
     assert.match(peers.at(-1)!, /^127\.0\.0\.1:\d+$/, 'getPeer() names the client');
+  });
+
+  test('unary calls are served without grpc-js per call, answered alike: values, error statuses, an oversized request; a compressed one goes to grpc-js', async () => {
+    const BulkClient = grpc.makeGenericClientConstructor(Bulk, 'Bulk');
+    type EchoClient = grpc.Client & { Echo(req: Buffer, cb: (err: grpc.ServiceError | null, res: Buffer) => void): void };
+    const connect = (opts: grpc.ChannelOptions) => new BulkClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), opts) as unknown as EchoClient;
+    const echo = (c: EchoClient, req: Buffer) => new Promise<Buffer>((resolve, reject) => c.Echo(req, (err, res) => (err ? reject(err) : resolve(res))));
+    const failure = (p: Promise<unknown>) =>
+      p.then(
+        () => assert.fail('the call succeeded'),
+        (e: grpc.ServiceError) => e,
+      );
+    const plain = connect({ 'grpc.max_send_message_length': 16 << 20 });
+    const gzip = connect({ 'grpc.default_compression_algorithm': grpc.compressionAlgorithms.gzip });
+    try {
+      const before = listener.directCalls();
+      assert.deepEqual(await echo(plain, Buffer.from('hello')), Buffer.from('hello'));
+      const err = await failure(echo(plain, Buffer.from('fail: etcdserver: 100% odd / détail')));
+      assert.equal(err.code, 9);
+      assert.equal(err.details, 'etcdserver: 100% odd / détail');
+      const big = await failure(echo(plain, Buffer.alloc((8 << 20) + 1)));
+      assert.equal(big.code, grpc.status.RESOURCE_EXHAUSTED);
+      assert.match(big.details, /^Received message larger than max \(8388609 vs 8388608\)$/);
+      assert.equal(listener.directCalls(), before + 3, 'all three were served directly');
+      assert.deepEqual(await echo(gzip, Buffer.from('zipped '.repeat(100))), Buffer.from('zipped '.repeat(100)));
+      assert.equal(listener.directCalls(), before + 3, 'the compressed request went to grpc-js');
+    } finally {
+      plain.close();
+      gzip.close();
+    }
+    // etcdctl (grpc-go) reads a direct error status too.
+    const n = listener.directCalls();
+    const alarms = await etcdctl('--endpoints', `127.0.0.1:${port}`, 'alarm', 'list');
+    assert.notEqual(alarms.code, 0);
+    assert.match(alarms.stderr, /etcdserver: no alarms \/ 100% here/);
+    assert.ok(listener.directCalls() > n);
   });
 
   /** One raw gRPC Status call over a Node http2 session; checks what the server decoded. */
