@@ -93,10 +93,9 @@ function respondMessage(stream: http2.ServerHttp2Stream, message: Buffer): void 
 /** grpc-js's serverErrorToStatus: a whole-number code with its details, else UNKNOWN with the message. */
 function statusOf(err: unknown): { code: number; details: string } {
   const e = err as { code?: unknown; details?: unknown; message?: unknown };
-  if (typeof e.code === 'number' && Number.isInteger(e.code)) {
-    return { code: e.code, details: typeof e.details === 'string' ? e.details : String(e.message ?? 'Unknown Error') };
-  }
-  return { code: UNKNOWN, details: typeof e.message === 'string' ? e.message : 'Unknown Error' };
+  const message = typeof e.message === 'string' ? e.message : 'Unknown Error';
+  if (typeof e.code === 'number' && Number.isInteger(e.code)) return { code: e.code, details: typeof e.details === 'string' ? e.details : message };
+  return { code: UNKNOWN, details: message };
 }
 
 function serve(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, h: Handler, maxReceive: number): void {
