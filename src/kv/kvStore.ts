@@ -118,6 +118,11 @@ export class KvStore {
   private held: { batches: number; timer: NodeJS.Timeout } | undefined;
   /** A held transaction's commit failed: the store no longer matches its file. */
   private commitFailure: Error | undefined;
+  /**
+   * Told when a held transaction's commit fails on its timer, where no caller sees the
+   * throw (a full disk): SQLite has undone it, so reads would go back in time; stop.
+   */
+  onCommitFailure: ((e: Error) => void) | undefined;
   private readonly beginStmt: Database.Statement;
   private readonly commitStmt: Database.Statement;
   private readonly txn: Database.Transaction<(fn: () => unknown) => unknown>;
@@ -327,8 +332,9 @@ export class KvStore {
     const timer = setTimeout(() => {
       try {
         this.commit();
-      } catch {
-        // Kept in commitFailure: the next apply throws it to the member, which stops.
+      } catch (e) {
+        // Kept in commitFailure too: every later call throws it.
+        this.onCommitFailure?.(e as Error);
       }
     }, this.commitDelayMs);
     this.held = { batches: 0, timer };

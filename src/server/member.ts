@@ -101,7 +101,7 @@ export class Member {
     this.cfg = p.cfg;
     this.log = p.log;
     this.storage = p.storage;
-    this.kv = p.kv;
+    this.kv = this.watched(p.kv);
     this.memberId = p.memberId;
     const { tickMs, electionTick } = ticksOf(p.cfg);
     this.requestTimeoutMs = 5000 + 2 * electionTick * tickMs;
@@ -294,6 +294,12 @@ export class Member {
     this.kv.close();
   }
 
+  /** The store, with a failed commit of held applies made fatal (kvStore.ts commitDelayMs). */
+  private watched(kv: KvStore): KvStore {
+    kv.onCommitFailure = (e) => this.fatal(e);
+    return kv;
+  }
+
   private fatal(e: Error): void {
     this.log.error({ error: e.message }, 'member stopped on an internal error');
     this.exit(1, e.message);
@@ -340,7 +346,7 @@ export class Member {
   }
 
   private applySnapshot(s: Snapshot): void {
-    this.kv = installLeaderSnapshot(s, this.kv, this.cfg.dataDir, this.memberId, this.log);
+    this.kv = this.watched(installLeaderSnapshot(s, this.kv, this.cfg.dataDir, this.memberId, this.log));
     // The leader's snapshot is now also ours: the next compaction counts from it.
     this.snapshotIndex = s.meta.index;
     this.refreshPeers();

@@ -42,16 +42,29 @@ export interface MemberCut {
   snapIndex: number;
 }
 
-function kvAppliedOf(memberDir: string, scratch: string): number {
+/** Reads a copy of the member's kv.db (opening the original would write its -shm). */
+function withKvCopy<T>(memberDir: string, scratch: string, read: (kv: KvStore) => T): T {
   fs.rmSync(scratch, { recursive: true, force: true });
   fs.mkdirSync(scratch, { recursive: true });
   for (const f of ['kv.db', 'kv.db-wal']) if (fs.existsSync(path.join(memberDir, f))) fs.copyFileSync(path.join(memberDir, f), path.join(scratch, f));
   const kv = KvStore.open(path.join(scratch, 'kv.db'), { readonly: true });
   try {
-    return kv.appliedIndex();
+    return read(kv);
   } finally {
     kv.close();
   }
+}
+
+function kvAppliedOf(memberDir: string, scratch: string): number {
+  return withKvCopy(memberDir, scratch, (kv) => kv.appliedIndex());
+}
+
+/** The keys in [from, to) that a cut's kv.db holds (as committed: a member holds its latest applies uncommitted for up to 50 ms). */
+export function kvKeysOf(cut: MemberCut, scratch: string, from: string, to: string): Set<string> {
+  return withKvCopy(path.join(cut.dir, 'member'), scratch, (kv) => {
+    const r = kv.range({ key: Buffer.from(from), rangeEnd: Buffer.from(to), keysOnly: true });
+    return new Set(r.kvs.map((x) => x.key.toString()));
+  });
 }
 
 function newestSegment(dataDir: string): string {
