@@ -131,35 +131,43 @@ const PREFACE_WAIT_MS = 1000;
 
 /**
  * Calls `decide` once the client's preface shows who it is, with the bytes
- * read so far put back on the (paused) socket: `rewrite` false for grpc-js
- * (our own tools, the npm etcd3 client; its :authority is always valid), so
- * grpc-js gets the socket itself, read natively by http2 without a JS stream
- * in between; true for everyone else (grpc-go, so etcdctl 3.4), who get the
- * rewrite. Both wait for the server's SETTINGS before sending HEADERS, but
- * send their own at once, and grpc-js's is never empty (prefaceKind).
+ * read so far put back on the (paused) socket: 'native' for grpc-js (our own
+ * tools, the npm etcd3 client; its :authority is always valid), so grpc-js gets
+ * the socket itself, read natively by http2 without a JS stream in between;
+ * 'rewrite' for everyone else (grpc-go, so etcdctl 3.4). Both wait for the
+ * server's SETTINGS before sending HEADERS, but send their own at once, and
+ * grpc-js's is never empty (prefaceKind). 'raw': the connection opened with
+ * `rawMagic` (a peer's message stream, transport/rawPeerStream.ts).
  */
-function whenClassified(socket: net.Socket, decide: (rewrite: boolean) => void): void {
+function whenClassified(socket: net.Socket, rawMagic: Buffer | undefined, decide: (how: 'native' | 'rewrite' | 'raw') => void): void {
   const chunks: Buffer[] = [];
   let decided = false;
-  const finish = (rewrite: boolean | undefined) => {
+  const finish = (how: 'native' | 'rewrite' | 'raw' | undefined) => {
     if (decided) return;
     decided = true;
     clearTimeout(timer);
     socket.off('data', onData);
     socket.off('end', onEnd);
-    if (rewrite === undefined || socket.destroyed) return void socket.destroy();
+    if (how === undefined || socket.destroyed) return void socket.destroy();
     socket.pause();
     if (chunks.length > 0) socket.unshift(Buffer.concat(chunks));
-    decide(rewrite);
+    decide(how);
   };
   const onData = (chunk: Buffer) => {
     chunks.push(chunk);
-    const kind = prefaceKind(chunks.length === 1 ? chunk : Buffer.concat(chunks));
-    if (kind !== undefined) finish(kind !== 'settings');
+    const head = chunks.length === 1 ? chunk : Buffer.concat(chunks);
+    if (rawMagic && head[0] === rawMagic[0]) {
+      const n = Math.min(head.length, rawMagic.length);
+      if (!head.subarray(0, n).equals(rawMagic.subarray(0, n))) return finish('rewrite');
+      if (n === rawMagic.length) finish('raw');
+      return;
+    }
+    const kind = prefaceKind(head);
+    if (kind !== undefined) finish(kind === 'settings' ? 'native' : 'rewrite');
   };
   // Closed before a whole preface: nothing to serve.
   const onEnd = () => finish(undefined);
-  const timer = setTimeout(() => finish(true), PREFACE_WAIT_MS);
+  const timer = setTimeout(() => finish('rewrite'), PREFACE_WAIT_MS);
   socket.on('data', onData);
   socket.once('end', onEnd);
   socket.once('close', () => finish(undefined));
@@ -202,7 +210,11 @@ function splitHostPort(hostPort: string): { host: string; port: number } {
 export async function listenWithAuthorityRewrite(
   server: grpc.Server,
   hostPort: string,
-  opts: { tls?: ServerTlsOptions } = {},
+  opts: {
+    tls?: ServerTlsOptions;
+    /** Connections that open with `magic` (after TLS, if any) are given to `accept`, not to grpc-js: the peer's raw stream. */
+    raw?: { magic: Buffer; accept(socket: net.Socket): void };
+  } = {},
 ): Promise<AuthorityRewriteListener> {
   const { host, port: wanted } = splitHostPort(hostPort);
   const addresses = host === '' ? ['::'] : net.isIP(host) ? [host] : (await dns.lookup(host, { all: true })).map((a) => a.address);
@@ -234,7 +246,9 @@ export async function listenWithAuthorityRewrite(
     socket.on('error', () => {}); // reported through the connection; never unhandled
     socket.setNoDelay(true); // what http2 does to a plain socket (it cannot to a wrapped one)
     const h = local.includes(':') && local.startsWith('::ffff:') && net.isIPv4(local.slice(7)) ? local.slice(7) : local;
-    whenClassified(socket, (rewrite) => {
+    whenClassified(socket, opts.raw?.magic, (how) => {
+      if (how === 'raw' && opts.raw) return opts.raw.accept(socket);
+      const rewrite = how === 'rewrite';
       counts[rewrite ? 'rewritten' : 'native']++;
       if (!rewrite) return injector.injectConnection(socket);
       const cache = new Map<number, Buffer>();

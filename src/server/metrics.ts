@@ -45,6 +45,8 @@ export class Metrics {
   readonly apply = new Histogram();
   readonly peerRtt = new Histogram();
   dbSize: () => number = () => 0;
+  /** Message streams opened to peers, by kind (PeerTransport.streamsOpened). */
+  peerStreams: () => { raw: number; grpc: number } = () => ({ raw: 0, grpc: 0 });
   private readonly listeners: net.Server[] = [];
   private readonly sockets = new Set<net.Socket>();
 
@@ -80,6 +82,11 @@ export class Metrics {
           '# HELP lifeboat_raft_messages_sent_total Raft messages handed to the peer transport, by type (App, AppResp, Heartbeat, ...).',
           '# TYPE lifeboat_raft_messages_sent_total counter',
           ...[...this.raftMessagesSent].map(([type, n]) => `lifeboat_raft_messages_sent_total{type="${type}"} ${n}`),
+        ].join('\n'),
+        [
+          '# HELP lifeboat_peer_streams_opened_total Message streams opened to peers: raw connections, or gRPC streams to peers that take no raw one.',
+          '# TYPE lifeboat_peer_streams_opened_total counter',
+          ...Object.entries(this.peerStreams()).map(([kind, n]) => `lifeboat_peer_streams_opened_total{kind="${kind}"} ${n}`),
         ].join('\n'),
       ].join('\n') + '\n'
     );

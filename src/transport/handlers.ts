@@ -50,7 +50,17 @@ export function peerHandlers(host: TransportHost, contact: PeerContact): grpc.Un
   };
 }
 
-function onStream(host: TransportHost, contact: PeerContact, call: grpc.ServerDuplexStream<Envelope, Ack>): void {
+/** What the message stream handler uses of its call: a gRPC stream's, or a raw connection's (rawPeerStream.ts). */
+export interface EnvelopeCall {
+  sendMetadata(md: grpc.Metadata): void;
+  write(ack: Ack): boolean;
+  end(): void;
+  on(event: 'data', fn: (env: Envelope) => void): unknown;
+  on(event: 'error' | 'end', fn: () => void): unknown;
+}
+
+/** The message stream from one peer: envelopes in, an ack or a refusal out. */
+export function onStream(host: TransportHost, contact: PeerContact, call: EnvelopeCall): void {
   call.sendMetadata(new grpc.Metadata());
   let warned = false;
   let acked = false;

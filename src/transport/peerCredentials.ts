@@ -35,20 +35,31 @@ export class PeerCredentials {
     const gen = this.generation();
     if (!this.secure || gen !== this.builtFor) {
       const m = this.files?.current() ?? {};
-      const allowed = this.allowedCn;
-      const verify: grpc.VerifyOptions = allowed
-        ? {
-            checkServerIdentity: (host, cert) => {
-              const err = tls.checkServerIdentity(host, cert);
-              if (err) return err;
-              const cn = commonName(cert.subject);
-              return cn === allowed ? undefined : new Error(`peer certificate CN "${cn}" is not the allowed CN "${allowed}" (--peer-cert-allowed-cn)`);
-            },
-          }
-        : {};
-      this.secure = grpc.credentials.createSsl(m.ca ?? null, m.key ?? null, m.cert ?? null, verify);
+      const check = this.serverIdentityCheck();
+      this.secure = grpc.credentials.createSsl(m.ca ?? null, m.key ?? null, m.cert ?? null, check ? { checkServerIdentity: check } : {});
       this.builtFor = gen;
     }
     return this.secure;
+  }
+
+  /** The same, for a TLS connection of our own (rawPeerStream.ts): undefined for http:// URLs. */
+  tlsFor(url: string): tls.ConnectionOptions | undefined {
+    if (!url.startsWith('https:')) return undefined;
+    this.generation();
+    const m = this.files?.current() ?? {};
+    const check = this.serverIdentityCheck();
+    return { ca: m.ca, key: m.key, cert: m.cert, ...(check ? { checkServerIdentity: check } : {}) };
+  }
+
+  /** With --peer-cert-allowed-cn, the server's certificate must carry that CN as well as match the host. */
+  private serverIdentityCheck(): ((host: string, cert: tls.PeerCertificate) => Error | undefined) | undefined {
+    const allowed = this.allowedCn;
+    if (!allowed) return undefined;
+    return (host, cert) => {
+      const err = tls.checkServerIdentity(host, cert);
+      if (err) return err;
+      const cn = commonName(cert.subject);
+      return cn === allowed ? undefined : new Error(`peer certificate CN "${cn}" is not the allowed CN "${allowed}" (--peer-cert-allowed-cn)`);
+    };
   }
 }

@@ -9,16 +9,19 @@
 // rotated certificate is used by the next connection. The types and
 // REFUSED_* texts the member uses are re-exported from here.
 import * as grpc from '#grpc-js';
+import type net from 'node:net';
 import { encodeMessage } from '../raft/codec.js';
 import { MessageType, type Message, type NodeId } from '../raft/types.js';
 import { service } from '../proto/load.js';
-import { peerHandlers } from './handlers.js';
+import { onStream, peerHandlers, type PeerContact } from './handlers.js';
 import { partitioned, type Ack, type Envelope, type ForwardReply, type IdentityReply, type PeerClient, type TransportHost } from './peerProtocol.js';
 import { streamSnapshot } from './snapshotStream.js';
 import { hostPort } from '../common/urls.js';
+import { failpointSet } from '../common/failpoint.js';
 import { listenWithAuthorityRewrite, type AuthorityRewriteListener } from '../net/authorityListener.js';
 import type { ServerTlsOptions } from '../net/tlsTermination.js';
 import { PeerCredentials } from './peerCredentials.js';
+import { dialRawPeer, RAW_PEER_MAGIC, RawPeerClientStream, RawPeerServerCall } from './rawPeerStream.js';
 
 export { PeerCredentials } from './peerCredentials.js';
 
@@ -42,6 +45,8 @@ const MAX_QUEUED = 4096;
 const ENVELOPE_BYTES = 4 << 20;
 const BACKOFF_MIN_MS = 50;
 const BACKOFF_MAX_MS = 2000;
+/** Failpoint `grpc-peer-stream-only`: neither take nor dial raw message streams, as a member from before them. */
+const GRPC_STREAM_ONLY = failpointSet('grpc-peer-stream-only');
 /** A peer we have not heard from for this long no longer counts as connected. */
 const ACTIVE_GAP_MS = 1500;
 
@@ -57,16 +62,21 @@ function newClient(url: string, credentials: PeerCredentials): PeerClient {
   }) as unknown as PeerClient;
 }
 
+/** The message stream to a peer: a raw connection (rawPeerStream.ts), or gRPC's Stream to a peer that has no raw one. */
+type EnvelopeStream = grpc.ClientDuplexStream<Envelope, Ack> | RawPeerClientStream;
+
 /** The outgoing side towards one peer. */
 class PeerSender {
   private client: PeerClient;
   /** The credentials' generation the client was made with: a later one means rotated files. */
   private clientGeneration: number;
-  private stream: grpc.ClientDuplexStream<Envelope, Ack> | undefined;
+  private stream: EnvelopeStream | undefined;
+  /** The peer closed a raw connection before accepting it: it speaks only gRPC (an older Lifeboat). */
+  private grpcOnly = GRPC_STREAM_ONLY;
   /** Encoded only when written: a queue held back by the stream's backpressure costs no copies. */
   private queue: Message[] = [];
   /** The stream whose buffer is full: nothing more is written until it drains. */
-  private waitingDrain: grpc.ClientDuplexStream<Envelope, Ack> | undefined;
+  private waitingDrain: EnvelopeStream | undefined;
   private backoff = BACKOFF_MIN_MS;
   private retryTimer: NodeJS.Timeout | undefined;
   private closed = false;
@@ -86,6 +96,8 @@ class PeerSender {
     private readonly host: TransportHost,
     private readonly onDown: (id: NodeId) => void,
     private readonly credentials: PeerCredentials,
+    /** Streams opened so far, by kind (PeerTransport.streamsOpened). */
+    private readonly opened: { raw: number; grpc: number },
   ) {
     this.clientGeneration = credentials.generation();
     this.client = newClient(url, credentials);
@@ -102,6 +114,8 @@ class PeerSender {
     clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
     this.backoff = BACKOFF_MIN_MS;
+    // It may have restarted as a member that takes raw streams.
+    this.grpcOnly = GRPC_STREAM_ONLY;
     // grpc-js's channel keeps its own reconnect backoff; a fresh channel dials at once.
     this.renewClient();
     this.flush();
@@ -124,10 +138,18 @@ class PeerSender {
     this.queue.push(m);
   }
 
-  private open(): grpc.ClientDuplexStream<Envelope, Ack> {
-    // Certificate files rotated since the channel was made: the new stream goes on a new connection that presents them.
-    if (this.credentials.generation() !== this.clientGeneration) this.renewClient();
-    const s = this.client.Stream();
+  private open(): EnvelopeStream {
+    let s: EnvelopeStream;
+    if (this.grpcOnly) {
+      // Certificate files rotated since the channel was made: the new stream goes on a new connection that presents them.
+      if (this.credentials.generation() !== this.clientGeneration) this.renewClient();
+      s = this.client.Stream();
+      this.opened.grpc++;
+    } else {
+      // A connection of its own, with the certificate files as they are now.
+      s = dialRawPeer(this.url, this.credentials.tlsFor(this.url));
+      this.opened.raw++;
+    }
     // The receiver sends headers as soon as it accepts the stream: the peer is up.
     s.on('metadata', () => {
       if (this.reportedDown) this.host.logEvent('info', 'peer is reachable again', { peer: this.id.toString(16), url: this.url });
@@ -149,6 +171,14 @@ class PeerSender {
       if (this.stream !== s) return;
       this.stream = undefined;
       if (this.closed) return;
+      if (s instanceof RawPeerClientStream && !s.wasAccepted && s.connected) {
+        // It answered, but not with a raw stream: a member from before them. Not a lost peer: on over gRPC at once.
+        this.grpcOnly = true;
+        this.host.logEvent('info', 'peer takes no raw message stream: messages go over gRPC', { peer: this.id.toString(16), url: this.url });
+        this.greet = true;
+        this.flush();
+        return;
+      }
       this.onDown(this.id);
       this.host.unreachable(this.id);
       if (err && !this.reportedDown) {
@@ -239,41 +269,42 @@ class PeerSender {
 export class PeerTransport {
   private server = new grpc.Server({ 'grpc.max_receive_message_length': 64 << 20 });
   private senders = new Map<NodeId, PeerSender>();
+  private readonly opened = { raw: 0, grpc: 0 };
   private lastHeard = new Map<NodeId, number>();
   private activeFrom = new Map<NodeId, number>();
-  private readonly tlsListeners: AuthorityRewriteListener[] = [];
+  private readonly listeners: AuthorityRewriteListener[] = [];
+  private readonly contact: PeerContact = {
+    heard: (id) => this.heard(id),
+    forget: (id) => this.forget(id),
+    peerIsUp: (id) => this.senders.get(id)?.peerIsUp(),
+  };
 
   constructor(
     private readonly host: TransportHost,
     private readonly credentials = new PeerCredentials(),
   ) {
-    this.server.addService(
-      service('lifeboat.peer.Peer').service,
-      peerHandlers(this.host, {
-        heard: (id) => this.heard(id),
-        forget: (id) => this.forget(id),
-        peerIsUp: (id) => this.senders.get(id)?.peerIsUp(),
-      }),
-    );
+    this.server.addService(service('lifeboat.peer.Peer').service, peerHandlers(this.host, this.contact));
   }
 
-  /** Serves the peer service on each URL: https:// ones over TLS with `tls` (the peer certificate). */
+  /**
+   * Serves the peer service on each URL, https:// ones over TLS with `tls` (the peer
+   * certificate); a connection that opens with RAW_PEER_MAGIC is a peer's raw message stream.
+   */
   async listen(urls: string[], tls?: ServerTlsOptions): Promise<void> {
+    const raw = { magic: RAW_PEER_MAGIC, accept: (socket: net.Socket) => onStream(this.host, this.contact, new RawPeerServerCall(socket)) };
     for (const url of urls) {
-      if (url.startsWith('https:')) {
-        if (!tls) throw new Error(`cannot listen on peer URL ${url}: no TLS certificate (--peer-cert-file, --peer-key-file)`);
-        try {
-          this.tlsListeners.push(await listenWithAuthorityRewrite(this.server, hostPort(url), { tls: { ...tls, listener: 'peer' } }));
-        } catch (err) {
-          throw new Error(`cannot listen on peer URL ${url}: ${(err as Error).message}`);
-        }
-        continue;
+      const secure = url.startsWith('https:');
+      if (secure && !tls) throw new Error(`cannot listen on peer URL ${url}: no TLS certificate (--peer-cert-file, --peer-key-file)`);
+      try {
+        this.listeners.push(
+          await listenWithAuthorityRewrite(this.server, hostPort(url), {
+            ...(GRPC_STREAM_ONLY ? {} : { raw }),
+            ...(secure && tls ? { tls: { ...tls, listener: 'peer' } } : {}),
+          }),
+        );
+      } catch (err) {
+        throw new Error(`cannot listen on peer URL ${url}: ${(err as Error).message}`);
       }
-      await new Promise<void>((resolve, reject) =>
-        this.server.bindAsync(hostPort(url), grpc.ServerCredentials.createInsecure(), (err) =>
-          err ? reject(new Error(`cannot listen on peer URL ${url}: ${err.message}`)) : resolve(),
-        ),
-      );
     }
   }
 
@@ -288,7 +319,7 @@ export class PeerTransport {
     }
     for (const [id, urls] of peers) {
       if (id === this.host.memberId || this.senders.has(id) || urls.length === 0) continue;
-      this.senders.set(id, new PeerSender(id, urls[0], this.host, (down) => this.forget(down), this.credentials));
+      this.senders.set(id, new PeerSender(id, urls[0], this.host, (down) => this.forget(down), this.credentials, this.opened));
     }
   }
 
@@ -363,6 +394,11 @@ export class PeerTransport {
     );
   }
 
+  /** Message streams opened to peers so far: raw connections, and gRPC streams to peers that take no raw one. */
+  streamsOpened(): { raw: number; grpc: number } {
+    return { ...this.opened };
+  }
+
   droppedMessages(): number {
     let n = 0;
     for (const s of this.senders.values()) n += s.dropped;
@@ -372,7 +408,7 @@ export class PeerTransport {
   async close(): Promise<void> {
     for (const s of this.senders.values()) s.close();
     this.senders.clear();
-    for (const l of this.tlsListeners) l.stopAccepting();
+    for (const l of this.listeners) l.stopAccepting();
     // Peer streams never end on their own: give in-flight calls a moment, then cut.
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, 300);
@@ -382,6 +418,6 @@ export class PeerTransport {
       });
     });
     this.server.forceShutdown();
-    await Promise.all(this.tlsListeners.map((l) => l.close()));
+    await Promise.all(this.listeners.map((l) => l.close()));
   }
 }

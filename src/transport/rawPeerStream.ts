@@ -1,0 +1,292 @@
+// Raft envelopes between members over a TCP (or TLS) connection of their own
+// instead of a grpc-js bidi stream: every message otherwise went through grpc-js's
+// call, message framing and HTTP/2 DATA frames on both sides, about a third of
+// the time a serial put spends between members. Same protobuf Envelope and Ack
+// as the gRPC Stream method, framed as a 4-byte big-endian length then the
+// message; the connection opens with RAW_PEER_MAGIC (told apart from HTTP/2 by
+// the peer listener, net/authorityListener.ts), and the receiver accepts the
+// stream by sending the magic back, as gRPC's response headers did (a member that
+// speaks only gRPC sends HTTP/2 bytes instead, and the sender falls back to gRPC).
+// Snapshots, Identity and Forward stay on gRPC.
+import { EventEmitter } from 'node:events';
+import net from 'node:net';
+import tls from 'node:tls';
+import { hostPort } from '../common/urls.js';
+import { service } from '../proto/load.js';
+import type { Ack, Envelope } from './peerProtocol.js';
+
+/** What a raw peer connection sends first (never the start of an HTTP/2 preface, "PRI *"). */
+export const RAW_PEER_MAGIC = Buffer.from('LBPEER1\n', 'latin1');
+/** The largest frame taken, as the gRPC stream's message limit (an envelope is at most about 4 MiB). */
+const MAX_FRAME = 64 << 20;
+/**
+ * Liveness, which gRPC's keepalive pings gave: a receiver that is getting data
+ * answers with an empty frame at most every KEEPALIVE_MS, and a sender that wrote
+ * but heard nothing for DEAD_AFTER_MS drops the connection (a peer host gone
+ * without a reset would otherwise hold it for the many minutes TCP retries).
+ */
+const KEEPALIVE_MS = 2000;
+const DEAD_AFTER_MS = 10_000;
+
+interface Codec {
+  encodeEnvelope(e: Envelope): Buffer;
+  decodeEnvelope(b: Buffer): Envelope;
+  encodeAck(a: Ack): Buffer;
+  decodeAck(b: Buffer): Ack;
+}
+let codec: Codec | undefined;
+/** The gRPC Stream method's own serializers: one definition of the messages. */
+function codecOf(): Codec {
+  if (codec) return codec;
+  const m = (service('lifeboat.peer.Peer').service as unknown as Record<string, Record<string, (x: unknown) => unknown>>).Stream;
+  codec = {
+    encodeEnvelope: m.requestSerialize as Codec['encodeEnvelope'],
+    decodeEnvelope: m.requestDeserialize as Codec['decodeEnvelope'],
+    encodeAck: m.responseSerialize as Codec['encodeAck'],
+    decodeAck: m.responseDeserialize as Codec['decodeAck'],
+  };
+  return codec;
+}
+
+/** Cuts a byte stream into frames' payloads (views of the input where a frame lies in one chunk). */
+class FrameReader {
+  private chunks: Buffer[] = [];
+  private have = 0;
+
+  push(chunk: Buffer): Buffer[] {
+    this.chunks.push(chunk);
+    this.have += chunk.length;
+    const out: Buffer[] = [];
+    for (;;) {
+      if (this.have < 4) return out;
+      let head = this.chunks[0];
+      if (head.length < 4) head = this.merge();
+      const len = head.readUInt32BE(0);
+      if (len > MAX_FRAME) throw new Error(`peer frame of ${len} bytes is over the ${MAX_FRAME}-byte limit`);
+      if (this.have < 4 + len) return out;
+      if (head.length < 4 + len) head = this.merge();
+      out.push(head.subarray(4, 4 + len));
+      const rest = head.subarray(4 + len);
+      this.chunks[0] = rest;
+      this.have -= 4 + len;
+      if (rest.length === 0) this.chunks.shift();
+    }
+  }
+
+  private merge(): Buffer {
+    const all = Buffer.concat(this.chunks, this.have);
+    this.chunks = [all];
+    return all;
+  }
+}
+
+/** Reads RAW_PEER_MAGIC off the start of a stream: what follows it, undefined until it is whole, or 'mismatch'. */
+class MagicReader {
+  private seen = 0;
+
+  push(chunk: Buffer): Buffer | undefined | 'mismatch' {
+    const take = Math.min(RAW_PEER_MAGIC.length - this.seen, chunk.length);
+    if (!chunk.subarray(0, take).equals(RAW_PEER_MAGIC.subarray(this.seen, this.seen + take))) return 'mismatch';
+    this.seen += take;
+    return this.seen < RAW_PEER_MAGIC.length ? undefined : chunk.subarray(take);
+  }
+}
+
+/** One frame onto the socket, header and payload in one write (corked), no copy. */
+function writeFrame(socket: net.Socket, payload: Buffer): boolean {
+  const head = Buffer.allocUnsafe(4);
+  head.writeUInt32BE(payload.length, 0);
+  socket.cork();
+  socket.write(head);
+  const ok = socket.write(payload);
+  socket.uncork();
+  return ok;
+}
+
+/**
+ * The sending member's side: events 'metadata' (the receiver accepted), 'data'
+ * (an Ack), 'drain', 'error' and 'end', as the gRPC stream it replaces.
+ */
+export class RawPeerClientStream extends EventEmitter {
+  private accepted = false;
+  private ended = false;
+  private isConnected = false;
+  private heardAt = Date.now();
+  /** Written since the last liveness check. */
+  private wrote = false;
+  private readonly liveness: NodeJS.Timeout;
+
+  /** `deadAfterMs`: tests shorten DEAD_AFTER_MS. */
+  constructor(
+    private readonly socket: net.Socket,
+    deadAfterMs = DEAD_AFTER_MS,
+  ) {
+    super();
+    const reader = new FrameReader();
+    socket.setNoDelay(true);
+    socket.once(socket instanceof tls.TLSSocket ? 'secureConnect' : 'connect', () => (this.isConnected = true));
+    this.liveness = setInterval(() => {
+      if (this.wrote && Date.now() - this.heardAt > deadAfterMs) this.fail(new Error(`peer sent nothing for ${deadAfterMs / 1000} s`));
+      this.wrote = false;
+    }, deadAfterMs / 2);
+    this.liveness.unref();
+    const magic = new MagicReader();
+    socket.on('data', (chunk: Buffer) => {
+      this.heardAt = Date.now();
+      if (!this.accepted) {
+        const rest = magic.push(chunk);
+        if (rest === 'mismatch') return this.fail(new Error('the peer did not accept a raw message stream'));
+        if (rest === undefined) return;
+        this.accepted = true;
+        this.emit('metadata');
+        chunk = rest;
+      }
+      let frames: Buffer[];
+      try {
+        frames = reader.push(chunk);
+      } catch (e) {
+        return this.fail(e as Error);
+      }
+      for (const f of frames) {
+        if (f.length === 0) continue; // the receiver's keepalive
+        let ack: Ack;
+        try {
+          ack = codecOf().decodeAck(f);
+        } catch (e) {
+          return this.fail(e as Error);
+        }
+        this.emit('data', ack);
+      }
+    });
+    socket.on('drain', () => this.emit('drain'));
+    socket.on('error', (e) => this.fail(e));
+    socket.on('close', () => this.finish());
+  }
+
+  /** Whether the receiver accepted the stream (a peer that speaks only gRPC closes it first). */
+  get wasAccepted(): boolean {
+    return this.accepted;
+  }
+
+  /** Whether the connection (and its TLS handshake) was made. */
+  get connected(): boolean {
+    return this.isConnected;
+  }
+
+  write(env: Envelope): boolean {
+    if (this.ended) return true;
+    this.wrote = true;
+    return writeFrame(this.socket, codecOf().encodeEnvelope(env));
+  }
+
+  end(): void {
+    this.socket.end();
+  }
+
+  private fail(e: Error): void {
+    if (this.ended) return;
+    this.ended = true;
+    clearInterval(this.liveness);
+    this.socket.destroy();
+    this.emit('error', e);
+  }
+
+  private finish(): void {
+    if (this.ended) return;
+    this.ended = true;
+    clearInterval(this.liveness);
+    this.emit('end');
+  }
+}
+
+/** Dials a peer URL: TLS (with `secure`) for https://, TCP otherwise; the magic goes first. */
+export function dialRawPeer(url: string, secure: tls.ConnectionOptions | undefined): RawPeerClientStream {
+  const [host, port] = splitHostPort(hostPort(url));
+  const socket = url.startsWith('https:') ? tls.connect({ ...secure, host, port, servername: net.isIP(host) ? undefined : host }) : net.connect({ host, port });
+  socket.write(RAW_PEER_MAGIC);
+  return new RawPeerClientStream(socket);
+}
+
+function splitHostPort(hp: string): [string, number] {
+  const m = /^\[([^\]]*)\]:(\d+)$/.exec(hp) ?? /^(.*):(\d+)$/.exec(hp);
+  if (!m) throw new Error(`bad peer address ${hp}`);
+  return [m[1], Number(m[2])];
+}
+
+/**
+ * The receiving member's side of a connection that opened with the magic: what
+ * the peer service's Stream handler uses of a gRPC call (sendMetadata, write, end;
+ * events 'data' with an Envelope, 'error', 'end').
+ */
+export class RawPeerServerCall extends EventEmitter {
+  private ended = false;
+  private keptAliveAt = Date.now();
+
+  constructor(private readonly socket: net.Socket) {
+    super();
+    const reader = new FrameReader();
+    const magic = new MagicReader();
+    let opened = false;
+    socket.setNoDelay(true);
+    socket.on('data', (chunk: Buffer) => {
+      if (!opened) {
+        const rest = magic.push(chunk);
+        if (rest === 'mismatch') return this.fail(new Error('not a raw peer stream'));
+        if (rest === undefined) return;
+        opened = true;
+        chunk = rest;
+      }
+      let frames: Buffer[];
+      try {
+        frames = reader.push(chunk);
+      } catch (e) {
+        return this.fail(e as Error);
+      }
+      if (frames.length > 0 && Date.now() - this.keptAliveAt >= KEEPALIVE_MS) {
+        this.keptAliveAt = Date.now();
+        writeFrame(socket, Buffer.alloc(0));
+      }
+      for (const f of frames) {
+        let env: Envelope;
+        try {
+          env = codecOf().decodeEnvelope(f);
+        } catch (e) {
+          return this.fail(e as Error);
+        }
+        this.emit('data', env);
+      }
+    });
+    socket.on('error', (e) => this.fail(e));
+    socket.on('end', () => this.finish());
+    socket.on('close', () => this.finish());
+    // The listener paused it while it looked at the first bytes.
+    socket.resume();
+  }
+
+  /** Accepts the stream: the magic, sent back. */
+  sendMetadata(): void {
+    if (!this.ended) this.socket.write(RAW_PEER_MAGIC);
+  }
+
+  write(ack: Ack): boolean {
+    if (this.ended) return true;
+    return writeFrame(this.socket, codecOf().encodeAck(ack));
+  }
+
+  end(): void {
+    this.socket.end();
+  }
+
+  private fail(e: Error): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.socket.destroy();
+    this.emit('error', e);
+  }
+
+  private finish(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.emit('end');
+  }
+}
