@@ -20,7 +20,8 @@
 // fsync runs), and the restart fix is for that state, so the cases of that kind
 // simulate it on the member that led at the cut: its log also loses synced
 // records below its kv.db's applied index, as long as both followers' durable logs
-// hold every entry it applied (a commit without the leader needs both of them).
+// hold every entry it applied or made durable (a commit without the leader needs
+// both of them; the writes it acknowledged are among those entries).
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
@@ -249,10 +250,13 @@ export function generateCluster(cap: ClusterCapture, category: Category, count: 
       const choose = (k: Category | undefined, leaderStandIn = false) => chooseState(cutsOf[i], cut.members[i], k, rnd, ids[i], { leaderStandIn });
       let s: MemberState | undefined;
       if (standIn === cap.members[i].name) {
-        // etcd's leader: what it applied is durable on both followers.
+        // etcd's leader: what it applied, and every entry it had made durable, is durable on both
+        // followers. Its acknowledged writes are among those entries but not all in its kv.db: a
+        // member answers once an entry is applied, and commits kv.db up to 50 ms later.
         s = choose(category, true);
         const followers = cut.members.flatMap((mc, j) => (j === i ? [] : [durableLastIndex(mc, ids[j]).durable]));
-        if (s && s.kvFrom.applied > Math.min(...followers)) s = undefined;
+        const ownDurable = durableLastIndex(cut.members[i], ids[i]).durable;
+        if (s && Math.max(s.kvFrom.applied, ownDurable) > Math.min(...followers)) s = undefined;
       } else s = choose(category) ?? choose(undefined);
       if (!s) break;
       states.push(s);
