@@ -46,6 +46,9 @@ import {
   type MemberState,
 } from './powerLossStates.js';
 
+/** How long the workload pauses before every other cut. */
+const QUIET_MS = 150;
+
 export interface ClusterMember {
   name: string;
   peerUrl: string;
@@ -150,7 +153,7 @@ export async function captureCluster(root: string, opts: { keys: number; every: 
     let next = 0;
     let acked = 0;
     const ackedSet = new Set<number>();
-    let freezing: Promise<void> = Promise.resolve();
+    let freezing: Promise<unknown> = Promise.resolve();
     const freeze = () => {
       // Only keys acknowledged before the stop count as promised.
       const promised = [...ackedSet];
@@ -172,8 +175,13 @@ export async function captureCluster(root: string, opts: { keys: number; every: 
         await clients[k % clients.length].put(key(i), value(i));
         await freezing;
         ackedSet.add(i);
-        // The stop happens here, before any other acknowledgement is counted.
-        if (++acked % opts.every === 0) freezing = new Promise((resolve) => resolve(freeze()));
+        // The stop happens here, before any other acknowledgement is counted. Every other cut
+        // comes after a quiet moment: kv.db has committed what the members applied (they hold
+        // applies up to 50 ms), while the hard state that moved the commit is still unsynced.
+        if (++acked % opts.every === 0) {
+          const quiet = cuts.length % 2 === 1 ? new Promise((r) => setTimeout(r, QUIET_MS)) : Promise.resolve();
+          freezing = quiet.then(freeze);
+        }
       }
     };
     try {
