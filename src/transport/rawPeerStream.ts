@@ -104,41 +104,31 @@ function writeFrame(socket: net.Socket, payload: Buffer): boolean {
 }
 
 /**
- * The sending member's side: events 'metadata' (the receiver accepted), 'data'
- * (an Ack), 'drain', 'error' and 'end', as the gRPC stream it replaces.
+ * One end of a raw peer connection: after the other end's magic, frames decoded
+ * with `decode` and emitted as 'data' (empty ones are keepalives); 'error' once on
+ * a failure, else 'end' once when the connection ends.
  */
-export class RawPeerClientStream extends EventEmitter {
-  private accepted = false;
-  private ended = false;
-  private isConnected = false;
-  private heardAt = Date.now();
-  /** Written since the last liveness check. */
-  private wrote = false;
-  private readonly liveness: NodeJS.Timeout;
+abstract class RawPeerEnd<In> extends EventEmitter {
+  protected ended = false;
+  private magicSeen = false;
 
-  /** `deadAfterMs`: tests shorten DEAD_AFTER_MS. */
   constructor(
-    private readonly socket: net.Socket,
-    deadAfterMs = DEAD_AFTER_MS,
+    protected readonly socket: net.Socket,
+    decode: (frame: Buffer) => In,
+    notMagic: string,
   ) {
     super();
     const reader = new FrameReader();
-    socket.setNoDelay(true);
-    socket.once(socket instanceof tls.TLSSocket ? 'secureConnect' : 'connect', () => (this.isConnected = true));
-    this.liveness = setInterval(() => {
-      if (this.wrote && Date.now() - this.heardAt > deadAfterMs) this.fail(new Error(`peer sent nothing for ${deadAfterMs / 1000} s`));
-      this.wrote = false;
-    }, deadAfterMs / 2);
-    this.liveness.unref();
     const magic = new MagicReader();
+    socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => {
-      this.heardAt = Date.now();
-      if (!this.accepted) {
+      this.heard();
+      if (!this.magicSeen) {
         const rest = magic.push(chunk);
-        if (rest === 'mismatch') return this.fail(new Error('the peer did not accept a raw message stream'));
+        if (rest === 'mismatch') return this.fail(new Error(notMagic));
         if (rest === undefined) return;
-        this.accepted = true;
-        this.emit('metadata');
+        this.magicSeen = true;
+        this.opened();
         chunk = rest;
       }
       let frames: Buffer[];
@@ -147,20 +137,87 @@ export class RawPeerClientStream extends EventEmitter {
       } catch (e) {
         return this.fail(e as Error);
       }
+      if (frames.length > 0) this.received();
       for (const f of frames) {
-        if (f.length === 0) continue; // the receiver's keepalive
-        let ack: Ack;
+        if (f.length === 0) continue;
+        let m: In;
         try {
-          ack = codecOf().decodeAck(f);
+          m = decode(f);
         } catch (e) {
           return this.fail(e as Error);
         }
-        this.emit('data', ack);
+        this.emit('data', m);
       }
     });
-    socket.on('drain', () => this.emit('drain'));
     socket.on('error', (e) => this.fail(e));
+    socket.on('end', () => this.finish());
     socket.on('close', () => this.finish());
+  }
+
+  /** Bytes arrived. */
+  protected heard(): void {}
+  /** The other end's magic arrived. */
+  protected opened(): void {}
+  /** Frames arrived. */
+  protected received(): void {}
+  /** The connection is over (either way). */
+  protected closed(): void {}
+
+  end(): void {
+    this.socket.end();
+  }
+
+  protected fail(e: Error): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.closed();
+    this.socket.destroy();
+    this.emit('error', e);
+  }
+
+  private finish(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.closed();
+    this.emit('end');
+  }
+}
+
+/**
+ * The sending member's side: events 'metadata' (the receiver accepted), 'data'
+ * (an Ack), 'drain', 'error' and 'end', as the gRPC stream it replaces.
+ */
+export class RawPeerClientStream extends RawPeerEnd<Ack> {
+  private accepted = false;
+  private isConnected = false;
+  private heardAt = Date.now();
+  /** Written since the last liveness check. */
+  private wrote = false;
+  private readonly liveness: NodeJS.Timeout;
+
+  /** `deadAfterMs`: tests shorten DEAD_AFTER_MS. */
+  constructor(socket: net.Socket, deadAfterMs = DEAD_AFTER_MS) {
+    super(socket, (f) => codecOf().decodeAck(f), 'the peer did not accept a raw message stream');
+    socket.once(socket instanceof tls.TLSSocket ? 'secureConnect' : 'connect', () => (this.isConnected = true));
+    socket.on('drain', () => this.emit('drain'));
+    this.liveness = setInterval(() => {
+      if (this.wrote && Date.now() - this.heardAt > deadAfterMs) this.fail(new Error(`peer sent nothing for ${deadAfterMs / 1000} s`));
+      this.wrote = false;
+    }, deadAfterMs / 2);
+    this.liveness.unref();
+  }
+
+  protected override heard(): void {
+    this.heardAt = Date.now();
+  }
+
+  protected override opened(): void {
+    this.accepted = true;
+    this.emit('metadata');
+  }
+
+  protected override closed(): void {
+    clearInterval(this.liveness);
   }
 
   /** Whether the receiver accepted the stream (a peer that speaks only gRPC closes it first). */
@@ -177,25 +234,6 @@ export class RawPeerClientStream extends EventEmitter {
     if (this.ended) return true;
     this.wrote = true;
     return writeFrame(this.socket, codecOf().encodeEnvelope(env));
-  }
-
-  end(): void {
-    this.socket.end();
-  }
-
-  private fail(e: Error): void {
-    if (this.ended) return;
-    this.ended = true;
-    clearInterval(this.liveness);
-    this.socket.destroy();
-    this.emit('error', e);
-  }
-
-  private finish(): void {
-    if (this.ended) return;
-    this.ended = true;
-    clearInterval(this.liveness);
-    this.emit('end');
   }
 }
 
@@ -218,49 +256,19 @@ function splitHostPort(hp: string): [string, number] {
  * the peer service's Stream handler uses of a gRPC call (sendMetadata, write, end;
  * events 'data' with an Envelope, 'error', 'end').
  */
-export class RawPeerServerCall extends EventEmitter {
-  private ended = false;
+export class RawPeerServerCall extends RawPeerEnd<Envelope> {
   private keptAliveAt = Date.now();
 
-  constructor(private readonly socket: net.Socket) {
-    super();
-    const reader = new FrameReader();
-    const magic = new MagicReader();
-    let opened = false;
-    socket.setNoDelay(true);
-    socket.on('data', (chunk: Buffer) => {
-      if (!opened) {
-        const rest = magic.push(chunk);
-        if (rest === 'mismatch') return this.fail(new Error('not a raw peer stream'));
-        if (rest === undefined) return;
-        opened = true;
-        chunk = rest;
-      }
-      let frames: Buffer[];
-      try {
-        frames = reader.push(chunk);
-      } catch (e) {
-        return this.fail(e as Error);
-      }
-      if (frames.length > 0 && Date.now() - this.keptAliveAt >= KEEPALIVE_MS) {
-        this.keptAliveAt = Date.now();
-        writeFrame(socket, Buffer.alloc(0));
-      }
-      for (const f of frames) {
-        let env: Envelope;
-        try {
-          env = codecOf().decodeEnvelope(f);
-        } catch (e) {
-          return this.fail(e as Error);
-        }
-        this.emit('data', env);
-      }
-    });
-    socket.on('error', (e) => this.fail(e));
-    socket.on('end', () => this.finish());
-    socket.on('close', () => this.finish());
+  constructor(socket: net.Socket) {
+    super(socket, (f) => codecOf().decodeEnvelope(f), 'not a raw peer stream');
     // The listener paused it while it looked at the first bytes.
     socket.resume();
+  }
+
+  protected override received(): void {
+    if (Date.now() - this.keptAliveAt < KEEPALIVE_MS) return;
+    this.keptAliveAt = Date.now();
+    writeFrame(this.socket, Buffer.alloc(0));
   }
 
   /** Accepts the stream: the magic, sent back. */
@@ -271,22 +279,5 @@ export class RawPeerServerCall extends EventEmitter {
   write(ack: Ack): boolean {
     if (this.ended) return true;
     return writeFrame(this.socket, codecOf().encodeAck(ack));
-  }
-
-  end(): void {
-    this.socket.end();
-  }
-
-  private fail(e: Error): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.socket.destroy();
-    this.emit('error', e);
-  }
-
-  private finish(): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.emit('end');
   }
 }
