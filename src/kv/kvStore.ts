@@ -114,7 +114,7 @@ export class KvStore {
   private entryFailed: Error | undefined;
   /** atomically() calls in progress: the outermost one ends a batch. */
   private depth = 0;
-  /** The transaction batches join (commitDelayMs): open, and the entries it holds. */
+  /** The transaction batches join (commitDelayMs): open, with the batches it holds and its commit timer. */
   private held: { batches: number; timer: NodeJS.Timeout } | undefined;
   /** A held transaction's commit failed: the store no longer matches its file. */
   private commitFailure: Error | undefined;
@@ -394,7 +394,14 @@ export class KvStore {
    */
   writeLocal<T>(fn: (cluster: ClusterMetaWriter) => T): T {
     this.assertOpen();
-    return this.atomically(() => fn(this.meta));
+    return this.committed(() => fn(this.meta));
+  }
+
+  /** A write that does not come from the log: committed at once (with what was held), since no log replays it. */
+  private committed<T>(fn: () => T): T {
+    const result = this.atomically(fn);
+    this.commit();
+    return result;
   }
 
   /**
@@ -406,7 +413,7 @@ export class KvStore {
   bumpRevision(n: number, markCompacted: boolean): void {
     this.assertOpen();
     if (!Number.isInteger(n) || n < 0) throw new RangeError(`bump revision ${n} must be a whole number >= 0`);
-    this.atomically(() => {
+    this.committed(() => {
       this.state.current += n;
       if (markCompacted && this.state.current > this.state.compacted) {
         this.tables.compact(this.state.compacted, this.state.current);
@@ -426,7 +433,7 @@ export class KvStore {
   importRevisions(batch: readonly StoredRevision[]): void {
     this.assertNotApplied('import revisions');
     const blob = (b: Uint8Array) => (Buffer.isBuffer(b) ? b : Buffer.from(b));
-    this.atomically(() => {
+    this.committed(() => {
       for (const r of batch) {
         const [m, s] = this.imported;
         if (r.main < m || (r.main === m && r.sub <= s)) {
@@ -453,7 +460,7 @@ export class KvStore {
     if (!Number.isSafeInteger(compacted) || compacted < -1 || compacted > current) {
       throw new RangeError(`kv: compaction revision ${compacted} must be between -1 and ${current}`);
     }
-    this.atomically(() => {
+    this.committed(() => {
       this.state.current = current;
       if (compacted > this.state.compacted) {
         this.tables.compact(this.state.compacted, compacted);

@@ -229,6 +229,20 @@ describe('Applies held in one transaction (commitDelayMs)', () => {
     }
   });
 
+  test('a write that does not come from the log (writeLocal) is committed at once, with what was held', () => {
+    const { kv, path } = open(60_000);
+    kv.applyRequest(1, 1, put('a', '1'));
+    assert.equal(committedIndex(path), 0, 'held');
+    kv.writeLocal((c) => c.setClusterId(42n));
+    assert.equal(committedIndex(path), 1);
+    const other = KvStore.open(path, { readonly: true });
+    try {
+      assert.equal(other.cluster.clusterId(), 42n);
+    } finally {
+      other.close();
+    }
+  });
+
   test('checkpoints, hashes, makeDurable and close commit what is held first', async () => {
     const { kv, path } = open(60_000);
     kv.applyRequest(1, 1, put('a', '1'));
