@@ -8,6 +8,15 @@ export function hostPort(url: string): string {
   return `${u.hostname.replace(/^\[|\]$/g, '')}:${port}`;
 }
 
+/** "127.0.0.1:2379", "[::1]:2379", "::1:2379" (as hostPort writes it), ":2379" → host and port. */
+export function splitHostPort(hostPort: string): { host: string; port: number } {
+  const m = /^\[([^\]]*)\]:(\d+)$/.exec(hostPort) ?? /^(.*):(\d+)$/.exec(hostPort);
+  if (!m) throw new Error(`bad address ${hostPort}: expected host:port`);
+  const port = Number(m[2]);
+  if (port > 65535) throw new Error(`bad port in ${hostPort}`);
+  return { host: m[1], port };
+}
+
 /** A URL a member may advertise or listen on: http(s), a host and an explicit port. */
 export function isValidMemberUrl(url: string): boolean {
   try {

@@ -3,8 +3,8 @@
 // address a host name resolves to, port 0 picks one) and hands each accepted
 // socket to grpc-js as a Duplex whose client→server bytes pass through
 // AuthorityRewriter (h2Frames.ts); server→client bytes, close, EOF and
-// back-pressure map one to one onto the socket. Depends only on node built-ins
-// and @grpc/grpc-js. For an https:// URL the listener is a TLS server
+// back-pressure map one to one onto the socket. Depends on node built-ins,
+// @grpc/grpc-js and common/urls. For an https:// URL the listener is a TLS server
 // (tlsTermination.ts) and the rewrite sees the plaintext: TLS is ended here,
 // before the :authority layer, which would otherwise see only ciphertext.
 //
@@ -28,6 +28,7 @@ import dns from 'node:dns/promises';
 import { EventEmitter } from 'node:events';
 import net from 'node:net';
 import { Duplex } from 'node:stream';
+import { splitHostPort } from '../common/urls.js';
 import { serveUnaryDirectly } from './directUnary.js';
 import { AuthorityRewriter, prefaceKind } from './h2Frames.js';
 import { replacementAuthority } from './hpack.js';
@@ -189,15 +190,6 @@ export interface AuthorityRewriteListener {
   stopAccepting(): void;
   /** Stops accepting, drops the connections still open, resolves once all are gone. */
   close(): Promise<void>;
-}
-
-/** "127.0.0.1:2379", "[::1]:2379", "::1:2379" (as transport/urls hostPort writes it), ":2379". */
-function splitHostPort(hostPort: string): { host: string; port: number } {
-  const m = /^\[([^\]]*)\]:(\d+)$/.exec(hostPort) ?? /^(.*):(\d+)$/.exec(hostPort);
-  if (!m) throw new Error(`bad address ${hostPort}: expected host:port`);
-  const port = Number(m[2]);
-  if (port > 65535) throw new Error(`bad port in ${hostPort}`);
-  return { host: m[1], port };
 }
 
 /**

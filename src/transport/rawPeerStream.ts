@@ -11,7 +11,7 @@
 import { EventEmitter } from 'node:events';
 import net from 'node:net';
 import tls from 'node:tls';
-import { hostPort } from '../common/urls.js';
+import { hostPort, splitHostPort } from '../common/urls.js';
 import { service } from '../proto/load.js';
 import type { Ack, Envelope } from './peerProtocol.js';
 
@@ -239,16 +239,10 @@ export class RawPeerClientStream extends RawPeerEnd<Ack> {
 
 /** Dials a peer URL: TLS (with `secure`) for https://, TCP otherwise; the magic goes first. */
 export function dialRawPeer(url: string, secure: tls.ConnectionOptions | undefined): RawPeerClientStream {
-  const [host, port] = splitHostPort(hostPort(url));
+  const { host, port } = splitHostPort(hostPort(url));
   const socket = url.startsWith('https:') ? tls.connect({ ...secure, host, port, servername: net.isIP(host) ? undefined : host }) : net.connect({ host, port });
   socket.write(RAW_PEER_MAGIC);
   return new RawPeerClientStream(socket);
-}
-
-function splitHostPort(hp: string): [string, number] {
-  const m = /^\[([^\]]*)\]:(\d+)$/.exec(hp) ?? /^(.*):(\d+)$/.exec(hp);
-  if (!m) throw new Error(`bad peer address ${hp}`);
-  return [m[1], Number(m[2])];
 }
 
 /**
