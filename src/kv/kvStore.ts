@@ -142,6 +142,8 @@ export class KvStore {
    * a checkpoint has nothing to do and the worker need not be woken (or started).
    */
   private lastCheckpoint: { changes: number; appliedIndex: number } | undefined;
+  /** The defragment in the worker, while it runs (defragment()). */
+  private defragmenting: Promise<void> | undefined;
 
   private constructor(
     private readonly db: Database.Database,
@@ -499,6 +501,7 @@ export class KvStore {
    * back and the in-memory revisions and indexes are put back as they were.
    */
   private atomically<T>(fn: () => T): T {
+    if (this.defragmenting) throw new Error(`kv: ${this.path} is being defragmented; writes must wait until it is done`);
     const saved = { ...this.state };
     const outermost = this.depth === 0;
     if (outermost) {
@@ -593,15 +596,35 @@ export class KvStore {
     return ((this.pageCountStmt.get() as number) - free) * this.pageBytes;
   }
 
-  /** Rewrites the database without free pages (etcd's defragment). Blocks while it runs. */
-  defragment(): void {
+  /**
+   * Rewrites the database without free pages (etcd's defragment), in the worker
+   * thread: the event loop keeps running. The worker holds the write lock until
+   * it is done, so the caller must not write meanwhile (a write throws rather
+   * than wait in SQLite's busy timeout on the event loop); reads go on. A second
+   * call while one runs shares it.
+   */
+  defragment(): Promise<void> {
     this.assertOpen();
+    if (this.defragmenting) return this.defragmenting;
     this.commit();
-    this.db.exec('VACUUM');
-    this.db.pragma('wal_checkpoint(TRUNCATE)');
-    // VACUUM changes no rows: the next checkpoint must not take the store for unchanged.
-    this.lastCheckpoint = undefined;
-    this.pages = this.pageCountStmt.get() as number;
+    const done = () => {
+      this.defragmenting = undefined;
+      if (this.closed) return;
+      // VACUUM changes no rows: the next checkpoint must not take the store for unchanged.
+      this.lastCheckpoint = undefined;
+      this.pages = this.pageCountStmt.get() as number;
+    };
+    const run =
+      this.path === ':memory:'
+        ? Promise.resolve().then(() => void this.db.exec('VACUUM'))
+        : this.jobs.run({ kind: 'defragment', dbPath: this.path }).then(() => undefined);
+    this.defragmenting = run.finally(done);
+    return this.defragmenting;
+  }
+
+  /** Whether defragment() runs now (then writes throw). */
+  get defragmentRunning(): boolean {
+    return this.defragmenting !== undefined;
   }
 
   // --- Snapshots

@@ -1,7 +1,8 @@
-// Long reads (snapshots, hashes of a large store) and WAL checkpoints (which
-// fsync) run in a worker thread on its own SQLite connection: WAL gives a
-// consistent view while the member's connection keeps applying, and the event
-// loop (Raft ticks, heartbeats) is not blocked for the time they take.
+// Long reads (snapshots, hashes of a large store), WAL checkpoints (which
+// fsync) and defragment run in a worker thread on its own SQLite connection: WAL
+// gives a consistent view while the member's connection keeps applying (not
+// during defragment, which writes), and the event loop (Raft ticks, heartbeats)
+// is not blocked for the time they take.
 //
 // One worker per store, started at its first job and kept while jobs come: it
 // keeps its connection open and runs the jobs one at a time, in the order given
@@ -22,6 +23,8 @@ export type ReadJob =
   | { kind: 'hashKv'; dbPath: string; revision: number }
   | { kind: 'hash'; dbPath: string }
   | { kind: 'checkpoint'; dbPath: string }
+  /** VACUUM on the worker's connection, which holds the write lock meanwhile (KvStore.defragment). */
+  | { kind: 'defragment'; dbPath: string }
   /** A read held open for streaming the file (snapshotHold.ts), until 'release'. */
   | { kind: 'hold'; dbPath: string }
   | { kind: 'release'; dbPath: string; id: number };

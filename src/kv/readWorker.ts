@@ -3,6 +3,7 @@
 
 import { parentPort, workerData } from 'node:worker_threads';
 import { fsyncFile } from './fsyncFile.js';
+import { failpointArg } from '../common/failpoint.js';
 import Database from 'better-sqlite3';
 import { KvError } from './errors.js';
 import { hashKv, hashStore } from './kvHash.js';
@@ -34,6 +35,7 @@ function run(job: ReadJob): ReadJobResult {
   }
   const conn = connection(job.dbPath);
   if (job.kind === 'checkpoint') return checkpoint(conn, job.dbPath);
+  if (job.kind === 'defragment') return defragment(conn, job.dbPath);
   if (job.kind === 'hold') return holdSnapshot(conn, job.dbPath);
   // A large cache for the scan, given back after it: the connection stays open.
   conn.pragma('cache_size = -65536');
@@ -70,6 +72,21 @@ function checkpoint(conn: Database.Database, path: string): CheckpointResult {
   fsyncFile(path);
   // A reader on the member's connection can hold back part of the WAL: then the next one copies the rest.
   return { appliedIndex, synced: true, complete: r.checkpointed === r.log };
+}
+
+/**
+ * Rewrites the database without free pages (VACUUM, through the WAL), then copies
+ * the WAL into the file, fsyncs it and only then truncates the WAL: a power cut at
+ * any point leaves either the old pages or the new ones whole. Returns null.
+ */
+function defragment(conn: Database.Database, path: string): null {
+  const slowMs = Number(failpointArg('defragment-slow') ?? 0);
+  if (slowMs > 0) conn.transaction(() => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, slowMs)).immediate();
+  conn.exec('VACUUM');
+  conn.pragma('wal_checkpoint(FULL)');
+  fsyncFile(path);
+  conn.pragma('wal_checkpoint(TRUNCATE)');
+  return null;
 }
 
 function reply(job: ReadJob): ReadJobReply {

@@ -21,6 +21,7 @@ import { NONE, StateType, type Message, type Ready, type Snapshot, type SoftStat
 import type { RaftStorage } from '../storage/raftStorage.js';
 import { PeerTransport } from '../transport/peerTransport.js';
 import { hostPort } from '../common/urls.js';
+import { HeldBackApplies } from './heldBackApplies.js';
 import { EntryApplier, installLeaderSnapshot, quotaNewlyExceeded, spaceExceeded, type ApplyOutcome } from './apply.js';
 import { ClusterApi } from './clusterApi.js';
 import type { ServerConfig } from './config.js';
@@ -88,6 +89,9 @@ export class Member {
   private readonly exitWaiters: Array<(e: MemberExit) => void> = [];
   private publishTimer: NodeJS.Timeout | undefined;
   private checkpointTimer: NodeJS.Timeout | undefined;
+  /** Applies wait here while kv.db is defragmented. */
+  private readonly heldBack = new HeldBackApplies();
+  private defragmenting: Promise<void> | undefined;
   private checkpointing: Promise<unknown> | undefined;
   /** Watches on this member, fed from its own applies (watchHub.ts). */
   private readonly watchHub: WatchHub;
@@ -111,8 +115,8 @@ export class Member {
       { write: (b) => this.storage.save(b, { sync: false }), sync: () => this.storage.sync() },
       {
         send: (ms) => this.send(ms),
-        applySnapshot: (s) => this.applySnapshot(s),
-        applyEntries: (es) => this.applier.applyEntries(es),
+        applySnapshot: (s) => this.heldBack.run(() => this.applySnapshot(s)),
+        applyEntries: (es) => this.heldBack.run(() => this.applier.applyEntries(es)),
         softState: (s) => this.onSoftState(s),
         readStates: (rd) => this.onReadStates(rd),
         dropped: (rd) => this.onDropped(rd),
@@ -194,6 +198,7 @@ export class Member {
       auth: this.auth,
       proposeServer: (req: ServerRequest) => this.proposeServer(req),
       transferLeader: (target: bigint) => this.driver.with((r) => r.transferLeader(target)),
+      defragment: () => this.defragment(),
       watches: this.watchHub,
       leases: this.leases,
     };
@@ -270,6 +275,8 @@ export class Member {
     if (this.checkpointTimer) clearInterval(this.checkpointTimer);
     const writeSettled = this.driver.stop();
     await this.checkpointing;
+    // Applies still held back are in the log: the next start applies them.
+    await this.defragmenting?.catch(() => undefined);
     this.leases.stop();
     this.auth.stop();
     this.proposer.pending.rejectAll(ErrStopped);
@@ -355,7 +362,20 @@ export class Member {
     this.watchHub.storeReplaced();
   }
 
+  /** kv.db rewritten in the store's worker; applies wait meanwhile, Raft does not (heldBackApplies.ts). */
+  private defragment(): Promise<void> {
+    this.defragmenting ??= this.heldBack
+      .during(
+        () => this.kv.defragment(),
+        (e) => this.fatal(e),
+      )
+      .finally(() => (this.defragmenting = undefined));
+    return this.defragmenting;
+  }
+
   private maybeSnapshot(): void {
+    // Applies held back: kv.db is not written, so there is nothing new to make durable.
+    if (this.heldBack.holding) return;
     const applied = this.kv.appliedIndex();
     if (applied - this.snapshotIndex < this.cfg.snapshotCount) return;
     // Compact only past what the KV has made durable: the log replays the rest.

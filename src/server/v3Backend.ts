@@ -55,6 +55,8 @@ export interface V3Host {
   /** Proposes one of the member's own requests; resolves once applied. */
   proposeServer(req: ServerRequest): Promise<unknown>;
   transferLeader(target: bigint): void;
+  /** Defragments kv.db off the event loop, holding applies back meanwhile. */
+  defragment(): Promise<void>;
   readonly watches: { open(sink: WatchSink): WatchSession };
   readonly leases: Pick<Leases, 'grant' | 'revoke' | 'renew' | 'timeToLive' | 'list'>;
   readonly auth: Pick<AuthApi, 'authInfo' | 'requireAdmin' | 'requireRead' | 'watchRefusal'>;
@@ -219,8 +221,7 @@ export class V3Backend implements EtcdBackend, WatchBackend, LeaseBackend {
   }
 
   defragment(): Promise<void> {
-    this.host.kv().defragment();
-    return Promise.resolve();
+    return this.host.defragment();
   }
 
   // ---- Watch, Lease ----------------------------------------------------------

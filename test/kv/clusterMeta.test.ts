@@ -136,7 +136,7 @@ describe('Cluster state in the KV', () => {
     }
   });
 
-  test('space figures are whole pages and defragment keeps the data', () => {
+  test('space figures are whole pages and defragment keeps the data', async () => {
     const a = Applier.file();
     for (let i = 0; i < 500; i++) a.put(`k${i}`, 'x'.repeat(200));
     a.del('k', 'l');
@@ -145,9 +145,13 @@ describe('Cluster state in the KV', () => {
     assert.ok(size > 0 && size % 4096 === 0);
     assert.ok(a.kv.dbSizeInUse() < size, 'compaction freed pages');
     const hash = a.kv.hash();
-    a.kv.defragment();
+    const writes = a.kv.defragment();
+    // The worker holds the write lock until it is done: a write meanwhile is refused, not queued in SQLite.
+    assert.throws(() => a.put('late', 'x'), /being defragmented; writes must wait/);
+    await writes;
     assert.ok(a.kv.dbSize() < size);
     assert.equal(a.kv.dbSizeInUse(), a.kv.dbSize());
     assert.equal(a.kv.hash(), hash);
+    a.put('late', 'x'); // writes go on once it is done
   });
 });
