@@ -1,6 +1,8 @@
 // `etcdctl check perf --load=s|m|l`: etcd's own 60-second write test, run against
 // either system. It needs the v3 API and writes (then deletes) keys under its prefix.
+import type { TlsOptions } from '../src/client/tls.js';
 import { run } from '../test/support/tools.js';
+import { etcdctlTlsArgs } from './systems.js';
 
 /** where check perf writes; it deletes its keys when it ends normally */
 export const CHECK_PERF_PREFIX = '/etcdctl-check-perf/';
@@ -15,8 +17,8 @@ export interface CheckPerfResult {
   failures: string[];
 }
 
-export async function checkPerf(endpoints: string[], load: PerfLoad): Promise<CheckPerfResult> {
-  const r = await run('etcdctl', ['--endpoints', endpoints.join(','), '--command-timeout=30s', 'check', 'perf', `--load=${load}`], {
+export async function checkPerf(endpoints: string[], load: PerfLoad, tls?: TlsOptions): Promise<CheckPerfResult> {
+  const r = await run('etcdctl', ['--endpoints', endpoints.join(','), ...etcdctlTlsArgs(tls), '--command-timeout=30s', 'check', 'perf', `--load=${load}`], {
     env: { ...process.env, ETCDCTL_API: '3' },
     timeoutMs: 180_000,
   });

@@ -21,7 +21,8 @@ import { startNoopServers } from './noopServer.js';
 import { measureRecovery } from './recoveryFigure.js';
 import { measureSnapshot } from './snapshotFigures.js';
 import { writeReport } from './report.js';
-import { startEtcd, startLifeboat, type SystemName } from './systems.js';
+import { benchCerts, startEtcd, startLifeboat, type SystemName } from './systems.js';
+import type { TestCerts } from '../test/support/certs.js';
 
 const PUT_PREFIX = 'bench/put/';
 /** A system whose 100-client puts/s come this close to the generator's ceiling is measuring the generator. */
@@ -64,6 +65,7 @@ async function measureCeiling(o: ClusterOptions): Promise<Ceiling[]> {
 async function benchSystem(
   name: SystemName,
   o: ClusterOptions,
+  certs: TestCerts | undefined,
   figures: FigureSet,
   scratch: string,
   ceiling: Ceiling[],
@@ -72,15 +74,16 @@ async function benchSystem(
 ): Promise<void> {
   const label = before ? `${name} (--before ${path.basename(before)})` : name;
   log(`${label}: starting 3 members`);
-  const sys = name === 'etcd' ? await startEtcd() : await startLifeboat(before);
+  const sys = name === 'etcd' ? await startEtcd(certs) : await startLifeboat(before, certs);
+  const tls = sys.tls;
   try {
     await sleep(2000);
     figures.set(name, { id: 'rss-idle', label: 'member RSS, idle (fresh)', unit: 'MiB', better: 'lower' }, maxRss(sys.pids()));
     const endpoints = await sys.endpoints();
     const load = (clients: number, op: Parameters<typeof runLoad>[0]['op']) =>
-      runLoad({ endpoints, clients, workers: o.workers, op, valueSize: o.valueSize, durationMs: o.seconds * 1000 });
+      runLoad({ endpoints, tls, clients, workers: o.workers, op, valueSize: o.valueSize, durationMs: o.seconds * 1000 });
     const put = { kind: 'put', keyPrefix: PUT_PREFIX, keySpace: o.keySpace } as const;
-    await runLoad({ endpoints, clients: 16, workers: o.workers, op: put, valueSize: o.valueSize, durationMs: 1000 }); // warm up
+    await runLoad({ endpoints, tls, clients: 16, workers: o.workers, op: put, valueSize: o.valueSize, durationMs: 1000 }); // warm up
 
     const maxClients = Math.max(...o.putClients);
     for (const clients of o.putClients) {
@@ -116,7 +119,7 @@ async function benchSystem(
       log(`${label}: etcdctl check perf --load=${perfLoad} (60 s)`);
       let r: Awaited<ReturnType<typeof checkPerf>>;
       try {
-        r = await checkPerf(endpoints, perfLoad);
+        r = await checkPerf(endpoints, perfLoad, tls);
       } catch (e) {
         // One figure lost is better than the whole run: record why and go on.
         log(`${label}: check perf ${perfLoad}: ${(e as Error).message}`);
@@ -136,7 +139,7 @@ async function benchSystem(
     }
 
     // The stores for snapshots hold the fill keys and no history of the load tests.
-    await clearAndCompact(endpoints, ['bench/', CHECK_PERF_PREFIX]);
+    await clearAndCompact(endpoints, ['bench/', CHECK_PERF_PREFIX], tls);
     // The CLIs' own start-up is part of every save and restore time: measured alone here.
     const cli =
       name === 'etcd' ? await runTool('etcdctl', ['version']) : await runTool(process.execPath, [before ? path.join(before, 'bin', 'run.js') : BIN, 'version']);
@@ -146,7 +149,7 @@ async function benchSystem(
     const fillTo = async (keys: number) => {
       if (keys <= filled) return;
       log(`${label}: filling to ${keys.toLocaleString('en-US')} keys`);
-      const r = await fillKeys({ endpoints, from: filled, to: keys, workers: o.workers, valueSize: o.valueSize });
+      const r = await fillKeys({ endpoints, tls, from: filled, to: keys, workers: o.workers, valueSize: o.valueSize });
       fillSeconds += r.seconds;
       filled = keys;
     };
@@ -227,16 +230,17 @@ export async function run(args: string[]): Promise<void> {
   // Registered first, so on Ctrl-C it runs last: whatever was measured is kept.
   onCleanup(() => report('interrupted'));
   try {
+    const certs = o.tls ? await benchCerts() : undefined;
     const ceiling = await measureCeiling(o);
     raw.ceiling = ceiling;
     for (const name of o.systems) {
       // The older build's figures are kept in the raw results, next to this build's.
       if (name === 'lifeboat' && o.before) {
         const beforeFigures = new FigureSet();
-        await benchSystem(name, o, beforeFigures, scratch, ceiling, (raw.before = { dir: o.before }), o.before);
+        await benchSystem(name, o, certs, beforeFigures, scratch, ceiling, (raw.before = { dir: o.before }), o.before);
         (raw.before as Record<string, unknown>).figures = beforeFigures.figures;
       }
-      await benchSystem(name, o, figures, scratch, ceiling, (raw[name] = {}));
+      await benchSystem(name, o, certs, figures, scratch, ceiling, (raw[name] = {}));
     }
     if (o.recoveryKeys > 0) {
       const r = await measureRecovery({ keys: o.recoveryKeys, stabilizationSeconds: o.stabilizationSeconds, workers: o.workers, valueSize: o.valueSize, log });

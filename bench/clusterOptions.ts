@@ -24,13 +24,16 @@ export interface ClusterOptions {
   before?: string;
   /** appended to the results' file names */
   tag?: string;
+  /** clients and peers on https:// with certificate auth, on every system */
+  tls: boolean;
 }
 
 export const USAGE = `usage: npm run bench -- cluster [--quick] [--systems etcd,lifeboat|none] [--seconds S] [--workers N]
     [--put-clients 1,16,100] [--get-clients 1,100] [--check-perf s,m,l|none]
     [--snapshot-keys 100000,1000000] [--learner-keys 1000000] [--recovery-keys 100000|0]
-    [--stabilization S] [--learner-timeout S] [--out DIR] [--tag NAME] [--before DIR]
+    [--stabilization S] [--learner-timeout S] [--out DIR] [--tag NAME] [--before DIR] [--tls]
   --systems none runs only the generator ceiling and the recovery figure
+  --tls serves clients and peers of every system over TLS with certificate auth (not the recovery figure)
   --before DIR also runs the Lifeboat build in DIR (a worktree of an older commit, built), just before this one`;
 
 const list = (s: string): number[] => s.split(',').filter(Boolean).map(Number);
@@ -52,6 +55,7 @@ export function parseClusterOptions(args: string[]): ClusterOptions {
     recoveryKeys: quick ? 5_000 : 100_000,
     stabilizationSeconds: quick ? 1 : 5,
     learnerTimeoutSeconds: quick ? 60 : 180,
+    tls: args.includes('--tls'),
   };
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
@@ -62,6 +66,7 @@ export function parseClusterOptions(args: string[]): ClusterOptions {
     };
     switch (a) {
       case '--quick':
+      case '--tls':
         break;
       case '--systems': {
         const x = v();

@@ -3,6 +3,7 @@
 // the fill keys and little else, on both systems alike.
 import { EtcdClient } from '../src/client/etcdClient.js';
 import { prefixEnd } from '../src/client/keyRange.js';
+import type { TlsOptions } from '../src/client/tls.js';
 
 /** Lifeboat answers a large delete or compaction after check perf with "request timed out": try again a few times. */
 async function retried<T>(what: string, fn: () => Promise<T>): Promise<T> {
@@ -16,8 +17,8 @@ async function retried<T>(what: string, fn: () => Promise<T>): Promise<T> {
   }
 }
 
-export async function clearAndCompact(endpoints: string[], prefixes: string[]): Promise<void> {
-  const c = new EtcdClient({ endpoints: [endpoints[0]], dialTimeoutMs: 3000, commandTimeoutMs: 120_000 });
+export async function clearAndCompact(endpoints: string[], prefixes: string[], tls?: TlsOptions): Promise<void> {
+  const c = new EtcdClient({ endpoints: [endpoints[0]], tls, dialTimeoutMs: 3000, commandTimeoutMs: 120_000 });
   try {
     let revision = 0;
     for (const prefix of prefixes)
@@ -39,8 +40,8 @@ export async function clearAndCompact(endpoints: string[], prefixes: string[]): 
   }
   for (const e of endpoints) {
     // A member still busy with the compaction (or a defragment an earlier attempt
-    // started: Lifeboat's blocks its event loop while it runs) answers late, not never.
-    const m = new EtcdClient({ endpoints: [e], dialTimeoutMs: 120_000, commandTimeoutMs: 300_000 });
+    // started) answers late, not never.
+    const m = new EtcdClient({ endpoints: [e], tls, dialTimeoutMs: 120_000, commandTimeoutMs: 300_000 });
     try {
       await retried(`defragmenting ${e}`, () => m.defragment());
     } finally {

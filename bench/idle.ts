@@ -1,26 +1,26 @@
-// `npm run bench -- idle [--runs N] [--settle S] [--seconds S] [--fsync-seconds S] [--before DIR]`:
+// `npm run bench -- idle [--runs N] [--settle S] [--seconds S] [--fsync-seconds S] [--before DIR] [--tls]`:
 // what a 3-member cluster costs when nothing uses it, per member: CPU seconds
 // (utime + stime of every thread, workers included, from /proc/<pid>/stat), RSS
 // and peak RSS (VmRSS, VmHWM) and fsync/fdatasync calls (strace -c -f, in a window
 // of its own after the CPU window: tracing slows the process it traces). etcd 3.4
 // and Lifeboat run one after the other, N rounds interleaved (A/B/A/B...); the
 // table holds medians. --before DIR adds an older Lifeboat build (a worktree of an
-// older commit with its own dist/) to every round, for before/after figures.
+// older commit with its own dist/) to every round, for before/after figures. --tls:
+// clients and peers of every system on https:// with certificate auth.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LifeboatCluster } from '../test/support/lifeboatCluster.js';
 import { commitOf, median } from './runStats.js';
 import { cleanupAll, onCleanup } from './cleanup.js';
 import { FigureSet } from './figures.js';
 import { describeMachine, describeMachineLine } from './machine.js';
 import { markdownTable } from './markdownTable.js';
 import { cpuSeconds, statusMiB } from './memberRss.js';
-import { startEtcd } from './systems.js';
+import { benchCerts, startEtcd, startLifeboat, type BenchCluster } from './systems.js';
 
-const USAGE = 'usage: npm run bench -- idle [--runs N] [--settle S] [--seconds S] [--fsync-seconds S|0] [--before DIR] [--out DIR] [--tag T]';
+const USAGE = 'usage: npm run bench -- idle [--runs N] [--settle S] [--seconds S] [--fsync-seconds S|0] [--before DIR] [--tls] [--out DIR] [--tag T]';
 
 interface IdleOptions {
   runs: number;
@@ -30,6 +30,7 @@ interface IdleOptions {
   before?: string;
   outDir: string;
   tag?: string;
+  tls?: true;
 }
 
 /** One idle measurement of one cluster: per member, in the order of pids. */
@@ -56,7 +57,10 @@ function parse(args: string[]): IdleOptions {
     else if (args[i] === '--before') o.before = path.resolve(v);
     else if (args[i] === '--out') o.outDir = v;
     else if (args[i] === '--tag') o.tag = v;
-    else {
+    else if (args[i] === '--tls') {
+      o.tls = true;
+      continue;
+    } else {
       console.error(USAGE);
       process.exit(2);
     }
@@ -108,34 +112,24 @@ async function measure(v: Variant, o: IdleOptions, dir: string): Promise<IdleSam
   }
 }
 
-function lifeboatVariant(name: string, Cluster: typeof LifeboatCluster, seed: string): Variant {
+function variant(name: string, start: () => Promise<BenchCluster>): Variant {
   return {
     name,
     async start() {
-      const c = await Cluster.start(seed, 3);
-      return { pids: c.members.map((m) => m.proc?.pid ?? 0), stop: () => c.stopAll() };
+      const c = await start();
+      return { pids: c.pids(), stop: () => c.stop() };
     },
   };
 }
-
-const etcdVariant: Variant = {
-  name: 'etcd',
-  async start() {
-    const c = await startEtcd();
-    return { pids: c.pids(), stop: () => c.stop() };
-  },
-};
 
 export async function run(args: string[]): Promise<void> {
   const o = parse(args);
   const machine = describeMachine(os.tmpdir());
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-idle-'));
-  const variants: Variant[] = [etcdVariant, lifeboatVariant(`Lifeboat ${commitOf('.')}`, LifeboatCluster, 'bench-idle')];
-  if (o.before) {
-    // The older build's own test support, so its members run its own bin/run.js.
-    const mod = (await import(path.join(o.before, 'dist', 'test', 'support', 'lifeboatCluster.js'))) as { LifeboatCluster: typeof LifeboatCluster };
-    variants.push(lifeboatVariant(`Lifeboat ${commitOf(o.before)} (--before)`, mod.LifeboatCluster, 'bench-idle-before'));
-  }
+  const certs = o.tls ? await benchCerts() : undefined;
+  const variants: Variant[] = [variant('etcd', () => startEtcd(certs)), variant(`Lifeboat ${commitOf('.')}`, () => startLifeboat(undefined, certs))];
+  // The older build's own test support, so its members run its own bin/run.js.
+  if (o.before) variants.push(variant(`Lifeboat ${commitOf(o.before)} (--before)`, () => startLifeboat(o.before, certs)));
   const samples = new Map<string, IdleSample[]>(variants.map((v) => [v.name, []]));
   const started = Date.now();
   try {
@@ -171,7 +165,7 @@ export async function run(args: string[]): Promise<void> {
   }
   const header = [
     `Machine: ${describeMachineLine(machine)}.`,
-    `Idle 3-member clusters on 127.0.0.1: ${o.settleS} s settle, CPU over ${o.cpuS} s, then fsyncs over ${o.fsyncS} s (strace -c -f); ${o.runs} interleaved rounds of ${variants.map((v) => v.name).join(', ')}; medians. ${((Date.now() - started) / 60_000).toFixed(1)} min, load average at end ${os
+    `Idle 3-member clusters on 127.0.0.1${o.tls ? ' with TLS on both sides (clients and peers on https://, certificate auth)' : ''}: ${o.settleS} s settle, CPU over ${o.cpuS} s, then fsyncs over ${o.fsyncS} s (strace -c -f); ${o.runs} interleaved rounds of ${variants.map((v) => v.name).join(', ')}; medians. ${((Date.now() - started) / 60_000).toFixed(1)} min, load average at end ${os
       .loadavg()
       .map((l) => l.toFixed(2))
       .join(' ')}.`,
@@ -179,7 +173,7 @@ export async function run(args: string[]): Promise<void> {
   const table = markdownTable(figures.figures);
   console.log(`\n${header}\n\n${table}\n`);
   fs.mkdirSync(o.outDir, { recursive: true });
-  const base = path.join(o.outDir, `${new Date().toISOString().slice(0, 10)}-idle${o.tag ? `-${o.tag}` : ''}`);
+  const base = path.join(o.outDir, `${new Date().toISOString().slice(0, 10)}-idle${o.tls ? '-tls' : ''}${o.tag ? `-${o.tag}` : ''}`);
   fs.writeFileSync(`${base}.md`, `${header}\n\n${table}\n`);
   fs.writeFileSync(
     `${base}.json`,

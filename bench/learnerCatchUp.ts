@@ -2,6 +2,7 @@
 // runs until the learner has applied everything the leader had (Status'
 // raftAppliedIndex), by whatever path each system takes (log or snapshot).
 import { EtcdClient } from '../src/client/etcdClient.js';
+import type { TlsOptions } from '../src/client/tls.js';
 import { waitFor } from '../test/support/tools.js';
 import { rssMiB } from './memberRss.js';
 import type { BenchCluster } from './systems.js';
@@ -12,8 +13,8 @@ export interface CatchUpFigures {
   learnerRssMiB: number;
 }
 
-const status = async (endpoint: string) => {
-  const c = new EtcdClient({ endpoints: [endpoint], dialTimeoutMs: 1000, commandTimeoutMs: 3000 });
+const status = async (endpoint: string, tls?: TlsOptions) => {
+  const c = new EtcdClient({ endpoints: [endpoint], tls, dialTimeoutMs: 1000, commandTimeoutMs: 3000 });
   try {
     return await c.status();
   } finally {
@@ -22,13 +23,17 @@ const status = async (endpoint: string) => {
 };
 
 export async function measureCatchUp(sys: BenchCluster, leaderEndpoint: string, timeoutMs: number): Promise<CatchUpFigures> {
-  const targetIndex = (await status(leaderEndpoint)).raftIndex;
+  const targetIndex = (await status(leaderEndpoint, sys.tls)).raftIndex;
   const t0 = performance.now();
   const learner = await sys.addLearner();
-  await waitFor(`the ${sys.name} learner to apply index ${targetIndex}`, async () => (await status(learner.endpoint)).raftAppliedIndex >= targetIndex, {
-    timeoutMs,
-    intervalMs: 100,
-  });
+  await waitFor(
+    `the ${sys.name} learner to apply index ${targetIndex}`,
+    async () => (await status(learner.endpoint, sys.tls)).raftAppliedIndex >= targetIndex,
+    {
+      timeoutMs,
+      intervalMs: 100,
+    },
+  );
   const seconds = (performance.now() - t0) / 1000;
   return { seconds, targetIndex, learnerRssMiB: rssMiB(learner.pid) };
 }

@@ -8,14 +8,13 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { silenceTlsServerNameWarning } from '../src/cli/warnings.js';
-import { makeCerts, type TestCerts } from '../test/support/certs.js';
+import type { TestCerts } from '../test/support/certs.js';
 import { commitOf, median } from './runStats.js';
-import { cleanupAll, onCleanup } from './cleanup.js';
+import { cleanupAll } from './cleanup.js';
 import { runLoad, type LoadResult } from './loadGenerator.js';
 import { describeMachine, describeMachineLine } from './machine.js';
 import { cpuSeconds, sampleRss } from './memberRss.js';
-import { startEtcd, startLifeboat, TLS_CLUSTER_JS, type BenchCluster } from './systems.js';
+import { benchCerts, startEtcd, startLifeboat, TLS_CLUSTER_JS, type BenchCluster } from './systems.js';
 
 const USAGE = 'usage: npm run bench -- puts [--runs N] [--clients 1,16,100] [--seconds S] [--workers N] [--before DIR]... [--tls] [--out DIR] [--tag T]';
 const PUT = { kind: 'put', keyPrefix: 'bench/put/', keySpace: 10_000 } as const;
@@ -117,12 +116,7 @@ export async function run(args: string[]): Promise<void> {
   const loadStart = os.loadavg()[0];
   try {
     let certs: TestCerts | undefined;
-    if (o.tls) {
-      silenceTlsServerNameWarning();
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-bench-certs-'));
-      onCleanup(() => fs.rmSync(dir, { recursive: true, force: true }));
-      certs = await makeCerts(dir);
-    }
+    if (o.tls) certs = await benchCerts();
     for (let r = 0; r < o.runs; r++) {
       for (const v of variants) {
         const m = await measure(v, o, certs);

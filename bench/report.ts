@@ -24,7 +24,7 @@ export interface Report {
 
 export function writeReport(r: Report): string {
   const date = new Date().toISOString().slice(0, 10);
-  const base = path.join(r.outDir, `${date}${r.options.quick ? '-quick' : ''}${r.tag ? `-${r.tag}` : ''}`);
+  const base = path.join(r.outDir, `${date}${r.options.quick ? '-quick' : ''}${r.options.tls ? '-tls' : ''}${r.tag ? `-${r.tag}` : ''}`);
   fs.mkdirSync(r.outDir, { recursive: true });
   const o = r.options;
   const header = [
@@ -33,6 +33,7 @@ export function writeReport(r: Report): string {
       (r.ceiling
         ? `; its ceiling against no-op gRPC servers: ${Math.round(r.ceiling.perSecond).toLocaleString('en-US')} puts/s at ${r.ceiling.clients} clients (p50 ${r.ceiling.p50Ms.toFixed(2)} ms).`
         : '.'),
+    ...(o.tls ? ['TLS: clients and peers of every system on https:// with certificate auth (the recovery figure without).'] : []),
     `Run: ${r.status}, ${r.minutes.toFixed(1)} min.`,
   ].join('\n');
   const table = markdownTable(r.figures);

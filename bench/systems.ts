@@ -1,9 +1,12 @@
 // The two systems under test behind one interface, built on the test helpers
 // that already start, wait for and stop real etcd and Lifeboat clusters.
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { silenceTlsServerNameWarning } from '../src/cli/warnings.js';
 import { EtcdClient } from '../src/client/etcdClient.js';
 import type { TlsOptions } from '../src/client/tls.js';
-import type { TestCerts } from '../test/support/certs.js';
+import { makeCerts, type TestCerts } from '../test/support/certs.js';
 import { EtcdCluster } from '../test/support/etcdCluster.js';
 import { BIN, LifeboatCluster } from '../test/support/lifeboatCluster.js';
 import { TlsCluster } from '../test/tls/tlsCluster.js';
@@ -40,6 +43,19 @@ const SNAPSHOT_TIMEOUT_MS = 600_000;
 // on one machine (several worktrees) do not take each other's learner ports.
 /** Restored members are never started: a peer URL is only recorded. */
 const RESTORE_PEER = 'http://127.0.0.1:2380';
+
+/** A CA, member and client certificates for a bench run with --tls, removed at the end of the run. */
+export async function benchCerts(): Promise<TestCerts> {
+  silenceTlsServerNameWarning();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-bench-certs-'));
+  onCleanup(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return makeCerts(dir);
+}
+
+/** etcdctl's flags for the CA and client certificate of `tls` (none without). */
+export function etcdctlTlsArgs(tls?: TlsOptions): string[] {
+  return tls?.caFile && tls.certFile && tls.keyFile ? ['--cacert', tls.caFile, '--cert', tls.certFile, '--key', tls.keyFile] : [];
+}
 
 /** What a client connects with to members started with `certs`: their CA and the test client certificate. */
 export function clientTls(certs: TestCerts): TlsOptions {
