@@ -113,8 +113,10 @@ export async function saveSnapshot(client: EtcdClient, file: string, opts: SaveO
     const chunks: AsyncIterable<SnapshotChunk> = client.snapshot();
     for await (const chunk of chunks) {
       if (chunk.blob.length === 0) continue;
-      await fh.write(chunk.blob);
+      // The write runs in libuv's thread pool while this thread hashes the same bytes (both only read them).
+      const written = fh.write(chunk.blob);
       check.update(chunk.blob);
+      await written;
       received += chunk.blob.length;
       opts.onProgress?.(received, Math.max(received, received + chunk.remainingBytes));
     }

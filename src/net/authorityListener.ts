@@ -29,7 +29,7 @@ import { EventEmitter } from 'node:events';
 import net from 'node:net';
 import { Duplex } from 'node:stream';
 import { splitHostPort } from '../common/urls.js';
-import { serveUnaryDirectly } from './directUnary.js';
+import { serveCallsDirectly } from './directCalls.js';
 import { AuthorityRewriter, prefaceKind } from './h2Frames.js';
 import { replacementAuthority } from './hpack.js';
 import { createTlsServer, type ServerTlsOptions } from './tlsTermination.js';
@@ -184,7 +184,7 @@ export interface AuthorityRewriteListener {
   readonly port: number;
   /** Connections handed to grpc-js so far: as sockets (grpc-js clients) and through the rewrite (the rest). */
   connections(): { native: number; rewritten: number };
-  /** Unary calls served without grpc-js's per-call machinery (directUnary.ts). */
+  /** Unary and server-streaming calls served without grpc-js's per-call machinery (directCalls.ts). */
   directCalls(): number;
   /** Refuses new connections from now on; connections already open carry on. */
   stopAccepting(): void;
@@ -215,7 +215,7 @@ export async function listenWithAuthorityRewrite(
   // The injector's http2 server: the one grpc-js did not have before.
   const h2 = [...http2ServersOf(server)].find((k) => !before.has(k));
   forwardPeers(h2);
-  const directCalls = serveUnaryDirectly(server, h2);
+  const directCalls = serveCallsDirectly(server, h2);
   const sockets = new Set<net.Socket>();
   const counts = { native: 0, rewritten: 0 };
   const servers: net.Server[] = [];

@@ -10,6 +10,7 @@ import * as grpc from '#grpc-js';
 import protobuf from '#protobufjs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import { PARTS_ENCODERS, withParts } from './messageParts.js';
 
 /** src/proto, found from both src/ (ts) and dist/src/ (compiled js). */
 const PROTO_DIR = (() => {
@@ -47,11 +48,17 @@ function methodDefinition(service: string, m: protobuf.Method): grpc.MethodDefin
     responseStream: !!m.responseStream,
     requestSerialize: encode(req),
     requestDeserialize: decode(req),
-    responseSerialize: encode(res),
+    responseSerialize: handEncoded(res, encode(res)),
     responseDeserialize: decode(res),
     // grpc-js also names client methods this way (Range and range).
     originalName: m.name.charAt(0).toLowerCase() + m.name.slice(1),
   };
+}
+
+/** The generic serializer, or for a message with a hand encoder (messageParts.ts) one that also gives it in parts. */
+function handEncoded(t: protobuf.Type, generic: (value: object) => Buffer): (value: object) => Buffer {
+  const hand = PARTS_ENCODERS.get(t.fullName.replace(/^\./, ''));
+  return hand ? withParts(generic, hand) : generic;
 }
 
 /** A service constructor by its full name, e.g. 'etcdserverpb.KV'. */

@@ -29,6 +29,8 @@ const Bulk: grpc.ServiceDefinition = {
     responseDeserialize: asIs,
   },
 };
+const SNAP_CHUNK = 1 << 20;
+const SNAP_CHUNKS = 5;
 const HEADER = { cluster_id: '17', member_id: '42', revision: '7', raft_term: '3' };
 
 function requireEtcdctl(): void {
@@ -55,6 +57,8 @@ describe('end to end, a grpc-js server behind the rewrite', () => {
   let listener: AuthorityRewriteListener;
   let port: number;
   const peers: string[] = [];
+  /** Whether the server saw the client go away mid-snapshot ('cancelled', with `cancelled` set). */
+  let snapshotCancelled = false;
   /** The x-request metadata of each Status call, as the server decoded it. */
   const xRequests: string[] = [];
 
@@ -87,6 +91,18 @@ describe('end to end, a grpc-js server behind the rewrite', () => {
       },
       HashKV: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, { header: HEADER, hash: 123456, compact_revision: '0' }),
       Alarm: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb({ code: 9, details: 'etcdserver: no alarms / 100% here' }),
+      // x-mode: ok (5 chunks of 1 MiB), fail (2, then an error), early (an error first), hang (1, then wait for the client to go).
+      Snapshot: (call: grpc.ServerWritableStream<unknown, unknown>) => {
+        const mode = String(call.metadata.get('x-mode')[0]);
+        const fail = () =>
+          call.emit('error', Object.assign(new Error('etcdserver: snapshot failed / 100%'), { code: 9, details: 'etcdserver: snapshot failed / 100%' }));
+        if (mode === 'early') return fail();
+        const chunks = mode === 'ok' ? SNAP_CHUNKS : mode === 'fail' ? 2 : 1;
+        for (let i = 0; i < chunks; i++) call.write({ remaining_bytes: String((SNAP_CHUNKS - 1 - i) * SNAP_CHUNK), blob: Buffer.alloc(SNAP_CHUNK, i + 1) });
+        if (mode === 'ok') call.end();
+        else if (mode === 'fail') fail();
+        else call.once('cancelled', () => (snapshotCancelled = call.cancelled));
+      },
     });
     listener = await listenWithAuthorityRewrite(server, `127.0.0.1:${port}`);
     assert.equal(listener.port, port);
@@ -194,6 +210,49 @@ describe('end to end, a grpc-js server behind the rewrite', () => {
     assert.notEqual(alarms.code, 0);
     assert.match(alarms.stderr, /etcdserver: no alarms \/ 100% here/);
     assert.ok(listener.directCalls() > n);
+  });
+
+  test('server-streaming calls are served directly too: every message whole and in order, an error after messages or before any, a client that goes away', async () => {
+    type SnapshotClient = grpc.Client & { Snapshot(req: object, md: grpc.Metadata): grpc.ClientReadableStream<{ remaining_bytes: string; blob: Buffer }> };
+    const client = new Maintenance(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as SnapshotClient;
+    const snapshot = (mode: string) => {
+      const md = new grpc.Metadata();
+      md.set('x-mode', mode);
+      return client.Snapshot({}, md);
+    };
+    /** Every message until the end, and the error the call ended with (none for OK). */
+    const drain = (s: grpc.ClientReadableStream<{ remaining_bytes: string; blob: Buffer }>) =>
+      new Promise<{ got: Array<{ remaining_bytes: string; blob: Buffer }>; err?: grpc.ServiceError }>((resolve) => {
+        const got: Array<{ remaining_bytes: string; blob: Buffer }> = [];
+        s.on('data', (m: { remaining_bytes: string; blob: Buffer }) => got.push(m));
+        s.on('error', (err: grpc.ServiceError) => resolve({ got, err }));
+        s.on('status', (st: grpc.StatusObject) => st.code === grpc.status.OK && resolve({ got }));
+      });
+    try {
+      const before = listener.directCalls();
+      const ok = await drain(snapshot('ok'));
+      assert.equal(ok.err, undefined);
+      assert.deepEqual(
+        ok.got.map((m) => m.remaining_bytes),
+        Array.from({ length: SNAP_CHUNKS }, (_, i) => String((SNAP_CHUNKS - 1 - i) * SNAP_CHUNK)),
+      );
+      ok.got.forEach((m, i) => assert.ok(m.blob.equals(Buffer.alloc(SNAP_CHUNK, i + 1)), `chunk ${i} arrived whole`));
+      const failed = await drain(snapshot('fail'));
+      assert.equal(failed.got.length, 2);
+      assert.equal(failed.err?.code, 9);
+      assert.equal(failed.err?.details, 'etcdserver: snapshot failed / 100%');
+      const early = await drain(snapshot('early'));
+      assert.deepEqual([early.got.length, early.err?.code, early.err?.details], [0, 9, 'etcdserver: snapshot failed / 100%']);
+      const hang = snapshot('hang');
+      await new Promise((resolve) => hang.once('data', resolve));
+      hang.on('error', () => {}); // CANCELLED, as asked
+      hang.cancel();
+      for (let i = 0; i < 100 && !snapshotCancelled; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.ok(snapshotCancelled, 'the handler saw the client go away');
+      assert.equal(listener.directCalls(), before + 4, 'all four were served directly');
+    } finally {
+      client.close();
+    }
   });
 
   /** One raw gRPC Status call over a Node http2 session; checks what the server decoded. */
