@@ -622,11 +622,6 @@ export class KvStore {
     return this.defragmenting;
   }
 
-  /** Whether defragment() runs now (then writes throw). */
-  get defragmentRunning(): boolean {
-    return this.defragmenting !== undefined;
-  }
-
   // --- Snapshots
 
   /**
