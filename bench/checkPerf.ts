@@ -2,7 +2,7 @@
 // either system. It needs the v3 API and writes (then deletes) keys under its prefix.
 import type { TlsOptions } from '../src/client/tls.js';
 import { run } from '../test/support/tools.js';
-import { etcdctlTlsArgs } from './systems.js';
+import { cliTlsArgs } from './systems.js';
 
 /** where check perf writes; it deletes its keys when it ends normally */
 export const CHECK_PERF_PREFIX = '/etcdctl-check-perf/';
@@ -18,7 +18,7 @@ export interface CheckPerfResult {
 }
 
 export async function checkPerf(endpoints: string[], load: PerfLoad, tls?: TlsOptions): Promise<CheckPerfResult> {
-  const r = await run('etcdctl', ['--endpoints', endpoints.join(','), ...etcdctlTlsArgs(tls), '--command-timeout=30s', 'check', 'perf', `--load=${load}`], {
+  const r = await run('etcdctl', ['--endpoints', endpoints.join(','), ...cliTlsArgs(tls), '--command-timeout=30s', 'check', 'perf', `--load=${load}`], {
     env: { ...process.env, ETCDCTL_API: '3' },
     timeoutMs: 180_000,
   });

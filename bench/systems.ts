@@ -52,8 +52,8 @@ export async function benchCerts(): Promise<TestCerts> {
   return makeCerts(dir);
 }
 
-/** etcdctl's flags for the CA and client certificate of `tls` (none without). */
-export function etcdctlTlsArgs(tls?: TlsOptions): string[] {
+/** The CA and client certificate of `tls` as command-line flags, which etcdctl and lifeboat name alike (none without). */
+export function cliTlsArgs(tls?: TlsOptions): string[] {
   return tls?.caFile && tls.certFile && tls.keyFile ? ['--cacert', tls.caFile, '--cert', tls.certFile, '--key', tls.keyFile] : [];
 }
 
@@ -206,7 +206,6 @@ export async function startLifeboat(before?: string, certs?: TestCerts): Promise
   const founders = [...cluster.members];
   const tls = certs && clientTls(certs);
   const lifeboat = (args: string[]) => run(process.execPath, [build.BIN, ...args], { env: { ...process.env, NO_COLOR: '1' }, timeoutMs: SNAPSHOT_TIMEOUT_MS });
-  const tlsFlags = certs ? ['--cacert', certs.ca, '--cert', certs.clientCert, '--key', certs.clientKey] : [];
   return {
     name: 'lifeboat',
     tls,
@@ -216,7 +215,7 @@ export async function startLifeboat(before?: string, certs?: TestCerts): Promise
         tls,
       ),
     pids: () => founders.map((m) => m.proc?.pid ?? 0),
-    snapshotSave: (endpoint, file) => lifeboat(['snapshot', 'save', file, '--endpoints', endpoint, ...tlsFlags, '--command-timeout', '600s']),
+    snapshotSave: (endpoint, file) => lifeboat(['snapshot', 'save', file, '--endpoints', endpoint, ...cliTlsArgs(tls), '--command-timeout', '600s']),
     snapshotRestore: (file, dataDir) =>
       lifeboat(['snapshot', 'restore', file, '--data-dir', dataDir, '--name', 'restored', '--initial-advertise-peer-urls', RESTORE_PEER]),
     async addLearner() {
