@@ -10,7 +10,7 @@
 //   totalSize meta.pgid × pageSize.
 // Key-bucket revisions can be streamed to a callback (the import into Lifeboat).
 
-import { crc32c } from '@node-rs/crc32';
+import { crc32c } from '../common/crc32c.js';
 import { BoltDb } from './boltDb.js';
 import { checkPageAccounting, newTracker } from './boltCheck.js';
 import { BoltFormatError, EtcdDataError } from './boltErrors.js';

@@ -4,7 +4,7 @@
 // compaction count only if the compaction keeps them (each key's newest revision
 // at or below it, unless that is a tombstone).
 
-import { crc32c } from '@node-rs/crc32';
+import { crc32c } from '../common/crc32c.js';
 import { BoltDb } from './boltDb.js';
 import { BUCKET, decodeKeyValue, decodeRevisionKey, failed } from './etcdBuckets.js';
 

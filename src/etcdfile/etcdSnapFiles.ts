@@ -7,7 +7,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { crc32c } from '@node-rs/crc32';
+import { crc32c } from '../common/crc32c.js';
 import { decodeRaftSnapshot, decodeSnapFile, type EtcdSnapshotMeta } from './raftpbCodec.js';
 
 export interface EtcdSnapFile {

@@ -17,7 +17,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { crc32c } from '@node-rs/crc32';
+import { crc32c } from '../common/crc32c.js';
 import { ProtoReader } from '../kv/protobufWire.js';
 import { EtcdWalError } from './walErrors.js';
 

@@ -4,7 +4,7 @@
 // unreachable. Members that applied the same entries agree on it, whenever each
 // compacted. hash() covers the whole store, for Maintenance.Hash.
 
-import { crc32c } from '@node-rs/crc32';
+import { crc32c } from '../common/crc32c.js';
 import type Database from 'better-sqlite3';
 import { ErrCompacted, ErrFutureRev } from './errors.js';
 import { writeRevisionRecordFromRow } from './keyValueCodec.js';

@@ -5,7 +5,7 @@
 // copy with --force-new-cluster, then applies every entry itself. Only ever called
 // on a copy: the survivor's own files are never written.
 import fs from 'node:fs';
-import { crc32c } from '@node-rs/crc32';
+import { crc32c } from '../common/crc32c.js';
 import { listWalSegments, scanWal, WAL_RECORD } from '../etcdfile/walRecord.js';
 import { walEntries, walHeaderFacts } from '../etcdfile/walLog.js';
 import { ProtoWriter } from '../kv/protobufWire.js';

@@ -6,7 +6,7 @@
 // bytes marks the end of the records (segments are preallocated with zeros); no
 // real record has one, since every type has a non-empty payload.
 
-import { crc32c } from '@node-rs/crc32';
+import { crc32c } from '../common/crc32c.js';
 import { EntryType, type Entry, type HardState } from '../raft/types.js';
 import { getId, getU64, putId, putU64 } from './u64.js';
 

@@ -1,7 +1,7 @@
 // member/meta: which member and cluster a data dir belongs to, so that a data
 // dir (or a file) of another member is never used by mistake.
 
-import { crc32c } from '@node-rs/crc32';
+import { crc32c } from '../common/crc32c.js';
 import { writeFileDurably } from './atomicFile.js';
 import { StorageCorruptError } from './errors.js';
 import type { FileSystem } from './fileSystem.js';

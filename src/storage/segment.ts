@@ -9,7 +9,7 @@
 //   hardState term u64 | vote u64 | commit u64 |    the hard state when it was created
 //   crc32c(bytes 0..72) u32 | reserved u32
 
-import { crc32c } from '@node-rs/crc32';
+import { crc32c } from '../common/crc32c.js';
 import type { HardState } from '../raft/types.js';
 import { StorageCorruptError } from './errors.js';
 import { findIntactRecord, readRecord, RecordType, type LogRecord } from './logRecord.js';

@@ -11,7 +11,7 @@
 // snapshot file under its final name is always complete.
 
 import path from 'node:path';
-import { crc32c } from '@node-rs/crc32';
+import { crc32c } from '../common/crc32c.js';
 import type { NodeId, Snapshot, SnapshotMeta } from '../raft/types.js';
 import { StorageCorruptError } from './errors.js';
 import type { FileSystem } from './fileSystem.js';

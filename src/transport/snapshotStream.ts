@@ -6,7 +6,7 @@
 // anything reaches the disk), checks the CRC-32C, fsyncs, renames, fsyncs the
 // directory, and only then tells host.snapshotReceived().
 import * as grpc from '#grpc-js';
-import { crc32c } from '@node-rs/crc32';
+import { crc32c } from '../common/crc32c.js';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { decodeMessage, encodeMessage } from '../raft/codec.js';

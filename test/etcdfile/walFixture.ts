@@ -4,7 +4,7 @@
 // left. The records come from the reader under test (scanWal); the framing here is
 // written independently of it.
 import fs from 'node:fs';
-import { crc32c } from '@node-rs/crc32';
+import { crc32c } from '../../src/common/crc32c.js';
 import { decodeEntry } from '../../src/etcdfile/raftpbCodec.js';
 import { listWalSegments, scanWal, WAL_RECORD, type WalRecord } from '../../src/etcdfile/walRecord.js';
 
