@@ -1,5 +1,14 @@
-import { Command } from '#oclif-core';
-import { etcdBooleans, runServer, serverFlags, type ServerFlags } from '../src/cli/serverRun.js';
+import { Command, Flags } from '#oclif-core';
+import { flagEnv, parseServerArgs, SERVER_FLAGS, type ServerFlagSpec } from '../src/cli/serverFlags.js';
+import { runServer } from '../src/cli/serverRun.js';
+
+/** oclif's flag for one of the server's (for --help: the member parses its own, serverFlags.ts). */
+function oclifFlag(name: string, f: ServerFlagSpec) {
+  const common = { description: f.description, env: flagEnv(name) };
+  if (f.type === 'integer') return Flags.integer({ ...common, default: f.default });
+  if (f.type === 'boolean') return Flags.boolean({ ...common, default: f.default, allowNo: f.allowNo ?? false });
+  return Flags.string({ ...common, default: f.default, options: f.options ? [...f.options] : undefined });
+}
 
 export default class Server extends Command {
   static override description = `Run one Lifeboat member in the foreground: an embedded Raft member with an MVCC store, serving etcd's v3 API.
@@ -13,11 +22,10 @@ Exit codes: 0 clean stop, 1 failure, 2 bad usage, 3 refused by a safety check, 7
     '<%= config.bin %> server --name m1 --data-dir /var/lib/lifeboat/m1 --listen-client-urls https://10.0.0.1:2379 --advertise-client-urls https://10.0.0.1:2379 --cert-file m1.crt --key-file m1.key --trusted-ca-file ca.crt --client-cert-auth --listen-peer-urls https://10.0.0.1:2380 --initial-advertise-peer-urls https://10.0.0.1:2380 --peer-cert-file m1.crt --peer-key-file m1.key --peer-trusted-ca-file ca.crt --peer-client-cert-auth --initial-cluster m1=https://10.0.0.1:2380',
   ];
 
-  static override flags = serverFlags;
+  static override flags = Object.fromEntries(Object.entries(SERVER_FLAGS).map(([name, f]) => [name, oclifFlag(name, f)]));
 
   // bin/run.js runs `lifeboat server` through src/cli/serverEntry.ts (no oclif): this is the path of --help and of oclif's own runners.
   async run(): Promise<void> {
-    const { flags } = await this.parse(Server, etcdBooleans(this.argv));
-    this.exit(await runServer(flags as ServerFlags));
+    this.exit(await runServer(parseServerArgs(this.argv)));
   }
 }

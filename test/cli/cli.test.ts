@@ -12,10 +12,14 @@ const root = fileURLToPath(new URL('../../../', import.meta.url));
 const pkg = JSON.parse(readFileSync(new URL('package.json', `file://${root}`), 'utf8')) as { version: string };
 
 function lifeboat(...args: string[]) {
+  return lifeboatWithEnv({}, ...args);
+}
+
+function lifeboatWithEnv(env: Record<string, string>, ...args: string[]) {
   const r = spawnSync(process.execPath, ['bin/run.js', ...args], {
     cwd: root,
     encoding: 'utf8',
-    env: { ...process.env, NO_COLOR: '1', LIFEBOAT_DEBUG: '' },
+    env: { ...process.env, NO_COLOR: '1', LIFEBOAT_DEBUG: '', ...env },
     timeout: 30_000,
   });
   assert.equal(r.error, undefined, `spawn failed: ${r.error}`);
@@ -156,6 +160,9 @@ test('lifeboat server, run without oclif (bin/run.js → serverEntry), refuses b
   assertOneLineUsageError(lifeboat('server', '--initial-cluster-state', 'foo'), 'invalid --initial-cluster-state "foo": expected one of new, existing');
   assertOneLineUsageError(lifeboat('server', '--heartbeat-interval'), '--heartbeat-interval needs a value');
   assertOneLineUsageError(lifeboat('server', '--heartbeat-interval', 'x'), 'Expected an integer but received: x');
+  assertOneLineUsageError(lifeboatWithEnv({ LIFEBOAT_HEARTBEAT_INTERVAL: 'x' }, 'server'), 'Expected an integer but received: x');
+  assertOneLineUsageError(lifeboat('server', '--name', 'a', '--name', 'b'), '--name can only be given once');
+  assertOneLineUsageError(lifeboat('server', 'extra'), 'Unexpected argument: extra');
   // buildServerConfig's own checks, and etcd's --flag=false form of a boolean.
   assertOneLineUsageError(lifeboat('server', '--name', 'a b', '--client-cert-auth=false'), '--name: "a b" may only hold');
   const help = lifeboat('server', '--help');
