@@ -3,12 +3,14 @@
 // '#grpc-js' and '#protobufjs' (package.json "imports"; their types stay the
 // packages' own). Node otherwise reads and compiles some 300 files of them (and of
 // semver, minimatch, ...) at every start: half of `lifeboat snapshot save`'s
-// start-up, which is measured against etcdctl's.
-import { renameSync } from 'node:fs';
+// start-up, which is measured against etcdctl's. Each bundle is CommonJS, loaded
+// by a small ES module with V8's code cache (src/common/vendorBundle.ts).
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { loadVendorBundle, VENDOR_IMPORT } from '../common/vendorBundle.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const require = createRequire(import.meta.url);
@@ -24,30 +26,38 @@ for (const [file, pkg] of Object.entries(BUNDLES)) {
   // Every export of the package, by name (and its module.exports as the default,
   // as Node gives a CommonJS package to `import x from`).
   const names = Object.keys(require(pkg) as object).filter((n) => /^[A-Za-z_$][\w$]*$/.test(n) && n !== 'default');
-  const entry = `import * as ns from '${pkg}';\nexport default ns.default;\nexport const { ${names.join(', ')} } = ns;\n`;
-  // The bundle needs require (for what the package loads by path) and
-  // __dirname of the package it came from (@oclif/core reads its own package.json).
-  const banner = [
-    "import { createRequire as __vendorRequire } from 'node:module';",
-    "import { dirname as __vendorDirname } from 'node:path';",
-    'const require = __vendorRequire(import.meta.url);',
-    `const __dirname = __vendorDirname(require.resolve('${pkg}'));`,
-  ].join('\n');
   const out = path.join(root, 'dist', 'vendor', file);
+  const bundle = out.replace(/\.js$/, '.cjs');
   await build({
-    stdin: { contents: entry, resolveDir: root, sourcefile: `${file}-entry.js` },
+    stdin: { contents: `module.exports = require('${pkg}');\n`, resolveDir: root, sourcefile: `${file}-entry.js` },
     bundle: true,
     platform: 'node',
     target: 'node20',
-    format: 'esm',
+    format: 'cjs',
     // typescript and ts-node: loaded by oclif only for TypeScript sources, never
     // here; proto-loader: only for grpc-js's channelz, which we do not serve.
     external: ['typescript', 'ts-node', '@grpc/proto-loader'],
-    banner: { js: banner },
-    outfile: `${out}.tmp`,
+    outfile: `${bundle}.tmp`,
     logLevel: 'error',
   });
+  // import() calls the wrapper's importer instead (vendorBundle.ts says why); one left over would fail at run time.
+  const code = readFileSync(`${bundle}.tmp`, 'utf8').replace(/\bimport\((?!\))/g, `${VENDOR_IMPORT}(`);
+  if (/\bimport\((?!\))/.test(code)) throw new Error(`bundleVendor: an import() in ${pkg} was not rewritten; see src/common/vendorBundle.ts`);
+  writeFileSync(`${bundle}.tmp`, code);
   // Renamed into place: a failed build never leaves a half-written bundle behind.
+  renameSync(`${bundle}.tmp`, bundle);
+  // Run once here to write its code cache (vendorBundle.ts), which every later start reads.
+  loadVendorBundle(bundle, pkg, (s) => import(s), true);
+  // The module imported as '#…': the bundle's exports, by name, loaded with that cache.
+  const shim = [
+    "import { fileURLToPath } from 'node:url';",
+    "import { loadVendorBundle } from '../src/common/vendorBundle.js';",
+    `const m = loadVendorBundle(fileURLToPath(new URL('./${path.basename(bundle)}', import.meta.url)), '${pkg}', (s) => import(s));`,
+    'export default m;',
+    `export const { ${names.join(', ')} } = m;`,
+    '',
+  ].join('\n');
+  writeFileSync(`${out}.tmp`, shim);
   renameSync(`${out}.tmp`, out);
 }
 console.log(`wrote dist/vendor/ (${Object.keys(BUNDLES).join(', ')})`);
