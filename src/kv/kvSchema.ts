@@ -1,7 +1,10 @@
 // The SQLite file behind the KV: schema, pragmas, and the checks made at open.
 //
 // kv      every stored revision of every key (etcd's `key` bucket), ordered by
-//         (key, main, sub) so "latest revision of a key <= R" is one index seek.
+//         revision (main, sub) as bbolt's bucket is: a put appends to the last page.
+//         kv_by_key (key, main, sub) makes "latest revision of a key <= R" one seek.
+//         (Schema 1 clustered kv by key, so each put dirtied a random page of rows
+//         with values; it is rebuilt as schema 2 when opened for writing.)
 // live    the latest revision of each existing key, without its value (etcd's
 //         in-memory key index, reduced to what reads at the current revision need).
 //         Reads at the current revision scan `live`; historical reads scan `kv`.
@@ -14,21 +17,26 @@ import Database from 'better-sqlite3';
 
 /** 'LBKV' — marks the file as a Lifeboat KV (PRAGMA application_id). */
 export const APPLICATION_ID = 0x4c424b56;
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
-const DDL = `
-CREATE TABLE kv (
-  key BLOB NOT NULL,
+// Same columns in both schemas, so every query reads either (a read-only open
+// of a schema 1 file is served as it is).
+const KV_TABLE = (name: string) => `
+CREATE TABLE ${name} (
   main INTEGER NOT NULL,
   sub INTEGER NOT NULL,
+  key BLOB NOT NULL,
   create_rev INTEGER NOT NULL,
   version INTEGER NOT NULL,
   lease INTEGER NOT NULL,
   tombstone INTEGER NOT NULL,
   value BLOB NOT NULL,
-  PRIMARY KEY (key, main, sub)
-) WITHOUT ROWID;
-CREATE INDEX kv_by_revision ON kv (main, sub);
+  PRIMARY KEY (main, sub)
+) WITHOUT ROWID;`;
+const KV_BY_KEY = `CREATE INDEX kv_by_key ON kv (key, main, sub);`;
+
+const DDL = `${KV_TABLE('kv')}
+${KV_BY_KEY}
 
 CREATE TABLE live (
   key BLOB PRIMARY KEY,
@@ -121,8 +129,10 @@ export function openKvDatabase(path: string, opts: OpenOptions = {}): Database.D
       })();
     } else if (appId !== APPLICATION_ID) {
       throw new Error(`${path} is not a Lifeboat KV database (application_id ${appId}); check the path`);
-    } else if (version !== SCHEMA_VERSION) {
-      throw new Error(`${path} has KV schema version ${version}, this build reads version ${SCHEMA_VERSION}; use a matching lifeboat`);
+    } else if (version === 1 && !opts.readonly) {
+      migrateFromSchema1(db);
+    } else if (version !== SCHEMA_VERSION && !(version === 1 && opts.readonly)) {
+      throw new Error(`${path} has KV schema version ${version}, this build reads versions 1 and ${SCHEMA_VERSION}; use a matching lifeboat`);
     }
     return db;
   } catch (err) {
@@ -131,6 +141,22 @@ export function openKvDatabase(path: string, opts: OpenOptions = {}): Database.D
     if (typeof code === 'string' && DAMAGE_CODES.has(code)) throw new KvDamagedError(path, `${(err as Error).message} (${code})`);
     throw err;
   }
+}
+
+/**
+ * Rebuilds a schema 1 `kv` (clustered by key) in revision order, in one
+ * transaction: a crash leaves the file as it was, and the next open does it again.
+ */
+function migrateFromSchema1(db: Database.Database): void {
+  db.transaction(() => {
+    db.exec(`${KV_TABLE('kv_by_revision_order')}
+      INSERT INTO kv_by_revision_order (main, sub, key, create_rev, version, lease, tombstone, value)
+        SELECT main, sub, key, create_rev, version, lease, tombstone, value FROM kv ORDER BY main, sub;
+      DROP TABLE kv;
+      ALTER TABLE kv_by_revision_order RENAME TO kv;
+      ${KV_BY_KEY}`);
+    db.pragma(`user_version = ${SCHEMA_VERSION}`);
+  })();
 }
 
 function quickCheck(db: Database.Database, path: string): void {
