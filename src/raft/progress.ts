@@ -50,6 +50,10 @@ export class Progress {
   pendingSnapshot = 0;
   /** Heard from since the last check-quorum round. */
   recentActive = false;
+  /** The highest commit index an append or heartbeat sent to this follower carried. */
+  commitSent = 0;
+  /** The last index the leader appended for a proposal this follower forwarded. */
+  forwarded = 0;
   readonly inflights: Inflights;
 
   constructor(

@@ -478,6 +478,10 @@ export class Raft extends RawNode {
       }
     }
     this.appendEntries(m.entries);
+    if (m.from !== this.id) {
+      const pr = this.trk.progress.get(m.from);
+      if (pr) pr.forwarded = this.log.lastIndex();
+    }
     this.bcastAppend();
   }
 
@@ -568,6 +572,7 @@ export class Raft extends RawNode {
       if (foldOnly) return false;
       this.sendAppendMsg(m);
     }
+    pr.commitSent = Math.max(pr.commitSent, m.commit);
     pr.sentAppend(entries.length > 0 ? entries[entries.length - 1].index : undefined, extended ?? 0);
     return true;
   }
@@ -576,16 +581,42 @@ export class Raft extends RawNode {
     for (const id of this.trk.progress.keys()) if (id !== this.id) this.sendAppend(id, true);
   }
 
-  /** The commit index moved: every follower hears it (without acking a bare commit update, see sendAppend). */
+  /**
+   * The commit index moved: every follower hears it (without acking a bare commit
+   * update, see sendAppend), but with lazyCommit only those that forwarded an entry
+   * they were not yet told is committed; the rest are owed it (sendOwedCommits).
+   */
   private bcastCommit(): void {
-    for (const id of this.trk.progress.keys()) if (id !== this.id) this.sendAppend(id, true, true);
+    for (const [id, pr] of this.trk.progress) {
+      if (id === this.id || (this.cfg.lazyCommit && pr.forwarded <= pr.commitSent)) continue;
+      this.sendAppend(id, true, true);
+    }
+  }
+
+  /** A leader whose commit index some follower in Replicate has not been sent (lazyCommit). */
+  hasOwedCommits(): boolean {
+    if (this.state !== StateType.Leader) return false;
+    for (const [id, pr] of this.trk.progress) if (id !== this.id && this.owesCommit(pr)) return true;
+    return false;
+  }
+
+  /** Sends the commit index to every follower it is owed to (lazyCommit). */
+  sendOwedCommits(): void {
+    if (this.state !== StateType.Leader) return;
+    for (const [id, pr] of this.trk.progress) if (id !== this.id && this.owesCommit(pr)) this.sendAppend(id, true, true);
+  }
+
+  private owesCommit(pr: Progress): boolean {
+    return pr.state === ProgressState.Replicate && !pr.isPaused() && pr.commitSent < this.log.committed;
   }
 
   private bcastHeartbeat(context: Uint8Array | undefined): void {
     for (const [id, pr] of this.trk.progress) {
       if (id === this.id) continue;
       // Never tell a follower to commit past what it is known to hold.
-      this.send({ ...this.msg(MessageType.Heartbeat, id), commit: Math.min(pr.match, this.log.committed), context });
+      const commit = Math.min(pr.match, this.log.committed);
+      pr.commitSent = Math.max(pr.commitSent, commit);
+      this.send({ ...this.msg(MessageType.Heartbeat, id), commit, context });
     }
   }
 

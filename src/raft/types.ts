@@ -179,6 +179,14 @@ export interface RaftConfig {
   readOnly: 'safe' | 'lease';
   /** The application's applied index at restart (defaults to the snapshot index). */
   applied?: number;
+  /**
+   * true: when the commit index moves, a follower that forwarded none of the entries
+   * not yet known to it as committed is not sent a commit-only append: it learns the
+   * commit from the next append or heartbeat, or from sendOwedCommits() (the member
+   * calls it a few ms later). One message each way fewer per commit for the followers
+   * nobody waits on; the followers whose clients wait are told at once.
+   */
+  lazyCommit?: boolean;
 }
 
 export class RaftError extends Error {

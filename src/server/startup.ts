@@ -124,6 +124,7 @@ function raftFor(cfg: ServerConfig, id: bigint, state: PersistedState, applied: 
       maxInflightMsgs: 256,
       preVote: true,
       checkQuorum: true,
+      lazyCommit: true,
       readOnly: 'safe',
       applied,
     },

@@ -354,6 +354,51 @@ describe('replication', () => {
     assert.deepEqual(appliedData(net, 3), ['warm', 'p', 'q', 'r']);
   });
 
+  test('lazyCommit: the follower that forwarded a put hears its commit at once; the others from the next append or sendOwedCommits()', () => {
+    const net = clusterWithLeader(3, { lazyCommit: true });
+    const n1 = net.node(1);
+    put(net, 1, 'warm');
+    n1.raft.sendOwedCommits();
+    net.stabilize();
+    const commitOnlyFrom1 = (since: number) => n1.sent.slice(since).filter((m) => m.type === MessageType.App && m.entries.length === 0);
+    const commitOf = (id: number) => net.node(id).raft.status().commit;
+
+    // A put on the leader: no follower waits on it, so no commit-only append yet.
+    let mark = n1.sent.length;
+    put(net, 1, 'r');
+    assert.equal(commitOnlyFrom1(mark).length, 0);
+    assert.equal(n1.raft.hasOwedCommits(), true);
+    for (const id of [2, 3]) assert.ok(commitOf(id) < commitOf(1), `node ${id} does not know the commit yet`);
+    n1.raft.sendOwedCommits();
+    net.stabilize();
+    assert.equal(commitOnlyFrom1(mark).length, 2);
+    assert.equal(n1.raft.hasOwedCommits(), false);
+    for (const id of [2, 3]) assert.equal(commitOf(id), commitOf(1), `node ${id} learned the commit`);
+
+    // A put forwarded by node 2: node 2 is told at once (its client waits on its apply), node 3 is owed.
+    mark = n1.sent.length;
+    put(net, 2, 's');
+    assert.deepEqual(
+      commitOnlyFrom1(mark).map((m) => m.to),
+      [2n],
+    );
+    assert.equal(commitOf(2), commitOf(1));
+    assert.deepEqual(appliedData(net, 2), ['warm', 'r', 's']);
+    assert.ok(commitOf(3) < commitOf(1));
+    assert.equal(n1.raft.hasOwedCommits(), true);
+    // The next append to node 3 carries it.
+    put(net, 1, 't');
+    assert.deepEqual(appliedData(net, 3), ['warm', 'r', 's']);
+    n1.raft.sendOwedCommits();
+    net.stabilize();
+    assert.deepEqual(appliedData(net, 3), ['warm', 'r', 's', 't']);
+
+    // Without lazyCommit every commit goes out at once (the test above).
+    const eager = clusterWithLeader(3);
+    put(eager, 1, 'warm');
+    assert.equal(eager.node(1).raft.hasOwedCommits(), false);
+  });
+
   test('per-follower progress: probe, then replicate, then snapshot when behind compaction', () => {
     const net = new TestNetwork(3);
     net.stabilize();

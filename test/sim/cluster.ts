@@ -40,6 +40,8 @@ export interface CoreSettings {
   checkQuorum: boolean;
   maxSizePerMsg: number;
   maxInflightMsgs: number;
+  /** RaftConfig.lazyCommit; owed commits are sent at a random step of settle() or at the next tick (the member's timer). */
+  lazyCommit?: boolean;
 }
 
 /** How the network, the nodes and their disks misbehave (probabilities per message or per Ready). */
@@ -331,6 +333,7 @@ export class Cluster {
       maxInflightMsgs: c.maxInflightMsgs,
       preVote: c.preVote,
       checkQuorum: c.checkQuorum,
+      lazyCommit: c.lazyCommit,
       readOnly: 'safe',
       applied,
     };
@@ -409,6 +412,7 @@ export class Cluster {
     for (const n of this.members) if (n.removalIndex >= 0 && this.shutdownDue(n)) this.destroy(n);
     for (const n of this.members) {
       if (!n.raft) continue;
+      if (this.opts.core.lazyCommit) n.raft.sendOwedCommits();
       n.raft.tick();
       this.observe(n);
     }
@@ -430,6 +434,13 @@ export class Cluster {
       writes.length = 0;
       for (const n of this.members) if (n.inflight && n.inflight.dueAt <= this.t) writes.push(n);
       if (ready.length === 0 && due === 0 && writes.length === 0) return;
+      if (this.opts.core.lazyCommit && this.rng.next() < 0.1) {
+        const owing = this.members.find((n) => n.raft?.hasOwedCommits());
+        if (owing) {
+          owing.raft!.sendOwedCommits();
+          continue;
+        }
+      }
       if (writes.length > 0 && ((ready.length === 0 && due === 0) || this.rng.next() < 0.3)) this.completeWrite(this.rng.pick(writes));
       else if (due > 0 && (ready.length === 0 || this.rng.next() < 0.5)) this.deliver(this.net.takeDue(this.rng)!);
       else this.handleReady(ready.length === 1 ? ready[0] : this.rng.pick(ready));

@@ -122,6 +122,7 @@ function drawProfile(rng: Rng): Profile {
   // Drawn last, so the draws above (and the seeds recorded with them) are unchanged.
   faults.asyncWrite = rng.pick([0, 0.5, 1]);
   faults.writeTicks = rng.pick([0, 1, 2]);
+  core.lazyCommit = rng.chance(0.5);
   return { core, faults, work, nemesis };
 }
 
@@ -131,7 +132,7 @@ function describe(p: Profile): string {
   const w = p.work;
   const n = p.nemesis;
   return (
-    `core: hb=${c.heartbeatTick} preVote=${c.preVote} checkQuorum=${c.checkQuorum} maxSize=${c.maxSizePerMsg} inflight=${c.maxInflightMsgs}; ` +
+    `core: hb=${c.heartbeatTick} preVote=${c.preVote} checkQuorum=${c.checkQuorum} maxSize=${c.maxSizePerMsg} inflight=${c.maxInflightMsgs} lazyCommit=${c.lazyCommit ?? false}; ` +
     `net: drop=${f.drop} dup=${f.dup} delay=${f.delay}x${f.maxDelay} readyCrash=${f.readyCrash} durableApply=${f.durableApply} asyncWrite=${f.asyncWrite ?? 0}x${f.writeTicks ?? 0}t; ` +
     `work: partition=${w.partition}/${w.partitionTicks}t crash=${w.crash}/${w.downTicks}t propose=${w.propose} conf=${w.confChange} compact=${w.compact}/${w.compactGap} campaign=${w.campaign} transfer=${w.transfer} read=${w.read}` +
     (n === NO_NEMESIS
