@@ -129,10 +129,10 @@ export function openKvDatabase(path: string, opts: OpenOptions = {}): Database.D
       })();
     } else if (appId !== APPLICATION_ID) {
       throw new Error(`${path} is not a Lifeboat KV database (application_id ${appId}); check the path`);
+    } else if (version !== 1 && version !== SCHEMA_VERSION) {
+      throw new Error(`${path} has KV schema version ${version}, this build reads versions 1 and ${SCHEMA_VERSION}; use a matching lifeboat`);
     } else if (version === 1 && !opts.readonly) {
       migrateFromSchema1(db);
-    } else if (version !== SCHEMA_VERSION && !(version === 1 && opts.readonly)) {
-      throw new Error(`${path} has KV schema version ${version}, this build reads versions 1 and ${SCHEMA_VERSION}; use a matching lifeboat`);
     }
     return db;
   } catch (err) {
