@@ -583,12 +583,13 @@ export class Raft extends RawNode {
 
   /**
    * The commit index moved: every follower hears it (without acking a bare commit
-   * update, see sendAppend), but with lazyCommit only those that forwarded an entry
-   * they were not yet told is committed; the rest are owed it (sendOwedCommits).
+   * update, see sendAppend), but with lazyCommit a follower in Replicate that
+   * forwarded no entry it was not yet told is committed is owed it (sendOwedCommits);
+   * one probing or taking a snapshot is handled as without lazyCommit.
    */
   private bcastCommit(): void {
     for (const [id, pr] of this.trk.progress) {
-      if (id === this.id || (this.cfg.lazyCommit && pr.forwarded <= pr.commitSent)) continue;
+      if (id === this.id || (this.cfg.lazyCommit && pr.state === ProgressState.Replicate && pr.forwarded <= pr.commitSent)) continue;
       this.sendAppend(id, true, true);
     }
   }

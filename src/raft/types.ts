@@ -180,8 +180,8 @@ export interface RaftConfig {
   /** The application's applied index at restart (defaults to the snapshot index). */
   applied?: number;
   /**
-   * true: when the commit index moves, a follower that forwarded none of the entries
-   * not yet known to it as committed is not sent a commit-only append: it learns the
+   * true: when the commit index moves, a follower in Replicate that forwarded none of
+   * the entries not yet known to it as committed gets no commit-only append: it learns the
    * commit from the next append or heartbeat, or from sendOwedCommits() (the member
    * calls it a few ms later). One message each way fewer per commit for the followers
    * nobody waits on; the followers whose clients wait are told at once.
