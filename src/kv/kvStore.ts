@@ -580,6 +580,11 @@ export class KvStore {
     return r.appliedIndex;
   }
 
+  /** Rows this store changed since the last checkpoint that copied the whole WAL (since open, before the first). */
+  changesSinceCheckpoint(): number {
+    return (this.totalChangesStmt.get() as number) - (this.lastCheckpoint?.changes ?? 0);
+  }
+
   /** Whether the worker thread runs now (tests: it ends when idle). */
   get readWorkerRunning(): boolean {
     return this.jobs.running;

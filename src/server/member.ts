@@ -41,6 +41,11 @@ import { memberTls, type MemberTls } from './memberTls.js';
 
 export { SERVER_VERSION } from './v3Backend.js';
 
+/** Rows changed that make a checkpoint due at the next tick (a few hundred puts: about SQLite's own 1000-page auto-checkpoint). */
+const CHECKPOINT_CHANGES = 1000;
+/** Fewer changes are checkpointed this long after the last checkpoint: the worker thread it starts holds about 12 MiB for 10 s. */
+const CHECKPOINT_MAX_AGE_MS = 30_000;
+
 /** A member stopping for good: the process exits with `code`. */
 export class MemberExit extends Error {
   constructor(
@@ -97,6 +102,8 @@ export class Member {
   /** The log is compacted once a checkpoint has made kv.db durable up to here (maybeSnapshot). */
   private compactAt: number | undefined;
   private checkpointing: Promise<unknown> | undefined;
+  /** When the last checkpoint ended (or the member started): checkpointIfDue. */
+  private lastCheckpointAt = 0;
   /** Watches on this member, fed from its own applies (watchHub.ts). */
   private readonly watchHub: WatchHub;
   private readonly leases: Leases;
@@ -256,7 +263,8 @@ export class Member {
     this.leases.start();
     this.publishTimer = setInterval(() => this.maybePublish(), 500);
     // SQLite's WAL is checkpointed in a worker thread, never inside an apply.
-    this.checkpointTimer = setInterval(() => this.checkpoint(), 1000);
+    this.lastCheckpointAt = Date.now();
+    this.checkpointTimer = setInterval(() => this.checkpointIfDue(), 1000);
     this.log.info({ peerURLs: this.cfg.initialAdvertisePeerUrls, clientURLs: this.cfg.advertiseClientUrls }, 'serving');
   }
 
@@ -403,6 +411,17 @@ export class Member {
     this.log.info({ index: durable }, 'compacted raft log');
   }
 
+  /**
+   * Every second: a checkpoint once CHECKPOINT_CHANGES rows changed, or once
+   * anything changed CHECKPOINT_MAX_AGE_MS after the last one. A member under load
+   * checkpoints every second as before; a few writes (a new cluster's membership,
+   * an occasional put) wait, and the store's worker thread is not started for them.
+   */
+  private checkpointIfDue(): void {
+    const changed = this.kv.changesSinceCheckpoint();
+    if (changed >= CHECKPOINT_CHANGES || (changed > 0 && Date.now() - this.lastCheckpointAt >= CHECKPOINT_MAX_AGE_MS)) this.checkpoint();
+  }
+
   private checkpoint(): void {
     if (this.checkpointing || this.stopping) return;
     this.checkpointing = this.kv
@@ -411,7 +430,10 @@ export class Member {
         (durable) => (this.kvDurable = Math.max(this.kvDurable, durable)),
         (e: Error) => this.log.warn({ error: e.message }, 'KV checkpoint failed'),
       )
-      .finally(() => (this.checkpointing = undefined));
+      .finally(() => {
+        this.checkpointing = undefined;
+        this.lastCheckpointAt = Date.now();
+      });
   }
 
   private checkQuota(): void {

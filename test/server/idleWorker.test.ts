@@ -1,48 +1,66 @@
 // A member's store worker (checkpoints, hashes, snapshots: src/kv/readJob.ts)
-// ends when the member is idle and starts again at the next job: snapshot save
-// and hashkv through the CLI work after it ended, and a write is checkpointed by
-// a new one. The held-read rule (not ended while a streamed snapshot is held)
-// is checked against the store in test/kv/readJob.test.ts.
+// runs only when there is work for it. A few writes wait for the checkpoint that
+// is due 30 s after the last (no worker is started for them); a few hundred
+// writes start one within a second. The worker ends after 10 s without a job, and
+// snapshot save and hashkv through the CLI work after it ended. The held-read rule
+// (not ended while a streamed snapshot is held) is checked against the store in
+// test/kv/readJob.test.ts.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Etcd3 } from 'etcd3';
 import { LifeboatCluster, etcdctl, lifeboat, waitFor } from '../support/lifeboatCluster.js';
 
 /** Threads of a process now (a running store worker is one or more of them). */
 const threads = (pid: number): number => Number(/^Threads:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
 
-describe('an idle member ends its store worker', () => {
+describe('a member starts its store worker when there is work for it', () => {
   let c: LifeboatCluster;
   before(async () => {
     c = await LifeboatCluster.start('idle-worker', 3);
   });
   after(async () => c?.stopAll());
 
-  test('snapshot save and hashkv work after the worker of an idle member ended, and the next write starts one', { timeout: 90_000 }, async () => {
-    const leader = await c.waitForLeader();
-    for (let i = 0; i < 20; i++) assert.equal((await etcdctl(c.endpoints(), 'put', `idle/${i}`, `v${i}`)).code, 0);
-    const pid = leader.proc?.pid ?? 0;
-    // A checkpoint runs within a second of the writes: then the worker is up.
-    await sleep(2000);
-    const busy = threads(pid);
-    const idle = await waitFor('the idle worker ends (10 s without a job)', () => threads(pid) < busy && threads(pid), 30_000, 250);
+  test(
+    'a few writes start no worker, many do; snapshot save and hashkv work after it ended; a few writes are checkpointed within 30 s',
+    { timeout: 120_000 },
+    async () => {
+      const leader = await c.waitForLeader();
+      for (let i = 0; i < 20; i++) assert.equal((await etcdctl(c.endpoints(), 'put', `idle/${i}`, `v${i}`)).code, 0);
+      const pid = leader.proc?.pid ?? 0;
+      // Two checkpoint ticks later: nothing is due yet for 20 writes.
+      await sleep(2000);
+      const idle = threads(pid);
 
-    const file = path.join(c.dir, 'after-idle.db');
-    const saved = await lifeboat('snapshot', 'save', file, '--endpoints', leader.client);
-    assert.equal(saved.code, 0, saved.stderr);
-    assert.match(saved.stdout, /revision \d+, 20 keys/);
+      const client = new Etcd3({ hosts: `http://${leader.client}`, dialTimeout: 3000 });
+      try {
+        for (let i = 0; i < 600; i += 50) await Promise.all(Array.from({ length: 50 }, (_, j) => client.put(`many/${i + j}`).value('x')));
+      } finally {
+        client.close();
+      }
+      await waitFor('600 writes start a worker for their checkpoint', () => threads(pid) > idle, 5_000, 50);
+      const lastCheckpoint = Date.now();
+      await waitFor('the idle worker ends (10 s without a job)', () => threads(pid) === idle, 30_000, 250);
 
-    const hashes = await lifeboat('endpoint', 'hashkv', '--endpoints', c.endpoints().join(','), '-w', 'json');
-    assert.equal(hashes.code, 0, hashes.stderr);
-    const parsed = JSON.parse(hashes.stdout) as { HashKV: { hash: number } }[];
-    assert.equal(parsed.length, 3);
-    assert.equal(new Set(parsed.map((h) => h.HashKV.hash)).size, 1, `one hash on every member: ${hashes.stdout}`);
+      const file = path.join(c.dir, 'after-idle.db');
+      const saved = await lifeboat('snapshot', 'save', file, '--endpoints', leader.client);
+      assert.equal(saved.code, 0, saved.stderr);
+      assert.match(saved.stdout, /revision \d+, 620 keys/);
 
-    assert.equal((await etcdctl(leader.client, 'put', 'idle/after', 'x')).code, 0);
-    await waitFor('a write starts a worker again', () => threads(pid) > idle);
-    const get = await etcdctl(leader.client, 'get', 'idle/after', '--print-value-only');
-    assert.equal(get.stdout.trim(), 'x');
-  });
+      const hashes = await lifeboat('endpoint', 'hashkv', '--endpoints', c.endpoints().join(','), '-w', 'json');
+      assert.equal(hashes.code, 0, hashes.stderr);
+      const parsed = JSON.parse(hashes.stdout) as { HashKV: { hash: number } }[];
+      assert.equal(parsed.length, 3);
+      assert.equal(new Set(parsed.map((h) => h.HashKV.hash)).size, 1, `one hash on every member: ${hashes.stdout}`);
+      await waitFor('the worker ends again', () => threads(pid) === idle, 30_000, 250);
+
+      assert.equal((await etcdctl(leader.client, 'put', 'idle/after', 'x')).code, 0);
+      await waitFor('one write is checkpointed 30 s after the last checkpoint', () => threads(pid) > idle, 45_000, 250);
+      assert.ok(Date.now() - lastCheckpoint >= 29_000, 'not before 30 s');
+      const get = await etcdctl(leader.client, 'get', 'idle/after', '--print-value-only');
+      assert.equal(get.stdout.trim(), 'x');
+    },
+  );
 });
