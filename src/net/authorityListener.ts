@@ -137,13 +137,14 @@ const PREFACE_WAIT_MS = 1000;
  * the socket itself, read natively by http2 without a JS stream in between;
  * 'rewrite' for everyone else (grpc-go, so etcdctl 3.4). Both wait for the
  * server's SETTINGS before sending HEADERS, but send their own at once, and
- * grpc-js's is never empty (prefaceKind). 'raw': the connection opened with
- * `rawMagic` (a peer's message stream, transport/rawPeerStream.ts).
+ * grpc-js's is never empty (prefaceKind). A RawConnection: the connection opened
+ * with its magic (a peer's message stream or snapshot, transport/rawPeerStream.ts,
+ * rawSnapshot.ts).
  */
-function whenClassified(socket: net.Socket, rawMagic: Buffer | undefined, decide: (how: 'native' | 'rewrite' | 'raw') => void): void {
+function whenClassified(socket: net.Socket, raws: readonly RawConnection[], decide: (how: 'native' | 'rewrite' | RawConnection) => void): void {
   const chunks: Buffer[] = [];
   let decided = false;
-  const finish = (how: 'native' | 'rewrite' | 'raw' | undefined) => {
+  const finish = (how: 'native' | 'rewrite' | RawConnection | undefined) => {
     if (decided) return;
     decided = true;
     clearTimeout(timer);
@@ -157,10 +158,11 @@ function whenClassified(socket: net.Socket, rawMagic: Buffer | undefined, decide
   const onData = (chunk: Buffer) => {
     chunks.push(chunk);
     const head = chunks.length === 1 ? chunk : Buffer.concat(chunks);
-    if (rawMagic && head[0] === rawMagic[0]) {
-      const n = Math.min(head.length, rawMagic.length);
-      if (!head.subarray(0, n).equals(rawMagic.subarray(0, n))) return finish('rewrite');
-      if (n === rawMagic.length) finish('raw');
+    if (raws.some((r) => head[0] === r.magic[0])) {
+      const fits = raws.filter((r) => head.subarray(0, r.magic.length).equals(r.magic.subarray(0, head.length)));
+      if (fits.length === 0) return finish('rewrite');
+      const whole = fits.find((r) => head.length >= r.magic.length);
+      if (whole) finish(whole);
       return;
     }
     const kind = prefaceKind(head);
@@ -177,6 +179,12 @@ function whenClassified(socket: net.Socket, rawMagic: Buffer | undefined, decide
 function http2ServersOf(server: grpc.Server): Set<unknown> {
   const servers = (server as unknown as { http2Servers?: Map<unknown, unknown> }).http2Servers;
   return new Set(servers instanceof Map ? servers.keys() : []);
+}
+
+/** A kind of connection of our own on a listener: the bytes it opens with, and who takes it. */
+export interface RawConnection {
+  magic: Buffer;
+  accept(socket: net.Socket): void;
 }
 
 export interface AuthorityRewriteListener {
@@ -204,8 +212,8 @@ export async function listenWithAuthorityRewrite(
   hostPort: string,
   opts: {
     tls?: ServerTlsOptions;
-    /** Connections that open with `magic` (after TLS, if any) are given to `accept`, not to grpc-js: the peer's raw stream. */
-    raw?: { magic: Buffer; accept(socket: net.Socket): void };
+    /** Connections that open with one of these magics (after TLS, if any) go to its `accept`, not to grpc-js. */
+    raw?: readonly RawConnection[];
   } = {},
 ): Promise<AuthorityRewriteListener> {
   const { host, port: wanted } = splitHostPort(hostPort);
@@ -238,8 +246,8 @@ export async function listenWithAuthorityRewrite(
     socket.on('error', () => {}); // reported through the connection; never unhandled
     socket.setNoDelay(true); // what http2 does to a plain socket (it cannot to a wrapped one)
     const h = local.includes(':') && local.startsWith('::ffff:') && net.isIPv4(local.slice(7)) ? local.slice(7) : local;
-    whenClassified(socket, opts.raw?.magic, (how) => {
-      if (how === 'raw' && opts.raw) return opts.raw.accept(socket);
+    whenClassified(socket, opts.raw ?? [], (how) => {
+      if (typeof how === 'object') return how.accept(socket);
       const rewrite = how === 'rewrite';
       counts[rewrite ? 'rewritten' : 'native']++;
       if (!rewrite) return injector.injectConnection(socket);

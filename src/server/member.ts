@@ -163,7 +163,7 @@ export class Member {
     });
     this.tls = memberTls(p.cfg, this.log);
     this.transport = new PeerTransport(this.peerHost, this.tls.peerCredentials);
-    this.metrics.peerStreams = () => this.transport.streamsOpened();
+    this.metrics.peerCounts = () => this.transport.peerCounts();
     this.reads = new ReadIndexBatcher(
       (ctx) => this.driver.with((r) => r.readIndex(ctx)),
       () => this.kv.appliedIndex(),

@@ -4,6 +4,7 @@ import http from 'node:http';
 import type net from 'node:net';
 import { hostPort } from '../common/urls.js';
 import { createTlsServer, type ServerTlsOptions } from '../net/tlsTermination.js';
+import type { PeerCounts } from '../transport/peerTransport.js';
 
 const BUCKETS = [0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096, 8.192];
 
@@ -45,8 +46,8 @@ export class Metrics {
   readonly apply = new Histogram();
   readonly peerRtt = new Histogram();
   dbSize: () => number = () => 0;
-  /** Message streams opened to peers, by kind (PeerTransport.streamsOpened). */
-  peerStreams: () => { raw: number; grpc: number } = () => ({ raw: 0, grpc: 0 });
+  /** Message streams opened and snapshots sent to peers, by kind (PeerTransport.peerCounts). */
+  peerCounts: () => PeerCounts = () => ({ streams: { raw: 0, grpc: 0 }, snapshots: { raw: 0, grpc: 0 } });
   private readonly listeners: net.Server[] = [];
   private readonly sockets = new Set<net.Socket>();
 
@@ -86,7 +87,12 @@ export class Metrics {
         [
           '# HELP lifeboat_peer_streams_opened_total Message streams opened to peers: raw connections, or gRPC streams to peers that take no raw one.',
           '# TYPE lifeboat_peer_streams_opened_total counter',
-          ...Object.entries(this.peerStreams()).map(([kind, n]) => `lifeboat_peer_streams_opened_total{kind="${kind}"} ${n}`),
+          ...Object.entries(this.peerCounts().streams).map(([kind, n]) => `lifeboat_peer_streams_opened_total{kind="${kind}"} ${n}`),
+        ].join('\n'),
+        [
+          '# HELP lifeboat_peer_snapshots_sent_total Snapshots streamed to peers: on raw connections, or over gRPC to peers that take none.',
+          '# TYPE lifeboat_peer_snapshots_sent_total counter',
+          ...Object.entries(this.peerCounts().snapshots).map(([kind, n]) => `lifeboat_peer_snapshots_sent_total{kind="${kind}"} ${n}`),
         ].join('\n'),
       ].join('\n') + '\n'
     );

@@ -68,6 +68,8 @@ export interface Envelope {
 export interface Ack {
   refused: string;
   superseded_by: string;
+  /** Set by a raw snapshot connection's receiver when it did not store the snapshot. */
+  error?: string;
 }
 
 export type PeerClient = grpc.Client & {

@@ -1,6 +1,7 @@
 // Member-to-member gRPC, the connection side and the wiring: one long-lived
 // stream per peer carrying batched Raft messages (queued, bounded, retried with
-// backoff), snapshots handed to snapshotStream.ts on their own chunked stream,
+// backoff), snapshots handed to snapshotStream.ts on a connection of their own
+// (rawSnapshot.ts; a chunked gRPC call for members from before it),
 // an identity probe, and forwarding of client requests to the leader. The
 // server side of the peer service is in handlers.ts; every envelope names its
 // cluster and sender and strangers are refused (peerProtocol.ts). https://
@@ -15,10 +16,11 @@ import { MessageType, type Message, type NodeId } from '../raft/types.js';
 import { service } from '../proto/load.js';
 import { onStream, peerHandlers, type PeerContact } from './handlers.js';
 import { partitioned, type Ack, type Envelope, type ForwardReply, type IdentityReply, type PeerClient, type TransportHost } from './peerProtocol.js';
-import { streamSnapshot } from './snapshotStream.js';
+import { grpcCarrier, streamSnapshot, type OpenCarrier } from './snapshotStream.js';
+import { acceptRawSnapshot, dialRawSnapshot, RAW_SNAPSHOT_MAGIC } from './rawSnapshot.js';
 import { hostPort } from '../common/urls.js';
 import { failpointSet } from '../common/failpoint.js';
-import { listenWithAuthorityRewrite, type AuthorityRewriteListener } from '../net/authorityListener.js';
+import { listenWithAuthorityRewrite, type AuthorityRewriteListener, type RawConnection } from '../net/authorityListener.js';
 import type { ServerTlsOptions } from '../net/tlsTermination.js';
 import { PeerCredentials } from './peerCredentials.js';
 import { dialRawPeer, RAW_PEER_MAGIC, RawPeerClientStream, RawPeerServerCall } from './rawPeerStream.js';
@@ -34,6 +36,12 @@ export {
   type OutgoingSnapshot,
   type TransportHost,
 } from './peerProtocol.js';
+
+/** Message streams opened and snapshots sent to peers, by kind: raw connections, or gRPC to peers that take none. */
+export interface PeerCounts {
+  streams: { raw: number; grpc: number };
+  snapshots: { raw: number; grpc: number };
+}
 
 /** Most messages queued for one peer; beyond it they are dropped and Raft resends. */
 const MAX_QUEUED = 4096;
@@ -96,8 +104,8 @@ class PeerSender {
     private readonly host: TransportHost,
     private readonly onDown: (id: NodeId) => void,
     private readonly credentials: PeerCredentials,
-    /** Streams opened so far, by kind (PeerTransport.streamsOpened). */
-    private readonly opened: { raw: number; grpc: number },
+    /** Streams opened and snapshots sent so far, by kind (PeerTransport.counts). */
+    private readonly counts: PeerCounts,
   ) {
     this.clientGeneration = credentials.generation();
     this.client = newClient(url, credentials);
@@ -144,11 +152,11 @@ class PeerSender {
       // Certificate files rotated since the channel was made: the new stream goes on a new connection that presents them.
       if (this.credentials.generation() !== this.clientGeneration) this.renewClient();
       s = this.client.Stream();
-      this.opened.grpc++;
+      this.counts.streams.grpc++;
     } else {
       // A connection of its own, with the certificate files as they are now.
       s = dialRawPeer(this.url, this.credentials.tlsFor(this.url));
-      this.opened.raw++;
+      this.counts.streams.raw++;
     }
     // The receiver sends headers as soon as it accepts the stream: the peer is up.
     s.on('metadata', () => {
@@ -243,7 +251,22 @@ class PeerSender {
 
   sendSnapshot(m: Message): void {
     this.host.snapshotData(m).then(
-      (snap) => void streamSnapshot(this.client, this.host, this.id, snap, () => this.closed),
+      (snap) => {
+        const overGrpc: OpenCarrier = (done) => {
+          this.counts.snapshots.grpc++;
+          return grpcCarrier(this.client)(done);
+        };
+        // A member that takes no raw message stream takes no raw snapshot either; one that answers a raw snapshot otherwise gets gRPC.
+        const open: OpenCarrier = this.grpcOnly
+          ? overGrpc
+          : async (done) => {
+              const raw = await dialRawSnapshot(this.url, this.credentials.tlsFor(this.url), done);
+              if (!raw) return overGrpc(done);
+              this.counts.snapshots.raw++;
+              return raw;
+            };
+        void streamSnapshot(open, this.host, this.id, snap, () => this.closed);
+      },
       (e: Error) => {
         this.host.logEvent('warn', 'could not take a snapshot for a peer', { peer: this.id.toString(16), error: e.message });
         this.host.snapshotSent(this.id, false);
@@ -269,7 +292,7 @@ class PeerSender {
 export class PeerTransport {
   private server = new grpc.Server({ 'grpc.max_receive_message_length': 64 << 20 });
   private senders = new Map<NodeId, PeerSender>();
-  private readonly opened = { raw: 0, grpc: 0 };
+  private readonly counts: PeerCounts = { streams: { raw: 0, grpc: 0 }, snapshots: { raw: 0, grpc: 0 } };
   private lastHeard = new Map<NodeId, number>();
   private activeFrom = new Map<NodeId, number>();
   private readonly listeners: AuthorityRewriteListener[] = [];
@@ -291,7 +314,10 @@ export class PeerTransport {
    * certificate); a connection that opens with RAW_PEER_MAGIC is a peer's raw message stream.
    */
   async listen(urls: string[], tls?: ServerTlsOptions): Promise<void> {
-    const raw = { magic: RAW_PEER_MAGIC, accept: (socket: net.Socket) => onStream(this.host, this.contact, new RawPeerServerCall(socket)) };
+    const raw: RawConnection[] = [
+      { magic: RAW_PEER_MAGIC, accept: (socket: net.Socket) => onStream(this.host, this.contact, new RawPeerServerCall(socket)) },
+      { magic: RAW_SNAPSHOT_MAGIC, accept: (socket: net.Socket) => acceptRawSnapshot(this.host, (id) => this.contact.heard(id), socket) },
+    ];
     for (const url of urls) {
       const secure = url.startsWith('https:');
       if (secure && !tls) throw new Error(`cannot listen on peer URL ${url}: no TLS certificate (--peer-cert-file, --peer-key-file)`);
@@ -319,7 +345,7 @@ export class PeerTransport {
     }
     for (const [id, urls] of peers) {
       if (id === this.host.memberId || this.senders.has(id) || urls.length === 0) continue;
-      this.senders.set(id, new PeerSender(id, urls[0], this.host, (down) => this.forget(down), this.credentials, this.opened));
+      this.senders.set(id, new PeerSender(id, urls[0], this.host, (down) => this.forget(down), this.credentials, this.counts));
     }
   }
 
@@ -394,9 +420,9 @@ export class PeerTransport {
     );
   }
 
-  /** Message streams opened to peers so far: raw connections, and gRPC streams to peers that take no raw one. */
-  streamsOpened(): { raw: number; grpc: number } {
-    return { ...this.opened };
+  /** Message streams opened and snapshots sent to peers so far: on raw connections, and over gRPC to peers that take none. */
+  peerCounts(): PeerCounts {
+    return { streams: { ...this.counts.streams }, snapshots: { ...this.counts.snapshots } };
   }
 
   droppedMessages(): number {

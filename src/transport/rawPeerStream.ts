@@ -34,11 +34,17 @@ interface Codec {
   encodeAck(a: Ack): Buffer;
   decodeAck(b: Buffer): Ack;
 }
+type Serializers = Record<'requestSerialize' | 'requestDeserialize' | 'responseSerialize' | 'responseDeserialize', (x: unknown) => unknown>;
+
+/** A peer service method's own gRPC serializers: one definition of the messages, whatever carries them. */
+export function peerSerializers(method: 'Stream' | 'SendSnapshot'): Serializers {
+  return (service('lifeboat.peer.Peer').service as unknown as Record<string, Serializers>)[method];
+}
+
 let codec: Codec | undefined;
-/** The gRPC Stream method's own serializers: one definition of the messages. */
 function codecOf(): Codec {
   if (codec) return codec;
-  const m = (service('lifeboat.peer.Peer').service as unknown as Record<string, Record<string, (x: unknown) => unknown>>).Stream;
+  const m = peerSerializers('Stream');
   codec = {
     encodeEnvelope: m.requestSerialize as Codec['encodeEnvelope'],
     decodeEnvelope: m.requestDeserialize as Codec['decodeEnvelope'],
@@ -80,15 +86,17 @@ class FrameReader {
   }
 }
 
-/** Reads RAW_PEER_MAGIC off the start of a stream: what follows it, undefined until it is whole, or 'mismatch'. */
-class MagicReader {
+/** Reads `magic` off the start of a stream: what follows it, undefined until it is whole, or 'mismatch'. */
+export class MagicReader {
   private seen = 0;
 
+  constructor(private readonly magic: Buffer) {}
+
   push(chunk: Buffer): Buffer | undefined | 'mismatch' {
-    const take = Math.min(RAW_PEER_MAGIC.length - this.seen, chunk.length);
-    if (!chunk.subarray(0, take).equals(RAW_PEER_MAGIC.subarray(this.seen, this.seen + take))) return 'mismatch';
+    const take = Math.min(this.magic.length - this.seen, chunk.length);
+    if (!chunk.subarray(0, take).equals(this.magic.subarray(this.seen, this.seen + take))) return 'mismatch';
     this.seen += take;
-    return this.seen < RAW_PEER_MAGIC.length ? undefined : chunk.subarray(take);
+    return this.seen < this.magic.length ? undefined : chunk.subarray(take);
   }
 }
 
@@ -119,7 +127,7 @@ abstract class RawPeerEnd<In> extends EventEmitter {
   ) {
     super();
     const reader = new FrameReader();
-    const magic = new MagicReader();
+    const magic = new MagicReader(RAW_PEER_MAGIC);
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => {
       this.heard();
@@ -237,12 +245,17 @@ export class RawPeerClientStream extends RawPeerEnd<Ack> {
   }
 }
 
-/** Dials a peer URL: TLS (with `secure`) for https://, TCP otherwise; the magic goes first. */
-export function dialRawPeer(url: string, secure: tls.ConnectionOptions | undefined): RawPeerClientStream {
+/** Dials a peer URL: TLS (with `secure`) for https://, TCP otherwise; `magic` goes first. */
+export function connectRaw(url: string, secure: tls.ConnectionOptions | undefined, magic: Buffer): net.Socket {
   const { host, port } = splitHostPort(hostPort(url));
   const socket = url.startsWith('https:') ? tls.connect({ ...secure, host, port, servername: net.isIP(host) ? undefined : host }) : net.connect({ host, port });
-  socket.write(RAW_PEER_MAGIC);
-  return new RawPeerClientStream(socket);
+  socket.write(magic);
+  return socket;
+}
+
+/** Dials a peer URL for a raw message stream. */
+export function dialRawPeer(url: string, secure: tls.ConnectionOptions | undefined): RawPeerClientStream {
+  return new RawPeerClientStream(connectRaw(url, secure, RAW_PEER_MAGIC));
 }
 
 /**

@@ -1,12 +1,16 @@
-// Snapshot streaming, both ends, on the peer service's SendSnapshot call.
+// Snapshot streaming, both ends, over either carrier: a raw connection of its own
+// (rawSnapshot.ts: the file's bytes as read, no protobuf or HTTP/2 framing and no
+// copy of them on either side) or the peer service's SendSnapshot gRPC call (for
+// members from before raw snapshots).
 // Sender: streams a snapshot's chunks as they are read, each write waiting for
-// the stream to drain, with a running CRC-32C sent in the
-// last chunk; the outcome goes to host.snapshotSent() exactly once.
-// Receiver: writes chunks straight to `<file>.tmp` (refusing strangers before
+// the carrier to drain, with a running CRC-32C sent last; the outcome goes to
+// host.snapshotSent() exactly once.
+// Receiver: writes the data straight to `<file>.tmp` (refusing strangers before
 // anything reaches the disk), checks the CRC-32C, fsyncs, renames, fsyncs the
 // directory, and only then tells host.snapshotReceived().
 import * as grpc from '#grpc-js';
 import { crc32c } from '../common/crc32c.js';
+import { readAhead } from '../common/readAhead.js';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { decodeMessage, encodeMessage } from '../raft/codec.js';
@@ -14,147 +18,275 @@ import type { NodeId } from '../raft/types.js';
 import { refusal, type Ack, type OutgoingSnapshot, type PeerClient, type TransportHost } from './peerProtocol.js';
 
 const SNAPSHOT_CHUNK = 1 << 20;
+/** Bytes gathered before one write to the file (a raw connection hands them over in pieces of about 64 KiB). */
+const WRITE_BATCH = 1 << 20;
+/** File writes under way before the sender is paused: memory held is about this many batches. */
+const WRITES_IN_FLIGHT = 2;
+
+/** Who sends a snapshot, named in its first chunk. */
+export interface ChunkBase {
+  cluster_id: string;
+  from: string;
+  to: string;
+}
+
+/** A snapshot chunk as the SendSnapshot call carries it (and a raw connection its first and last). */
+export interface SnapshotChunk extends ChunkBase {
+  header: Buffer;
+  data: Buffer;
+  last: boolean;
+  crc32c: number;
+}
+
+/** How a sender's bytes travel to the peer; `done` is called once with the peer's answer or the failure. */
+export interface SnapshotCarrier {
+  /** The first chunk: the sender, and the Raft message without its data. */
+  writeHeader(base: ChunkBase, header: Buffer): void;
+  /** false: await drained() before the next write. */
+  writeData(base: ChunkBase, data: Buffer): boolean;
+  drained(): Promise<void>;
+  writeLast(base: ChunkBase, crc: number): void;
+  end(): void;
+  cancel(): void;
+}
+
+/** Opens a carrier whose outcome goes to `done`; rejects when the peer cannot be reached. */
+export type OpenCarrier = (done: (err: Error | null, ack?: Ack) => void) => Promise<SnapshotCarrier>;
+
+/** The SendSnapshot gRPC call as a carrier. */
+export function grpcCarrier(client: PeerClient): OpenCarrier {
+  return (done) => {
+    let wake: (() => void) | undefined;
+    const call = client.SendSnapshot((err, ack) => {
+      wake?.();
+      done(err ? new Error(err.message.split('\n')[0]) : null, ack);
+    });
+    const write = (c: Partial<SnapshotChunk> & ChunkBase) => call.write({ header: EMPTY, data: EMPTY, last: false, crc32c: 0, ...c });
+    return Promise.resolve({
+      writeHeader: (base, header) => void write({ ...base, header }),
+      writeData: (base, data) => write({ ...base, data }),
+      drained: () =>
+        new Promise<void>((resolve) => {
+          wake = resolve;
+          call.once('drain', resolve);
+        }).finally(() => (wake = undefined)),
+      writeLast: (base, crc) => void write({ ...base, last: true, crc32c: crc }),
+      end: () => call.end(),
+      cancel: () => call.cancel(),
+    });
+  };
+}
+
+const EMPTY = Buffer.alloc(0);
 
 /**
  * Streams the snapshot chunk by chunk: each read is asynchronous and each
- * write waits for the stream to drain, so a large snapshot never holds the event
+ * write waits for the carrier to drain, so a large snapshot never holds the event
  * loop (a burst of a whole database once stalled a leader past the election
  * timeout, and every new leader started the same snapshot again).
- * `closed()` says the sender was closed meanwhile: the call is then cancelled.
+ * `closed()` says the sender was closed meanwhile: the transfer is then cancelled.
  */
-export async function streamSnapshot(client: PeerClient, host: TransportHost, peer: NodeId, snap: OutgoingSnapshot, closed: () => boolean): Promise<void> {
+export async function streamSnapshot(open: OpenCarrier, host: TransportHost, peer: NodeId, snap: OutgoingSnapshot, closed: () => boolean): Promise<void> {
   let finished = false;
   let wake: (() => void) | undefined;
-  const call = client.SendSnapshot((err, ack) => {
+  const done = (err: Error | null, ack?: Ack) => {
+    if (finished) return;
     finished = true;
     wake?.();
     const ok = !err && !ack?.refused;
     if (ack?.refused) host.refused(peer, ack.refused, BigInt(ack.superseded_by || '0'));
-    if (err) host.logEvent('warn', 'snapshot send failed', { peer: peer.toString(16), error: err.message.split('\n')[0] });
+    if (err) host.logEvent('warn', 'snapshot send failed', { peer: peer.toString(16), error: err.message });
     host.snapshotSent(peer, ok);
-  });
-  const drained = () =>
-    new Promise<void>((resolve) => {
-      wake = resolve;
-      call.once('drain', resolve);
-    }).finally(() => (wake = undefined));
+  };
+  let carrier: SnapshotCarrier | undefined;
   const base = { cluster_id: host.clusterId().toString(), from: host.memberId.toString(), to: peer.toString() };
   let bytes = 0;
   try {
-    call.write({ ...base, header: Buffer.from(encodeMessage(snap.message)), data: Buffer.alloc(0), last: false, crc32c: 0 });
+    carrier = await open(done);
+    const c = carrier;
+    const drained = () => new Promise<void>((resolve) => ((wake = resolve), void c.drained().then(resolve))).finally(() => (wake = undefined));
+    c.writeHeader(base, Buffer.from(encodeMessage(snap.message)));
     let crc = 0;
     // Bounded by the snapshot's size; leaving the loop early ends the read behind it.
-    for await (const data of snap.chunks(SNAPSHOT_CHUNK)) {
+    for await (const data of readAhead(snap.chunks(SNAPSHOT_CHUNK))) {
       if (finished) return;
       if (closed()) {
-        call.cancel(); // the callback reports the failure to Raft
+        c.cancel(); // the outcome reports the failure to Raft
         return;
       }
       crc = crc32c(data, crc);
       bytes += data.length;
-      if (!call.write({ ...base, data, last: false, crc32c: 0 })) await drained();
+      if (!c.writeData(base, data)) await drained();
     }
     if (finished) return;
-    call.write({ ...base, data: Buffer.alloc(0), last: true, crc32c: crc });
-    call.end();
+    c.writeLast(base, crc);
+    c.end();
     host.logEvent('info', 'sent snapshot to peer', { peer: peer.toString(16), index: snap.message.snapshot?.meta.index, bytes });
   } catch (e) {
-    host.logEvent('warn', 'snapshot send failed', { peer: peer.toString(16), error: (e as Error).message });
-    call.cancel(); // the callback reports the failure to Raft
+    if (carrier)
+      carrier.cancel(); // the outcome reports the failure to Raft
+    else done(e as Error);
   } finally {
     snap.done();
   }
 }
 
+/** What a receiver answers: an Ack (accepted or refused), or why the snapshot was not stored. */
+export type ReceiveOutcome = { ack: Ack } | { error: string; code: grpc.status };
+
 /**
- * A snapshot arrives in chunks, written straight to a file as they come (the
- * stream pauses while the disk catches up), so a database of any size is never
- * held in memory. The CRC-32C over every byte is checked and the file made
- * durable before the member is told. `heard(from)` marks the sender as in
- * contact once the snapshot is stored.
+ * The receiving end, whatever carries the bytes: data is written straight to a
+ * file as it comes (the carrier is paused while the disk catches up), so a
+ * database of any size is never held in memory. The CRC-32C over every byte is
+ * checked and the file made durable before the member is told. `heard(from)`
+ * marks the sender as in contact once the snapshot is stored.
  */
+export class SnapshotReceiver {
+  private header: Buffer | undefined;
+  private from = 0n;
+  private clusterId = 0n;
+  private expectedCrc: number | undefined;
+  private crc = 0;
+  private bytes = 0;
+  private file = '';
+  private out: fs.FileHandle | undefined;
+  private failed: Error | undefined;
+  /** Data not yet handed to a write, and where it goes in the file. */
+  private batch: Buffer[] = [];
+  private batchBytes = 0;
+  private written = 0;
+  private inFlight = 0;
+  /** Writes go one after another; `pending` is the tail of that chain. */
+  private pending: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly host: TransportHost,
+    private readonly heard: (from: NodeId) => void,
+    private readonly flow: { pause(): void; resume(): void },
+  ) {}
+
+  /** A chunk of the SendSnapshot call (the raw carrier's first and last are chunks too). */
+  chunk(c: SnapshotChunk): void {
+    if (!this.header && c.header.length > 0) {
+      this.header = c.header;
+      this.from = BigInt(c.from);
+      this.clusterId = BigInt(c.cluster_id);
+      // Strangers are refused before anything reaches the disk.
+      if (refusal(this.host, this.clusterId, this.from)) this.failed ??= new Error('refused');
+    }
+    if (c.data.length > 0) this.data(c.data);
+    if (c.last) this.expectedCrc = c.crc32c;
+  }
+
+  /** Snapshot bytes, in order. */
+  data(data: Buffer): void {
+    if (this.failed) return;
+    if (!this.header) {
+      this.failed = new Error('snapshot data came before its header');
+      return;
+    }
+    this.crc = crc32c(data, this.crc);
+    this.bytes += data.length;
+    this.batch.push(data);
+    this.batchBytes += data.length;
+    if (this.batchBytes >= WRITE_BATCH) this.flush();
+  }
+
+  private flush(): void {
+    if (this.batchBytes === 0) return;
+    const buffers = this.batch;
+    const at = this.written;
+    this.written += this.batchBytes;
+    this.batch = [];
+    this.batchBytes = 0;
+    if (++this.inFlight >= WRITES_IN_FLIGHT) this.flow.pause();
+    this.pending = this.pending
+      .then(async () => {
+        if (this.failed) return;
+        if (!this.out) {
+          this.file = this.host.incomingSnapshotFile(this.from);
+          this.out = await fs.open(`${this.file}.tmp`, 'w');
+        }
+        for (let pos = at; buffers.length > 0;) {
+          // writev may write less than asked: go on from where it stopped.
+          const { bytesWritten } = await this.out.writev(buffers, pos);
+          pos += bytesWritten;
+          for (let n = bytesWritten; n > 0 && buffers.length > 0;) {
+            if (buffers[0].length <= n) n -= buffers.shift()!.length;
+            else {
+              buffers[0] = buffers[0].subarray(n);
+              n = 0;
+            }
+          }
+        }
+      })
+      .catch((e: Error) => {
+        this.failed ??= e;
+      })
+      .finally(() => {
+        if (this.inFlight-- === WRITES_IN_FLIGHT) this.flow.resume();
+      });
+  }
+
+  /** The carrier ended before the snapshot was complete: nothing is kept. */
+  abort(): void {
+    this.failed ??= new Error('the transfer was cut off');
+    this.pending = this.pending.then(() => this.discard());
+  }
+
+  /** The sender has sent everything: check, store, and say what to answer. */
+  async finish(): Promise<ReceiveOutcome> {
+    this.flush();
+    await this.pending;
+    const no = refusal(this.host, this.clusterId, this.from);
+    if (no) {
+      await this.discard();
+      return { ack: no };
+    }
+    const failed = this.failed;
+    if (failed) {
+      await this.discard();
+      this.host.logEvent('warn', 'could not store a snapshot from a peer', { peer: this.from.toString(16), error: failed.message });
+      return { code: grpc.status.INTERNAL, error: `snapshot not stored: ${failed.message}` };
+    }
+    if (!this.header || this.expectedCrc === undefined || this.crc !== this.expectedCrc || !this.out) {
+      await this.discard();
+      this.host.logEvent('warn', 'discarded a damaged snapshot', { peer: this.from.toString(16), bytes: this.bytes });
+      return { code: grpc.status.DATA_LOSS, error: 'snapshot checksum mismatch' };
+    }
+    try {
+      await this.out.sync();
+      await this.out.close();
+      await fs.rename(`${this.file}.tmp`, this.file);
+      const dir = await fs.open(path.dirname(this.file), 'r');
+      await dir.sync().finally(() => dir.close());
+    } catch (e) {
+      await this.discard();
+      return { code: grpc.status.INTERNAL, error: `snapshot not stored: ${(e as Error).message}` };
+    }
+    this.heard(this.from);
+    this.host.snapshotReceived(decodeMessage(this.header), this.file);
+    return { ack: { refused: '', superseded_by: '0' } };
+  }
+
+  private async discard(): Promise<void> {
+    await this.out?.close().catch(() => undefined);
+    this.out = undefined;
+    if (this.file) await fs.rm(`${this.file}.tmp`, { force: true });
+  }
+}
+
+/** The peer service's SendSnapshot handler. */
 export function receiveSnapshot(
   host: TransportHost,
   heard: (from: NodeId) => void,
-  call: grpc.ServerReadableStream<Record<string, unknown>, Ack>,
+  call: grpc.ServerReadableStream<SnapshotChunk, Ack>,
   cb: grpc.sendUnaryData<Ack>,
 ): void {
-  let header: Buffer | undefined;
-  let from = 0n;
-  let clusterId = 0n;
-  let expectedCrc: number | undefined;
-  let crc = 0;
-  let bytes = 0;
-  let file = '';
-  let out: fs.FileHandle | undefined;
-  let failed: Error | undefined;
-  // Writes go one after another; `pending` is the tail of that chain.
-  let pending: Promise<void> = Promise.resolve();
-  const write = (data: Buffer) => {
-    const at = bytes;
-    bytes += data.length;
-    crc = crc32c(data, crc);
-    call.pause();
-    pending = pending
-      .then(async () => {
-        if (failed) return;
-        if (!out) {
-          file = host.incomingSnapshotFile(from);
-          out = await fs.open(`${file}.tmp`, 'w');
-        }
-        await out.write(data, 0, data.length, at);
-      })
-      .catch((e: Error) => {
-        failed ??= e;
-      })
-      .finally(() => call.resume());
-  };
-  const discard = async () => {
-    await out?.close().catch(() => undefined);
-    if (file) await fs.rm(`${file}.tmp`, { force: true });
-  };
-  call.on('data', (c: { cluster_id: string; from: string; header: Buffer; data: Buffer; last: boolean; crc32c: number }) => {
-    if (!header && c.header.length > 0) {
-      header = c.header;
-      from = BigInt(c.from);
-      clusterId = BigInt(c.cluster_id);
-      // Strangers are refused before anything reaches the disk.
-      if (refusal(host, clusterId, from)) failed ??= new Error('refused');
-    }
-    if (c.data.length > 0 && !failed) write(c.data);
-    if (c.last) expectedCrc = c.crc32c;
-  });
-  call.on('error', () => void pending.then(discard));
+  const r = new SnapshotReceiver(host, heard, call);
+  call.on('data', (c: SnapshotChunk) => r.chunk(c));
+  call.on('error', () => r.abort());
   call.on('end', () => {
-    void pending.then(async () => {
-      const no = refusal(host, clusterId, from);
-      if (no) {
-        await discard();
-        return cb(null, no);
-      }
-      if (failed) {
-        await discard();
-        host.logEvent('warn', 'could not store a snapshot from a peer', { peer: from.toString(16), error: failed.message });
-        return cb({ code: grpc.status.INTERNAL, details: `snapshot not stored: ${failed.message}` });
-      }
-      if (!header || expectedCrc === undefined || crc !== expectedCrc || !out) {
-        await discard();
-        host.logEvent('warn', 'discarded a damaged snapshot', { peer: from.toString(16), bytes });
-        return cb({ code: grpc.status.DATA_LOSS, details: 'snapshot checksum mismatch' });
-      }
-      try {
-        await out.sync();
-        await out.close();
-        await fs.rename(`${file}.tmp`, file);
-        const dir = await fs.open(path.dirname(file), 'r');
-        await dir.sync().finally(() => dir.close());
-      } catch (e) {
-        await discard();
-        return cb({ code: grpc.status.INTERNAL, details: `snapshot not stored: ${(e as Error).message}` });
-      }
-      heard(from);
-      host.snapshotReceived(decodeMessage(header), file);
-      cb(null, { refused: '', superseded_by: '0' });
-    });
+    void r.finish().then((o) => ('ack' in o ? cb(null, o.ack) : cb({ code: o.code, details: o.error })));
   });
 }
