@@ -40,7 +40,6 @@ import {
   type WireTxnRequest,
 } from './convert.js';
 import { service } from '../proto/load.js';
-import { readAhead } from '../common/readAhead.js';
 
 export interface Header {
   cluster_id: string;
@@ -191,7 +190,7 @@ export interface SnapshotToSend {
 async function streamSnapshot(call: grpc.ServerWritableStream<unknown, unknown>, snap: SnapshotToSend): Promise<void> {
   try {
     let sent = 0;
-    for await (const blob of readAhead(snap.chunks(SNAPSHOT_CHUNK))) {
+    for await (const blob of snap.chunks(SNAPSHOT_CHUNK)) {
       sent += blob.length;
       // etcd's remaining_bytes: what is still to come after this message.
       const ok = call.write({ remaining_bytes: String(snap.size - sent), blob });
