@@ -1,6 +1,7 @@
-// Snapshots between peers: streamed from the leader's file in chunks, written to a
-// file on the receiving side as they arrive, and handed over once the checksum
-// matches and the file is durable; a damaged one is discarded, never used.
+// Snapshots between peers: streamed from the leader's file in chunks (on a raw
+// connection, or the SendSnapshot gRPC call), written to a file on the receiving
+// side as they arrive, and handed over once the checksum matches and the file is
+// durable; a damaged or partial one is discarded, never used.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -12,6 +13,9 @@ import { service } from '../../src/proto/load.js';
 import { encodeMessage } from '../../src/raft/codec.js';
 import { MessageType, type Message } from '../../src/raft/types.js';
 import { PeerTransport } from '../../src/transport/peerTransport.js';
+import { dialRawSnapshot } from '../../src/transport/rawSnapshot.js';
+import { crc32c } from '../../src/common/crc32c.js';
+import { waitFor } from '../support/lifeboatCluster.js';
 import { freePorts } from '../support/ports.js';
 import { host } from './transportHost.js';
 
@@ -109,4 +113,39 @@ test('a snapshot whose checksum does not match is discarded: DATA_LOSS, nothing 
   } finally {
     client.close();
   }
+});
+
+/** Sends a snapshot on a raw connection by hand: header, `data`, then the last chunk with `crc`; `cutAfterData` drops the connection instead. */
+async function sendRaw(port: number, data: Buffer, crc: number, cutAfterData = false): Promise<Error | null> {
+  return new Promise((resolve, reject) => {
+    dialRawSnapshot(`http://127.0.0.1:${port}`, undefined, (err) => resolve(err)).then((carrier) => {
+      if (!carrier) return reject(new Error('the receiver did not take a raw snapshot'));
+      const base = { cluster_id: '7', from: '1', to: '2' };
+      carrier.writeHeader(base, Buffer.from(encodeMessage(snapMessage(1n, 2n))));
+      carrier.writeData(base, data);
+      if (cutAfterData) return carrier.cancel();
+      carrier.writeLast(base, crc);
+      carrier.end();
+    }, reject);
+  });
+}
+
+test('on a raw connection: a snapshot arrives whole; one whose checksum does not match, or that is cut off, is discarded and nothing is delivered', async () => {
+  const [port] = await freePorts(1, 'snapshot-raw');
+  const delivered: { m: Message; file: string }[] = [];
+  const into = path.join(dir, 'raw');
+  await receiver(port, delivered, into);
+  const data = randomBytes(2 * (1 << 20) + 777);
+
+  assert.equal(await sendRaw(port, data, crc32c(data)), null);
+  await waitFor('the snapshot to be delivered', () => delivered.length === 1);
+  assert.ok(fs.readFileSync(delivered[0].file).equals(data), 'the received file differs from the sent one');
+
+  const bad = await sendRaw(port, data, crc32c(data) ^ 1);
+  assert.match(bad?.message ?? '', /snapshot checksum mismatch/);
+  const cut = await sendRaw(port, data, 0, true);
+  assert.match(cut?.message ?? '', /cancelled/);
+  await waitFor('no temporary file to be left', () => fs.readdirSync(into).length === 1);
+  assert.equal(delivered.length, 1, 'a damaged or partial snapshot was delivered');
+  assert.deepEqual(fs.readdirSync(into), [path.basename(delivered[0].file)]);
 });
