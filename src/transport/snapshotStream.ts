@@ -56,20 +56,12 @@ export type OpenCarrier = (done: (err: Error | null, ack?: Ack) => void) => Prom
 /** The SendSnapshot gRPC call as a carrier. */
 export function grpcCarrier(client: PeerClient): OpenCarrier {
   return (done) => {
-    let wake: (() => void) | undefined;
-    const call = client.SendSnapshot((err, ack) => {
-      wake?.();
-      done(err ? new Error(err.message.split('\n')[0]) : null, ack);
-    });
+    const call = client.SendSnapshot((err, ack) => done(err ? new Error(err.message.split('\n')[0]) : null, ack));
     const write = (c: Partial<SnapshotChunk> & ChunkBase) => call.write({ header: EMPTY, data: EMPTY, last: false, crc32c: 0, ...c });
     return Promise.resolve({
       writeHeader: (base, header) => void write({ ...base, header }),
       writeData: (base, data) => write({ ...base, data }),
-      drained: () =>
-        new Promise<void>((resolve) => {
-          wake = resolve;
-          call.once('drain', resolve);
-        }).finally(() => (wake = undefined)),
+      drained: () => new Promise<void>((resolve) => call.once('drain', resolve)),
       writeLast: (base, crc) => void write({ ...base, last: true, crc32c: crc }),
       end: () => call.end(),
       cancel: () => call.cancel(),
@@ -104,7 +96,12 @@ export async function streamSnapshot(open: OpenCarrier, host: TransportHost, pee
   try {
     carrier = await open(done);
     const c = carrier;
-    const drained = () => new Promise<void>((resolve) => ((wake = resolve), void c.drained().then(resolve))).finally(() => (wake = undefined));
+    // The carrier drained, or the peer answered (or failed) meanwhile.
+    const drained = () =>
+      new Promise<void>((resolve) => {
+        wake = resolve;
+        void c.drained().then(resolve);
+      }).finally(() => (wake = undefined));
     c.writeHeader(base, Buffer.from(encodeMessage(snap.message)));
     let crc = 0;
     // Bounded by the snapshot's size; leaving the loop early ends the read behind it.
