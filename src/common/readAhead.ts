@@ -10,20 +10,25 @@
  */
 export async function* readAhead<T>(source: AsyncIterable<T>): AsyncGenerator<T> {
   const it = source[Symbol.asyncIterator]();
-  let next: Promise<IteratorResult<T>> | undefined = it.next();
+  // A step that fails while the consumer waits on its socket is nobody's yet: marked
+  // handled at once, or Node ends the process on an unhandled rejection. Its error
+  // still reaches the consumer through the await below.
+  const ask = () => {
+    const p = it.next();
+    p.catch(() => undefined);
+    return p;
+  };
+  let next: Promise<IteratorResult<T>> | undefined = ask();
   try {
     for (;;) {
       const r = await next;
       next = undefined;
       if (r.done) return;
-      next = it.next();
+      next = ask();
       yield r.value;
     }
   } finally {
-    if (next) {
-      // Left early (or the step failed): what the step under way gives is not wanted.
-      next.catch(() => undefined);
-      await it.return?.(undefined)?.catch(() => undefined);
-    }
+    // Left early (or the step failed): what the step under way gives is not wanted.
+    if (next) await it.return?.(undefined)?.catch(() => undefined);
   }
 }

@@ -231,8 +231,22 @@ export class SnapshotReceiver {
     this.pending = this.pending.then(() => this.discard());
   }
 
-  /** The sender has sent everything: check, store, and say what to answer. */
+  /**
+   * The sender has sent everything: check, store, and say what to answer. Never
+   * rejects (both carriers call it unawaited): anything that throws is answered
+   * as an error and the transfer's file removed.
+   */
   async finish(): Promise<ReceiveOutcome> {
+    try {
+      return await this.store();
+    } catch (e) {
+      await this.discard().catch(() => undefined);
+      this.host.logEvent('warn', 'could not store a snapshot from a peer', { peer: this.from.toString(16), error: (e as Error).message });
+      return { code: grpc.status.INTERNAL, error: `snapshot not stored: ${(e as Error).message}` };
+    }
+  }
+
+  private async store(): Promise<ReceiveOutcome> {
     this.flush();
     await this.pending;
     const no = refusal(this.host, this.clusterId, this.from);

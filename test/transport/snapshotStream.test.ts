@@ -149,3 +149,46 @@ test('on a raw connection: a snapshot arrives whole; one whose checksum does not
   assert.equal(delivered.length, 1, 'a damaged or partial snapshot was delivered');
   assert.deepEqual(fs.readdirSync(into), [path.basename(delivered[0].file)]);
 });
+
+test('a snapshot whose file read fails while the socket drains: the send fails, nothing is delivered, the process goes on, and the next one arrives', async () => {
+  const [port] = await freePorts(1, 'snapshot-read-fails');
+  const delivered: { m: Message; file: string }[] = [];
+  const into = path.join(dir, 'read-fails');
+  await receiver(port, delivered, into);
+  const data = randomBytes(16 * (1 << 20));
+  let failRead = true;
+  // A read fails at once, ahead of the consumer, once the socket's buffers are full
+  // (loopback takes a few MiB before a write has to wait for 'drain' from the loop).
+  async function* chunks(n: number): AsyncGenerator<Buffer> {
+    for (let off = 0; off < data.length; off += n) {
+      await Promise.resolve(); // a read, done at once
+      if (failRead && off >= data.length / 2) throw new Error('the store went away');
+      yield data.subarray(off, off + n);
+    }
+  }
+  // A member process ends on an unhandled rejection; the test runner would only note it.
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+  process.on('unhandledRejection', onUnhandled);
+  after(() => void process.off('unhandledRejection', onUnhandled));
+  const outcomes: boolean[] = [];
+  const sender = new PeerTransport({
+    ...host(1n, 7n, { unreachable: 0, refused: 0 }),
+    snapshotData: (m) => Promise.resolve({ message: m, chunks, done: () => undefined }),
+    snapshotSent: (_peer, ok) => void outcomes.push(ok),
+  });
+  transports.push(sender);
+  sender.setPeers(new Map([[2n, [`http://127.0.0.1:${port}`]]]));
+  sender.send([snapMessage(1n, 2n)]);
+  await waitFor('the failed send to be reported', () => outcomes.length === 1);
+  assert.deepEqual(outcomes, [false]);
+  assert.deepEqual(unhandled, [], 'the failed read was left unhandled: a member would have exited');
+  await waitFor('no temporary file to be left', () => fs.readdirSync(into).length === 0);
+  assert.equal(delivered.length, 0, 'a partial snapshot was delivered');
+
+  failRead = false;
+  sender.send([snapMessage(1n, 2n)]);
+  await waitFor('the second snapshot to be delivered', () => outcomes.length === 2 && delivered.length === 1);
+  assert.deepEqual(outcomes, [false, true]);
+  assert.ok(fs.readFileSync(delivered[0].file).equals(data), 'the received file differs from the sent one');
+});
