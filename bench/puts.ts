@@ -110,7 +110,7 @@ export async function run(args: string[]): Promise<void> {
     { name: 'etcd', start: startEtcd },
     { name: `Lifeboat ${commitOf('.')}`, start: (certs) => startLifeboat(undefined, certs) },
   ];
-  for (const dir of o.before) variants.push({ name: `Lifeboat ${commitOf(dir)} (before)`, start: (certs) => startLifeboat(dir, certs) });
+  for (const dir of o.before) variants.push({ name: `Lifeboat ${commitOf(dir)} (before: ${path.basename(dir)})`, start: (certs) => startLifeboat(dir, certs) });
   const results = new Map<string, Map<number, Sample>[]>(variants.map((v) => [v.name, []]));
   const started = Date.now();
   const loadStart = os.loadavg()[0];
