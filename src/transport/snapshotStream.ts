@@ -233,8 +233,9 @@ export class SnapshotReceiver {
 
   /**
    * The sender has sent everything: check, store, and say what to answer. Never
-   * rejects (both carriers call it unawaited): anything that throws is answered
-   * as an error and the transfer's file removed.
+   * rejects (both carriers call it unawaited): a write that failed during the
+   * transfer, or anything that throws while storing, is answered as INTERNAL, logged,
+   * and the transfer's file removed.
    */
   async finish(): Promise<ReceiveOutcome> {
     try {
@@ -254,27 +255,17 @@ export class SnapshotReceiver {
       await this.discard();
       return { ack: no };
     }
-    const failed = this.failed;
-    if (failed) {
-      await this.discard();
-      this.host.logEvent('warn', 'could not store a snapshot from a peer', { peer: this.from.toString(16), error: failed.message });
-      return { code: grpc.status.INTERNAL, error: `snapshot not stored: ${failed.message}` };
-    }
+    if (this.failed) throw this.failed; // answered by finish()
     if (!this.header || this.expectedCrc === undefined || this.crc !== this.expectedCrc || !this.out) {
       await this.discard();
       this.host.logEvent('warn', 'discarded a damaged snapshot', { peer: this.from.toString(16), bytes: this.bytes });
       return { code: grpc.status.DATA_LOSS, error: 'snapshot checksum mismatch' };
     }
-    try {
-      await this.out.sync();
-      await this.out.close();
-      await fs.rename(`${this.file}.tmp`, this.file);
-      const dir = await fs.open(path.dirname(this.file), 'r');
-      await dir.sync().finally(() => dir.close());
-    } catch (e) {
-      await this.discard();
-      return { code: grpc.status.INTERNAL, error: `snapshot not stored: ${(e as Error).message}` };
-    }
+    await this.out.sync();
+    await this.out.close();
+    await fs.rename(`${this.file}.tmp`, this.file);
+    const dir = await fs.open(path.dirname(this.file), 'r');
+    await dir.sync().finally(() => dir.close());
     this.heard(this.from);
     this.host.snapshotReceived(decodeMessage(this.header), this.file);
     return { ack: { refused: '', superseded_by: '0' } };
