@@ -19,6 +19,9 @@ import { decodeConfChange } from '../raft/confChange.js';
 import { EntryType, type Entry } from '../raft/types.js';
 import { kvPath, memberDir, metaPath, parseSnapshotName, snapDir, walDir } from '../storage/layout.js';
 import { RaftStorage } from '../storage/raftStorage.js';
+import { DirLock } from '../storage/dirLock.js';
+import { NodeFileSystem } from '../storage/fileSystem.js';
+import { InspectMemo } from './inspectMemo.js';
 import { DataDirLockedError, StorageError } from '../storage/errors.js';
 import { readMarker } from '../storage/markers.js';
 
@@ -197,10 +200,23 @@ export function dataDirRuntime(dataDir: string): 'lifeboat' | 'etcd' {
 export async function inspectDataDir(dataDir: string, opts: InspectOptions = {}): Promise<DataDirReport> {
   if (!fs.existsSync(dataDir)) throw new StorageError(`data dir ${dataDir} does not exist; check the path`);
   const runtime = dataDirRuntime(dataDir);
-  if (runtime === 'etcd') return inspectEtcdDataDir(dataDir, opts);
+  if (runtime === 'etcd') {
+    const dirs = opts.walDir === undefined ? [dataDir] : [dataDir, opts.walDir];
+    return memo.get(
+      dirs,
+      () => refuseLockedEtcd(dataDir, opts),
+      () => Promise.resolve().then(() => inspectEtcdDataDir(dataDir, opts)),
+    );
+  }
   if (opts.walDir !== undefined) throw new InputError(`--wal-dir is for etcd data dirs; ${dataDir} is a Lifeboat data dir, whose log is in ${walDir(dataDir)}`);
-  return inspectLifeboatDataDir(dataDir);
+  return memo.get(
+    [dataDir],
+    () => DirLock.check(new NodeFileSystem(), dataDir),
+    () => inspectLifeboatDataDir(dataDir),
+  );
 }
+
+const memo = new InspectMemo<DataDirReport>();
 
 /** Copies kv.db (and kv.db-wal) into a private temp dir, opens the copy, and removes it after. */
 async function withKvCopy<T>(dataDir: string, use: (kv: KvStore) => Promise<T>): Promise<T> {
@@ -283,11 +299,14 @@ function listed(d: EntryDescription): ListedEntry {
   return { index: d.index, term: d.term, kind: d.kind, text: d.text };
 }
 
-function inspectEtcdDataDir(dataDir: string, opts: InspectOptions): DataDirReport {
+/** A running etcd holds its WAL and db locks: its data dir is not read. */
+function refuseLockedEtcd(dataDir: string, opts: InspectOptions): void {
   const held = etcdDataDirLock(dataDir, opts);
-  if (held) {
-    throw new DataDirLockedError(dataDir, held.pid ?? 0, `etcd${held.pid ? ` pid ${held.pid}` : ''} via ${held.file}`);
-  }
+  if (held) throw new DataDirLockedError(dataDir, held.pid ?? 0, `etcd${held.pid ? ` pid ${held.pid}` : ''} via ${held.file}`);
+}
+
+function inspectEtcdDataDir(dataDir: string, opts: InspectOptions): DataDirReport {
+  refuseLockedEtcd(dataDir, opts);
   const s = readEtcdDataDir(dataDir, opts);
   const last = s.entries.at(-1);
   const confChanges = s.pastCommit.filter((d) => d.kind === 'member change').length;

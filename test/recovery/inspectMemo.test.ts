@@ -1,0 +1,109 @@
+// Repeated inspections of an unchanged data dir in one process (a recovery
+// playbook inspects its source up to five times) reuse the first report; any
+// change to the dir, even a rewrite that keeps a file's size and mtime, makes
+// the next inspection read it anew, and the lock is checked every time.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { inspectDataDir } from '../../src/recovery/inspect.js';
+import { dirFingerprint } from '../../src/recovery/inspectMemo.js';
+import { DataDirLockedError } from '../../src/storage/errors.js';
+import { LifeboatCluster, etcdctl } from '../support/lifeboatCluster.js';
+
+/** Past the fingerprint's settling time: files written before now can be told apart from later writes. */
+const settle = () => new Promise((r) => setTimeout(r, 1100));
+const MTIME = 1_700_000_000;
+
+describe('inspecting one data dir again in the same process', () => {
+  let c: LifeboatCluster;
+  let dir = '';
+  const put = async (from: number, to: number) => {
+    for (let i = from; i < to; i++) assert.equal((await etcdctl(c.members[0].client, 'put', `key${i}`, `value${i}`)).code, 0);
+  };
+  before(async () => {
+    c = await LifeboatCluster.start('inspectmemo', 1);
+    dir = c.members[0].dataDir;
+    await put(0, 20);
+    await c.kill(c.members[0], 'SIGTERM');
+  });
+  after(async () => c?.stopAll());
+
+  test('an unchanged dir gives the same report, a copy each time', async () => {
+    await settle();
+    const first = await inspectDataDir(dir);
+    assert.equal(first.keyCount, 20);
+    first.members.length = 0;
+    first.keyCount = -1;
+    const second = await inspectDataDir(dir);
+    assert.equal(second.keyCount, 20);
+    assert.equal(second.members.length, 1);
+    assert.deepEqual(await inspectDataDir(dir), second);
+  });
+
+  test('a member that ran on the dir meanwhile is refused while it runs, and its writes are seen after', async () => {
+    await settle();
+    assert.equal((await inspectDataDir(dir)).keyCount, 20);
+    const m = c.members[0];
+    c.spawn(m, ['--initial-cluster', c.initialCluster(), '--initial-cluster-state', 'new']);
+    await c.waitForLeader();
+    await assert.rejects(inspectDataDir(dir), DataDirLockedError);
+    await put(20, 25);
+    await c.kill(m, 'SIGTERM');
+    await settle();
+    const r = await inspectDataDir(dir);
+    assert.equal(r.keyCount, 25);
+    assert.ok(r.kvRevision > 21, `revision ${r.kvRevision}`);
+  });
+
+  test('a marker added to the dir shows in the next report', async () => {
+    await settle();
+    assert.deepEqual((await inspectDataDir(dir)).markers, []);
+    const marker = path.join(dir, 'member', 'removed');
+    fs.writeFileSync(marker, 'removed by the test\n');
+    try {
+      assert.deepEqual((await inspectDataDir(dir)).markers, ['removed']);
+    } finally {
+      fs.rmSync(marker);
+    }
+    assert.deepEqual((await inspectDataDir(dir)).markers, []);
+  });
+});
+
+describe('the fingerprint of a data dir', () => {
+  let tmp = '';
+  before(() => {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-fingerprint-'));
+    fs.mkdirSync(path.join(tmp, 'member'));
+    fs.writeFileSync(path.join(tmp, 'member', 'kv.db'), 'aaaa');
+    // A whole second, so that the rewrite below can put back the very same mtime.
+    fs.utimesSync(path.join(tmp, 'member', 'kv.db'), MTIME, MTIME);
+  });
+  after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+  test('is withheld while a file changed within the last second, and kept once it settled', async () => {
+    assert.equal(dirFingerprint([tmp]), undefined);
+    await settle();
+    const settled = dirFingerprint([tmp]);
+    assert.equal(typeof settled, 'string');
+    assert.equal(dirFingerprint([tmp]), settled);
+  });
+
+  test('changes when a file is rewritten with its size and mtime kept', async () => {
+    await settle();
+    const file = path.join(tmp, 'member', 'kv.db');
+    const before = dirFingerprint([tmp]);
+    assert.equal(typeof before, 'string');
+    const st = fs.statSync(file, { bigint: true });
+    fs.writeFileSync(file, 'bbbb');
+    fs.utimesSync(file, MTIME, MTIME);
+    const now = fs.statSync(file, { bigint: true });
+    assert.equal(now.size, st.size);
+    assert.equal(now.mtimeNs, st.mtimeNs);
+    await settle();
+    const after = dirFingerprint([tmp]);
+    assert.equal(typeof after, 'string');
+    assert.notEqual(after, before);
+  });
+});
