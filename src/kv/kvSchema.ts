@@ -112,13 +112,15 @@ export function openKvDatabase(path: string, opts: OpenOptions = {}): Database.D
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = NORMAL');
     }
-    db.pragma('cache_size = -65536'); // 64 MiB
     db.pragma('temp_store = MEMORY');
     const appId = db.pragma('application_id', { simple: true }) as number;
     // A page-level check of every b-tree (not the index-vs-table cross check of
     // integrity_check): 0.2-0.3 s per 100k keys (20 MB), measured; so a damaged
-    // file stops the opener instead of being served from.
+    // file stops the opener instead of being served from. Run with SQLite's small
+    // default cache: with the large one it took longer, and every page it read stayed
+    // in the opener's memory (a restarted member held its whole store).
     if (path !== ':memory:' && opts.quickCheck !== false) quickCheck(db, path);
+    db.pragma('cache_size = -65536'); // 64 MiB
     const version = db.pragma('user_version', { simple: true }) as number;
     if (appId === 0 && version === 0 && isEmpty(db)) {
       if (opts.readonly) throw new Error(`${path} is an empty database, not a Lifeboat KV`);
