@@ -240,7 +240,8 @@ export async function checkCluster(endpoints: string[], conn: Connection, timeou
       const { status: leader } = await findLeader(endpoints, conn);
       const revision = leader.header.revision;
       // Every member hashes at once: each scans its whole store, and one after another took the sum of their times.
-      const hashed = await Promise.all(
+      // Settled, not raced: a member that fails at once must not leave the others' scans running under the next attempt.
+      const settled = await Promise.allSettled(
         members.map(async (m) => {
           const c = clientFor([m.clientURLs[0]], conn);
           try {
@@ -250,7 +251,11 @@ export async function checkCluster(endpoints: string[], conn: Connection, timeou
           }
         }),
       );
-      const hashes: Record<string, number> = Object.fromEntries(hashed);
+      const hashes: Record<string, number> = {};
+      for (const r of settled) {
+        if (r.status === 'rejected') throw r.reason instanceof Error ? r.reason : new Error(String(r.reason));
+        hashes[r.value[0]] = r.value[1];
+      }
       if (new Set(Object.values(hashes)).size !== 1) throw new Error(`HashKV differs at revision ${revision}: ${JSON.stringify(hashes)}`);
       return { voters: voters.length, learners: members.length - voters.length, leader: [...leaders][0], revision, hashes };
     },

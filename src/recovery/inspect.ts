@@ -201,7 +201,7 @@ export async function inspectDataDir(dataDir: string, opts: InspectOptions = {})
   if (!fs.existsSync(dataDir)) throw new StorageError(`data dir ${dataDir} does not exist; check the path`);
   const runtime = dataDirRuntime(dataDir);
   if (runtime === 'etcd') {
-    const dirs = opts.walDir === undefined ? [dataDir] : [dataDir, opts.walDir];
+    const dirs = opts.walDir === undefined ? [memberDir(dataDir)] : [memberDir(dataDir), opts.walDir];
     return memo.get(
       dirs,
       () => refuseLockedEtcd(dataDir, opts),
@@ -210,7 +210,7 @@ export async function inspectDataDir(dataDir: string, opts: InspectOptions = {})
   }
   if (opts.walDir !== undefined) throw new InputError(`--wal-dir is for etcd data dirs; ${dataDir} is a Lifeboat data dir, whose log is in ${walDir(dataDir)}`);
   return memo.get(
-    [dataDir],
+    [memberDir(dataDir)],
     () => DirLock.check(new NodeFileSystem(), dataDir),
     () => inspectLifeboatDataDir(dataDir),
   );

@@ -3,35 +3,43 @@
 // fence's lock check and member list, fence-old), and each inspection copies
 // kv.db, checks its pages and hashes every revision.
 //
-// "Unchanged" is a fingerprint of every file under the dirs (size, mtime, ctime,
-// inode). The file system stamps ctime from a coarse clock, so a change within
-// the same tick as an earlier one can leave all of that equal: a fingerprint is
-// only trusted when every file's ctime is at least SETTLED_NS before it was taken,
-// so that any later write moves a ctime. The caller still checks the lock every
-// time: whether its holder runs can change without any file changing.
+// "Unchanged" is a fingerprint of every file under the dirs inspections read
+// (device, inode, size, mtime, ctime; symlinks followed). The file system stamps
+// ctime from a coarse clock, so a change within the same tick as an earlier one
+// can leave all of that equal: a fingerprint is only trusted when every file's
+// ctime is at least SETTLED_NS before it was taken, so that any later write moves
+// a ctime. A dir that cannot be walked (a file renamed meanwhile, a directory we
+// may not read) gives no fingerprint: the inspection then runs and reports as
+// before. The caller still checks the lock every time: whether its holder runs
+// can change without any file changing.
 import fs from 'node:fs';
 import path from 'node:path';
 
-const SETTLED_NS = 1_000_000_000n;
+const SETTLED_NS = 2_000_000_000n;
 
-/** The fingerprint of the files under `dirs`; undefined when one changed too recently to tell a later change apart. */
+/** The fingerprint of the files under `dirs`; undefined when one changed too recently, or a dir could not be read. */
 export function dirFingerprint(dirs: readonly string[]): string | undefined {
   const settledBefore = BigInt(Date.now()) * 1_000_000n - SETTLED_NS;
   const parts: string[] = [];
-  const walk = (dir: string, rel: string): boolean => {
-    for (const name of fs.readdirSync(dir).sort()) {
-      const full = path.join(dir, name);
-      const st = fs.lstatSync(full, { bigint: true });
-      if (st.ctimeNs > settledBefore) return false;
-      parts.push(`${path.join(rel, name)}:${st.mode}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`);
-      if (st.isDirectory() && !walk(full, path.join(rel, name))) return false;
-    }
-    return true;
+  const seenDirs = new Set<string>();
+  const visit = (full: string, rel: string): boolean => {
+    const st = fs.statSync(full, { bigint: true });
+    if (st.ctimeNs > settledBefore) return false;
+    parts.push(`${rel}:${st.dev}:${st.ino}:${st.mode}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`);
+    if (!st.isDirectory()) return true;
+    // A symlink back up the tree is walked once.
+    const id = `${st.dev}:${st.ino}`;
+    if (seenDirs.has(id)) return true;
+    seenDirs.add(id);
+    return fs
+      .readdirSync(full)
+      .sort()
+      .every((name) => visit(path.join(full, name), path.join(rel, name)));
   };
-  for (const dir of dirs) {
-    const st = fs.lstatSync(dir, { bigint: true });
-    parts.push(`${path.resolve(dir)}:${st.ino}:${st.ctimeNs}`);
-    if (st.ctimeNs > settledBefore || !walk(dir, '')) return undefined;
+  try {
+    for (const dir of dirs) if (!visit(dir, path.resolve(dir))) return undefined;
+  } catch {
+    return undefined;
   }
   return parts.join('\n');
 }

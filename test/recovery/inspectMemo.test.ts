@@ -8,12 +8,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { inspectDataDir } from '../../src/recovery/inspect.js';
-import { dirFingerprint } from '../../src/recovery/inspectMemo.js';
+import { dirFingerprint, InspectMemo } from '../../src/recovery/inspectMemo.js';
 import { DataDirLockedError } from '../../src/storage/errors.js';
 import { LifeboatCluster, etcdctl } from '../support/lifeboatCluster.js';
 
 /** Past the fingerprint's settling time: files written before now can be told apart from later writes. */
-const settle = () => new Promise((r) => setTimeout(r, 1100));
+const settle = () => new Promise((r) => setTimeout(r, 2100));
 const MTIME = 1_700_000_000;
 
 describe('inspecting one data dir again in the same process', () => {
@@ -73,21 +73,33 @@ describe('inspecting one data dir again in the same process', () => {
 
 describe('the fingerprint of a data dir', () => {
   let tmp = '';
+  let elsewhere = '';
   before(() => {
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-fingerprint-'));
+    elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-fingerprint-wal-'));
     fs.mkdirSync(path.join(tmp, 'member'));
     fs.writeFileSync(path.join(tmp, 'member', 'kv.db'), 'aaaa');
     // A whole second, so that the rewrite below can put back the very same mtime.
     fs.utimesSync(path.join(tmp, 'member', 'kv.db'), MTIME, MTIME);
+    fs.writeFileSync(path.join(elsewhere, 'segment'), 'log');
+    fs.symlinkSync(elsewhere, path.join(tmp, 'member', 'wal'));
   });
-  after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+  after(() => {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    fs.rmSync(elsewhere, { recursive: true, force: true });
+  });
 
-  test('is withheld while a file changed within the last second, and kept once it settled', async () => {
+  test('is withheld while a file changed within the last two seconds, and kept once it settled', async () => {
+    await settle();
+    assert.equal(typeof dirFingerprint([tmp]), 'string');
+    const fresh = path.join(tmp, 'member', 'fresh');
+    fs.writeFileSync(fresh, 'x');
     assert.equal(dirFingerprint([tmp]), undefined);
     await settle();
     const settled = dirFingerprint([tmp]);
     assert.equal(typeof settled, 'string');
     assert.equal(dirFingerprint([tmp]), settled);
+    fs.rmSync(fresh);
   });
 
   test('changes when a file is rewritten with its size and mtime kept', async () => {
@@ -105,5 +117,54 @@ describe('the fingerprint of a data dir', () => {
     const after = dirFingerprint([tmp]);
     assert.equal(typeof after, 'string');
     assert.notEqual(after, before);
+  });
+
+  test('follows a symlinked directory: a change behind the link changes it', async () => {
+    await settle();
+    const before = dirFingerprint([tmp]);
+    assert.equal(typeof before, 'string');
+    fs.appendFileSync(path.join(elsewhere, 'segment'), ' and more');
+    await settle();
+    const after = dirFingerprint([tmp]);
+    assert.equal(typeof after, 'string');
+    assert.notEqual(after, before);
+  });
+
+  test('is withheld for a dir that cannot be read', () => {
+    assert.equal(dirFingerprint([path.join(tmp, 'no-such-dir')]), undefined);
+    assert.equal(typeof dirFingerprint([tmp]), 'string');
+  });
+});
+
+describe('InspectMemo', () => {
+  let tmp = '';
+  before(() => {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-memo-'));
+    fs.writeFileSync(path.join(tmp, 'kv.db'), 'aaaa');
+  });
+  after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+  test('inspects an unchanged dir once, checks the lock at every call, and inspects again after a change', async () => {
+    await settle();
+    const memo = new InspectMemo<{ n: number }>();
+    let inspections = 0;
+    let locked = false;
+    const check = () => {
+      if (locked) throw new Error('locked');
+    };
+    const inspect = () => Promise.resolve({ n: ++inspections });
+    assert.deepEqual(await memo.get([tmp], check, inspect), { n: 1 });
+    assert.deepEqual(await memo.get([tmp], check, inspect), { n: 1 });
+    assert.equal(inspections, 1);
+    locked = true;
+    await assert.rejects(memo.get([tmp], check, inspect), /locked/);
+    locked = false;
+    fs.appendFileSync(path.join(tmp, 'kv.db'), 'b');
+    assert.deepEqual(await memo.get([tmp], check, inspect), { n: 2 });
+    // Changed within the last two seconds: not kept, so inspected every time until it settles.
+    assert.deepEqual(await memo.get([tmp], check, inspect), { n: 3 });
+    await settle();
+    assert.deepEqual(await memo.get([tmp], check, inspect), { n: 4 });
+    assert.deepEqual(await memo.get([tmp], check, inspect), { n: 4 });
   });
 });
