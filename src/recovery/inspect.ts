@@ -205,7 +205,7 @@ export async function inspectDataDir(dataDir: string, opts: InspectOptions = {})
     return memo.get(
       dirs,
       () => refuseLockedEtcd(dataDir, opts),
-      () => Promise.resolve().then(() => inspectEtcdDataDir(dataDir, opts)),
+      () => inspectEtcdDataDir(dataDir, opts),
     );
   }
   if (opts.walDir !== undefined) throw new InputError(`--wal-dir is for etcd data dirs; ${dataDir} is a Lifeboat data dir, whose log is in ${walDir(dataDir)}`);

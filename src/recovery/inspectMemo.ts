@@ -1,6 +1,6 @@
 // Repeated inspections of one unchanged data dir in one process reuse the first
 // report: a recovery playbook inspects its source up to five times (inspect, the
-// fence's lock check and member list, fence-old), and each inspection copies
+// fence's lock check and its member list, restore, fence-old), and each inspection copies
 // kv.db, checks its pages and hashes every revision.
 //
 // "Unchanged" is a fingerprint of every file under the dirs inspections read
@@ -22,22 +22,22 @@ export function dirFingerprint(dirs: readonly string[]): string | undefined {
   const settledBefore = BigInt(Date.now()) * 1_000_000n - SETTLED_NS;
   const parts: string[] = [];
   const seenDirs = new Set<string>();
-  const visit = (full: string, rel: string): boolean => {
-    const st = fs.statSync(full, { bigint: true });
+  const visit = (file: string): boolean => {
+    const st = fs.statSync(file, { bigint: true });
     if (st.ctimeNs > settledBefore) return false;
-    parts.push(`${rel}:${st.dev}:${st.ino}:${st.mode}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`);
+    parts.push(`${file}:${st.dev}:${st.ino}:${st.mode}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`);
     if (!st.isDirectory()) return true;
     // A symlink back up the tree is walked once.
     const id = `${st.dev}:${st.ino}`;
     if (seenDirs.has(id)) return true;
     seenDirs.add(id);
     return fs
-      .readdirSync(full)
+      .readdirSync(file)
       .sort()
-      .every((name) => visit(path.join(full, name), path.join(rel, name)));
+      .every((name) => visit(path.join(file, name)));
   };
   try {
-    for (const dir of dirs) if (!visit(dir, path.resolve(dir))) return undefined;
+    for (const dir of dirs) if (!visit(path.resolve(dir))) return undefined;
   } catch {
     return undefined;
   }
@@ -53,7 +53,7 @@ export function dirFingerprint(dirs: readonly string[]): string | undefined {
 export class InspectMemo<T> {
   private readonly reports = new Map<string, { fingerprint: string; report: T }>();
 
-  async get(dirs: readonly string[], check: () => void, inspect: () => Promise<T>): Promise<T> {
+  async get(dirs: readonly string[], check: () => void, inspect: () => T | Promise<T>): Promise<T> {
     const key = dirs.map((d) => path.resolve(d)).join('\0');
     const before = dirFingerprint(dirs);
     const known = this.reports.get(key);
