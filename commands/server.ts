@@ -1,14 +1,7 @@
-import { Command, Flags } from '#oclif-core';
-import { flagEnv, parseServerArgs, SERVER_FLAGS, type ServerFlagSpec } from '../src/cli/serverFlags.js';
+import { Command } from '#oclif-core';
+import { oclifFlag } from '../src/cli/oclifFlag.js';
+import { parseServerArgs, SERVER_FLAGS } from '../src/cli/serverFlags.js';
 import { runServer } from '../src/cli/serverRun.js';
-
-/** oclif's flag for one of the server's (for --help: the member parses its own, serverFlags.ts). */
-function oclifFlag(name: string, f: ServerFlagSpec) {
-  const common = { description: f.description, env: flagEnv(name) };
-  if (f.type === 'integer') return Flags.integer({ ...common, default: f.default });
-  if (f.type === 'boolean') return Flags.boolean({ ...common, default: f.default, allowNo: f.allowNo ?? false });
-  return Flags.string({ ...common, default: f.default, options: f.options ? [...f.options] : undefined });
-}
 
 export default class Server extends Command {
   static override description = `Run one Lifeboat member in the foreground: an embedded Raft member with an MVCC store, serving etcd's v3 API.

@@ -1,8 +1,6 @@
 import { Args } from '#oclif-core';
 import { EtcdCommand } from '../../src/cli/baseCommand.js';
-import { snapshotSaveOutput } from '../../src/cli/output/maintenance.js';
-import { progressBar } from '../../src/cli/progressBar.js';
-import { saveSnapshot } from '../../src/client/snapshotSave.js';
+import { saveAndPrint } from '../../src/cli/snapshotSaveRun.js';
 
 export default class SnapshotSave extends EtcdCommand {
   static override description =
@@ -17,16 +15,9 @@ export default class SnapshotSave extends EtcdCommand {
     file: Args.string({ description: 'where to write the snapshot', required: true }),
   };
 
+  // bin/run.js runs `lifeboat snapshot save` through src/cli/snapshotSaveRun.ts (no oclif): this is the path of --help and of oclif's own runners.
   async run(): Promise<void> {
     const { args, flags } = await this.parse(SnapshotSave);
-    const client = this.client(flags);
-    const bar = progressBar('snapshot');
-    try {
-      const saved = await saveSnapshot(client, args.file, { onProgress: (done, total) => bar.update(done, total) });
-      bar.finish();
-      this.print(flags['write-out'], saved, snapshotSaveOutput);
-    } finally {
-      bar.finish();
-    }
+    await saveAndPrint(this.client(flags), args.file, flags['write-out'], (line) => this.log(line));
   }
 }

@@ -186,6 +186,18 @@ export interface SnapshotToSend {
   done(): void;
 }
 
+/** Resolves on the call's next 'drain', 'cancelled' or 'error', and leaves no listener behind (one a chunk piled up past the warning limit). */
+function drainedOrGone(call: grpc.ServerWritableStream<unknown, unknown>): Promise<void> {
+  const events = ['drain', 'cancelled', 'error'];
+  return new Promise((resolve) => {
+    const done = () => {
+      for (const ev of events) call.off(ev, done);
+      resolve();
+    };
+    for (const ev of events) call.on(ev, done);
+  });
+}
+
 /** Streams the snapshot's chunks as they are read (never whole in memory), the trailer's sha256 last. */
 async function streamSnapshot(call: grpc.ServerWritableStream<unknown, unknown>, snap: SnapshotToSend): Promise<void> {
   try {
@@ -195,7 +207,7 @@ async function streamSnapshot(call: grpc.ServerWritableStream<unknown, unknown>,
       // etcd's remaining_bytes: what is still to come after this message.
       const ok = call.write({ remaining_bytes: String(snap.size - sent), blob });
       // A client that goes away mid-stream must not leave us waiting for a drain.
-      if (!ok) await new Promise((r) => ['drain', 'cancelled', 'error'].forEach((ev) => call.once(ev, r)));
+      if (!ok) await drainedOrGone(call);
       if (call.cancelled) return;
     }
     if (sent !== snap.size) throw new Error(`snapshot ended at ${sent} of ${snap.size} bytes`);

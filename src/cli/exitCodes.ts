@@ -1,5 +1,7 @@
 // Process exit codes for every `lifeboat` command, and the one place that turns
 // an error escaping a command (or oclif's parser) into a code and a message.
+import { InputError, RefusedError } from '../common/errors.js';
+import { DataDirLockedError } from '../storage/errors.js';
 
 export const EXIT = {
   OK: 0,
@@ -18,6 +20,15 @@ export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 /** How a playbook run's outcome ends the process: succeeded 0, refused 3, failed or interrupted 1. */
 export function exitCodeFor(outcome: 'succeeded' | 'failed' | 'refused' | 'interrupted'): ExitCode {
   return outcome === 'succeeded' ? EXIT.OK : outcome === 'refused' ? EXIT.REFUSED : EXIT.FAILURE;
+}
+
+/** Tags `err` with the command it escaped and the exit code of our error classes: InputError → 2, RefusedError and a locked data dir → 3. */
+export function tagCommandError(err: unknown, commandId: string | undefined): void {
+  if (typeof err !== 'object' || err === null) return;
+  const e = err as { commandId?: string; oclif?: { exit?: number } };
+  if (e.commandId === undefined) e.commandId = commandId;
+  if (err instanceof InputError) e.oclif = { exit: EXIT.USAGE };
+  else if (err instanceof RefusedError || err instanceof DataDirLockedError) e.oclif = { exit: EXIT.REFUSED };
 }
 
 export interface ExitDecision {

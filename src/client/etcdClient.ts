@@ -302,7 +302,8 @@ export class EtcdClient {
     try {
       for await (const msg of stream as AsyncIterable<WireSnapshotResponse>) {
         arm();
-        yield { remainingBytes: wireNum(msg.remaining_bytes), blob: Buffer.from(msg.blob ?? []) };
+        // The decoder hands a Buffer already (a view of the message): copying each 1 MiB chunk again cost the save a tenth of its time.
+        yield { remainingBytes: wireNum(msg.remaining_bytes), blob: Buffer.isBuffer(msg.blob) ? msg.blob : Buffer.from(msg.blob ?? []) };
       }
       this.options.debug?.(`← Maintenance.Snapshot ${ep} OK (${Date.now() - started}ms)`);
     } catch (err) {

@@ -170,3 +170,21 @@ test('lifeboat server, run without oclif (bin/run.js → serverEntry), refuses b
   assert.match(help.stdout, /^USAGE\n\s+\$ lifeboat server/m);
   assert.match(help.stdout, /--initial-cluster-state=<option>/);
 });
+
+test('lifeboat snapshot save, run without oclif (bin/run.js → snapshotSaveRun), refuses bad flags as every command does: one line, exit 2', () => {
+  const unknown = lifeboat('snapshot', 'save', 'x.db', '--bogus');
+  assertOneLineUsageError(unknown, 'Nonexistent flag: --bogus');
+  assert.ok(unknown.stderr.includes("See 'lifeboat snapshot save --help'"), unknown.stderr);
+  assertOneLineUsageError(lifeboat('snapshot', 'save'), 'Missing 1 required arg: file');
+  assertOneLineUsageError(lifeboat('snapshot', 'save', 'a.db', 'b.db'), 'Unexpected argument: b.db');
+  assertOneLineUsageError(lifeboat('snapshot', 'save', 'a.db', '-w', 'xml'), 'invalid --write-out "xml": expected one of simple, json, table');
+  assertOneLineUsageError(lifeboat('snapshot', 'save', 'a.db', '--endpoints'), '--endpoints needs a value');
+  assertOneLineUsageError(lifeboat('snapshot', 'save', 'a.db', '--dial-timeout', '5x'), 'invalid --dial-timeout "5x"');
+  assertOneLineUsageError(lifeboatWithEnv({ ETCDCTL_DIAL_TIMEOUT: 'zz' }, 'snapshot', 'save', 'a.db'), 'invalid ETCDCTL_DIAL_TIMEOUT "zz"');
+  assertOneLineUsageError(lifeboat('snapshot', 'save', 'a.db', '--debug=maybe'), 'invalid --debug="maybe": expected true or false');
+  // oclif still prints the help, from the same flags.
+  const help = lifeboat('snapshot', 'save', '--help');
+  assert.equal(help.code, EXIT.OK, help.stderr);
+  assert.match(help.stdout, /^USAGE\n\s+\$ lifeboat snapshot save FILE/m);
+  assert.match(help.stdout, /--dial-timeout=<value>\s+\[default: 2s, env: LIFEBOAT_DIAL_TIMEOUT\]/);
+});

@@ -11,7 +11,7 @@ import { EtcdClient } from '../../src/client/etcdClient.js';
 import { EXIT } from '../../src/cli/exitCodes.js';
 import { EtcdCluster } from '../support/etcdCluster.js';
 import { freePorts } from '../support/ports.js';
-import { ROOT, etcdctl, expectOk as ok, failsWithOneLine, lifeboat, onPath, parseJsonIds, requireEtcdTools, waitFor } from '../support/tools.js';
+import { ROOT, etcdctl, expectOk as ok, failsWithOneLine, lifeboat, onPath, parseJsonIds, requireEtcdTools, run, waitFor } from '../support/tools.js';
 
 let cluster: EtcdCluster;
 /** --endpoints with all three members */
@@ -309,6 +309,21 @@ test('snapshot save: one endpoint only; the file has the sha256 trailer and matc
     keyCount: number;
   };
   assert.equal(json.sha256, createHash('sha256').update(readFileSync(file)).digest('hex'));
+
+  // bin/run.js runs snapshot save without oclif: the flag forms oclif takes, and etcdctl's variables, work the same.
+  const inline = parseJsonIds(ok(await lifeboat('snapshot', 'save', `--endpoints=${first[1]}`, '-wjson', '--command-timeout=30s', file))) as {
+    keyCount: number;
+  };
+  assert.equal(inline.keyCount, live);
+  const env: NodeJS.ProcessEnv = { ...process.env, ETCDCTL_ENDPOINTS: first[1], ETCDCTL_COMMAND_TIMEOUT: '30s' };
+  for (const k of Object.keys(env)) if (k.startsWith('LIFEBOAT_')) delete env[k];
+  const fromEnv = await run(process.execPath, [path.join(ROOT, 'bin', 'run.js'), 'snapshot', 'save', '-w', 'table', file], { env });
+  assert.equal(fromEnv.code, 0, fromEnv.stderr);
+  assert.match(fromEnv.stdout, /\| +PATH +\| +SIZE +\|/);
+  const other = path.join(cluster.dir, 'not-written.db');
+  failsWithOneLine(await lifeboat('snapshot', 'save', other, ...first, '--command-timeout', '5x'), EXIT.USAGE, 'invalid --command-timeout "5x"');
+  failsWithOneLine(await lifeboat('snapshot', 'save', ...first), EXIT.USAGE, 'Missing 1 required arg: file');
+  assert.equal(existsSync(other), false);
 });
 
 test("move-leader: to a follower via all endpoints, and back via a follower's endpoint alone", async () => {

@@ -1,0 +1,135 @@
+// The connection flags of every command that talks to members (--endpoints,
+// timeouts, auth, TLS, --debug) and --write-out, as plain data (flagParser.ts),
+// and the connection options they give. oclif's flags are built from these
+// tables (baseCommand.ts); `lifeboat snapshot save` parses them without oclif.
+import type { ConnectionOptions } from '../client/etcdClient.js';
+import { InputError } from '../common/errors.js';
+import type { FlagSpec } from './flagParser.js';
+
+export const WRITE_OUT_FORMATS = ['simple', 'json', 'table'] as const;
+export type WriteOut = (typeof WRITE_OUT_FORMATS)[number];
+
+export const WRITE_OUT_FLAG = {
+  type: 'string',
+  char: 'w',
+  description: 'output format',
+  options: WRITE_OUT_FORMATS,
+  default: 'simple',
+  helpGroup: 'GLOBAL',
+} as const satisfies FlagSpec;
+
+/** LIFEBOAT_<NAME>, then etcdctl's ETCDCTL_<NAME> where etcdctl has one: the flag wins over both. */
+const envOf = (name: string, etcdctl = false) => {
+  const v = name.toUpperCase().replaceAll('-', '_');
+  return etcdctl ? [`LIFEBOAT_${v}`, `ETCDCTL_${v}`] : [`LIFEBOAT_${v}`];
+};
+
+/** A duration flag ("5s", "500ms") read as milliseconds, also from LIFEBOAT_<NAME> (and, with `etcdctl`, ETCDCTL_<NAME>). */
+export const durationSpec = (name: string, defaultMs: number, defaultText: string, description: string, etcdctl = false) =>
+  ({ type: 'duration', description, default: defaultMs, defaultHelp: defaultText, env: envOf(name, etcdctl), helpGroup: 'GLOBAL' }) as const satisfies FlagSpec;
+
+const str = (name: string, description: string) => ({ type: 'string', description, env: envOf(name), helpGroup: 'GLOBAL' }) as const satisfies FlagSpec;
+
+export const CONNECTION_FLAGS = {
+  endpoints: {
+    type: 'string',
+    description: 'gRPC endpoints, comma-separated: host:port, http://host:port or https://host:port (TLS)',
+    default: '127.0.0.1:2379',
+    defaultHelp: '127.0.0.1:2379',
+    env: envOf('endpoints', true),
+    helpGroup: 'GLOBAL',
+  },
+  'dial-timeout': durationSpec('dial-timeout', 2000, '2s', 'how long to wait for a connection, e.g. 2s or 500ms', true),
+  'command-timeout': durationSpec('command-timeout', 5000, '5s', 'deadline of each request, e.g. 5s', true),
+  user: str('user', 'etcd auth: username[:password] (without a password: --password, or asked on a terminal)'),
+  password: str('password', 'etcd auth: the password of --user (LIFEBOAT_PASSWORD or ETCDCTL_PASSWORD keep it off the command line)'),
+  cacert: str('cacert', 'verify servers with this CA bundle (PEM)'),
+  cert: str('cert', 'client certificate (PEM), for servers with client-cert auth'),
+  key: str('key', 'client private key (PEM), with --cert'),
+  'insecure-skip-tls-verify': {
+    type: 'boolean',
+    description: 'accept any server certificate (no chain or host-name check); test clusters only',
+    default: false,
+    env: envOf('insecure-skip-tls-verify'),
+    helpGroup: 'GLOBAL',
+  },
+  debug: { type: 'boolean', description: 'log every dial and request to stderr; print stack traces', default: false, helpGroup: 'GLOBAL' },
+} as const satisfies Record<string, FlagSpec>;
+
+/** etcdctl's variable for a setting, when the LIFEBOAT_* one and the flag are not given. */
+const fromEtcdctlEnv = (name: string): string | undefined => process.env[`ETCDCTL_${name.toUpperCase().replaceAll('-', '_')}`] || undefined;
+
+export interface ConnectionFlags {
+  'dial-timeout': number;
+  'command-timeout': number;
+  user?: string;
+  password?: string;
+  cacert?: string;
+  cert?: string;
+  key?: string;
+  'insecure-skip-tls-verify'?: boolean;
+  debug?: boolean;
+}
+
+/** The connection options the EtcdCommand flags give (for clients and for playbook steps). */
+export function connectionFromFlags(flags: ConnectionFlags): ConnectionOptions {
+  if (flags.debug) process.env.LIFEBOAT_DEBUG = '1';
+  const cacert = flags.cacert ?? fromEtcdctlEnv('cacert');
+  const cert = flags.cert ?? fromEtcdctlEnv('cert');
+  const key = flags.key ?? fromEtcdctlEnv('key');
+  const tls = {
+    ...(cacert ? { caFile: cacert } : {}),
+    ...(cert ? { certFile: cert } : {}),
+    ...(key ? { keyFile: key } : {}),
+    ...(flags['insecure-skip-tls-verify'] ? { insecureSkipVerify: true } : {}),
+  };
+  return {
+    dialTimeoutMs: flags['dial-timeout'],
+    commandTimeoutMs: flags['command-timeout'],
+    ...(Object.keys(tls).length ? { tls } : {}),
+    ...(flags.debug ? { debug: (line: string) => process.stderr.write(`debug: ${line}\n`) } : {}),
+    ...credentialsFromFlags(flags),
+  };
+}
+
+/**
+ * --user NAME[:PASSWORD] and --password, as etcdctl reads them (also LIFEBOAT_USER /
+ * LIFEBOAT_PASSWORD, then ETCDCTL_USER / ETCDCTL_PASSWORD). A missing password is
+ * asked for without echo on a terminal, and is an error without one. The password
+ * goes nowhere but the Authenticate call: no log, no error message.
+ */
+function credentialsFromFlags(flags: ConnectionFlags): Pick<ConnectionOptions, 'credentials'> {
+  const spec = flags.user ?? fromEtcdctlEnv('user');
+  return credentialsFor(spec, flags.password, process.env.ETCDCTL_PASSWORD || undefined, '--user', '--password, NAME:PASSWORD or ETCDCTL_PASSWORD');
+}
+
+/**
+ * NAME[:PASSWORD] of `flag`, read as above: `password` (given apart) wins over the
+ * one in `spec`, which wins over `fallback`; `passwordHint` says where one can come from.
+ */
+export function credentialsFor(
+  spec: string | undefined,
+  password: string | undefined,
+  fallback: string | undefined,
+  flag: string,
+  passwordHint: string,
+  promptLabel = '',
+): Pick<ConnectionOptions, 'credentials'> {
+  if (!spec) return {};
+  const colon = spec.indexOf(':');
+  const user = colon < 0 ? spec : spec.slice(0, colon);
+  if (!user) throw new InputError(`${flag} has no user name; use ${flag} NAME or ${flag} NAME:PASSWORD`);
+  const given = password ?? (colon < 0 ? undefined : spec.slice(colon + 1)) ?? fallback;
+  if (given !== undefined) return { credentials: { user, password: given } };
+  if (!process.stdin.isTTY) {
+    throw new InputError(`${flag} ${user} has no password and there is no terminal to ask on; give ${passwordHint.replace('NAME', user)}`);
+  }
+  // Asked once: every client the command makes (a playbook makes many) reuses the answer.
+  let asked: Promise<string> | undefined;
+  return { credentials: { user, password: () => (asked ??= askPassword(`${promptLabel}${user}`)) } };
+}
+
+async function askPassword(user: string): Promise<string> {
+  const { password } = await import('@inquirer/prompts');
+  return password({ message: `Password of ${user}:` });
+}

@@ -1,0 +1,57 @@
+// oclif's flags built from flagParser.ts's tables, for --help and for the
+// commands oclif parses: one table, so both parsers take the same flags.
+import { Flags } from '#oclif-core';
+import { parseDuration } from '../common/durations.js';
+import { envValue, type FlagSpec } from './flagParser.js';
+
+type Spec<T extends FlagSpec['type']> = Extract<FlagSpec, { type: T }>;
+
+/** What every kind of flag shares: oclif reads the first variable itself; the others (etcdctl's) come in through the default. */
+function common(name: string, spec: FlagSpec) {
+  const [env, ...more] = spec.env ?? [];
+  const fallback = more.length > 0 ? { ...spec, env: more } : undefined;
+  // oclif awaits a default function inside its own try, so a throw there is caught as a rejection would be.
+  const fail = (message: string) => new Error(`Parsing --${name} \n\t${message}`);
+  return {
+    description: spec.description,
+    ...(spec.char ? { char: spec.char as 'w' } : {}),
+    ...(env ? { env } : {}),
+    ...(spec.helpGroup ? { helpGroup: spec.helpGroup } : {}),
+    ...(spec.defaultHelp === undefined ? {} : { defaultHelp: () => Promise.resolve(spec.defaultHelp) }),
+    /** the default, or the value of a further variable */
+    defaultFrom: <T>(def: T) => (fallback ? () => Promise.resolve((envValue(fallback, process.env, fail) as T | undefined) ?? def) : def),
+  };
+}
+
+export function oclifString(name: string, spec: Spec<'string'>) {
+  const { defaultFrom, ...c } = common(name, spec);
+  const options = spec.options ? [...spec.options] : undefined;
+  return spec.default === undefined ? Flags.string({ ...c, options }) : Flags.string({ ...c, options, default: defaultFrom(spec.default) });
+}
+
+export function oclifInteger(name: string, spec: Spec<'integer'>) {
+  const { defaultFrom, ...c } = common(name, spec);
+  return Flags.integer({ ...c, default: defaultFrom(spec.default) });
+}
+
+export function oclifBoolean(name: string, spec: Spec<'boolean'>) {
+  const { defaultFrom, ...c } = common(name, spec);
+  return Flags.boolean({ ...c, default: defaultFrom(spec.default), allowNo: spec.allowNo ?? false });
+}
+
+export function oclifDuration(name: string, spec: Spec<'duration'>) {
+  const { defaultFrom, ...c } = common(name, spec);
+  return Flags.custom<number>({
+    ...c,
+    default: defaultFrom(spec.default),
+    parse: (input) => Promise.resolve(parseDuration(input, `--${name}`)),
+  })();
+}
+
+/** Any flag of a table, typed loosely (commands/server.ts: its run parses its own argv). */
+export function oclifFlag(name: string, spec: FlagSpec) {
+  if (spec.type === 'integer') return oclifInteger(name, spec);
+  if (spec.type === 'boolean') return oclifBoolean(name, spec);
+  if (spec.type === 'duration') return oclifDuration(name, spec);
+  return oclifString(name, spec);
+}
