@@ -16,6 +16,9 @@ const port = parentPort;
 if (!port) throw new Error('kv: readWorker.js runs only as a worker thread (readJob.ts)');
 const closed = new Int32Array((workerData as ReadWorkerData).closed);
 
+/** SQLite's largest mapping (SQLITE_MAX_MMAP_SIZE, 2 GiB, our default quota); a larger file is read past it. */
+const SCAN_MMAP_BYTES = 0x7fff0000;
+
 let db: Database.Database | undefined;
 let dbPath = '';
 
@@ -37,8 +40,13 @@ function run(job: ReadJob): ReadJobResult {
   if (job.kind === 'checkpoint') return checkpoint(conn, job.dbPath);
   if (job.kind === 'defragment') return defragment(conn, job.dbPath);
   if (job.kind === 'hold') return holdSnapshot(conn, job.dbPath);
-  // A large cache for the scan, given back after it: the connection stays open.
+  // A large cache for the scan (the index pages a compacted store's hash looks up
+  // again and again), and the file mapped rather than read page by page: a cold
+  // HashKV of 100k keys took 0.87 s with reads, 0.57 s mapped. Both given back after
+  // it (the mapped pages would count in the member's memory): the connection stays open.
+  // A disk error under the mapping ends the member (SIGBUS), as it ends etcd, whose bbolt reads mapped.
   conn.pragma('cache_size = -65536');
+  conn.pragma(`mmap_size = ${SCAN_MMAP_BYTES}`);
   try {
     // One read transaction: every page read sees the same committed state.
     return conn
@@ -53,6 +61,7 @@ function run(job: ReadJob): ReadJobResult {
       })
       .deferred();
   } finally {
+    conn.pragma('mmap_size = 0');
     conn.pragma('cache_size = -2000');
     conn.pragma('shrink_memory');
   }
