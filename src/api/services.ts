@@ -207,7 +207,7 @@ async function streamSnapshot(call: grpc.ServerWritableStream<unknown, unknown>,
       // etcd's remaining_bytes: what is still to come after this message.
       const ok = call.write({ remaining_bytes: String(snap.size - sent), blob });
       // A client that goes away mid-stream must not leave us waiting for a drain.
-      if (!ok) await drainedOrGone(call);
+      if (!ok && !call.cancelled) await drainedOrGone(call);
       if (call.cancelled) return;
     }
     if (sent !== snap.size) throw new Error(`snapshot ended at ${sent} of ${snap.size} bytes`);

@@ -9,7 +9,7 @@ import { Command, Flags, type Interfaces } from '#oclif-core';
 import { clientFor, EtcdClient } from '../client/etcdClient.js';
 import { CONNECTION_FLAGS, connectionFromFlags, durationSpec, WRITE_OUT_FLAG, WRITE_OUT_FORMATS, type WriteOut } from './connectionFlags.js';
 import { EXIT, tagCommandError } from './exitCodes.js';
-import { oclifBoolean, oclifDuration, oclifString } from './oclifFlag.js';
+import { etcdBooleanForms, oclifBoolean, oclifDuration, oclifString } from './oclifFlag.js';
 import { render, type Renderer } from './output/render.js';
 import { silenceTlsServerNameWarning } from './warnings.js';
 
@@ -30,6 +30,12 @@ export abstract class BaseCommand extends Command {
       helpGroup: WRITE_OUT_FLAG.helpGroup,
     })(),
   };
+
+  /** etcd's `--flag=true|false` for booleans, which oclif's parser does not take (oclifFlag.ts). */
+  override async init(): Promise<void> {
+    await super.init();
+    this.argv = etcdBooleanForms(this.argv, { ...this.ctor.baseFlags, ...this.ctor.flags }, this.id);
+  }
 
   /** Tag escaping errors with this command's id and the exit code of our error classes. */
   protected override async catch(err: Error & { commandId?: string; oclif?: { exit?: number } }): Promise<unknown> {

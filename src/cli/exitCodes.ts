@@ -90,10 +90,21 @@ function isParseError(e: ErrorShape, message: string): boolean {
   // does not export the classes, so recognise them by shape. A throwing flag
   // `parse` function surfaces as "Parsing --flag ...", a flag given last without
   // its value as "Flag --flag expects a value".
-  return (typeof e.parse === 'object' && e.parse !== null) || /^Parsing --\S+/.test(message) || FLAG_WITHOUT_VALUE.test(message);
+  return (
+    (typeof e.parse === 'object' && e.parse !== null) ||
+    /^Parsing --\S+/.test(message) ||
+    FLAG_WITHOUT_VALUE.test(message) ||
+    FLAG_TWICE.test(message) ||
+    OPTION_WITHOUT_VALUE.test(message)
+  );
 }
 
 const FLAG_WITHOUT_VALUE = /^Flag (--\S+) expects a value$/;
+// oclif's plain CLIErrors for a flag given twice and an option flag given last without its value.
+const FLAG_TWICE = /^Flag (--\S+) can only be specified once$/;
+const OPTION_WITHOUT_VALUE = /^Flag (--\S+) expects one of these values: (.+)$/;
+// "Nonexistent flag: --pass=S3CRET": the value may be a secret given to a misspelt flag; the name is enough.
+const NONEXISTENT_WITH_VALUE = /^(Nonexistent flags?: (?:-[^=\s]+))=\S*/;
 // oclif's FailedFlagValidationError and ViolatedFlagConstraintError: a heading, then one reason a line.
 const OCLIF_REASONS = /^The following errors? occurred:\s*\n/;
 const EXCLUSIVE_REASON = /^(--[\w-]+)(?:=.*)? cannot also be provided when using (--[\w-]+)$/;
@@ -109,6 +120,12 @@ function usageText(e: ErrorShape, message: string): string {
   if (parsing) return oneLine(parsing[1]);
   const noValue = FLAG_WITHOUT_VALUE.exec(text);
   if (noValue) return `${noValue[1]} needs a value`;
+  const twice = FLAG_TWICE.exec(text);
+  if (twice) return `${twice[1]} can only be given once`;
+  const noOption = OPTION_WITHOUT_VALUE.exec(text);
+  if (noOption) return `${noOption[1]} needs a value: one of ${noOption[2]}`;
+  const nonexistent = NONEXISTENT_WITH_VALUE.exec(text);
+  if (nonexistent) return nonexistent[1];
   const option = INVALID_OPTION.exec(text);
   if (option) return `invalid ${option[1]} "${option[2]}": expected one of ${option[3]}`;
   if (OCLIF_REASONS.test(text)) {

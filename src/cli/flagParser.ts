@@ -94,7 +94,8 @@ export function parseFlags(
       continue;
     }
     const name = long ? long[1] : byChar.get(short![1]);
-    if (name === undefined) throw fail(`Nonexistent flag: ${arg}`);
+    // The flag alone, not what follows it: a mistyped -p may carry a password.
+    if (name === undefined) throw fail(`Nonexistent flag: -${short![1]}`);
     const inline = long ? long[2] : short![2];
     const negated = name.startsWith('no-') ? specs[name.slice(3)] : undefined;
     if (!specs[name] && negated?.type === 'boolean' && negated.allowNo && inline === undefined) {

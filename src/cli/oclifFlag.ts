@@ -55,3 +55,39 @@ export function oclifFlag(name: string, spec: FlagSpec) {
   if (spec.type === 'duration') return oclifDuration(name, spec);
   return oclifString(name, spec);
 }
+
+interface OclifFlagShape {
+  type: string;
+  allowNo?: boolean;
+  default?: unknown;
+}
+
+/**
+ * etcd's `--flag=true|false` for a boolean flag, which oclif would read as the flag
+ * plus a stray argument (`get a --debug=false` a range end of "false"), rewritten
+ * to `--flag`, `--no-flag` or nothing (false being the default), as flagParser.ts
+ * reads it; any other value is a usage error. What follows `--` is left alone.
+ */
+export function etcdBooleanForms(argv: readonly string[], flags: Record<string, OclifFlagShape>, commandId: string | undefined): string[] {
+  const fail = (message: string) => Object.assign(new Error(message), { parse: {}, commandId });
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--') {
+      out.push(...argv.slice(i));
+      break;
+    }
+    const m = /^--([^=]+)=([\s\S]*)$/.exec(arg);
+    const flag = m ? flags[m[1]] : undefined;
+    if (!m || flag?.type !== 'boolean') {
+      out.push(arg);
+      continue;
+    }
+    const [, name, v] = m;
+    if (/^(true|1)$/.test(v)) out.push(`--${name}`);
+    else if (!/^(false|0)$/.test(v)) throw fail(`invalid --${name}="${v}": expected true or false`);
+    else if (flag.allowNo) out.push(`--no-${name}`);
+    else if (flag.default === true) throw fail(`--${name} cannot be turned off`);
+  }
+  return out;
+}

@@ -171,6 +171,15 @@ test('lifeboat server, run without oclif (bin/run.js → serverEntry), refuses b
   assert.match(help.stdout, /--initial-cluster-state=<option>/);
 });
 
+test("oclif's path says the same usage errors as the lean one, in one line with exit 2, without a misspelt flag's value", () => {
+  assertOneLineUsageError(lifeboat('get', 'k', '--endpoints', 'a', '--endpoints', 'b'), '--endpoints can only be given once');
+  assertOneLineUsageError(lifeboat('get', 'k', '-w'), '--write-out needs a value: one of simple, json, table');
+  const secret = lifeboat('get', 'k', '--pass=S3CRET');
+  assertOneLineUsageError(secret, 'Nonexistent flag: --pass.');
+  assert.ok(!secret.stderr.includes('S3CRET'), secret.stderr);
+  assertOneLineUsageError(lifeboat('get', 'k', '--debug=maybe'), 'invalid --debug="maybe": expected true or false');
+});
+
 test('lifeboat snapshot save, run without oclif (bin/run.js → snapshotSaveRun), refuses bad flags as every command does: one line, exit 2', () => {
   const unknown = lifeboat('snapshot', 'save', 'x.db', '--bogus');
   assertOneLineUsageError(unknown, 'Nonexistent flag: --bogus');
@@ -182,6 +191,9 @@ test('lifeboat snapshot save, run without oclif (bin/run.js → snapshotSaveRun)
   assertOneLineUsageError(lifeboat('snapshot', 'save', 'a.db', '--dial-timeout', '5x'), 'invalid --dial-timeout "5x"');
   assertOneLineUsageError(lifeboatWithEnv({ ETCDCTL_DIAL_TIMEOUT: 'zz' }, 'snapshot', 'save', 'a.db'), 'invalid ETCDCTL_DIAL_TIMEOUT "zz"');
   assertOneLineUsageError(lifeboat('snapshot', 'save', 'a.db', '--debug=maybe'), 'invalid --debug="maybe": expected true or false');
+  const secret = lifeboat('snapshot', 'save', 'a.db', '-pS3CRET');
+  assertOneLineUsageError(secret, 'Nonexistent flag: -p.');
+  assert.ok(!secret.stderr.includes('S3CRET'), secret.stderr);
   // oclif still prints the help, from the same flags.
   const help = lifeboat('snapshot', 'save', '--help');
   assert.equal(help.code, EXIT.OK, help.stderr);

@@ -275,6 +275,10 @@ test('snapshot save: one endpoint only; the file has the sha256 trailer and matc
   assert.equal(existsSync(file), false);
 
   for (let i = 0; i < 20; i++) ok(await lifeboat('put', `/lb/snap/${i}`, `v${i}`, ...first));
+  // etcd's --flag=true|false for booleans, on oclif's path too (it read "false" as a stray argument: here a range end).
+  assert.equal(ok(await lifeboat('get', '/lb/snap/', '--prefix=true', '--count-only=1', ...first)).trim(), '20');
+  assert.equal(ok(await lifeboat('get', '/lb/snap/1', '--prefix=false', '--count-only=true', ...first)).trim(), '1');
+  failsWithOneLine(await lifeboat('get', '/lb/snap/', '--prefix=maybe', ...first), EXIT.USAGE, 'invalid --prefix="maybe": expected true or false');
   const out = ok(await lifeboat('snapshot', 'save', file, ...first));
   const bytes = readFileSync(file);
   assert.equal(existsSync(`${file}.part`), false);
