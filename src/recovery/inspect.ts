@@ -8,20 +8,19 @@
 // which creates kv.db-shm even when opened read-only) is read from a private copy
 // of kv.db and kv.db-wal in a temp dir; etcd's files are opened for reading only.
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { InputError } from '../common/errors.js';
 import { runtimeOfDataDir } from '../ops/runtime.js';
 import { etcdDataDirLock, kvText, readEtcdDataDir, type EntryDescription } from '../etcdfile/index.js';
-import { KvStore } from '../kv/index.js';
 import { decodeRequest } from '../kv/requestCodec.js';
 import { decodeConfChange } from '../raft/confChange.js';
 import { EntryType, type Entry } from '../raft/types.js';
-import { kvPath, memberDir, metaPath, parseSnapshotName, snapDir, walDir } from '../storage/layout.js';
+import { kvPath, lockPath, memberDir, metaPath, parseSnapshotName, snapDir, walDir } from '../storage/layout.js';
 import { RaftStorage } from '../storage/raftStorage.js';
 import { DirLock } from '../storage/dirLock.js';
 import { NodeFileSystem } from '../storage/fileSystem.js';
 import { InspectMemo } from './inspectMemo.js';
+import { withKvCopy } from './kvCopy.js';
 import { DataDirLockedError, StorageError } from '../storage/errors.js';
 import { readMarker } from '../storage/markers.js';
 
@@ -213,28 +212,12 @@ export async function inspectDataDir(dataDir: string, opts: InspectOptions = {})
     [memberDir(dataDir)],
     () => DirLock.check(new NodeFileSystem(), dataDir),
     () => inspectLifeboatDataDir(dataDir),
+    // Taken and released by restore (the survivor must not start meanwhile); checked at every call.
+    [lockPath(dataDir)],
   );
 }
 
 const memo = new InspectMemo<DataDirReport>();
-
-/** Copies kv.db (and kv.db-wal) into a private temp dir, opens the copy, and removes it after. */
-async function withKvCopy<T>(dataDir: string, use: (kv: KvStore) => Promise<T>): Promise<T> {
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-inspect-'));
-  try {
-    const copy = path.join(tmp, 'kv.db');
-    fs.copyFileSync(kvPath(dataDir), copy, fs.constants.COPYFILE_FICLONE);
-    if (fs.existsSync(`${kvPath(dataDir)}-wal`)) fs.copyFileSync(`${kvPath(dataDir)}-wal`, `${copy}-wal`, fs.constants.COPYFILE_FICLONE);
-    const kv = KvStore.open(copy, { readonly: true });
-    try {
-      return await use(kv);
-    } finally {
-      kv.close();
-    }
-  } finally {
-    fs.rmSync(tmp, { recursive: true, force: true });
-  }
-}
 
 async function inspectLifeboatDataDir(dataDir: string): Promise<DataDirReport> {
   const opened = RaftStorage.open(dataDir, { readOnly: true, lock: 'check' });

@@ -18,6 +18,7 @@ import { isValidMemberUrl } from '../common/urls.js';
 import { importEtcdDb, requireTrailer, TrailerError } from '../etcdfile/index.js';
 import { derivedEtcdClusterId, snapshotKind } from './snapshotFormat.js';
 import { NodeFileSystem } from '../storage/fileSystem.js';
+import { withKvCopy } from './kvCopy.js';
 
 export interface RestoreOptions {
   dataDir: string;
@@ -228,18 +229,13 @@ export async function restoreDataDir(src: string, o: RestoreOptions): Promise<Re
   const { storage: source, state, member } = opened;
   const tmp = path.join(os.tmpdir(), `lifeboat-restore-${process.pid}-${Date.now()}.snap`);
   try {
-    const srcKv = KvStore.open(kvPath(src), { readonly: true });
-    const survivor = srcKv.cluster.member(member.memberId);
-    srcKv.close();
+    // The survivor's KV, read from a copy: nothing is written to the source dir (kvCopy.ts).
+    const survivor = await withKvCopy(src, async (kv) => {
+      await kv.saveSnapshot(tmp);
+      return kv.cluster.member(member.memberId);
+    });
     const sameUrls = survivor && [...survivor.peerURLs].sort().join(',') === [...o.initialAdvertisePeerUrls].sort().join(',');
     const memberId = sameUrls ? member.memberId : memberIdFor(o.initialAdvertisePeerUrls, o.initialClusterToken ?? 'etcd-cluster');
-    // A consistent copy of the survivor's KV, taken without writing to it.
-    const copyFrom = KvStore.open(kvPath(src), { readonly: true });
-    try {
-      await copyFrom.saveSnapshot(tmp);
-    } finally {
-      copyFrom.close();
-    }
     const forced = forceNewClusterState(state, memberId, { discardUncommitted: !!o.discardUncommitted });
     const kept = forced.entries.filter((e) => e.index > state.hardState.commit).length;
     return await buildAtomically(o, async (part) => {
