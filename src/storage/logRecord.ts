@@ -106,7 +106,13 @@ function isZero(buf: Buffer, from: number, to: number): boolean {
   return true;
 }
 
-export function readRecord(buf: Buffer, off: number): ReadResult {
+/**
+ * The record at `off`. An entry's data is a copy unless `copyData` is false: a
+ * member keeps entries after it read them, and a view would keep the whole
+ * segment buffer alive with them; a one-shot reader (read-only opening) is
+ * spared copying every entry (a tenth of a second per 30 MB of log).
+ */
+export function readRecord(buf: Buffer, off: number, copyData = true): ReadResult {
   if (off >= buf.length) return { kind: 'end' };
   if (off + RECORD_HEADER > buf.length) {
     return isZero(buf, off, buf.length) ? { kind: 'end' } : { kind: 'bad', reason: 'incomplete record header', verified: false };
@@ -134,8 +140,7 @@ export function readRecord(buf: Buffer, off: number): ReadResult {
           index: getU64(buf, p),
           term: getU64(buf, p + 8),
           type: entryType,
-          // A copy: the entry must not keep the whole segment buffer alive.
-          data: new Uint8Array(buf.subarray(p + ENTRY_FIXED, end)),
+          data: copyData ? new Uint8Array(buf.subarray(p + ENTRY_FIXED, end)) : buf.subarray(p + ENTRY_FIXED, end),
         };
         return { kind: 'record', record: { type, entry }, next: end };
       }

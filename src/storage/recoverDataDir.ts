@@ -91,7 +91,7 @@ export function recoverDataDir(dataDir: string, fs: FileSystem, opts: OpenOption
     if (prevSeq !== undefined && seg.seq !== prevSeq + 1) throw corrupt(24, `segment sequence jumps from ${prevSeq} to ${seg.seq}: a segment is missing`);
     const newest = i === segNames.length - 1;
     const buf = fs.readFile(seg.file);
-    const scan = scanSegment(buf, { dataDir, file: seg.file, memberId: member.memberId, seq: seg.seq });
+    const scan = scanSegment(buf, { dataDir, file: seg.file, memberId: member.memberId, seq: seg.seq, copyEntries: !opts.readOnly });
     const h = scan.header;
     if (h.prevIndex + 1 !== seg.firstIndex) throw corrupt(32, `segment header says it starts at entry ${h.prevIndex + 1}, its name says ${seg.firstIndex}`);
     if (!log) {

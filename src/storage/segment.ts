@@ -70,6 +70,8 @@ export interface SegmentContext {
   file: string;
   memberId: bigint;
   seq: number;
+  /** false: entries are views of `buf` (a read-only opening, which keeps nothing for long); see readRecord */
+  copyEntries?: boolean;
 }
 
 /** Reads a whole segment. Header damage or a file of another member throws; record damage is reported in `end`. */
@@ -94,7 +96,7 @@ export function scanSegment(buf: Buffer, ctx: SegmentContext): SegmentScan {
   const records: ScannedRecord[] = [];
   let off = SEGMENT_HEADER;
   for (;;) {
-    const r = readRecord(buf, off);
+    const r = readRecord(buf, off, ctx.copyEntries ?? true);
     if (r.kind === 'record') {
       records.push({ offset: off, record: r.record });
       if (r.record.type === RecordType.Seal) {
