@@ -45,9 +45,9 @@ function run(job: ReadJob): ReadJobResult {
   // HashKV of 100k keys took 0.87 s with reads, 0.57 s mapped. Both given back after
   // it (the mapped pages would count in the member's memory): the connection stays open.
   // A disk error under the mapping ends the member (SIGBUS), as it ends etcd, whose bbolt reads mapped.
-  conn.pragma('cache_size = -65536');
-  conn.pragma(`mmap_size = ${SCAN_MMAP_BYTES}`);
   try {
+    conn.pragma('cache_size = -65536');
+    conn.pragma(`mmap_size = ${SCAN_MMAP_BYTES}`);
     // One read transaction: every page read sees the same committed state.
     return conn
       .transaction(() => {

@@ -22,6 +22,7 @@ import { NodeFileSystem } from '../storage/fileSystem.js';
 import { InspectMemo } from './inspectMemo.js';
 import { withKvCopy } from './kvCopy.js';
 import { DataDirLockedError, StorageError } from '../storage/errors.js';
+import type { KvStore } from '../kv/index.js';
 import { readMarker } from '../storage/markers.js';
 
 export interface InspectedMember {
@@ -220,62 +221,87 @@ export async function inspectDataDir(dataDir: string, opts: InspectOptions = {})
 const memo = new InspectMemo<DataDirReport>();
 
 async function inspectLifeboatDataDir(dataDir: string): Promise<DataDirReport> {
-  const opened = RaftStorage.open(dataDir, { readOnly: true, lock: 'check' });
+  // A running member's dir is refused before any work (RaftStorage.open checks again).
+  DirLock.check(new NodeFileSystem(), dataDir);
+  // The KV is copied, opened and hashed (in its worker thread) while this thread
+  // reads the Raft log: the two took about as long as each other, one after the other.
+  const kvWork = fs.existsSync(kvPath(dataDir)) ? withKvCopy(dataDir, kvFacts) : undefined;
+  // Whatever the log's reading throws, the KV's work is let finish (its copy removed) first.
+  kvWork?.catch(() => undefined);
+  let opened: ReturnType<typeof RaftStorage.open>;
+  try {
+    opened = RaftStorage.open(dataDir, { readOnly: true, lock: 'check' });
+  } catch (err) {
+    await kvWork?.catch(() => undefined);
+    throw err;
+  }
   const { storage, state, member, warnings } = opened;
   try {
-    if (!fs.existsSync(kvPath(dataDir)))
+    if (!kvWork)
       throw new StorageError(
         `data dir ${dataDir} has no KV store (${kvPath(dataDir)} is missing); check the path, or recover this member from another member or a snapshot`,
       );
-    return await withKvCopy(dataDir, async (kv) => {
-      const hs = state.hardState;
-      const last = state.entries.at(-1);
-      const past = state.entries.filter((e) => e.index > hs.commit);
-      const conf = { voters: new Set(state.snapshot.conf.voters), learners: new Set(state.snapshot.conf.learners) };
-      for (const e of state.entries) {
-        if (e.type !== EntryType.ConfChange || e.index > hs.commit) continue;
-        const cc = decodeConfChange(e.data);
-        if (cc.type === 'addVoter' || cc.type === 'promote') {
-          conf.learners.delete(cc.nodeId);
-          conf.voters.add(cc.nodeId);
-        } else if (cc.type === 'addLearner') conf.learners.add(cc.nodeId);
-        else if (cc.type === 'remove') {
-          conf.voters.delete(cc.nodeId);
-          conf.learners.delete(cc.nodeId);
-        }
+    const kv = await kvWork;
+    const hs = state.hardState;
+    const last = state.entries.at(-1);
+    const past = state.entries.filter((e) => e.index > hs.commit);
+    const conf = { voters: new Set(state.snapshot.conf.voters), learners: new Set(state.snapshot.conf.learners) };
+    for (const e of state.entries) {
+      if (e.type !== EntryType.ConfChange || e.index > hs.commit) continue;
+      const cc = decodeConfChange(e.data);
+      if (cc.type === 'addVoter' || cc.type === 'promote') {
+        conf.learners.delete(cc.nodeId);
+        conf.voters.add(cc.nodeId);
+      } else if (cc.type === 'addLearner') conf.learners.add(cc.nodeId);
+      else if (cc.type === 'remove') {
+        conf.voters.delete(cc.nodeId);
+        conf.learners.delete(cc.nodeId);
       }
-      const count = kv.range({ key: Buffer.from([0]), rangeEnd: Buffer.from([0]), countOnly: true, serializable: true }).count;
-      const hashed = await kv.hashKvAsync(0);
-      const parent = kv.cluster.parentClusterId();
-      return {
-        runtime: 'lifeboat' as const,
-        dataDir: path.resolve(dataDir),
-        memberId: hex(member.memberId),
-        clusterId: hex(kv.cluster.clusterId() ?? member.clusterId),
-        ...(parent && parent !== 0n ? { parentClusterId: hex(parent) } : {}),
-        members: kv.cluster.members().map((m) => ({ id: hex(m.id), name: m.name, peerURLs: m.peerURLs, clientURLs: m.clientURLs, isLearner: m.isLearner })),
-        voters: [...conf.voters].map(hex),
-        learners: [...conf.learners].map(hex),
-        lastTerm: last?.term ?? state.snapshot.term,
-        lastIndex: last?.index ?? state.snapshot.index,
-        firstIndex: state.snapshot.index + 1,
-        snapshotIndex: state.snapshot.index,
-        commitIndex: hs.commit,
-        appliedIndex: kv.appliedIndex(),
-        uncommitted: uncommittedOf(past.map(describeLifeboatEntry), past.filter((e) => e.type === EntryType.ConfChange).length),
-        kvRevision: kv.currentRevision(),
-        compactRevision: kv.compactRevision(),
-        keyCount: count,
-        hash: hashed.hash,
-        lastWrite: newestLogWrite(dataDir),
-        ...(newestSnapshotAt(dataDir) ? { snapshotTakenAt: newestSnapshotAt(dataDir) } : {}),
-        markers: (['removed', 'superseded', 'forced'] as const).filter((m) => readMarker(dataDir, m) !== undefined),
-        damage: warnings.map((w) => `${w.msg}${'file' in w ? ` (${String((w as { file?: string }).file)})` : ''}`),
-      };
-    });
+    }
+    return {
+      runtime: 'lifeboat' as const,
+      dataDir: path.resolve(dataDir),
+      memberId: hex(member.memberId),
+      clusterId: hex(kv.clusterId ?? member.clusterId),
+      ...(kv.parentClusterId && kv.parentClusterId !== 0n ? { parentClusterId: hex(kv.parentClusterId) } : {}),
+      members: kv.members,
+      voters: [...conf.voters].map(hex),
+      learners: [...conf.learners].map(hex),
+      lastTerm: last?.term ?? state.snapshot.term,
+      lastIndex: last?.index ?? state.snapshot.index,
+      firstIndex: state.snapshot.index + 1,
+      snapshotIndex: state.snapshot.index,
+      commitIndex: hs.commit,
+      appliedIndex: kv.appliedIndex,
+      uncommitted: uncommittedOf(past.map(describeLifeboatEntry), past.filter((e) => e.type === EntryType.ConfChange).length),
+      kvRevision: kv.revision,
+      compactRevision: kv.compactRevision,
+      keyCount: kv.keyCount,
+      hash: kv.hash,
+      lastWrite: newestLogWrite(dataDir),
+      ...(newestSnapshotAt(dataDir) ? { snapshotTakenAt: newestSnapshotAt(dataDir) } : {}),
+      markers: (['removed', 'superseded', 'forced'] as const).filter((m) => readMarker(dataDir, m) !== undefined),
+      damage: warnings.map((w) => `${w.msg}${'file' in w ? ` (${String((w as { file?: string }).file)})` : ''}`),
+    };
   } finally {
     storage.close();
   }
+}
+
+/** What an inspection reports of a (copied) KV store. */
+async function kvFacts(kv: KvStore) {
+  const keyCount = kv.range({ key: Buffer.from([0]), rangeEnd: Buffer.from([0]), countOnly: true, serializable: true }).count;
+  const { hash } = await kv.hashKvAsync(0);
+  return {
+    keyCount,
+    hash,
+    clusterId: kv.cluster.clusterId(),
+    parentClusterId: kv.cluster.parentClusterId(),
+    members: kv.cluster.members().map((m) => ({ id: hex(m.id), name: m.name, peerURLs: m.peerURLs, clientURLs: m.clientURLs, isLearner: m.isLearner })),
+    appliedIndex: kv.appliedIndex(),
+    revision: kv.currentRevision(),
+    compactRevision: kv.compactRevision(),
+  };
 }
 
 function listed(d: EntryDescription): ListedEntry {

@@ -8,17 +8,32 @@
 // ctime from a coarse clock, so a change within the same tick as an earlier one
 // can leave all of that equal: a fingerprint is only trusted when every file's
 // ctime is older than that clock's step, so that any later write moves a ctime.
-// The step is a kernel tick (at most 10 ms) where the file system keeps
-// sub-second times, and a whole second (2 s for FAT) where every time is whole. A dir that cannot be walked (a file renamed meanwhile, a directory we
+// The step is a kernel tick (at most 10 ms) on a local file system that keeps
+// sub-second times (a tenth of a second is waited), and otherwise up to 2 s
+// (whole seconds, FAT, or a server's clock on a network file system: 3 s waited). A dir that cannot be walked (a file renamed meanwhile, a directory we
 // may not read) gives no fingerprint: the inspection then runs and reports as
 // before. The caller still checks the lock every time: whether its holder runs
 // can change without any file changing.
 import fs from 'node:fs';
 import path from 'node:path';
 
-/** How old every ctime must be: on a file system with whole-second times, and on one with finer ones. */
-const SETTLED_NS = { wholeSeconds: 2_000_000_000n, fine: 100_000_000n };
+/**
+ * How old every ctime must be: on a local file system that keeps sub-second times
+ * (its clock steps a kernel tick), and on any other (whole seconds, FAT's 2 s
+ * steps, or a network file system stamped by another machine's clock).
+ */
+const SETTLED_NS = { fine: 100_000_000n, other: 3_000_000_000n };
 const SECOND_NS = 1_000_000_000n;
+/** statfs types of the local file systems with sub-second times that the short margin is trusted on: ext2/3/4, XFS, Btrfs, tmpfs. */
+const FINE_LOCAL_FS = new Set([0xef53, 0x58465342, 0x9123683e, 0x01021994]);
+
+function fineLocal(file: string): boolean {
+  try {
+    return FINE_LOCAL_FS.has(fs.statfsSync(file).type);
+  } catch {
+    return false;
+  }
+}
 
 /**
  * The fingerprint of the files under `dirs`, but `ignore` (absolute paths: a lock
@@ -31,14 +46,18 @@ export function dirFingerprint(dirs: readonly string[], ignore: readonly string[
   const ignored = new Set(ignore.map((f) => path.resolve(f)));
   const parts: string[] = [];
   const seenDirs = new Set<string>();
-  // Per file system (a --wal-dir may be on another): its newest ctime, and whether every ctime on it is a whole second.
-  const devices = new Map<bigint, { newest: bigint; wholeSeconds: boolean }>();
+  // Per file system (a --wal-dir may be on another): a file on it, its newest ctime, and whether every ctime on it is a whole second.
+  const devices = new Map<bigint, { file: string; newest: bigint; wholeSeconds: boolean }>();
   const visit = (file: string): void => {
     if (ignored.has(file)) return;
     const st = fs.statSync(file, { bigint: true });
     if (!st.isDirectory()) {
-      const d = devices.get(st.dev) ?? { newest: 0n, wholeSeconds: true };
-      devices.set(st.dev, { newest: st.ctimeNs > d.newest ? st.ctimeNs : d.newest, wholeSeconds: d.wholeSeconds && st.ctimeNs % SECOND_NS === 0n });
+      const d = devices.get(st.dev) ?? { file, newest: 0n, wholeSeconds: true };
+      devices.set(st.dev, {
+        file: d.file,
+        newest: st.ctimeNs > d.newest ? st.ctimeNs : d.newest,
+        wholeSeconds: d.wholeSeconds && st.ctimeNs % SECOND_NS === 0n,
+      });
       parts.push(`${file}:${st.dev}:${st.ino}:${st.mode}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`);
       return;
     }
@@ -55,7 +74,10 @@ export function dirFingerprint(dirs: readonly string[], ignore: readonly string[
     return undefined;
   }
   const now = BigInt(Date.now()) * 1_000_000n;
-  for (const d of devices.values()) if (d.newest > now - (d.wholeSeconds ? SETTLED_NS.wholeSeconds : SETTLED_NS.fine)) return undefined;
+  for (const d of devices.values()) {
+    const margin = !d.wholeSeconds && fineLocal(d.file) ? SETTLED_NS.fine : SETTLED_NS.other;
+    if (d.newest > now - margin) return undefined;
+  }
   return parts.join('\n');
 }
 

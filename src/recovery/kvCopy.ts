@@ -8,9 +8,12 @@ import path from 'node:path';
 import { KvStore } from '../kv/index.js';
 import { kvPath } from '../storage/layout.js';
 
-/** Copies kv.db (and kv.db-wal) into a private temp dir, opens the copy, and removes it after. */
-export async function withKvCopy<T>(dataDir: string, use: (kv: KvStore) => Promise<T>): Promise<T> {
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-kv-copy-'));
+/**
+ * Copies kv.db (and kv.db-wal) into a private temp dir under `under` (the system's
+ * temp dir by default), opens the copy, and removes it after.
+ */
+export async function withKvCopy<T>(dataDir: string, use: (kv: KvStore) => Promise<T>, under = os.tmpdir()): Promise<T> {
+  const tmp = fs.mkdtempSync(path.join(under, '.lifeboat-kv-copy-'));
   try {
     const copy = path.join(tmp, 'kv.db');
     fs.copyFileSync(kvPath(dataDir), copy, fs.constants.COPYFILE_FICLONE);

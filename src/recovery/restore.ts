@@ -230,10 +230,17 @@ export async function restoreDataDir(src: string, o: RestoreOptions): Promise<Re
   const tmp = path.join(os.tmpdir(), `lifeboat-restore-${process.pid}-${Date.now()}.snap`);
   try {
     // The survivor's KV, read from a copy: nothing is written to the source dir (kvCopy.ts).
-    const survivor = await withKvCopy(src, async (kv) => {
-      await kv.saveSnapshot(tmp);
-      return kv.cluster.member(member.memberId);
-    });
+    // The copy goes beside the new data dir, which must have room for the store anyway
+    // (the system's temp dir may be small, or memory).
+    fs.mkdirSync(path.dirname(path.resolve(o.dataDir)), { recursive: true });
+    const survivor = await withKvCopy(
+      src,
+      async (kv) => {
+        await kv.saveSnapshot(tmp);
+        return kv.cluster.member(member.memberId);
+      },
+      path.dirname(path.resolve(o.dataDir)),
+    );
     const sameUrls = survivor && [...survivor.peerURLs].sort().join(',') === [...o.initialAdvertisePeerUrls].sort().join(',');
     const memberId = sameUrls ? member.memberId : memberIdFor(o.initialAdvertisePeerUrls, o.initialClusterToken ?? 'etcd-cluster');
     const forced = forceNewClusterState(state, memberId, { discardUncommitted: !!o.discardUncommitted });
