@@ -3,7 +3,6 @@
 // as the only voter. Built in <dir>.part and renamed, so a failure leaves
 // nothing half-written where the member would start.
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { InputError, RefusedError } from '../common/errors.js';
 import { KvStore } from '../kv/index.js';
@@ -18,7 +17,7 @@ import { isValidMemberUrl } from '../common/urls.js';
 import { importEtcdDb, requireTrailer, TrailerError } from '../etcdfile/index.js';
 import { derivedEtcdClusterId, snapshotKind } from './snapshotFormat.js';
 import { NodeFileSystem } from '../storage/fileSystem.js';
-import { withKvCopy } from './kvCopy.js';
+import { copyKvFiles, withKvFile } from './kvCopy.js';
 
 export interface RestoreOptions {
   dataDir: string;
@@ -227,28 +226,19 @@ export async function restoreDataDir(src: string, o: RestoreOptions): Promise<Re
   if (path.resolve(src) === path.resolve(o.dataDir)) throw new InputError('the new data dir must differ from the source data dir');
   const opened = RaftStorage.open(src, { readOnly: true });
   const { storage: source, state, member } = opened;
-  const tmp = path.join(os.tmpdir(), `lifeboat-restore-${process.pid}-${Date.now()}.snap`);
   try {
-    // The survivor's KV, read from a copy: nothing is written to the source dir (kvCopy.ts).
-    // The copy goes beside the new data dir, which must have room for the store anyway
-    // (the system's temp dir may be small, or memory).
-    fs.mkdirSync(path.dirname(path.resolve(o.dataDir)), { recursive: true });
-    const survivor = await withKvCopy(
-      src,
-      async (kv) => {
-        await kv.saveSnapshot(tmp);
-        return kv.cluster.member(member.memberId);
-      },
-      path.dirname(path.resolve(o.dataDir)),
-    );
-    const sameUrls = survivor && [...survivor.peerURLs].sort().join(',') === [...o.initialAdvertisePeerUrls].sort().join(',');
-    const memberId = sameUrls ? member.memberId : memberIdFor(o.initialAdvertisePeerUrls, o.initialClusterToken ?? 'etcd-cluster');
-    const forced = forceNewClusterState(state, memberId, { discardUncommitted: !!o.discardUncommitted });
-    const kept = forced.entries.filter((e) => e.index > state.hardState.commit).length;
-    return await buildAtomically(o, async (part) => {
+    return await buildAtomically(o, (part) => {
+      // The survivor's KV (kv.db and its WAL, under the source's lock: consistent)
+      // copied straight into the new data dir, where it is opened, checked and
+      // changed; nothing is opened, and so nothing written, in the source dir (kvCopy.ts).
+      copyKvFiles(src, part);
+      const survivor = withKvFile(kvPath(part), (kv) => kv.cluster.member(member.memberId));
+      const sameUrls = survivor && [...survivor.peerURLs].sort().join(',') === [...o.initialAdvertisePeerUrls].sort().join(',');
+      const memberId = sameUrls ? member.memberId : memberIdFor(o.initialAdvertisePeerUrls, o.initialClusterToken ?? 'etcd-cluster');
+      const forced = forceNewClusterState(state, memberId, { discardUncommitted: !!o.discardUncommitted });
+      const kept = forced.entries.filter((e) => e.index > state.hardState.commit).length;
       const { storage } = RaftStorage.open(part, { identity: { memberId, clusterId: 0n } });
       try {
-        await KvStore.restoreSnapshot(tmp, kvPath(part));
         return finish(
           o,
           part,
@@ -275,6 +265,5 @@ export async function restoreDataDir(src: string, o: RestoreOptions): Promise<Re
     });
   } finally {
     source.close();
-    fs.rmSync(tmp, { force: true });
   }
 }
