@@ -25,23 +25,19 @@ const fail = async (error, flush) => {
   process.exit(code);
 };
 
-// `lifeboat server` (but its --help) skips oclif: a member is long-lived, and
-// oclif with every command loaded costs it several MiB of memory for good.
-if (argv[0] === 'server' && !argv.slice(1).some((a) => a === '--help' || a === '-h')) {
+// Commands that start without oclif (but for their --help), each from an entry of
+// its own: `lifeboat server` (a member is long-lived, and oclif with every command
+// loaded cost it several MiB for good) and `lifeboat snapshot save` (oclif's import,
+// config and command loading were a sixth of a 100k-key save).
+const LEAN = [
+  { words: ['server'], entry: '../dist/src/cli/serverEntry.js' },
+  { words: ['snapshot', 'save'], entry: '../dist/src/cli/snapshotSaveRun.js' },
+];
+const lean = LEAN.find((l) => l.words.every((w, i) => argv[i] === w));
+if (lean && !argv.slice(lean.words.length).some((a) => a === '--help' || a === '-h')) {
   try {
-    const { main } = await import('../dist/src/cli/serverEntry.js');
-    process.exit(await main(argv.slice(1)));
-  } catch (error) {
-    await fail(error);
-  }
-}
-
-// `lifeboat snapshot save` (but its --help) skips oclif too: its import, config and
-// command loading were a sixth of a 100k-key save.
-if (argv[0] === 'snapshot' && argv[1] === 'save' && !argv.slice(2).some((a) => a === '--help' || a === '-h')) {
-  try {
-    const { main } = await import('../dist/src/cli/snapshotSaveRun.js');
-    process.exit(await main(argv.slice(2)));
+    const { main } = await import(lean.entry);
+    process.exit(await main(argv.slice(lean.words.length)));
   } catch (error) {
     await fail(error);
   }

@@ -4,7 +4,7 @@
 // tables (baseCommand.ts); `lifeboat snapshot save` parses them without oclif.
 import type { ConnectionOptions } from '../client/etcdClient.js';
 import { InputError } from '../common/errors.js';
-import type { FlagSpec } from './flagParser.js';
+import { envName, type FlagSpec } from './flagParser.js';
 
 export const WRITE_OUT_FORMATS = ['simple', 'json', 'table'] as const;
 export type WriteOut = (typeof WRITE_OUT_FORMATS)[number];
@@ -19,16 +19,14 @@ export const WRITE_OUT_FLAG = {
 } as const satisfies FlagSpec;
 
 /** LIFEBOAT_<NAME>, then etcdctl's ETCDCTL_<NAME> where etcdctl has one: the flag wins over both. */
-const envOf = (name: string, etcdctl = false) => {
-  const v = name.toUpperCase().replaceAll('-', '_');
-  return etcdctl ? [`LIFEBOAT_${v}`, `ETCDCTL_${v}`] : [`LIFEBOAT_${v}`];
-};
+const envOf = (name: string, etcdctl = false) => (etcdctl ? [envName('LIFEBOAT', name), envName('ETCDCTL', name)] : [envName('LIFEBOAT', name)]);
 
 /** A duration flag ("5s", "500ms") read as milliseconds, also from LIFEBOAT_<NAME> (and, with `etcdctl`, ETCDCTL_<NAME>). */
 export const durationSpec = (name: string, defaultMs: number, defaultText: string, description: string, etcdctl = false) =>
   ({ type: 'duration', description, default: defaultMs, defaultHelp: defaultText, env: envOf(name, etcdctl), helpGroup: 'GLOBAL' }) as const satisfies FlagSpec;
 
-const str = (name: string, description: string) => ({ type: 'string', description, env: envOf(name), helpGroup: 'GLOBAL' }) as const satisfies FlagSpec;
+const str = (name: string, description: string, etcdctl = false) =>
+  ({ type: 'string', description, env: envOf(name, etcdctl), helpGroup: 'GLOBAL' }) as const satisfies FlagSpec;
 
 export const CONNECTION_FLAGS = {
   endpoints: {
@@ -41,11 +39,11 @@ export const CONNECTION_FLAGS = {
   },
   'dial-timeout': durationSpec('dial-timeout', 2000, '2s', 'how long to wait for a connection, e.g. 2s or 500ms', true),
   'command-timeout': durationSpec('command-timeout', 5000, '5s', 'deadline of each request, e.g. 5s', true),
-  user: str('user', 'etcd auth: username[:password] (without a password: --password, or asked on a terminal)'),
+  user: str('user', 'etcd auth: username[:password] (without a password: --password, or asked on a terminal)', true),
   password: str('password', 'etcd auth: the password of --user (LIFEBOAT_PASSWORD or ETCDCTL_PASSWORD keep it off the command line)'),
-  cacert: str('cacert', 'verify servers with this CA bundle (PEM)'),
-  cert: str('cert', 'client certificate (PEM), for servers with client-cert auth'),
-  key: str('key', 'client private key (PEM), with --cert'),
+  cacert: str('cacert', 'verify servers with this CA bundle (PEM)', true),
+  cert: str('cert', 'client certificate (PEM), for servers with client-cert auth', true),
+  key: str('key', 'client private key (PEM), with --cert', true),
   'insecure-skip-tls-verify': {
     type: 'boolean',
     description: 'accept any server certificate (no chain or host-name check); test clusters only',
@@ -55,9 +53,6 @@ export const CONNECTION_FLAGS = {
   },
   debug: { type: 'boolean', description: 'log every dial and request to stderr; print stack traces', default: false, helpGroup: 'GLOBAL' },
 } as const satisfies Record<string, FlagSpec>;
-
-/** etcdctl's variable for a setting, when the LIFEBOAT_* one and the flag are not given. */
-const fromEtcdctlEnv = (name: string): string | undefined => process.env[`ETCDCTL_${name.toUpperCase().replaceAll('-', '_')}`] || undefined;
 
 export interface ConnectionFlags {
   'dial-timeout': number;
@@ -74,9 +69,7 @@ export interface ConnectionFlags {
 /** The connection options the EtcdCommand flags give (for clients and for playbook steps). */
 export function connectionFromFlags(flags: ConnectionFlags): ConnectionOptions {
   if (flags.debug) process.env.LIFEBOAT_DEBUG = '1';
-  const cacert = flags.cacert ?? fromEtcdctlEnv('cacert');
-  const cert = flags.cert ?? fromEtcdctlEnv('cert');
-  const key = flags.key ?? fromEtcdctlEnv('key');
+  const { cacert, cert, key } = flags;
   const tls = {
     ...(cacert ? { caFile: cacert } : {}),
     ...(cert ? { certFile: cert } : {}),
@@ -99,8 +92,7 @@ export function connectionFromFlags(flags: ConnectionFlags): ConnectionOptions {
  * goes nowhere but the Authenticate call: no log, no error message.
  */
 function credentialsFromFlags(flags: ConnectionFlags): Pick<ConnectionOptions, 'credentials'> {
-  const spec = flags.user ?? fromEtcdctlEnv('user');
-  return credentialsFor(spec, flags.password, process.env.ETCDCTL_PASSWORD || undefined, '--user', '--password, NAME:PASSWORD or ETCDCTL_PASSWORD');
+  return credentialsFor(flags.user, flags.password, process.env.ETCDCTL_PASSWORD || undefined, '--user', '--password, NAME:PASSWORD or ETCDCTL_PASSWORD');
 }
 
 /**

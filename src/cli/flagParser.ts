@@ -27,6 +27,9 @@ export type FlagSpec =
 
 export type FlagValues = Record<string, string | number | boolean | undefined>;
 
+/** A flag's environment variable: LIFEBOAT_<FLAG>, or etcdctl's ETCDCTL_<FLAG>. */
+export const envName = (prefix: 'LIFEBOAT' | 'ETCDCTL', flag: string) => `${prefix}_${flag.toUpperCase().replaceAll('-', '_')}`;
+
 /** A usage error of `commandId`: exitFor says it in one line with exit 2 and a pointer to its --help. */
 const usage = (commandId: string, message: string) => Object.assign(new Error(message), { parse: {}, commandId });
 

@@ -26,7 +26,9 @@ function common(name: string, spec: FlagSpec) {
 export function oclifString(name: string, spec: Spec<'string'>) {
   const { defaultFrom, ...c } = common(name, spec);
   const options = spec.options ? [...spec.options] : undefined;
-  return spec.default === undefined ? Flags.string({ ...c, options }) : Flags.string({ ...c, options, default: defaultFrom(spec.default) });
+  // No default but a further variable (etcdctl's): the default is that variable's value, when set.
+  const def = defaultFrom(spec.default) as string | (() => Promise<string>) | undefined;
+  return def === undefined ? Flags.string({ ...c, options }) : Flags.string({ ...c, options, default: def });
 }
 
 export function oclifInteger(name: string, spec: Spec<'integer'>) {

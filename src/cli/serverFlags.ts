@@ -2,7 +2,7 @@
 // without oclif: bin/run.js → serverEntry.ts). oclif prints `lifeboat server
 // --help` from flags built out of this same table (commands/server.ts).
 import type { RawServerFlags } from '../server/config.js';
-import { parseFlags, type FlagSpec } from './flagParser.js';
+import { envName, parseFlags, type FlagSpec } from './flagParser.js';
 
 const str = (description: string, def?: string): FlagSpec => ({ type: 'string', description, ...(def === undefined ? {} : { default: def }) });
 const bool = (description: string): FlagSpec => ({ type: 'boolean', description, default: false });
@@ -50,11 +50,8 @@ const TABLE = {
 
 export type ServerFlags = RawServerFlags;
 
-/** Every flag's environment variable: LIFEBOAT_<FLAG>, the flag winning. */
-export const flagEnv = (flag: string) => `LIFEBOAT_${flag.toUpperCase().replace(/-/g, '_')}`;
-
 export const SERVER_FLAGS: Record<string, FlagSpec> = Object.fromEntries(
-  Object.entries(TABLE).map(([name, spec]) => [name, { ...spec, env: [flagEnv(name)] }]),
+  Object.entries(TABLE).map(([name, spec]) => [name, { ...spec, env: [envName('LIFEBOAT', name)] }]),
 );
 
 /** Parses `lifeboat server`'s arguments (after `server`); it takes no positional argument. */

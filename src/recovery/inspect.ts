@@ -297,11 +297,16 @@ async function kvFacts(kv: KvStore) {
     hash,
     clusterId: kv.cluster.clusterId(),
     parentClusterId: kv.cluster.parentClusterId(),
-    members: kv.cluster.members().map((m) => ({ id: hex(m.id), name: m.name, peerURLs: m.peerURLs, clientURLs: m.clientURLs, isLearner: m.isLearner })),
+    members: kv.cluster.members().map(inspectedMember),
     appliedIndex: kv.appliedIndex(),
     revision: kv.currentRevision(),
     compactRevision: kv.compactRevision(),
   };
+}
+
+/** A member record (Lifeboat's KV or etcd's db) as the report lists it: the ID in hex. */
+function inspectedMember(m: { id: bigint; name: string; peerURLs: string[]; clientURLs: string[]; isLearner: boolean }): InspectedMember {
+  return { id: hex(m.id), name: m.name, peerURLs: m.peerURLs, clientURLs: m.clientURLs, isLearner: m.isLearner };
 }
 
 function listed(d: EntryDescription): ListedEntry {
@@ -326,7 +331,7 @@ function inspectEtcdDataDir(dataDir: string, opts: InspectOptions): DataDirRepor
     dataDir: s.dataDir,
     memberId: hex(s.memberId),
     clusterId: hex(s.clusterId),
-    members: s.db.members.map((m) => ({ id: hex(m.id), name: m.name, peerURLs: m.peerURLs, clientURLs: m.clientURLs, isLearner: m.isLearner })),
+    members: s.db.members.map(inspectedMember),
     voters: s.voters.map(hex),
     learners: s.learners.map(hex),
     lastTerm: last?.term ?? s.start.term,

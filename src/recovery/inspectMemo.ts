@@ -7,20 +7,19 @@
 // (device, inode, size, mtime, ctime; symlinks followed). The file system stamps
 // ctime from a coarse clock, so a change within the same tick as an earlier one
 // can leave all of that equal: a fingerprint is only trusted when every file's
-// ctime is older than that clock's step, so that any later write moves a ctime.
-// The step is a kernel tick (at most 10 ms) on a local file system that keeps
-// sub-second times (a tenth of a second is waited), and otherwise up to 2 s
-// (whole seconds, FAT, or a server's clock on a network file system: 3 s waited). A dir that cannot be walked (a file renamed meanwhile, a directory we
-// may not read) gives no fingerprint: the inspection then runs and reports as
-// before. The caller still checks the lock every time: whether its holder runs
-// can change without any file changing.
+// ctime is older than that clock's step (SETTLED_NS), so that any later write
+// moves a ctime. A dir that cannot be walked (a file renamed meanwhile, a
+// directory we may not read) gives no fingerprint: the inspection then runs and
+// reports as before. The lock is checked every time: whether its holder runs can
+// change without any file changing.
 import fs from 'node:fs';
 import path from 'node:path';
 
 /**
- * How old every ctime must be: on a local file system that keeps sub-second times
- * (its clock steps a kernel tick), and on any other (whole seconds, FAT's 2 s
- * steps, or a network file system stamped by another machine's clock).
+ * How old every ctime must be: a tenth of a second on a local file system that
+ * keeps sub-second times (its clock steps a kernel tick, at most 10 ms), 3 s on
+ * any other (whole seconds, FAT's 2 s steps, or a network file system stamped by
+ * another machine's clock).
  */
 const SETTLED_NS = { fine: 100_000_000n, other: 3_000_000_000n };
 const SECOND_NS = 1_000_000_000n;
@@ -83,9 +82,9 @@ export function dirFingerprint(dirs: readonly string[], ignore: readonly string[
 
 /**
  * `inspect` once per unchanged state of `dirs`: a report is reused while the
- * fingerprint taken before and after it was made still holds. Every call runs
- * `check` first (the lock); reports are copied in and out, so no caller's edit
- * reaches another.
+ * fingerprint taken before and after it was made still holds, and `check` (the
+ * lock) runs before it is (an inspection checks the lock itself). Reports are
+ * copied in and out, so no caller's edit reaches another.
  */
 export class InspectMemo<T> {
   private readonly reports = new Map<string, { fingerprint: string; report: T }>();
