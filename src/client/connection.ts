@@ -4,6 +4,7 @@ import * as grpc from '#grpc-js';
 import { service } from '../proto/load.js';
 import type { Endpoint } from './endpoints.js';
 import { connectReason, isTlsReason, unreachableError } from './errors.js';
+import type { TlsMaterial } from './tls.js';
 
 // grpc-js builds each service's methods from the .proto at run time, so its types
 // cannot name them: these say how the ones we call are called.
@@ -50,8 +51,10 @@ export class Connection {
 
   constructor(
     readonly endpoint: Endpoint,
-    credentials: grpc.ChannelCredentials,
+    /** undefined: plaintext */
+    readonly tls: TlsMaterial | undefined,
   ) {
+    const credentials = tls ? tls.credentials : grpc.credentials.createInsecure();
     this.channel = new grpc.Channel(endpoint.address, credentials, CHANNEL_OPTIONS);
     const make = (name: string) => {
       const Ctor = service(name);

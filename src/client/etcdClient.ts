@@ -16,7 +16,7 @@ import { parseEndpoints, type Endpoint } from './endpoints.js';
 import { EtcdClientError, callError } from './errors.js';
 import { formatDuration } from '../common/durations.js';
 import { toBytes } from './keyRange.js';
-import { tlsCredentials, tlsRequested, type TlsOptions } from './tls.js';
+import { loadTls, tlsRequested, type TlsMaterial, type TlsOptions } from './tls.js';
 import {
   alarmFromWire,
   deleteFromWire,
@@ -55,12 +55,12 @@ import {
   type WireMemberListResponse,
   type WirePutResponse,
   type WireRangeResponse,
-  type WireSnapshotResponse,
   type WireStatusResponse,
   type WireTxnResponse,
 } from './types.js';
 import { wireNum } from './ids.js';
 import { WatchStream, type WatchOptions } from './watchStream.js';
+import { readSnapshotStream, StreamStalled } from './snapshotStream.js';
 
 export interface EtcdClientOptions {
   /** endpoint strings as the user wrote them (or one comma-separated string) */
@@ -98,7 +98,7 @@ export class EtcdClient {
   private readonly options: EtcdClientOptions;
   private connections?: Connection[];
   private chosen?: Promise<Connection>;
-  private tlsCreds?: grpc.ChannelCredentials;
+  private tls?: TlsMaterial;
   /** The simple token of `credentials` (undefined: auth is off), fetched once and again when it expires. */
   private token?: Promise<string | undefined>;
 
@@ -108,7 +108,7 @@ export class EtcdClient {
     this.dialTimeoutMs = options.dialTimeoutMs ?? 2000;
     this.commandTimeoutMs = options.commandTimeoutMs ?? 5000;
     // Read and check the TLS files now, so a bad path fails before any dial.
-    if (tlsRequested(options.tls) || this.endpoints.some((e) => e.scheme === 'https')) this.tlsCreds = tlsCredentials(options.tls);
+    if (tlsRequested(options.tls) || this.endpoints.some((e) => e.scheme === 'https')) this.tls = loadTls(options.tls);
   }
 
   /** A client for one endpoint with the same timeouts and TLS settings. */
@@ -279,35 +279,22 @@ export class EtcdClient {
   }
 
   /**
-   * Maintenance.Snapshot: the database as a stream of chunks; the last chunk is the
-   * 32-byte sha256 of everything before it (see snapshotSave.ts). The command
-   * timeout bounds the wait for each chunk.
+   * Maintenance.Snapshot: the database as a stream of chunks; the last 32 bytes
+   * are the sha256 of everything before them (see snapshotSave.ts). Each chunk's
+   * blob is valid until the next is asked for (snapshotStream.ts reuses one
+   * buffer). The command timeout bounds the wait for data, not the whole stream.
    */
   async *snapshot(): AsyncGenerator<SnapshotChunk, void, undefined> {
     const conn = await this.connection();
     const ep = conn.endpoint.text;
     const started = Date.now();
+    const metadata = (await this.metadata(conn)).getMap() as Record<string, string>;
     this.options.debug?.(`→ Maintenance.Snapshot ${ep}`);
-    const stream = conn.maintenance.Snapshot({}, await this.metadata(conn)) as grpc.ClientReadableStream<WireSnapshotResponse>;
-    let timedOut = false;
-    let timer: NodeJS.Timeout | undefined;
-    const arm = () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        timedOut = true;
-        stream.cancel();
-      }, this.commandTimeoutMs);
-    };
-    arm();
     try {
-      for await (const msg of stream as AsyncIterable<WireSnapshotResponse>) {
-        arm();
-        // The decoder hands a Buffer already (a view of the message): no second copy of each 1 MiB chunk.
-        yield { remainingBytes: wireNum(msg.remaining_bytes), blob: Buffer.isBuffer(msg.blob) ? msg.blob : Buffer.from(msg.blob ?? []) };
-      }
+      yield* readSnapshotStream({ endpoint: conn.endpoint, tls: conn.tls, metadata, inactivityMs: this.commandTimeoutMs });
       this.options.debug?.(`← Maintenance.Snapshot ${ep} OK (${Date.now() - started}ms)`);
     } catch (err) {
-      if (timedOut) {
+      if (err instanceof StreamStalled) {
         throw new EtcdClientError(
           `${ep}: snapshot stream stalled: no data for ${formatDuration(this.commandTimeoutMs)}; raise --command-timeout or check the member`,
           'timeout',
@@ -315,9 +302,6 @@ export class EtcdClient {
         );
       }
       throw callError(err, ep, this.commandTimeoutMs);
-    } finally {
-      clearTimeout(timer);
-      stream.cancel();
     }
   }
 
@@ -338,11 +322,9 @@ export class EtcdClient {
   }
 
   private async choose(): Promise<Connection> {
-    const creds = (ep: Endpoint) =>
-      ep.scheme === 'https' || (ep.scheme === 'bare' && tlsRequested(this.options.tls))
-        ? (this.tlsCreds ??= tlsCredentials(this.options.tls))
-        : grpc.credentials.createInsecure();
-    const conns = this.endpoints.map((ep) => new Connection(ep, creds(ep)));
+    const tlsFor = (ep: Endpoint) =>
+      ep.scheme === 'https' || (ep.scheme === 'bare' && tlsRequested(this.options.tls)) ? (this.tls ??= loadTls(this.options.tls)) : undefined;
+    const conns = this.endpoints.map((ep) => new Connection(ep, tlsFor(ep)));
     this.connections = conns;
     const deadline = Date.now() + this.dialTimeoutMs;
     const dials = conns.map((c) => {

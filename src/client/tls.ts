@@ -10,6 +10,7 @@
 //   undefined). Traffic is still encrypted, but the server is not authenticated, so
 //   use it only for test clusters.
 import { readFileSync } from 'node:fs';
+import { createSecureContext, type ConnectionOptions } from 'node:tls';
 import * as grpc from '#grpc-js';
 import { opensslReason } from './errors.js';
 import { InputError } from '../common/errors.js';
@@ -35,8 +36,16 @@ function readPem(file: string, flag: string): Buffer {
   }
 }
 
-/** Build TLS channel credentials (files are read once, here). */
-export function tlsCredentials(tls: TlsOptions = {}): grpc.ChannelCredentials {
+/** The TLS files, read and checked once, and what each transport makes of them. */
+export interface TlsMaterial {
+  /** for grpc-js channels */
+  readonly credentials: grpc.ChannelCredentials;
+  /** for node:tls and node:http2 (the snapshot stream): the same files and the same checks */
+  readonly connect: ConnectionOptions;
+}
+
+/** Read the TLS files (once, here) and build both forms of the same settings. */
+export function loadTls(tls: TlsOptions = {}): TlsMaterial {
   if (!!tls.certFile !== !!tls.keyFile) {
     throw new InputError(`--cert and --key go together: ${tls.certFile ? '--key' : '--cert'} is missing`);
   }
@@ -45,7 +54,9 @@ export function tlsCredentials(tls: TlsOptions = {}): grpc.ChannelCredentials {
   const key = tls.keyFile ? readPem(tls.keyFile, '--key') : null;
   const verify: grpc.VerifyOptions = tls.insecureSkipVerify ? { rejectUnauthorized: false, checkServerIdentity: () => undefined } : {};
   try {
-    return grpc.credentials.createSsl(ca, key, cert, verify);
+    // One context for both: without --cacert, Node's bundled roots (as grpc-js's createSsl).
+    const secureContext = createSecureContext({ ...(ca ? { ca } : {}), ...(cert && key ? { cert, key } : {}) });
+    return { credentials: grpc.credentials.createFromSecureContext(secureContext, verify), connect: { secureContext, ...verify } };
   } catch (err) {
     const msg = opensslReason((err as Error).message.replace(/\s+/g, ' '));
     if (/key values mismatch/.test(msg)) throw new InputError(`--cert ${tls.certFile} and --key ${tls.keyFile} do not belong together (key values mismatch)`);

@@ -105,11 +105,6 @@ export interface WireHashResponse extends WireHeaderOnly {
   hash?: WireInt;
 }
 
-export interface WireSnapshotResponse extends WireHeaderOnly {
-  remaining_bytes?: WireInt;
-  blob?: Buffer;
-}
-
 export interface WireEvent {
   type?: string;
   kv?: WireKeyValue | null;

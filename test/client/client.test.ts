@@ -93,6 +93,34 @@ test('snapshot save streams into FILE via FILE.part and checks the sha256 traile
   }
 });
 
+test('snapshot save of several MiB in messages of mixed sizes keeps every byte', async () => {
+  const big = randomBytes(5000 * 512);
+  const bigDigest = createHash('sha256').update(big).digest();
+  snapshotPlan = (call) => {
+    let sent = 0;
+    for (const n of [1 << 20, 7, 300_000, 1 << 20]) {
+      call.write({ remaining_bytes: String(big.length - sent - n), blob: big.subarray(sent, sent + n) });
+      sent += n;
+    }
+    sendChunks(call, big.subarray(sent), () => {
+      call.write({ remaining_bytes: '0', blob: bigDigest });
+      call.end();
+    });
+  };
+  const file = path.join(dir, 'big.db');
+  const c = client();
+  try {
+    const progress: Array<[number, number]> = [];
+    const saved = await saveSnapshot(c, file, { onProgress: (done, total) => progress.push([done, total]) });
+    assert.ok(readFileSync(file).equals(Buffer.concat([big, bigDigest])));
+    assert.equal(saved.dbSha256, bigDigest.toString('hex'));
+    assert.ok(progress.length >= 2, 'progress during the stream');
+    assert.deepEqual(progress.at(-1), [big.length + 32, big.length + 32]);
+  } finally {
+    c.close();
+  }
+});
+
 for (const [name, plan, expected] of [
   [
     'a wrong trailer',
@@ -105,6 +133,11 @@ for (const [name, plan, expected] of [
     (call: grpc.ServerWritableStream<any, any>) =>
       sendChunks(call, db.subarray(0, 2000), () => call.emit('error', { code: grpc.status.DATA_LOSS, details: 'disk on fire' })),
     /^127\.0\.0\.1:\d+: disk on fire$/,
+  ],
+  [
+    'an error before any data',
+    (call: grpc.ServerWritableStream<any, any>) => call.emit('error', { code: grpc.status.PERMISSION_DENIED, details: 'etcdserver: permission denied' }),
+    /^127\.0\.0\.1:\d+: etcdserver: permission denied$/,
   ],
   [
     'a stream that stalls',
