@@ -27,11 +27,13 @@ const fail = async (error, flush) => {
 
 // Commands that start without oclif (but for their --help), each from an entry of
 // its own: `lifeboat server` (a member is long-lived, and oclif with every command
-// loaded cost it several MiB for good) and `lifeboat snapshot save` (oclif's import,
-// config and command loading were a sixth of a 100k-key save).
+// loaded cost it several MiB for good), `lifeboat snapshot save` and `snapshot
+// restore` (oclif's import, config and command loading were a sixth of a 100k-key
+// save, a quarter of its restore).
 const LEAN = [
   { words: ['server'], entry: '../dist/src/cli/serverEntry.js' },
   { words: ['snapshot', 'save'], entry: '../dist/src/cli/snapshotSaveRun.js' },
+  { words: ['snapshot', 'restore'], entry: '../dist/src/cli/snapshotRestoreRun.js' },
 ];
 const lean = LEAN.find((l) => l.words.every((w, i) => argv[i] === w));
 if (lean && !argv.slice(lean.words.length).some((a) => a === '--help' || a === '-h')) {

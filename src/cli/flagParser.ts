@@ -19,7 +19,7 @@ interface FlagBase {
   defaultHelp?: string;
 }
 export type FlagSpec =
-  | (FlagBase & { type: 'string'; default?: string; options?: readonly string[] })
+  | (FlagBase & { type: 'string'; default?: string; options?: readonly string[]; required?: boolean })
   | (FlagBase & { type: 'integer'; default: number })
   /** milliseconds, written as "5s" or "500ms" */
   | (FlagBase & { type: 'duration'; default: number })
@@ -130,5 +130,11 @@ export function parseFlags(
   for (const [flag, spec] of Object.entries(specs)) {
     flags[flag] = given.has(flag) ? given.get(flag) : (envValue(spec, o.env ?? process.env, fail) ?? spec.default);
   }
+  // Every missing one at once, as oclif lists them.
+  const missing = Object.entries(specs)
+    .filter(([flag, spec]) => spec.type === 'string' && spec.required && flags[flag] === undefined)
+    .map(([flag]) => `Missing required flag ${flag}`)
+    .sort();
+  if (missing.length > 0) throw fail(missing.join('; '));
   return { flags, args: positional };
 }

@@ -28,7 +28,8 @@ export function oclifString(name: string, spec: Spec<'string'>) {
   const options = spec.options ? [...spec.options] : undefined;
   // No default but a further variable (etcdctl's): the default is that variable's value, when set.
   const def = defaultFrom(spec.default) as string | (() => Promise<string>) | undefined;
-  return def === undefined ? Flags.string({ ...c, options }) : Flags.string({ ...c, options, default: def });
+  const required = spec.required ? { required: true } : {};
+  return def === undefined ? Flags.string({ ...c, ...required, options }) : Flags.string({ ...c, ...required, options, default: def });
 }
 
 export function oclifInteger(name: string, spec: Spec<'integer'>) {

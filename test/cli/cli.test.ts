@@ -180,6 +180,25 @@ test("oclif's path says the same usage errors as the lean one, in one line with 
   assertOneLineUsageError(lifeboat('get', 'k', '--debug=maybe'), 'invalid --debug="maybe": expected true or false');
 });
 
+test('lifeboat snapshot restore, run without oclif (bin/run.js → snapshotRestoreRun), refuses bad flags as oclif did: one line, exit 2', () => {
+  const missing = lifeboat('snapshot', 'restore', 'x.db');
+  assertOneLineUsageError(missing, 'Missing required flag data-dir; Missing required flag initial-advertise-peer-urls; Missing required flag name');
+  assert.ok(missing.stderr.includes("See 'lifeboat snapshot restore --help'"), missing.stderr);
+  const good = ['--data-dir', 'd', '--name', 'm1', '--initial-advertise-peer-urls', 'http://127.0.0.1:2380'];
+  assertOneLineUsageError(lifeboat('snapshot', 'restore'), 'Missing 1 required arg: file');
+  assertOneLineUsageError(lifeboat('snapshot', 'restore', 'x.db', ...good, '--bump-revision', 'x'), 'Expected an integer but received: x');
+  assertOneLineUsageError(
+    lifeboat('snapshot', 'restore', 'x.db', ...good, '--mark-compacted=maybe'),
+    'invalid --mark-compacted="maybe": expected true or false',
+  );
+  assertOneLineUsageError(lifeboat('snapshot', 'restore', 'x.db', ...good, '--name', 'm2'), '--name can only be given once');
+  assertOneLineUsageError(lifeboat('snapshot', 'restore', 'x.db', ...good, '--bump-revision', '5'), '--mark-compacted required if --bump-revision > 0');
+  const help = lifeboat('snapshot', 'restore', '--help');
+  assert.equal(help.code, EXIT.OK, help.stderr);
+  assert.match(help.stdout, /^USAGE\n\s+\$ lifeboat snapshot restore FILE --data-dir <value>/m);
+  assert.match(help.stdout, /\(required\) the new data dir/);
+});
+
 test('lifeboat snapshot save, run without oclif (bin/run.js → snapshotSaveRun), refuses bad flags as every command does: one line, exit 2', () => {
   const unknown = lifeboat('snapshot', 'save', 'x.db', '--bogus');
   assertOneLineUsageError(unknown, 'Nonexistent flag: --bogus');

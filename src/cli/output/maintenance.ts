@@ -1,7 +1,8 @@
-// alarm / compaction / defrag / move-leader / snapshot save output.
+// alarm / compaction / defrag / move-leader / snapshot save and restore output.
 import { hexId, paddedHexId } from '../../client/ids.js';
 import type { SnapshotSaved } from '../../client/snapshotSave.js';
 import type { AlarmResult, HeaderOnly } from '../../client/types.js';
+import type { RestoreResult } from '../../recovery/restore.js';
 import type { Renderer } from '../baseCommand.js';
 import { humanBytes } from './humanize.js';
 import { headerJson } from './json.js';
@@ -86,3 +87,12 @@ export const snapshotSaveOutput: Renderer<SnapshotSaved> = {
     mbPerSecond: Number(mbps(s).toFixed(3)),
   }),
 };
+
+export const snapshotRestoreOutput = (r: RestoreResult): string =>
+  [
+    `Restored ${r.keys} keys at revision ${r.revision} into ${r.dataDir}`,
+    `member ${r.memberId} in new cluster ${r.clusterId} (parent ${r.parentClusterId})`,
+    ...(r.notCarriedOver ?? []).map((n) => `not carried over: ${n}`),
+    'Start it with:',
+    `  ${r.serverCommand}`,
+  ].join('\n');
