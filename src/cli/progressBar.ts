@@ -2,13 +2,11 @@
 import { humanBytes } from './output/humanize.js';
 
 export interface ProgressBar {
-  /** false when nothing is drawn (stderr is not a terminal): callers may skip the work of counting */
-  readonly shown: boolean;
   update(done: number, total: number): void;
   finish(): void;
 }
 
-const NONE: ProgressBar = { shown: false, update() {}, finish() {} };
+const NONE: ProgressBar = { update() {}, finish() {} };
 
 /** `format` prints the counts (bytes by default; e.g. String for keys). */
 export function progressBar(label: string, stream: NodeJS.WriteStream = process.stderr, format: (n: number) => string = humanBytes): ProgressBar {
@@ -24,7 +22,6 @@ export function progressBar(label: string, stream: NodeJS.WriteStream = process.
     drawn = true;
   };
   return {
-    shown: true,
     update(done, total) {
       const now = Date.now();
       if (now - last < 100 && done < total) return;

@@ -38,8 +38,7 @@ interface RestoreFlags {
 async function restoreAndPrint(file: string, flags: RestoreFlags, writeOut: WriteOut, log: (line: string) => void): Promise<void> {
   const bar = progressBar('restore');
   const result: RestoreResult = await restoreSnapshot(file, {
-    // Counting the bytes copies the file through JS streams instead of copyFile: only for a bar that is drawn.
-    ...(bar.shown ? { onBytes: (done: number, total: number) => bar.update(done, total) } : {}),
+    onBytes: (done, total) => bar.update(done, total),
     dataDir: flags['data-dir'],
     name: flags.name,
     initialAdvertisePeerUrls: flags['initial-advertise-peer-urls'].split(',').map((s) => s.trim()),
