@@ -20,16 +20,6 @@ export function copyKvFiles(dataDir: string, into: string): void {
   copyKv(kvPath(dataDir), kvPath(into));
 }
 
-/** Reads the store at `dbPath` (a copy) read-only, without the page check: whoever opens it next to write runs it. */
-export function withKvFile<T>(dbPath: string, use: (kv: KvStore) => T): T {
-  const kv = KvStore.open(dbPath, { readonly: true, quickCheck: false });
-  try {
-    return use(kv);
-  } finally {
-    kv.close();
-  }
-}
-
 /** Copies kv.db (and kv.db-wal) into a private temp dir, opens the copy, and removes it after. */
 export async function withKvCopy<T>(dataDir: string, use: (kv: KvStore) => Promise<T>): Promise<T> {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-kv-copy-'));

@@ -17,7 +17,7 @@ import { isValidMemberUrl } from '../common/urls.js';
 import { importEtcdDb, requireTrailer, TrailerError } from '../etcdfile/index.js';
 import { derivedEtcdClusterId, snapshotKind } from './snapshotFormat.js';
 import { NodeFileSystem } from '../storage/fileSystem.js';
-import { copyKvFiles, withKvFile } from './kvCopy.js';
+import { copyKvFiles } from './kvCopy.js';
 
 export interface RestoreOptions {
   dataDir: string;
@@ -84,52 +84,55 @@ function serverCommand(o: RestoreOptions): string {
 }
 
 /**
- * Writes the new data dir's Raft state and cluster identity around a KV store
- * already installed at <part>/member/kv.db. `checked`: SQLite's page check already
- * ran on that file in this restore (restoreSnapshot opens the copy it installs);
- * else it runs here, as the store is opened. Once is enough: at 100k keys a check
- * is about 0.1 s.
+ * Opens the store installed at <part>/member/kv.db for `use`, and closes it after:
+ * once per restore. `quickCheck`: SQLite's page check, false where this restore
+ * checked the file already (restoreSnapshot opens the copy it installs); at 100k
+ * keys a check is about 0.1 s.
  */
-function finish(
-  o: RestoreOptions,
-  part: string,
-  storage: RaftStorage,
-  memberId: bigint,
-  state: (kv: KvStore) => PersistedState,
-  uncommittedKept: number,
-  checked: boolean,
-): RestoreResult {
-  const kv = KvStore.open(kvPath(part), { quickCheck: !checked });
+function withStore<T>(part: string, quickCheck: boolean, use: (kv: KvStore) => T): T {
+  const kv = KvStore.open(kvPath(part), { quickCheck });
   try {
-    const oldCluster = kv.cluster.clusterId() ?? 0n;
-    const ancestors = [kv.cluster.parentClusterId()].filter((x): x is bigint => x !== undefined && x !== 0n);
-    const clusterId = newClusterId(oldCluster, memberId, ancestors);
-    kv.writeLocal((c) => {
-      c.setParentClusterId(oldCluster === 0n ? undefined : oldCluster);
-      c.setClusterId(clusterId);
-      c.setMemberId(memberId);
-      c.clearMembers();
-      c.putMember({ id: memberId, name: o.name, peerURLs: o.initialAdvertisePeerUrls, clientURLs: [], isLearner: false });
-    });
-    if ((o.bumpRevision ?? 0) > 0) kv.bumpRevision(o.bumpRevision!, !!o.markCompacted);
-    storage.rewrite(state(kv));
-    storage.setClusterId(clusterId);
-    kv.makeDurable();
-    const keys = kv.range({ key: Buffer.from([0]), rangeEnd: Buffer.from([0]), countOnly: true, serializable: true }).count;
-    return {
-      dataDir: path.resolve(o.dataDir),
-      memberId: hex(memberId),
-      clusterId: hex(clusterId),
-      parentClusterId: hex(oldCluster),
-      revision: kv.currentRevision(),
-      keys,
-      appliedIndex: kv.appliedIndex(),
-      uncommittedKept,
-      serverCommand: serverCommand(o),
-    };
+    return use(kv);
   } finally {
     kv.close();
   }
+}
+
+/** Writes the new data dir's Raft state and cluster identity around its (open) KV store. */
+function finish(
+  o: RestoreOptions,
+  storage: RaftStorage,
+  memberId: bigint,
+  kv: KvStore,
+  state: (kv: KvStore) => PersistedState,
+  uncommittedKept: number,
+): RestoreResult {
+  const oldCluster = kv.cluster.clusterId() ?? 0n;
+  const ancestors = [kv.cluster.parentClusterId()].filter((x): x is bigint => x !== undefined && x !== 0n);
+  const clusterId = newClusterId(oldCluster, memberId, ancestors);
+  kv.writeLocal((c) => {
+    c.setParentClusterId(oldCluster === 0n ? undefined : oldCluster);
+    c.setClusterId(clusterId);
+    c.setMemberId(memberId);
+    c.clearMembers();
+    c.putMember({ id: memberId, name: o.name, peerURLs: o.initialAdvertisePeerUrls, clientURLs: [], isLearner: false });
+  });
+  if ((o.bumpRevision ?? 0) > 0) kv.bumpRevision(o.bumpRevision!, !!o.markCompacted);
+  storage.rewrite(state(kv));
+  storage.setClusterId(clusterId);
+  kv.makeDurable();
+  const keys = kv.range({ key: Buffer.from([0]), rangeEnd: Buffer.from([0]), countOnly: true, serializable: true }).count;
+  return {
+    dataDir: path.resolve(o.dataDir),
+    memberId: hex(memberId),
+    clusterId: hex(clusterId),
+    parentClusterId: hex(oldCluster),
+    revision: kv.currentRevision(),
+    keys,
+    appliedIndex: kv.appliedIndex(),
+    uncommittedKept,
+    serverCommand: serverCommand(o),
+  };
 }
 
 /** Builds <dataDir>.part with `build`, then renames it into place. */
@@ -170,7 +173,8 @@ export async function restoreSnapshot(file: string, o: RestoreOptions): Promise<
       } else {
         fs.copyFileSync(file, kvPath(part));
       }
-      return finish(o, part, storage, memberId, (kv) => singleVoterState(kv, memberId), 0, kind.hasTrailer);
+      // restoreSnapshot checked the copy it installed; a raw kv.db copy is checked as it is opened.
+      return withStore(part, !kind.hasTrailer, (kv) => finish(o, storage, memberId, kv, (k) => singleVoterState(k, memberId), 0));
     } finally {
       storage.close();
     }
@@ -197,16 +201,10 @@ async function restoreEtcdFile(file: string, o: RestoreOptions): Promise<Restore
     try {
       const { summary, notCarriedOver } = importEtcdDb(file, kvPath(part), o.onBytes);
       const parent = derivedEtcdClusterId(summary);
-      if (parent !== 0n) {
-        // Just written by importEtcdDb; finish checks it once.
-        const kv = KvStore.open(kvPath(part), { quickCheck: false });
-        try {
-          kv.writeLocal((c) => c.setClusterId(parent));
-        } finally {
-          kv.close();
-        }
-      }
-      const result = finish(o, part, storage, memberId, (kv) => singleVoterState(kv, memberId), 0, false);
+      const result = withStore(part, true, (kv) => {
+        if (parent !== 0n) kv.writeLocal((c) => c.setClusterId(parent));
+        return finish(o, storage, memberId, kv, (k) => singleVoterState(k, memberId), 0);
+      });
       return { ...result, notCarriedOver };
     } finally {
       storage.close();
@@ -219,6 +217,20 @@ function singleVoterState(kv: KvStore, memberId: bigint): PersistedState {
   const index = kv.appliedIndex();
   const term = kv.appliedTerm();
   return { hardState: { term, vote: 0n, commit: index }, snapshot: { index, term, conf: { voters: [memberId], learners: [] } }, entries: [] };
+}
+
+/** The survivor's forced state around its KV: entries the KV already holds are dropped; the rest are replayed at start. */
+function forcedState(kv: KvStore, forced: PersistedState, memberId: bigint): PersistedState {
+  if (kv.appliedIndex() < forced.snapshot.index)
+    throw new Error(`the survivor's KV (applied ${kv.appliedIndex()}) is behind its log's snapshot (${forced.snapshot.index})`);
+  const entries = forced.entries.filter((e) => e.index > kv.appliedIndex());
+  const base = entries.length > 0 ? entries[0].index - 1 : Math.max(kv.appliedIndex(), forced.snapshot.index);
+  const baseTerm = kv.appliedIndex() === base ? kv.appliedTerm() : forced.snapshot.term;
+  return {
+    hardState: { term: Math.max(forced.hardState.term, baseTerm), vote: 0n, commit: entries.at(-1)?.index ?? base },
+    snapshot: { index: base, term: baseTerm, conf: { voters: [memberId], learners: [] } },
+    entries,
+  };
 }
 
 /**
@@ -237,37 +249,19 @@ export async function restoreDataDir(src: string, o: RestoreOptions): Promise<Re
       // copied straight into the new data dir, where it is opened, checked and
       // changed; nothing is opened, and so nothing written, in the source dir (kvCopy.ts).
       copyKvFiles(src, part);
-      const survivor = withKvFile(kvPath(part), (kv) => kv.cluster.member(member.memberId));
-      const sameUrls = survivor && [...survivor.peerURLs].sort().join(',') === [...o.initialAdvertisePeerUrls].sort().join(',');
-      const memberId = sameUrls ? member.memberId : memberIdFor(o.initialAdvertisePeerUrls, o.initialClusterToken ?? 'etcd-cluster');
-      const forced = forceNewClusterState(state, memberId, { discardUncommitted: !!o.discardUncommitted });
-      const kept = forced.entries.filter((e) => e.index > state.hardState.commit).length;
-      const { storage } = RaftStorage.open(part, { identity: { memberId, clusterId: 0n } });
-      try {
-        return finish(
-          o,
-          part,
-          storage,
-          memberId,
-          (kv) => {
-            if (kv.appliedIndex() < forced.snapshot.index)
-              throw new Error(`the survivor's KV (applied ${kv.appliedIndex()}) is behind its log's snapshot (${forced.snapshot.index})`);
-            // Entries the KV already holds are dropped; the rest are replayed at start.
-            const entries = forced.entries.filter((e) => e.index > kv.appliedIndex());
-            const base = entries.length > 0 ? entries[0].index - 1 : Math.max(kv.appliedIndex(), forced.snapshot.index);
-            const baseTerm = kv.appliedIndex() === base ? kv.appliedTerm() : forced.snapshot.term;
-            return {
-              hardState: { term: Math.max(forced.hardState.term, baseTerm), vote: 0n, commit: entries.at(-1)?.index ?? base },
-              snapshot: { index: base, term: baseTerm, conf: { voters: [memberId], learners: [] } },
-              entries,
-            };
-          },
-          kept,
-          false,
-        );
-      } finally {
-        storage.close();
-      }
+      return withStore(part, true, (kv) => {
+        const survivor = kv.cluster.member(member.memberId);
+        const sameUrls = survivor && [...survivor.peerURLs].sort().join(',') === [...o.initialAdvertisePeerUrls].sort().join(',');
+        const memberId = sameUrls ? member.memberId : memberIdFor(o.initialAdvertisePeerUrls, o.initialClusterToken ?? 'etcd-cluster');
+        const forced = forceNewClusterState(state, memberId, { discardUncommitted: !!o.discardUncommitted });
+        const kept = forced.entries.filter((e) => e.index > state.hardState.commit).length;
+        const { storage } = RaftStorage.open(part, { identity: { memberId, clusterId: 0n } });
+        try {
+          return finish(o, storage, memberId, kv, () => forcedState(kv, forced, memberId), kept);
+        } finally {
+          storage.close();
+        }
+      });
     });
   } finally {
     source.close();
