@@ -20,9 +20,6 @@ export type UnaryMethod = (
 /** A service's unary methods by name (Range, MemberList, Status, ...). */
 export type UnaryMethods = grpc.Client & Record<string, UnaryMethod>;
 
-/** Maintenance: unary methods, and Snapshot, a server stream. */
-export type MaintenanceClient = UnaryMethods & { Snapshot(req: object, md: grpc.Metadata): grpc.ClientReadableStream<unknown> };
-
 /** Watch: one bidirectional stream (its one method, Watch). */
 export type WatchClient = grpc.Client & Record<string, (md: grpc.Metadata) => grpc.ClientDuplexStream<unknown, unknown>>;
 
@@ -43,7 +40,8 @@ export class Connection {
   readonly channel: grpc.Channel;
   readonly kv: UnaryMethods;
   readonly cluster: UnaryMethods;
-  readonly maintenance: MaintenanceClient;
+  /** unary methods only: Snapshot is read straight off HTTP/2 (snapshotStream.ts) */
+  readonly maintenance: UnaryMethods;
   readonly watch: WatchClient;
   readonly auth: UnaryMethods;
   private dialing?: Promise<void>;
@@ -62,7 +60,7 @@ export class Connection {
     };
     this.kv = make('etcdserverpb.KV') as UnaryMethods;
     this.cluster = make('etcdserverpb.Cluster') as UnaryMethods;
-    this.maintenance = make('etcdserverpb.Maintenance') as MaintenanceClient;
+    this.maintenance = make('etcdserverpb.Maintenance') as UnaryMethods;
     this.watch = make('etcdserverpb.Watch') as WatchClient;
     this.auth = make('etcdserverpb.Auth') as UnaryMethods;
   }

@@ -11,13 +11,12 @@
 // remaining_bytes = 2 (varint), blob = 3 (bytes); then trailers with
 // grpc-status and grpc-message (or, for an early failure, both in the headers).
 import http2 from 'node:http2';
+import { status as grpcStatus } from '#grpc-js';
 import type { Endpoint } from './endpoints.js';
 import type { TlsMaterial } from './tls.js';
 import type { SnapshotChunk } from './types.js';
 
-/** gRPC status codes used here (the same numbers as grpc-js's `status`). */
-const UNAVAILABLE = 14;
-const INTERNAL = 13;
+const { UNAVAILABLE, INTERNAL } = grpcStatus;
 
 /** A failed stream as the client's callError reads a grpc-js error. */
 export class StreamError extends Error {
