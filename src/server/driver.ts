@@ -1,9 +1,12 @@
 // The loop that drives the Raft core: tick → ready → send the leader's appends →
 // persist (one write, one fsync) → send acks and votes → apply → advance.
-// The fsync runs in libuv's thread pool: meanwhile the event loop keeps taking
-// proposals and peer messages into the core (which produces no new Ready until
-// advance()), and they all go into the next batch together: group commit, with
-// the loop free to serve reads, ticks and heartbeats while the disk works.
+// The fsync of a batch runs in libuv's thread pool: meanwhile the event loop keeps
+// taking proposals and peer messages into the core (which produces no new Ready
+// until advance()), and they all go into the next batch together: group commit,
+// with the loop free to serve reads, ticks and heartbeats while the disk works.
+// A Ready of one entry or none (a light load: nothing to overlap) is fsynced on
+// the loop itself, which spares the two thread wake-ups of the pool on the put's
+// critical path.
 import { MessageType, type Entry, type HardState, type Message, type Ready, type Snapshot, type SoftState } from '../raft/types.js';
 import type { Raft } from '../raft/raft.js';
 import { failpointSet } from '../common/failpoint.js';
@@ -17,11 +20,13 @@ const ACK_BEFORE_FSYNC = failpointSet('ack-before-fsync');
  * client the next put's append comes within about a millisecond.
  */
 export const OWED_COMMIT_MS = 2;
+/** A Ready with at most this many entries is fsynced on the event loop (see above). */
+export const SYNC_ON_LOOP_MAX_ENTRIES = 1;
 
 /** What the driver needs from the data directory's Raft storage. */
 export interface LogStore {
-  /** Writes the batch, without an fsync. */
-  write(batch: { hardState?: HardState; entries: Entry[]; snapshot?: Snapshot }): void;
+  /** Writes the batch, with an fsync on this thread if `sync`. */
+  write(batch: { hardState?: HardState; entries: Entry[]; snapshot?: Snapshot }, sync: boolean): void;
   /** Makes everything written durable, off the event loop; nothing is written until it settles. */
   sync(): Promise<void>;
 }
@@ -93,17 +98,21 @@ export class RaftDriver {
     }
     if (this.syncing || !this.raft.hasReady()) return;
     let rd: Ready;
+    let onLoop = false;
     try {
       rd = this.raft.ready();
       if (rd.softState) this.hooks.softState(rd.softState);
       this.send(rd.messages);
+      onLoop = rd.mustSync && !ACK_BEFORE_FSYNC && !rd.snapshot && rd.entries.length <= SYNC_ON_LOOP_MAX_ENTRIES;
       if (rd.snapshot || rd.entries.length > 0 || rd.hardState) {
-        this.store.write({ hardState: rd.hardState, entries: rd.entries, snapshot: rd.snapshot });
+        const start = process.hrtime.bigint();
+        this.store.write({ hardState: rd.hardState, entries: rd.entries, snapshot: rd.snapshot }, onLoop);
+        if (onLoop) this.metrics.observeFsync(Number(process.hrtime.bigint() - start) / 1e9, rd.entries.length);
       }
     } catch (e) {
       return this.fail(e);
     }
-    if (!rd.mustSync || ACK_BEFORE_FSYNC) return this.finish(rd);
+    if (!rd.mustSync || ACK_BEFORE_FSYNC || onLoop) return this.finish(rd);
     const start = process.hrtime.bigint();
     this.syncing = this.store.sync().then(
       () => {

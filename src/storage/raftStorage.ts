@@ -244,7 +244,10 @@ export class RaftStorage {
     this.guard(() => {
       if (snapshot) writeSnapshotFile(this.fs, this.dataDir, this.member.memberId, snapshot);
       if (records.length > 0) this.append(records, opts.sync);
-      else if (opts.sync && this.current) this.fs.fsync(this.current.fh);
+      else if (opts.sync && this.current) {
+        this.fs.fsync(this.current.fh);
+        this.journalSync(this.current);
+      }
     });
     if (snapshot) {
       this.log.reset(snapshot.meta.index, snapshot.meta.term);
