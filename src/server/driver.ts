@@ -25,10 +25,12 @@ export const SYNC_ON_LOOP_MAX_ENTRIES = 1;
 
 /** What the driver needs from the data directory's Raft storage. */
 export interface LogStore {
-  /** Writes the batch, with an fsync on this thread if `sync`. */
-  write(batch: { hardState?: HardState; entries: Entry[]; snapshot?: Snapshot }, sync: boolean): void;
+  /** Writes the batch, without an fsync. */
+  write(batch: { hardState?: HardState; entries: Entry[]; snapshot?: Snapshot }): void;
   /** Makes everything written durable, off the event loop; nothing is written until it settles. */
   sync(): Promise<void>;
+  /** The same on this thread. */
+  syncNow(): void;
 }
 
 export interface DriverHooks {
@@ -98,26 +100,32 @@ export class RaftDriver {
     }
     if (this.syncing || !this.raft.hasReady()) return;
     let rd: Ready;
-    let onLoop = false;
     try {
       rd = this.raft.ready();
       if (rd.softState) this.hooks.softState(rd.softState);
       this.send(rd.messages);
-      onLoop = rd.mustSync && !ACK_BEFORE_FSYNC && !rd.snapshot && rd.entries.length <= SYNC_ON_LOOP_MAX_ENTRIES;
       if (rd.snapshot || rd.entries.length > 0 || rd.hardState) {
-        const start = process.hrtime.bigint();
-        this.store.write({ hardState: rd.hardState, entries: rd.entries, snapshot: rd.snapshot }, onLoop);
-        if (onLoop) this.metrics.observeFsync(Number(process.hrtime.bigint() - start) / 1e9, rd.entries.length);
+        this.store.write({ hardState: rd.hardState, entries: rd.entries, snapshot: rd.snapshot });
       }
     } catch (e) {
       return this.fail(e);
     }
-    if (!rd.mustSync || ACK_BEFORE_FSYNC || onLoop) return this.finish(rd);
+    if (!rd.mustSync || ACK_BEFORE_FSYNC) return this.finish(rd);
     const start = process.hrtime.bigint();
+    const synced = () => this.metrics.observeFsync(Number(process.hrtime.bigint() - start) / 1e9, rd.entries.length);
+    if (!rd.snapshot && rd.entries.length <= SYNC_ON_LOOP_MAX_ENTRIES) {
+      try {
+        this.store.syncNow();
+      } catch (e) {
+        return this.fail(e);
+      }
+      synced();
+      return this.finish(rd);
+    }
     this.syncing = this.store.sync().then(
       () => {
         this.syncing = undefined;
-        this.metrics.observeFsync(Number(process.hrtime.bigint() - start) / 1e9, rd.entries.length);
+        synced();
         // Stopped meanwhile: send nothing more; what was written is durable anyway.
         if (!this.stopped) this.finish(rd);
       },

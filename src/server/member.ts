@@ -123,7 +123,7 @@ export class Member {
     this.snapshotIndex = p.storage.snapshotMeta().index;
     this.driver = new RaftDriver(
       p.raft,
-      { write: (b, sync) => this.storage.save(b, { sync }), sync: () => this.storage.sync() },
+      { write: (b) => this.storage.save(b, { sync: false }), sync: () => this.storage.sync(), syncNow: () => this.storage.syncNow() },
       {
         send: (ms) => this.send(ms),
         applySnapshot: (s) => this.heldBack.run(() => this.applySnapshot(s)),
