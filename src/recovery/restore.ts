@@ -98,15 +98,8 @@ function withStore<T>(part: string, quickCheck: boolean, use: (kv: KvStore) => T
   }
 }
 
-/** Writes the new data dir's Raft state and cluster identity around its (open) KV store. */
-function finish(
-  o: RestoreOptions,
-  storage: RaftStorage,
-  memberId: bigint,
-  kv: KvStore,
-  state: (kv: KvStore) => PersistedState,
-  uncommittedKept: number,
-): RestoreResult {
+/** Writes the new data dir's Raft state (`state`, read once the store is changed) and cluster identity around its open KV store. */
+function finish(o: RestoreOptions, storage: RaftStorage, memberId: bigint, kv: KvStore, state: () => PersistedState, uncommittedKept: number): RestoreResult {
   const oldCluster = kv.cluster.clusterId() ?? 0n;
   const ancestors = [kv.cluster.parentClusterId()].filter((x): x is bigint => x !== undefined && x !== 0n);
   const clusterId = newClusterId(oldCluster, memberId, ancestors);
@@ -118,7 +111,7 @@ function finish(
     c.putMember({ id: memberId, name: o.name, peerURLs: o.initialAdvertisePeerUrls, clientURLs: [], isLearner: false });
   });
   if ((o.bumpRevision ?? 0) > 0) kv.bumpRevision(o.bumpRevision!, !!o.markCompacted);
-  storage.rewrite(state(kv));
+  storage.rewrite(state());
   storage.setClusterId(clusterId);
   kv.makeDurable();
   const keys = kv.range({ key: Buffer.from([0]), rangeEnd: Buffer.from([0]), countOnly: true, serializable: true }).count;
@@ -174,7 +167,7 @@ export async function restoreSnapshot(file: string, o: RestoreOptions): Promise<
         fs.copyFileSync(file, kvPath(part));
       }
       // restoreSnapshot checked the copy it installed; a raw kv.db copy is checked as it is opened.
-      return withStore(part, !kind.hasTrailer, (kv) => finish(o, storage, memberId, kv, (k) => singleVoterState(k, memberId), 0));
+      return withStore(part, !kind.hasTrailer, (kv) => finish(o, storage, memberId, kv, () => singleVoterState(kv, memberId), 0));
     } finally {
       storage.close();
     }
@@ -203,7 +196,7 @@ async function restoreEtcdFile(file: string, o: RestoreOptions): Promise<Restore
       const parent = derivedEtcdClusterId(summary);
       const result = withStore(part, true, (kv) => {
         if (parent !== 0n) kv.writeLocal((c) => c.setClusterId(parent));
-        return finish(o, storage, memberId, kv, (k) => singleVoterState(k, memberId), 0);
+        return finish(o, storage, memberId, kv, () => singleVoterState(kv, memberId), 0);
       });
       return { ...result, notCarriedOver };
     } finally {
