@@ -122,8 +122,9 @@ export class KvStore {
   /** A held transaction's commit failed: the store no longer matches its file. */
   private commitFailure: Error | undefined;
   /**
-   * Told when a held transaction's commit fails on its timer, where no caller sees the
-   * throw (a full disk): SQLite has undone it, so reads would go back in time; stop.
+   * Told when a held transaction's commit fails (a full disk), whoever committed it: SQLite
+   * has undone it, so reads would go back in time; stop. Told at once, also where the
+   * throw reaches a caller that only logs it (a checkpoint, a hash); reads refuse from then on.
    */
   onCommitFailure: ((e: Error) => void) | undefined;
   private readonly beginStmt: Database.Statement;
@@ -235,6 +236,7 @@ export class KvStore {
 
   /** Throws KvError (compacted, future revision). */
   range(req: RangeRequest): RangeResponse {
+    this.assertOpen();
     return applyRange(new ReadTxn(this.tables, this.state), req);
   }
 
@@ -251,6 +253,7 @@ export class KvStore {
    * check compactRevision() first.
    */
   history(range: KeyRange | null, from: number, to: number, limits: { rows: number; bytes: number }): HistoryBatch {
+    this.assertOpen();
     const { rows, through } = this.tables.history(range, from, Math.min(to, this.state.current), limits.rows, limits.bytes);
     const events = rows.map((r): KvEvent => {
       const key = Buffer.from(r[0], 'hex');
@@ -325,6 +328,7 @@ export class KvStore {
 
   /** A job for the worker, whose own connection sees only committed applies: commit the held ones first. */
   private job(job: ReadJob): Promise<unknown> {
+    this.assertOpen();
     this.commit();
     return this.jobs.run(job);
   }
@@ -342,6 +346,7 @@ export class KvStore {
       this.commitStmt.run();
     } catch (e) {
       this.commitFailure = new Error(`kv: commit of ${held.batches} applied batches to ${this.path} failed: ${(e as Error).message}`);
+      this.onCommitFailure?.(this.commitFailure);
       throw this.commitFailure;
     }
   }
@@ -353,9 +358,8 @@ export class KvStore {
     const timer = setTimeout(() => {
       try {
         this.commit();
-      } catch (e) {
-        // Kept in commitFailure too: every later call throws it.
-        this.onCommitFailure?.(e as Error);
+      } catch {
+        // Told to onCommitFailure and kept in commitFailure: every later call throws it.
       }
     }, this.commitDelayMs);
     this.held = { batches: 0, timer };

@@ -1,0 +1,48 @@
+// A full disk under the KV: a commit of held applies that fails (SQLite undoes the
+// transaction) must stop the member whoever committed, and reads must refuse from
+// then on rather than answer from the undone state. A checkpoint's commit once only
+// logged the failure, and the member answered reads from before acknowledged puts
+// (the fault suite's disk-full fault caught it). A child (fullDiskChild.ts) runs on a
+// small tmpfs in a mount namespace of its own; needs root, as CI and the fault suite.
+
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { tempDir } from '../storage/fixtures.js';
+
+const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fullDiskChild.js');
+
+interface ChildReport {
+  checkpoint: string;
+  told: string | null;
+  read: string;
+}
+
+function onSmallDisk(mode: 'fill' | 'room'): Promise<ChildReport> {
+  const d = tempDir('kv-full-disk');
+  const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+  const script = `mount -t tmpfs -o size=8m tmpfs ${q(d.dir)} && exec ${q(process.execPath)} ${q(CHILD)} ${q(d.dir)} ${mode}`;
+  return new Promise<ChildReport>((resolve, reject) => {
+    execFile('unshare', ['-m', '--propagation', 'private', 'sh', '-c', script], { timeout: 30_000 }, (err, stdout, stderr) => {
+      d.cleanup();
+      if (err) return reject(new Error(`child (${mode}) failed: ${err.message}\n${stderr}`));
+      resolve(JSON.parse(stdout.trim()) as ChildReport);
+    });
+  });
+}
+
+describe('the KV on a full disk', () => {
+  it('with room, the checkpoint commits the held put and reads see it', async () => {
+    const r = await onSmallDisk('room');
+    assert.deepEqual(r, { checkpoint: 'ok', told: null, read: 'v2' });
+  });
+
+  it("a checkpoint's failed commit is fatal at once, and reads refuse instead of going back in time", async () => {
+    const r = await onSmallDisk('fill');
+    assert.match(r.checkpoint, /kv: commit of 1 applied batches .* failed/);
+    assert.match(r.told ?? '', /kv: commit of 1 applied batches .* failed/, 'the member was not told: it would carry on');
+    assert.match(r.read, /^error: kv: commit of 1 applied batches/);
+  });
+});

@@ -1,0 +1,65 @@
+// Child process of fullDisk.test.ts (not a test itself: without arguments it exits),
+// run on a small tmpfs of its own (unshare -m) so that it can fill the disk:
+//
+//   node fullDiskChild.js <dir> fill|room
+//
+// It opens a store as a member does (applies held in one open transaction, the
+// WAL checkpointed from the worker), applies and checkpoints k=v1, then, with the
+// disk filled (`fill`) or not (`room`), applies k=v2 (held, as a member answers a
+// put) and has a checkpoint commit it. One JSON line on stdout:
+//   { checkpoint: 'ok' | error, told: message | null, read: value | error }
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { KvStore } from '../../src/kv/kvStore.js';
+import { report } from '../storage/fixtures.js';
+
+const [dir, mode] = process.argv.slice(2);
+
+function fillDisk(file: string): void {
+  const fd = fs.openSync(file, 'w');
+  const chunk = Buffer.alloc(64 * 1024, 1);
+  try {
+    // Bounded by the tmpfs's size; then page by page to the last free byte.
+    for (const size of [chunk.length, 4096, 1]) {
+      for (;;) {
+        try {
+          fs.writeSync(fd, chunk, 0, size);
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code === 'ENOSPC') break;
+          throw e;
+        }
+      }
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+async function main(): Promise<void> {
+  const kv = KvStore.open(path.join(dir, 'kv.db'), { autoCheckpoint: false, commitDelayMs: 60_000 });
+  let told: string | null = null;
+  kv.onCommitFailure = (e) => (told = e.message);
+  const key = Buffer.from('k');
+  kv.batch(() => kv.applyRequest(1, 1, { put: { key, value: Buffer.from('v1') } }));
+  await kv.checkpointAsync();
+  if (mode === 'fill') fillDisk(path.join(dir, 'filler'));
+  // Larger than the WAL the first commit left, smaller than SQLite's page cache: it is
+  // held in memory until the commit, which needs new blocks of the disk.
+  kv.batch(() => kv.applyRequest(2, 1, { put: { key, value: Buffer.alloc(512 * 1024, 'v2') } }));
+  const checkpoint = await kv.checkpointAsync().then(
+    () => 'ok',
+    (e: Error) => e.message,
+  );
+  let read: string;
+  try {
+    read = kv.range({ key }).kvs[0]?.value.subarray(0, 2).toString() ?? 'absent';
+  } catch (e) {
+    read = `error: ${(e as Error).message}`;
+  }
+  report(JSON.stringify({ checkpoint, told, read }));
+  // The store may be unusable: leave without closing it (the tmpfs goes with the namespace).
+  process.exit(0);
+}
+
+if (dir && (mode === 'fill' || mode === 'room')) await main();
