@@ -18,7 +18,7 @@ describe('the fault suite', () => {
       `torture (60 s): ${r.ops} ops; faults: ${counts}; ok ops/s quiet ${r.opsPerSecQuiet.toFixed(1)}, faulty ${r.opsPerSecFaulty.toFixed(1)}; verdict ${r.verdict}`,
     );
     assert.deepEqual(r.problems, [], lines.join('\n'));
-    assert.equal(r.verdict, 'ok', `${r.windowFile ?? ''}\n${lines.join('\n')}`);
+    assert.equal(r.verdict, 'ok', `${r.window ?? ''}\n${lines.join('\n')}`);
     for (const k of FAULT_KINDS) assert.ok((r.faults.get(k) ?? 0) >= 1, `no ${k} fault was injected: ${counts}`);
   });
 

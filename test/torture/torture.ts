@@ -32,6 +32,8 @@ export interface TortureResult {
   verdict: 'ok' | 'violation' | 'unknown';
   explored: number;
   windowFile?: string;
+  /** The window's text (also in windowFile), for a log that outlives the run's files. */
+  window?: string;
   /** Everything else that went wrong: a member that did not come back, HashKV that differs. */
   problems: string[];
 }
@@ -48,13 +50,16 @@ export async function torture(o: TortureOptions): Promise<TortureResult> {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
   const c = await LifeboatCluster.create(`torture-${o.seed}`, o.members + 1);
   const t0 = Date.now();
-  const faultLog = (line: string) => log(`  ${((Date.now() - t0) / 1000).toFixed(1).padStart(6)}s fault: ${line}`);
+  let workload: Workload | undefined;
+  // Each fault also at the workload's clock, the one a violation's window is printed in.
+  const faultLog = (line: string) =>
+    log(`  ${((Date.now() - t0) / 1000).toFixed(1).padStart(6)}s fault: ${line}${workload ? ` (workload ${workload.now().toFixed(0)} ms)` : ''}`);
   const nemesis = new Nemesis(c, faultLog);
   const problems: string[] = [];
   const kinds = o.kinds ?? (process.getuid?.() === 0 ? FAULT_KINDS : FAULT_KINDS.filter((k) => k !== 'disk-full'));
   const windows: Array<[number, number]> = [];
+  let keep = false;
   let args = new Map<MemberProc, string[]>();
-  let workload: Workload | undefined;
   try {
     for (let i = 0; i < o.members; i++) c.members.push(c.define(`m${i + 1}`));
     if (kinds.includes('disk-full')) await nemesis.prepareDisk(c.members.at(-1)!);
@@ -91,9 +96,12 @@ export async function torture(o: TortureOptions): Promise<TortureResult> {
 
     const verdict = check(workload.history, { timeoutMs: 60_000 });
     let windowFile: string | undefined;
+    let window: string | undefined;
     if (verdict.verdict === 'violation') {
+      window = `seed ${o.seed}, key ${verdict.key}; client cN talks to member m(N mod ${o.members} + 1)\n${formatWindow(verdict.window ?? [], verdict)}`;
       windowFile = path.join(o.outDir ?? process.cwd(), `torture-violation-seed${o.seed}.txt`);
-      fs.writeFileSync(windowFile, `seed ${o.seed}, key ${verdict.key}\n${formatWindow(verdict.window ?? [], verdict)}\n`);
+      fs.writeFileSync(windowFile, `${window}\n`);
+      keep = !o.planted;
     }
     const faulty = windows.reduce((n, [a, b]) => n + (b - a), 0);
     const faultyOps = windows.reduce((n, [a, b]) => n + workload!.okBetween(a, b), 0);
@@ -106,16 +114,18 @@ export async function torture(o: TortureOptions): Promise<TortureResult> {
       verdict: verdict.verdict,
       explored: verdict.explored,
       windowFile,
+      window,
       problems,
     };
   } finally {
     if (workload) await workload.stop().catch(() => undefined);
     nemesis.heal();
-    // A run with problems keeps its members' logs and data dirs for a person to read.
-    if (problems.length > 0) process.env.LIFEBOAT_KEEP_TEST_DIRS = '1';
+    // A run with problems or an unplanted violation keeps its members' logs and data dirs for a person to read.
+    keep ||= problems.length > 0;
+    if (keep) process.env.LIFEBOAT_KEEP_TEST_DIRS = '1';
     await c.stopAll();
     nemesis.close();
-    if (problems.length > 0) log(`members' logs and data dirs kept in ${c.dir}`);
+    if (keep) log(`members' logs and data dirs kept in ${c.dir}`);
   }
 
   function start(m: MemberProc): void {
