@@ -80,6 +80,12 @@ export class ReadIndexBatcher {
   /** Rounds confirmed but whose index is not applied yet, in index order. */
   private confirmed: Array<{ index: number; readers: Reader[] }> = [];
   private seq = 0;
+  /**
+   * Contexts are unique across members and restarts: the leader de-duplicates and
+   * matches heartbeat acks by context alone, so a context another member (or this
+   * member before a restart) used could be answered with that request's index.
+   */
+  private readonly prefix = randomBytes(6).toString('hex');
 
   constructor(
     private readonly requestRound: (ctx: Uint8Array) => void,
@@ -105,7 +111,7 @@ export class ReadIndexBatcher {
 
   /** Asks the core for a read index; a lost request is asked again with a new context. */
   private issue(readers: Reader[], deadline: number): void {
-    const ctx = `r${++this.seq}`;
+    const ctx = `${this.prefix}.${++this.seq}`;
     const timer = setTimeout(
       () => {
         if (this.inFlight?.ctx !== ctx) return;
