@@ -345,10 +345,16 @@ export class KvStore {
     try {
       this.commitStmt.run();
     } catch (e) {
-      this.commitFailure = new Error(`kv: commit of ${held.batches} applied batches to ${this.path} failed: ${(e as Error).message}`);
-      this.onCommitFailure?.(this.commitFailure);
-      throw this.commitFailure;
+      throw this.heldLost(`commit of ${held.batches} applied batches to ${this.path} failed: ${(e as Error).message}`);
     }
+  }
+
+  /** The held transaction is undone: the store no longer matches its file, for good; the owner is told at once. */
+  private heldLost(what: string): Error {
+    this.commitFailure = new Error(`kv: ${what}`);
+    this.meta.invalidate();
+    this.onCommitFailure?.(this.commitFailure);
+    return this.commitFailure;
   }
 
   /** Opens the transaction batches join, unless one is open or batches commit each. */
@@ -533,7 +539,7 @@ export class KvStore {
     }
     this.depth++;
     try {
-      // Inside a held transaction this is a savepoint: a failed batch undoes itself only.
+      // Inside a held transaction this is a savepoint: a failed batch undoes itself only (but see the catch).
       const result = this.txn.immediate(() => {
         const result = fn();
         if (outermost) {
@@ -549,6 +555,14 @@ export class KvStore {
       Object.assign(this.state, saved);
       // The cluster state read into memory may hold writes SQLite just undid.
       this.meta.invalidate();
+      // A batch that failed on a full disk while spilling pages can make SQLite undo the
+      // whole held transaction, the batches before it too (clients have their answers).
+      const held = this.held;
+      if (outermost && held && !this.db.inTransaction) {
+        clearTimeout(held.timer);
+        this.held = undefined;
+        throw this.heldLost(`${held.batches} applied batches held for commit to ${this.path} were undone: ${(err as Error).message}`);
+      }
       throw err;
     } finally {
       this.depth--;

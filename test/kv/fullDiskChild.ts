@@ -1,13 +1,15 @@
 // Child process of fullDisk.test.ts (not a test itself: without arguments it exits),
 // run on a small tmpfs of its own (unshare -m) so that it can fill the disk:
 //
-//   node fullDiskChild.js <dir> fill|room
+//   node fullDiskChild.js <dir> room|fill|spill
 //
 // It opens a store as a member does (applies held in one open transaction, the
 // WAL checkpointed from the worker), applies and checkpoints k=v1, then, with the
-// disk filled (`fill`) or not (`room`), applies k=v2 (held, as a member answers a
-// put) and has a checkpoint commit it. One JSON line on stdout:
-//   { checkpoint: 'ok' | error, told: message | null, read: value | error }
+// disk filled (`fill`, `spill`) or not (`room`), applies k=v2 (held, as a member
+// answers a put). Then `room` and `fill` have a checkpoint commit it; `spill`
+// applies a batch too large for SQLite's page cache, whose spill finds no room.
+// One JSON line on stdout:
+//   { step: 'ok' | error of the checkpoint or the batch, told: message | null, read: value | error }
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -47,19 +49,30 @@ async function main(): Promise<void> {
   // Larger than the WAL the first commit left, smaller than SQLite's page cache: it is
   // held in memory until the commit, which needs new blocks of the disk.
   kv.batch(() => kv.applyRequest(2, 1, { put: { key, value: Buffer.alloc(512 * 1024, 'v2') } }));
-  const checkpoint = await kv.checkpointAsync().then(
-    () => 'ok',
-    (e: Error) => e.message,
-  );
+  let step: string;
+  if (mode === 'spill') {
+    try {
+      // Beyond the 64 MiB page cache (kvSchema.ts): pages spill to the WAL before the commit.
+      kv.batch(() => kv.applyRequest(3, 1, { put: { key: Buffer.from('big'), value: Buffer.alloc(80 * 1024 * 1024, 'x') } }));
+      step = 'ok';
+    } catch (e) {
+      step = (e as Error).message;
+    }
+  } else {
+    step = await kv.checkpointAsync().then(
+      () => 'ok',
+      (e: Error) => e.message,
+    );
+  }
   let read: string;
   try {
     read = kv.range({ key }).kvs[0]?.value.subarray(0, 2).toString() ?? 'absent';
   } catch (e) {
     read = `error: ${(e as Error).message}`;
   }
-  report(JSON.stringify({ checkpoint, told, read }));
+  report(JSON.stringify({ step, told, read }));
   // The store may be unusable: leave without closing it (the tmpfs goes with the namespace).
   process.exit(0);
 }
 
-if (dir && (mode === 'fill' || mode === 'room')) await main();
+if (dir && ['room', 'fill', 'spill'].includes(mode)) await main();
