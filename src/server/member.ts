@@ -424,11 +424,19 @@ export class Member {
 
   private checkpoint(): void {
     if (this.checkpointing || this.stopping) return;
-    this.checkpointing = this.kv
+    const kv = this.kv;
+    this.checkpointing = kv
       .checkpointAsync()
       .then(
         (durable) => (this.kvDurable = Math.max(this.kvDurable, durable)),
-        (e: Error) => this.log.warn({ error: e.message }, 'KV checkpoint failed'),
+        (e: Error) => {
+          // A store replaced by a leader's snapshot meanwhile, or closing: nothing was claimed durable.
+          if (this.stopping || kv !== this.kv) return this.log.warn({ error: e.message }, 'KV checkpoint failed');
+          // After a failed fsync the kernel may drop the pages and report the next fsync clean:
+          // a later checkpoint would call them durable and the log be compacted past them.
+          // Stop, as etcd does when its backend cannot commit; the log replays what kv.db lacks.
+          this.fatal(new Error(`kv.db checkpoint failed: ${e.message}`));
+        },
       )
       .finally(() => {
         this.checkpointing = undefined;
