@@ -421,11 +421,16 @@ export class KvStore {
 
   /**
    * Writes cluster state that does not come from the log (creating a data dir,
-   * recovery into a new cluster). Never while entries are being applied.
+   * recovery into a new cluster, our member ID in a leader's snapshot): committed
+   * and made durable before it returns, since no log replays it and what the caller
+   * writes next (a marker, the member's identity) relies on it. Never while entries
+   * are being applied.
    */
   writeLocal<T>(fn: (cluster: ClusterMetaWriter) => T): T {
     this.assertOpen();
-    return this.committed(() => fn(this.meta));
+    const result = this.atomically(() => fn(this.meta));
+    this.makeDurable();
+    return result;
   }
 
   /** A write that does not come from the log: committed at once (with what was held), since no log replays it. */

@@ -44,7 +44,7 @@ function openKv(cfg: ServerConfig): KvStore {
  * serve that member's state as ours: refuse it. A store that has no member ID yet
  * (written before it was recorded) gets ours.
  */
-function checkKvIdentity(cfg: ServerConfig, kv: KvStore, meta: MemberMeta): void {
+function checkKvIdentity(cfg: ServerConfig, kv: KvStore, meta: MemberMeta, forcedCluster?: bigint): void {
   const file = kvPath(cfg.dataDir);
   const kvMember = kv.cluster.memberId();
   const kvCluster = kv.cluster.clusterId();
@@ -54,7 +54,7 @@ function checkKvIdentity(cfg: ServerConfig, kv: KvStore, meta: MemberMeta): void
       `data dir ${cfg.dataDir}: ${file} belongs to ${what}, but this data dir is member ${formatId(meta.memberId)} of cluster ${formatId(meta.clusterId)}; put back this member's own kv.db, or ${recoveryHint(cfg.dataDir)}`,
     );
   if (kvMember !== undefined && kvMember !== meta.memberId) throw foreign(`member ${formatId(kvMember)}`);
-  if (kvCluster !== undefined && kvCluster !== meta.clusterId) throw foreign(`cluster ${formatId(kvCluster)}`);
+  if (kvCluster !== undefined && kvCluster !== meta.clusterId && kvCluster !== forcedCluster) throw foreign(`cluster ${formatId(kvCluster)}`);
   if (kvMember === undefined) kv.writeLocal((c) => c.setMemberId(meta.memberId));
 }
 
@@ -330,14 +330,28 @@ async function checkNotSuperseded(cfg: ServerConfig, kv: KvStore, memberId: bigi
  * --force-new-cluster: this member alone, with every entry of its log kept, a new
  * cluster ID recording its parent, and a marker so it is never applied twice.
  */
+/**
+ * A force that stopped after kv.db took the new cluster and before the data dir did
+ * (a crash, a failed fsync): kv.db names this data dir's cluster as its parent. The
+ * next --force-new-cluster finishes it with that cluster ID instead of refusing the
+ * only copy of the data as foreign.
+ */
+function interruptedForce(kv: KvStore, meta: MemberMeta): bigint | undefined {
+  const kvCluster = kv.cluster.clusterId();
+  if (kvCluster === undefined || kvCluster === meta.clusterId) return undefined;
+  return kv.cluster.parentClusterId() === meta.clusterId ? kvCluster : undefined;
+}
+
 async function forceNewCluster(cfg: ServerConfig, log: Logger): Promise<Member> {
   const opened = RaftStorage.open(cfg.dataDir);
   const { storage, member } = opened;
   let { state } = opened;
   let kv: KvStore | undefined;
+  let resumed: bigint | undefined;
   try {
     kv = openKv(cfg);
-    checkKvIdentity(cfg, kv, member);
+    resumed = interruptedForce(kv, member);
+    checkKvIdentity(cfg, kv, member, resumed);
     kv = await ensureKvCovers(cfg, storage, kv, state, member.memberId);
     state = alignLogWithKv(storage, state, kv, log);
   } catch (e) {
@@ -345,9 +359,9 @@ async function forceNewCluster(cfg: ServerConfig, log: Logger): Promise<Member> 
     storage.close();
     throw e;
   }
-  const oldClusterId = kv.cluster.clusterId() ?? member.clusterId;
+  const oldClusterId = resumed !== undefined ? member.clusterId : (kv.cluster.clusterId() ?? member.clusterId);
   const ancestors = [kv.cluster.parentClusterId()].filter((x): x is bigint => x !== undefined && x !== 0n);
-  const clusterId = newClusterId(oldClusterId, member.memberId, ancestors);
+  const clusterId = resumed ?? newClusterId(oldClusterId, member.memberId, ancestors);
   const forced = forceNewClusterState(state, member.memberId, { discardUncommitted: false });
   storage.rewrite(forced);
   const self = kv.cluster.member(member.memberId);

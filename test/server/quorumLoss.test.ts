@@ -41,8 +41,17 @@ describe('quorum loss and --force-new-cluster', () => {
     const before = await etcdctl(survivor.client, 'get', 'acked0', '-w', 'json', '--consistency=s');
     const oldCluster = clusterIdOf(before.stdout);
     assert.equal(await c.kill(survivor, 'SIGTERM'), 0);
+    // kv.db's new cluster state must be durable before the data dir and the marker say
+    // the cluster was forced: with its fsync failing, the force stops short of them.
+    c.spawn(survivor, ['--force-new-cluster'], { env: { LIFEBOAT_FAULT: 'kv-fsync-eio' } });
+    assert.equal(await c.exitOf(survivor), 1, survivor.log.slice(-3).join('\n'));
+    assert.match(survivor.log.join('\n'), /EIO: i\/o error, fsync '[^']*kv\.db/);
+    assert.equal(fs.existsSync(`${survivor.dataDir}/member/forced`), false, 'forced marked though kv.db was not durable');
     c.spawn(survivor, ['--force-new-cluster']);
-    await waitFor('the forced member to lead', () => c.leader([survivor]));
+    // The next force finishes the one that stopped midway (kv.db already holds the new cluster).
+    await waitFor('the forced member to lead', () => c.leader([survivor])).catch((e) => {
+      throw new Error(`${(e as Error).message}: ${survivor.log.slice(-3).join('\n')}`);
+    });
     const after = await waitFor('a write on the new cluster', async () => {
       const r = await etcdctl(survivor.client, 'put', 'new-cluster', 'yes', '-w', 'json');
       return r.code === 0 ? r : undefined;
