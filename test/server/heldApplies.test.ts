@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { EtcdClient } from '../../src/client/etcdClient.js';
-import { etcdctl, lifeboat, LifeboatCluster, waitFor } from '../support/lifeboatCluster.js';
+import { lifeboat, LifeboatCluster, missingKeys } from '../support/lifeboatCluster.js';
 
 const WRITERS = 4;
 /** Kills until one lands while acknowledged writes are held (each attempt has about a 95% chance). */
@@ -65,11 +65,7 @@ describe('applies held between commits', () => {
     }
     assert.ok(lagged, `no kill in ${ATTEMPTS} landed while acknowledged writes were held: the test proved nothing`);
     await cluster.waitForLeader();
-    const served = await waitFor('the restarted member to answer', async () => {
-      const r = await etcdctl(m.client, 'get', 'held/', '--prefix', '--keys-only');
-      return r.code === 0 ? new Set(r.stdout.split('\n').filter(Boolean)) : undefined;
-    });
-    const missing = acked.filter((k) => !served.has(k));
+    const missing = await missingKeys(m.client, 'held/', acked);
     assert.deepEqual(missing, [], `${missing.length} of ${acked.length} acknowledged writes are gone after the restart`);
   });
 });

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { EtcdClient } from '../../src/client/etcdClient.js';
-import { etcdctl, LifeboatCluster, waitFor } from '../support/lifeboatCluster.js';
+import { LifeboatCluster, missingKeys } from '../support/lifeboatCluster.js';
 
 /** Enough changed rows for a checkpoint to be due at the member's next second (CHECKPOINT_CHANGES). */
 const PUTS = 700;
@@ -71,11 +71,7 @@ describe('kv.db fsync failures', () => {
     fs.writeFileSync(faults, '');
     cluster.spawn(m, [], { env: { LIFEBOAT_FAULT_FILE: faults } });
     await cluster.waitForLeader();
-    const served = await waitFor('the restarted member to answer', async () => {
-      const r = await etcdctl(m.client, 'get', 'fsync/', '--prefix', '--keys-only');
-      return r.code === 0 ? new Set(r.stdout.split('\n').filter(Boolean)) : undefined;
-    });
-    const missing = acked.filter((k) => !served.has(k));
+    const missing = await missingKeys(m.client, 'fsync/', acked);
     assert.deepEqual(missing, [], `${missing.length} of ${acked.length} acknowledged writes are gone after the restart`);
   });
 });

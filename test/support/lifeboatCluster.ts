@@ -112,6 +112,15 @@ export function etcdctl(endpoints: string | string[], ...args: string[]): Promis
   return run('etcdctl', ['--endpoints', ep, '--command-timeout=10s', ...args], { env: { ETCDCTL_API: '3' } });
 }
 
+/** The keys under `prefix` that `endpoint` serves, once it answers at all (a member just restarted), and those of `acked` among them missing. */
+export async function missingKeys(endpoint: string, prefix: string, acked: string[]): Promise<string[]> {
+  const served = await waitFor(`${endpoint} to answer`, async () => {
+    const r = await etcdctl(endpoint, 'get', prefix, '--prefix', '--keys-only');
+    return r.code === 0 ? new Set(r.stdout.split('\n').filter(Boolean)) : undefined;
+  });
+  return acked.filter((k) => !served.has(k));
+}
+
 export function lifeboat(...args: string[]): Promise<RunResult> {
   return run(process.execPath, [BIN, ...args], { timeoutMs: 60_000 });
 }
