@@ -42,7 +42,8 @@ function openKv(cfg: ServerConfig): KvStore {
 /**
  * A kv.db copied in from another member's (or another cluster's) data dir would
  * serve that member's state as ours: refuse it. A store that has no member ID yet
- * (written before it was recorded) gets ours.
+ * (written before it was recorded) gets ours. `forcedCluster`: the cluster an
+ * interrupted --force-new-cluster gave kv.db (interruptedForce), accepted.
  */
 function checkKvIdentity(cfg: ServerConfig, kv: KvStore, meta: MemberMeta, forcedCluster?: bigint): void {
   const file = kvPath(cfg.dataDir);
@@ -327,10 +328,6 @@ async function checkNotSuperseded(cfg: ServerConfig, kv: KvStore, memberId: bigi
 }
 
 /**
- * --force-new-cluster: this member alone, with every entry of its log kept, a new
- * cluster ID recording its parent, and a marker so it is never applied twice.
- */
-/**
  * A force that stopped after kv.db took the new cluster and before the data dir did
  * (a crash, a failed fsync): kv.db names this data dir's cluster as its parent. The
  * next --force-new-cluster finishes it with that cluster ID instead of refusing the
@@ -342,6 +339,10 @@ function interruptedForce(kv: KvStore, meta: MemberMeta): bigint | undefined {
   return kv.cluster.parentClusterId() === meta.clusterId ? kvCluster : undefined;
 }
 
+/**
+ * --force-new-cluster: this member alone, with every entry of its log kept, a new
+ * cluster ID recording its parent, and a marker so it is never applied twice.
+ */
 async function forceNewCluster(cfg: ServerConfig, log: Logger): Promise<Member> {
   const opened = RaftStorage.open(cfg.dataDir);
   const { storage, member } = opened;
