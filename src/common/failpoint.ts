@@ -79,6 +79,11 @@ export function failpointArg(name: string): string | undefined {
   return p?.slice(name.length + 1);
 }
 
+/** A disk's I/O error on an fsync of `file` (fsync-eio, kv-fsync-eio), thrown when `point` is set. */
+export function failFsyncAt(point: string, file: string): void {
+  if (failpointSet(point)) throw Object.assign(new Error(`EIO: i/o error, fsync '${file}'`), { code: 'EIO' });
+}
+
 /** Dies here, at once and without cleanup, when `point` is set. */
 export function crashAt(point: string): void {
   if (failpointSet(point)) dieNow();

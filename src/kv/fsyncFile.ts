@@ -1,5 +1,5 @@
 import { closeSync, fsyncSync, openSync } from 'node:fs';
-import { failpointSet } from '../common/failpoint.js';
+import { failFsyncAt } from '../common/failpoint.js';
 
 /** fsync a file by path; a file that does not exist (no WAL yet) has nothing to sync. */
 export function fsyncFile(path: string): void {
@@ -11,7 +11,7 @@ export function fsyncFile(path: string): void {
     throw err;
   }
   try {
-    if (failpointSet('kv-fsync-eio')) throw Object.assign(new Error(`EIO: i/o error, fsync '${path}'`), { code: 'EIO' });
+    failFsyncAt('kv-fsync-eio', path);
     fsyncSync(fd);
   } finally {
     closeSync(fd);

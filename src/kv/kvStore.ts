@@ -351,6 +351,8 @@ export class KvStore {
 
   /** The held transaction is undone: the store no longer matches its file, for good; the owner is told at once. */
   private heldLost(what: string): Error {
+    if (this.held) clearTimeout(this.held.timer);
+    this.held = undefined;
     this.commitFailure = new Error(`kv: ${what}`);
     this.meta.invalidate();
     this.onCommitFailure?.(this.commitFailure);
@@ -562,11 +564,8 @@ export class KvStore {
       this.meta.invalidate();
       // A batch that failed on a full disk while spilling pages can make SQLite undo the
       // whole held transaction, the batches before it too (clients have their answers).
-      const held = this.held;
-      if (outermost && held && !this.db.inTransaction) {
-        clearTimeout(held.timer);
-        this.held = undefined;
-        throw this.heldLost(`${held.batches} applied batches held for commit to ${this.path} were undone: ${(err as Error).message}`);
+      if (outermost && this.held && !this.db.inTransaction) {
+        throw this.heldLost(`${this.held.batches} applied batches held for commit to ${this.path} were undone: ${(err as Error).message}`);
       }
       throw err;
     } finally {

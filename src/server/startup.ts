@@ -360,7 +360,8 @@ async function forceNewCluster(cfg: ServerConfig, log: Logger): Promise<Member> 
     storage.close();
     throw e;
   }
-  const oldClusterId = resumed !== undefined ? member.clusterId : (kv.cluster.clusterId() ?? member.clusterId);
+  // kv.db holds this cluster, none yet, or (resumed) the one it is being forced to: checkKvIdentity.
+  const oldClusterId = member.clusterId;
   const ancestors = [kv.cluster.parentClusterId()].filter((x): x is bigint => x !== undefined && x !== 0n);
   const clusterId = resumed ?? newClusterId(oldClusterId, member.memberId, ancestors);
   const forced = forceNewClusterState(state, member.memberId, { discardUncommitted: false });

@@ -3,7 +3,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { failpointSet } from '../common/failpoint.js';
+import { failFsyncAt } from '../common/failpoint.js';
 
 export interface FileHandle {
   readonly path: string;
@@ -73,8 +73,7 @@ function procStat(pid: number): { start: string; state: string } | undefined {
 
 /** Failpoint `fsync-eio`: the disk reports an I/O error on every fsync. */
 function failingFsync(fh: FileHandle): void {
-  if (!failpointSet('fsync-eio')) return;
-  throw Object.assign(new Error(`EIO: i/o error, fsync '${fh.path}'`), { code: 'EIO' });
+  failFsyncAt('fsync-eio', fh.path);
 }
 
 /** The real disk, with synchronous node:fs calls. */
