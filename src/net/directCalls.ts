@@ -15,6 +15,7 @@
 import type * as grpc from '#grpc-js';
 import { EventEmitter } from 'node:events';
 import type http2 from 'node:http2';
+import { respondWithTrailers } from './promptTrailers.js';
 
 interface Handler {
   type: string;
@@ -87,8 +88,7 @@ function respondMessage(stream: http2.ServerHttp2Stream, message: Buffer): void 
   frame.writeUInt32BE(message.length, 1);
   message.copy(frame, 5);
   try {
-    stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
-    stream.once('wantTrailers', () => stream.sendTrailers(OK_TRAILERS));
+    respondWithTrailers(stream, RESPONSE_HEADERS, () => OK_TRAILERS);
     stream.end(frame);
   } catch {
     // the client went away meanwhile
@@ -219,10 +219,9 @@ class DirectWritableCall extends DirectCall {
   private sendHeaders(): void {
     if (this.headersSent) return;
     this.headersSent = true;
-    this.stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
-    this.stream.once('wantTrailers', () => {
+    respondWithTrailers(this.stream, RESPONSE_HEADERS, () => {
       const s = this.status ?? { code: OK, details: 'OK' };
-      this.stream.sendTrailers({ 'grpc-status': String(s.code), 'grpc-message': encodeURI(s.details) });
+      return { 'grpc-status': String(s.code), 'grpc-message': encodeURI(s.details) };
     });
   }
 
