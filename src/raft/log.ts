@@ -2,11 +2,13 @@
 // and how much of it is durable, committed and applied. Entries are kept from
 // the last compaction on; the driver compacts after each snapshot, which bounds it.
 import { invariant } from './invariant.js';
+import { EntryBytes } from './entryBytes.js';
 import type { Entry, Snapshot, SnapshotMeta } from './types.js';
 
 export class RaftLog {
   /** Entries with index snapshot.index+1 ... in order. */
   private ents: Entry[];
+  private readonly bytes = new EntryBytes();
   snapshot: SnapshotMeta;
   /** A snapshot received from the leader and not yet persisted by the driver. */
   pendingSnapshot: Snapshot | undefined;
@@ -82,7 +84,7 @@ export class RaftLog {
     invariant(first > this.committed, `truncating committed entry ${first} (commit ${this.committed})`);
     invariant(first <= this.lastIndex() + 1, `gap appending ${first} after ${this.lastIndex()}`);
     this.ents.length = first - this.snapshot.index - 1;
-    for (const e of entries) this.ents.push(e);
+    for (const e of entries) this.ents.push(this.bytes.keep(e));
     // What was persisted from `first` on has been replaced and must be written again.
     if (this.stable >= first) this.stable = first - 1;
   }
