@@ -9,7 +9,9 @@
 //                                            a test turns on and off while the process runs
 //
 // Points in use (this list is the documentation; add a point here first):
-//   before-snapshot-install   member: die after Raft recorded a leader's snapshot, before kv.db is replaced
+//   snapshot-install:<step>   member: die after Raft recorded a leader's snapshot, at a step of its install:
+//                             before (kv.db untouched), stripped (the received file's trailer cut off),
+//                             moved (the file is kv.db, still with the leader's member ID)
 //   after-step:<step id>      playbook run: die after the step's work returned, before its end is recorded
 //   migrate-copy:<N>          migrate: die once N copy batches are recorded
 //   sync-journal:<file>       raft storage: after every fsync of the log, append "<segment> <offset>" made durable to <file>

@@ -16,7 +16,7 @@ import { keyRange, ReadTxn, WriteTxn, type Revisions } from './mvccTxn.js';
 import { ReadJobRunner, type CheckpointResult, type ReadJob } from './readJob.js';
 import { RevisionTables, type KeyRange } from './revisionTables.js';
 import type { StoredRevision } from './keyValueCodec.js';
-import { installSnapshotSync, restoreSnapshot, verifySnapshot } from './snapshotFile.js';
+import { moveSnapshotIntoPlaceSync, restoreSnapshot, snapshotTrailerStripped, stripSnapshotTrailerSync, verifySnapshot } from './snapshotFile.js';
 import type { HeldSnapshot } from './snapshotHold.js';
 import { snapshotSource, type KvSnapshotSource } from './snapshotSource.js';
 import {
@@ -708,13 +708,19 @@ export class KvStore {
     return restoreSnapshot(src, dbPath, onProgress);
   }
 
-  /**
-   * Verifies the snapshot file and moves it into place as the database at dbPath
-   * (synchronous; `src` is consumed). `checked`: its bytes were already checked in
-   * transfer against the sender's, so its sha256 is not computed again.
-   */
-  static installSnapshotSync(src: string, dbPath: string, opts: { checked?: boolean } = {}): void {
-    installSnapshotSync(src, dbPath, opts);
+  /** Checks a received snapshot file and cuts its trailer off, in place (snapshotFile.ts). */
+  static stripSnapshotTrailerSync(src: string, opts: { checked?: boolean } = {}): void {
+    stripSnapshotTrailerSync(src, opts);
+  }
+
+  /** Whether a received snapshot file already had its trailer cut off by an install a crash interrupted. */
+  static snapshotTrailerStripped(src: string): boolean {
+    return snapshotTrailerStripped(src);
+  }
+
+  /** Moves a snapshot file whose trailer is cut off into place as the database at dbPath (close any store on it first). */
+  static moveSnapshotIntoPlaceSync(src: string, dbPath: string): void {
+    moveSnapshotIntoPlaceSync(src, dbPath);
   }
 
   private assertOpen(): void {

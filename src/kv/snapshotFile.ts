@@ -151,15 +151,17 @@ async function copyWithProgress(src: string, dest: string, onProgress?: (copied:
 }
 
 /**
- * Installs the snapshot file `src` as the database at dbPath, synchronously (a
- * member's apply path): checks its shape and sha256 trailer, then *moves* it into
- * place without the trailer (no copy; `src` is consumed). The store at dbPath must
- * be closed. restoreSnapshot is the asynchronous, copying variant.
+ * First half of installing the snapshot file `src` as a database, synchronously
+ * (a member's apply path): checks its shape and sha256 trailer, then cuts the
+ * trailer off in place, durably. `src` is then the bare database, whole 512-byte
+ * blocks, which is how a restart tells an install interrupted here
+ * (snapshotTrailerStripped). moveSnapshotIntoPlaceSync is the second half;
+ * restoreSnapshot is the asynchronous, copying variant.
  * `checked`: the file's bytes were checked in transfer against those the sender
  * hashed (the peer stream's CRC-32C over every byte, trailer included) and made
  * durable since, so hashing them again here proves nothing new.
  */
-export function installSnapshotSync(src: string, dbPath: string, opts: { checked?: boolean } = {}): void {
+export function stripSnapshotTrailerSync(src: string, opts: { checked?: boolean } = {}): void {
   const fd = openSync(src, 'r+');
   try {
     const size = fstatSync(fd).size;
@@ -173,6 +175,19 @@ export function installSnapshotSync(src: string, dbPath: string, opts: { checked
   } finally {
     closeSync(fd);
   }
+}
+
+/** Whether `src` is a snapshot whose trailer stripSnapshotTrailerSync already cut off. */
+export function snapshotTrailerStripped(src: string): boolean {
+  const size = statSync(src).size;
+  return size >= 512 && size % 512 === 0;
+}
+
+/**
+ * Second half of an install: *moves* the bare database `src` into place at dbPath
+ * (no copy; `src` is consumed), durably. The store at dbPath must be closed.
+ */
+export function moveSnapshotIntoPlaceSync(src: string, dbPath: string): void {
   // An old WAL next to the new file would be replayed into it: remove it first.
   for (const f of [`${dbPath}-wal`, `${dbPath}-shm`]) rmSync(f, { force: true });
   renameSync(src, dbPath);

@@ -244,13 +244,34 @@ export function installLeaderSnapshot(s: Snapshot, current: KvStore, dataDir: st
     fs.writeFileSync(file, s.data);
   }
   log.info({ index: s.meta.index, term: s.meta.term, bytes: fs.statSync(file).size }, 'applying snapshot from leader');
-  const dbPath = kvPath(dataDir);
-  // Failpoint: die with the snapshot recorded by Raft but not yet installed.
-  crashAt('before-snapshot-install');
+  // Failpoints: die with the snapshot recorded by Raft, at each step of its install.
+  crashAt('snapshot-install:before');
   current.close();
-  KvStore.installSnapshotSync(file, dbPath, { checked });
+  KvStore.stripSnapshotTrailerSync(file, { checked });
+  crashAt('snapshot-install:stripped');
+  return placeSnapshot(file, dataDir, memberId, !checked);
+}
+
+/**
+ * Finishes an install a crash interrupted after the trailer was cut off: the file
+ * is moved into place as kv.db (it was checked before the cut). Before the cut the
+ * restart installs the file as any snapshot; once moved, checkKvIdentity accepts
+ * the sender's member ID in it (installedFrom).
+ */
+export function finishInterruptedInstall(dataDir: string, snap: Snapshot | undefined, memberId: bigint, log: Logger): void {
+  const file = snap && referencedFile(dataDir, snap.data);
+  if (!file || !fs.existsSync(file) || !KvStore.snapshotTrailerStripped(file)) return;
+  log.warn({ index: snap.meta.index, file }, 'finishing the install of a snapshot from the leader that a crash interrupted');
+  placeSnapshot(file, dataDir, memberId, true).close();
+}
+
+/** The last step of an install: the bare database moves into place and becomes this member's. */
+function placeSnapshot(file: string, dataDir: string, memberId: bigint, quickCheck: boolean): KvStore {
+  const dbPath = kvPath(dataDir);
+  KvStore.moveSnapshotIntoPlaceSync(file, dbPath);
+  crashAt('snapshot-install:moved');
   removeReceivedSnapshots(dataDir, file);
-  const kv = KvStore.open(dbPath, { ...MEMBER_KV_OPTIONS, quickCheck: !checked });
+  const kv = KvStore.open(dbPath, { ...MEMBER_KV_OPTIONS, quickCheck });
   // It carries the leader's member ID: the file is ours now.
   kv.writeLocal((c) => c.setMemberId(memberId));
   return kv;

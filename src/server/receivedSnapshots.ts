@@ -6,7 +6,7 @@
 // the snapshot and installing it is repaired at restart from the same file.
 import fs from 'node:fs';
 import path from 'node:path';
-import { formatId } from '../common/ids.js';
+import { formatId, parseId } from '../common/ids.js';
 import { memberDir } from '../storage/layout.js';
 
 const PREFIX = 'received-';
@@ -30,6 +30,12 @@ export function referencedFile(dataDir: string, data: Uint8Array): string | unde
   const name = text.slice(REF_MAGIC.length);
   if (!name.startsWith(PREFIX) || name.includes('/') || name.includes('\\')) throw new Error(`snapshot names an unexpected file ${JSON.stringify(name)}`);
   return path.join(memberDir(dataDir), name);
+}
+
+/** The member a received snapshot file came from (its name says). */
+export function senderOf(file: string): bigint | undefined {
+  const hex = /^received-([0-9a-f]+)-\d+\.db$/.exec(path.basename(file))?.[1];
+  return hex === undefined ? undefined : parseId(hex);
 }
 
 const receivedAt = (name: string): number => Number(/-(\d+)\.db(\.tmp)?$/.exec(name)?.[1] ?? 0);

@@ -9,7 +9,7 @@ import { randomInt } from 'node:crypto';
 import { KvDamagedError, KvStore } from '../kv/index.js';
 import { bootstrapState, emptyState, forceNewClusterState } from '../raft/bootstrap.js';
 import { Raft } from '../raft/raft.js';
-import { NONE, type PersistedState } from '../raft/types.js';
+import { NONE, type PersistedState, type Snapshot } from '../raft/types.js';
 import { recoveryHint } from '../storage/errors.js';
 import { kvPath, metaPath } from '../storage/layout.js';
 import type { MemberMeta } from '../storage/memberMeta.js';
@@ -22,9 +22,9 @@ import { formatId, parseId } from '../common/ids.js';
 import { clusterIdFor, memberIdFor, newClusterId } from '../storage/identity.js';
 import type { Logger } from './logger.js';
 import { readMarker, writeMarker } from '../storage/markers.js';
-import { MEMBER_KV_OPTIONS } from './apply.js';
+import { finishInterruptedInstall, MEMBER_KV_OPTIONS } from './apply.js';
 import { Member, MemberExit } from './member.js';
-import { referencedFile, removeReceivedSnapshots } from './receivedSnapshots.js';
+import { referencedFile, removeReceivedSnapshots, senderOf } from './receivedSnapshots.js';
 import { encodeMemberContext, type MemberRecord } from './membership.js';
 import { peerCredentialsFor } from './memberTls.js';
 
@@ -44,8 +44,10 @@ function openKv(cfg: ServerConfig): KvStore {
  * serve that member's state as ours: refuse it. A store that has no member ID yet
  * (written before it was recorded) gets ours. `forcedCluster`: the cluster an
  * interrupted --force-new-cluster gave kv.db (interruptedForce), accepted.
+ * `installedFrom`: the leader whose snapshot a crash left in place as kv.db before
+ * its member ID was replaced by ours (installedSender); replaced now.
  */
-function checkKvIdentity(cfg: ServerConfig, kv: KvStore, meta: MemberMeta, forcedCluster?: bigint): void {
+function checkKvIdentity(cfg: ServerConfig, kv: KvStore, meta: MemberMeta, forcedCluster?: bigint, installedFrom?: bigint): void {
   const file = kvPath(cfg.dataDir);
   const kvMember = kv.cluster.memberId();
   const kvCluster = kv.cluster.clusterId();
@@ -54,9 +56,20 @@ function checkKvIdentity(cfg: ServerConfig, kv: KvStore, meta: MemberMeta, force
       1,
       `data dir ${cfg.dataDir}: ${file} belongs to ${what}, but this data dir is member ${formatId(meta.memberId)} of cluster ${formatId(meta.clusterId)}; put back this member's own kv.db, or ${recoveryHint(cfg.dataDir)}`,
     );
-  if (kvMember !== undefined && kvMember !== meta.memberId) throw foreign(`member ${formatId(kvMember)}`);
+  if (kvMember !== undefined && kvMember !== meta.memberId && kvMember !== installedFrom) throw foreign(`member ${formatId(kvMember)}`);
   if (kvCluster !== undefined && kvCluster !== meta.clusterId && kvCluster !== forcedCluster) throw foreign(`cluster ${formatId(kvCluster)}`);
-  if (kvMember === undefined) kv.writeLocal((c) => c.setMemberId(meta.memberId));
+  if (kvMember === undefined || kvMember === installedFrom) kv.writeLocal((c) => c.setMemberId(meta.memberId));
+}
+
+/**
+ * The sender of the leader's snapshot that is kv.db now, if its install was cut
+ * short after the move: the log's snapshot names a received file that is gone and
+ * kv.db is at exactly that snapshot's index.
+ */
+function installedSender(cfg: ServerConfig, snap: Snapshot | undefined, kv: KvStore): bigint | undefined {
+  const file = snap && referencedFile(cfg.dataDir, snap.data);
+  if (!file || fs.existsSync(file) || kv.appliedIndex() !== snap.meta.index) return undefined;
+  return senderOf(file);
 }
 
 /**
@@ -222,8 +235,10 @@ async function restart(cfg: ServerConfig, log: Logger): Promise<Member> {
   for (const w of opened.warnings) log.warn({ ...w }, 'storage warning');
   let kv: KvStore | undefined;
   try {
+    const snap = storage.latestSnapshot();
+    finishInterruptedInstall(cfg.dataDir, snap, member.memberId, log);
     kv = openKv(cfg);
-    checkKvIdentity(cfg, kv, member);
+    checkKvIdentity(cfg, kv, member, undefined, installedSender(cfg, snap, kv));
     kv = await ensureKvCovers(cfg, storage, kv, state, member.memberId);
     const clusterId = kv.cluster.clusterId() ?? member.clusterId;
     const l = log.child({ member: formatId(member.memberId), cluster: formatId(clusterId) });

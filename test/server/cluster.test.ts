@@ -86,24 +86,37 @@ describe('a 3-member cluster', () => {
     assert.equal(hashes.length, 3);
   });
 
-  test("a member killed after recording a leader's snapshot but before installing it installs it at restart", async () => {
-    const leader = await c.waitForLeader();
-    const m = c.running().find((x) => x !== leader)!;
-    await c.kill(m);
-    for (let i = 0; i < 60; i++) {
-      const r = await etcdctl(c.endpoints(), 'put', `late${i}`, `${i}`);
+  // A kill at each step of installing a leader's snapshot: before it, with the
+  // received file's trailer cut off, and with the file moved into place as kv.db
+  // but still carrying the leader's member ID.
+  for (const [step, left] of [
+    ['before', 1],
+    ['stripped', 1],
+    ['moved', 0],
+  ] as const) {
+    test(`a member killed at step "${step}" of installing a leader's snapshot finishes the install at restart`, async () => {
+      const leader = await c.waitForLeader();
+      const m = c.running().find((x) => x !== leader)!;
+      await c.kill(m);
+      for (let i = 0; i < 60; i++) {
+        const r = await etcdctl(c.endpoints(), 'put', `late-${step}-${i}`, `${i}`);
+        assert.equal(r.code, 0, r.stderr);
+      }
+      // The fault hook kills it (SIGKILL) at that step.
+      c.spawn(m, [], { env: { LIFEBOAT_FAULT: `snapshot-install:${step}` } });
+      await waitFor('the member to die at the fault hook', () => m.proc?.exitCode !== null || m.proc?.signalCode !== null, 30_000, 100);
+      assert.equal(m.proc?.signalCode, 'SIGKILL', `the member did not reach step ${step} of the snapshot install`);
+      const received = () => fs.readdirSync(path.join(m.dataDir, 'member')).filter((f) => f.startsWith('received-'));
+      assert.equal(received().length, left, 'the received snapshot file is kept until moved into place');
+      c.spawn(m, []);
+      await servesLocally(m, `late-${step}-59`, '59');
+      assert.deepEqual(received(), [], 'the installed snapshot file is gone');
+      // It is a working member of the cluster again: it takes a new write.
+      const r = await etcdctl(c.endpoints(), 'put', `after-${step}`, 'yes');
       assert.equal(r.code, 0, r.stderr);
-    }
-    // The fault hook kills it (SIGKILL) right before the install.
-    c.spawn(m, [], { env: { LIFEBOAT_FAULT: 'before-snapshot-install' } });
-    await waitFor('the member to die at the fault hook', () => m.proc?.exitCode !== null || m.proc?.signalCode !== null, 30_000, 100);
-    assert.equal(m.proc?.signalCode, 'SIGKILL', 'the member did not reach the snapshot install');
-    const received = () => fs.readdirSync(path.join(m.dataDir, 'member')).filter((f) => f.startsWith('received-'));
-    assert.equal(received().length, 1, 'the received snapshot file is kept until installed');
-    c.spawn(m, []);
-    await servesLocally(m, 'late59', '59');
-    assert.deepEqual(received(), [], 'the installed snapshot file is gone');
-  });
+      await servesLocally(m, `after-${step}`, 'yes');
+    });
+  }
 
   test('SIGTERM stops a member cleanly with exit 0, and it restarts on its data', async () => {
     const m: MemberProc = c.members[2];
