@@ -228,7 +228,9 @@ export class KvStore {
     return this.state.compacted;
   }
 
+  /** Refuses after a failed commit, as every read does: the tables went back to before applies the cluster saw. */
   get cluster(): ClusterMetaReader {
+    if (this.commitFailure) throw this.commitFailure;
     return this.meta;
   }
 

@@ -20,6 +20,7 @@ interface ChildReport {
   step: string;
   told: string | null;
   read: string;
+  alarms: string;
 }
 
 function onSmallDisk(mode: 'room' | 'fill' | 'spill'): Promise<ChildReport> {
@@ -38,7 +39,7 @@ function onSmallDisk(mode: 'room' | 'fill' | 'spill'): Promise<ChildReport> {
 describe('the KV on a full disk', () => {
   it('with room, the checkpoint commits the held put and reads see it', async () => {
     const r = await onSmallDisk('room');
-    assert.deepEqual(r, { step: 'ok', told: null, read: 'v2' });
+    assert.deepEqual(r, { step: 'ok', told: null, read: 'v2', alarms: '1' });
   });
 
   it("a checkpoint's failed commit is fatal at once, and reads refuse instead of going back in time", async () => {
@@ -46,6 +47,7 @@ describe('the KV on a full disk', () => {
     assert.match(r.step, /kv: commit of 1 applied batches .* failed/);
     assert.match(r.told ?? '', /kv: commit of 1 applied batches .* failed/, 'the member was not told: it would carry on');
     assert.match(r.read, /^error: kv: commit of 1 applied batches/);
+    assert.match(r.alarms, /^error: kv: commit of 1 applied batches/, 'cluster records answered from the undone state');
   });
 
   it('a batch whose spill finds the disk full makes SQLite undo the held ones before it: fatal at once, and reads refuse', async () => {
@@ -53,5 +55,6 @@ describe('the KV on a full disk', () => {
     assert.match(r.step, /kv: 1 applied batches held for commit .* were undone: database or disk is full/);
     assert.equal(r.told, r.step, 'the member was not told: it would carry on');
     assert.match(r.read, /^error: kv: 1 applied batches held/);
+    assert.match(r.alarms, /^error: kv: 1 applied batches held/, 'cluster records answered from the undone state');
   });
 });

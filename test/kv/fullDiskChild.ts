@@ -9,11 +9,13 @@
 // answers a put). Then `room` and `fill` have a checkpoint commit it; `spill`
 // applies a batch too large for SQLite's page cache, whose spill finds no room.
 // One JSON line on stdout:
-//   { step: 'ok' | error of the checkpoint or the batch, told: message | null, read: value | error }
+//   { step: 'ok' | error of the checkpoint or the batch, told: message | null, read: value | error,
+//     alarms: how many alarms the cluster meta lists | error }
 
 import fs from 'node:fs';
 import path from 'node:path';
 import { KvStore } from '../../src/kv/kvStore.js';
+import { AlarmType } from '../../src/kv/types.js';
 import { report } from '../storage/fixtures.js';
 
 const [dir, mode] = process.argv.slice(2);
@@ -48,12 +50,16 @@ async function main(): Promise<void> {
   if (mode === 'fill') fillDisk(path.join(dir, 'filler'));
   // Larger than the WAL the first commit left, smaller than SQLite's page cache: it is
   // held in memory until the commit, which needs new blocks of the disk.
-  kv.batch(() => kv.applyRequest(2, 1, { put: { key, value: Buffer.alloc(512 * 1024, 'v2') } }));
+  // With a cluster change in the same held transaction (an alarm, as a NOSPACE alarm applies).
+  kv.batch(() => {
+    kv.applyRequest(2, 1, { put: { key, value: Buffer.alloc(512 * 1024, 'v2') } });
+    kv.apply(3, 1, (w) => w.cluster.activateAlarm({ memberId: 7n, alarm: AlarmType.NoSpace }));
+  });
   let step: string;
   if (mode === 'spill') {
     try {
       // Beyond the 64 MiB page cache (kvSchema.ts): pages spill to the WAL before the commit.
-      kv.batch(() => kv.applyRequest(3, 1, { put: { key: Buffer.from('big'), value: Buffer.alloc(80 * 1024 * 1024, 'x') } }));
+      kv.batch(() => kv.applyRequest(4, 1, { put: { key: Buffer.from('big'), value: Buffer.alloc(80 * 1024 * 1024, 'x') } }));
       step = 'ok';
     } catch (e) {
       step = (e as Error).message;
@@ -70,7 +76,13 @@ async function main(): Promise<void> {
   } catch (e) {
     read = `error: ${(e as Error).message}`;
   }
-  report(JSON.stringify({ step, told, read }));
+  let alarms: string;
+  try {
+    alarms = String(kv.cluster.alarms().length);
+  } catch (e) {
+    alarms = `error: ${(e as Error).message}`;
+  }
+  report(JSON.stringify({ step, told, read, alarms }));
   // The store may be unusable: leave without closing it (the tmpfs goes with the namespace).
   process.exit(0);
 }
