@@ -22,6 +22,7 @@
 //   fsync-eio                 data dir: every fsync fails with EIO (the member must stop, never retry)
 //   kv-fsync-eio              kv.db: every fsync of kv.db and its WAL fails with EIO (a checkpoint's too: the member must stop)
 //   defragment-slow:<ms>      kv worker: defragment holds the write lock <ms> longer (a large store's VACUUM)
+//   defragment-fsync-eio      kv worker: the fsync after a defragment's VACUUM fails with EIO (the member must stop)
 //   stale-local-reads         member, a planted bug: linearizable reads are served from local state
 // LIFEBOAT_TEST_STEPS=<module> (playbook runs only) adds fake step types for tests (src/playbook/library.ts).
 //

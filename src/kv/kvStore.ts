@@ -13,7 +13,7 @@ import { fsyncFile } from './fsyncFile.js';
 import { hashKv, hashStore } from './kvHash.js';
 import { openKvDatabase } from './kvSchema.js';
 import { keyRange, ReadTxn, WriteTxn, type Revisions } from './mvccTxn.js';
-import { ReadJobRunner, type CheckpointResult, type ReadJob } from './readJob.js';
+import { DurabilityLostError, ReadJobRunner, type CheckpointResult, type ReadJob } from './readJob.js';
 import { RevisionTables, type KeyRange } from './revisionTables.js';
 import type { StoredRevision } from './keyValueCodec.js';
 import { moveSnapshotIntoPlaceSync, restoreSnapshot, snapshotTrailerStripped, stripSnapshotTrailerSync, verifySnapshot } from './snapshotFile.js';
@@ -355,7 +355,12 @@ export class KvStore {
   private heldLost(what: string): Error {
     if (this.held) clearTimeout(this.held.timer);
     this.held = undefined;
-    this.commitFailure = new Error(`kv: ${what}`);
+    return this.storeLost(what);
+  }
+
+  /** The store no longer matches its file, for good: every later call throws, and the owner is told at once. */
+  private storeLost(what: string): Error {
+    this.commitFailure ??= new Error(`kv: ${what}`);
     this.meta.invalidate();
     this.onCommitFailure?.(this.commitFailure);
     return this.commitFailure;
@@ -665,7 +670,12 @@ export class KvStore {
     const run =
       this.path === ':memory:'
         ? Promise.resolve().then(() => void this.db.exec('VACUUM'))
-        : this.jobs.run({ kind: 'defragment', dbPath: this.path }).then(() => undefined);
+        : this.jobs.run({ kind: 'defragment', dbPath: this.path }).then(
+            () => undefined,
+            (e: Error) => {
+              throw e instanceof DurabilityLostError ? this.storeLost(e.message) : e;
+            },
+          );
     this.defragmenting = run.finally(done);
     return this.defragmenting;
   }

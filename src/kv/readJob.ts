@@ -38,7 +38,10 @@ export interface CheckpointResult {
 }
 
 export type ReadJobResult = KvSnapshotInfo | HashKvResult | CheckpointResult | HeldSnapshot | number | null;
-export type ReadJobReply = { result: ReadJobResult } | { kvError: KvErrorKind } | { error: string };
+export type ReadJobReply = { result: ReadJobResult } | { kvError: KvErrorKind } | { error: string; durabilityLost?: true };
+
+/** A job's failure after which the store's file may not hold what SQLite reads back (a failed fsync): the store is lost. */
+export class DurabilityLostError extends Error {}
 
 /** Messages to the worker: a job, or close (its connection, then itself). */
 export type ToReadWorker = { id: number; job: ReadJob } | { close: true };
@@ -165,7 +168,7 @@ export class ReadJobRunner {
       if ('result' in r && p.kind === 'hold') this.held.add((r.result as HeldSnapshot).id);
       if ('result' in r) p.resolve(r.result);
       else if ('kvError' in r) p.reject(kvErrorOf(r.kvError));
-      else p.reject(new Error(r.error));
+      else p.reject(r.durabilityLost ? new DurabilityLostError(r.error) : new Error(r.error));
       this.armIdleTimer(worker);
     });
     worker.once('error', (err) => this.failAll(worker, () => err));

@@ -3,7 +3,7 @@
 
 import { parentPort, workerData } from 'node:worker_threads';
 import { fsyncFile } from './fsyncFile.js';
-import { failpointArg } from '../common/failpoint.js';
+import { failFsyncAt, failpointArg } from '../common/failpoint.js';
 import Database from 'better-sqlite3';
 import { KvError } from './errors.js';
 import { hashKv, hashStore } from './kvHash.js';
@@ -92,17 +92,29 @@ function defragment(conn: Database.Database, path: string): null {
   const slowMs = Number(failpointArg('defragment-slow') ?? 0);
   if (slowMs > 0) conn.transaction(() => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, slowMs)).immediate();
   conn.exec('VACUUM');
-  conn.pragma('wal_checkpoint(FULL)');
-  fsyncFile(path);
+  // VACUUM committed: from here a failure leaves the file's durability unknown, not the store unchanged.
+  try {
+    conn.pragma('wal_checkpoint(FULL)');
+    failFsyncAt('defragment-fsync-eio', path);
+    fsyncFile(path);
+  } catch (err) {
+    throw new DurabilityLost(`defragment of ${path} could not make it durable: ${messageOf(err)}`);
+  }
   conn.pragma('wal_checkpoint(TRUNCATE)');
   return null;
 }
+
+/** A failure after which the file on disk may not hold what SQLite reads back. */
+class DurabilityLost extends Error {}
+
+const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 function reply(job: ReadJob): ReadJobReply {
   try {
     return { result: run(job) };
   } catch (err) {
-    return err instanceof KvError ? { kvError: err.kind } : { error: err instanceof Error ? err.message : String(err) };
+    if (err instanceof KvError) return { kvError: err.kind };
+    return err instanceof DurabilityLost ? { error: err.message, durabilityLost: true } : { error: messageOf(err) };
   }
 }
 

@@ -2,7 +2,9 @@
 // member, as etcd stops when its backend cannot commit. Going on, the kernel may drop
 // the pages and report the next fsync clean: a later checkpoint would call them
 // durable and the Raft log be compacted past them. The log replays what kv.db lacks
-// at the next start. Failpoint kv-fsync-eio, turned on while the member runs.
+// at the next start. Failpoint kv-fsync-eio, turned on while the member runs. A
+// defragment rewrites the whole file: a failed fsync after its VACUUM stops the member
+// too (defragment-fsync-eio), where it once only failed the client's call.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -67,6 +69,36 @@ describe('kv.db fsync failures', () => {
     const stopped = m.log.filter((l) => l.includes('member stopped on an internal error'));
     assert.equal(stopped.length > 0, true, m.log.slice(-5).join('\n'));
     assert.match(stopped[0], /kv\.db checkpoint failed: .*EIO: i\/o error, fsync/);
+
+    fs.writeFileSync(faults, '');
+    cluster.spawn(m, [], { env: { LIFEBOAT_FAULT_FILE: faults } });
+    await cluster.waitForLeader();
+    const missing = await missingKeys(m.client, 'fsync/', acked);
+    assert.deepEqual(missing, [], `${missing.length} of ${acked.length} acknowledged writes are gone after the restart`);
+  });
+  test('a defragment whose fsync fails stops the member with one line; restarted, it serves every write', async () => {
+    const cluster = await c;
+    const m = cluster.members[0];
+    await cluster.waitForLeader();
+    const client = new EtcdClient({ endpoints: m.client, commandTimeoutMs: 15_000 });
+    let acked: string[];
+    try {
+      acked = await putBatch(m.client, 2 * PUTS);
+      // With a working disk the defragment succeeds and the member stays.
+      await client.defragment();
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(m.proc?.exitCode, null, `the member stopped after a defragment with a working disk: ${m.log.slice(-3).join(' | ')}`);
+
+      fs.writeFileSync(faults, 'defragment-fsync-eio\n');
+      await new Promise((r) => setTimeout(r, 200)); // the fault file is polled every 50 ms
+      await assert.rejects(client.defragment(), /defragment of .* could not make it durable: EIO/);
+    } finally {
+      client.close();
+    }
+    assert.equal(await cluster.exitOf(m, 15_000), 1, 'the member went on after a defragment it could not make durable');
+    const stopped = m.log.filter((l) => l.includes('member stopped on an internal error'));
+    assert.equal(stopped.length > 0, true, m.log.slice(-5).join('\n'));
+    assert.match(stopped[0], /defragment of .* could not make it durable: EIO: i\/o error, fsync/);
 
     fs.writeFileSync(faults, '');
     cluster.spawn(m, [], { env: { LIFEBOAT_FAULT_FILE: faults } });
