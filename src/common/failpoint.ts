@@ -11,7 +11,8 @@
 // Points in use (this list is the documentation; add a point here first):
 //   snapshot-install:<step>   member: die after Raft recorded a leader's snapshot, at a step of its install:
 //                             before (kv.db untouched), stripped (the received file's trailer cut off),
-//                             moved (the file is kv.db, still with the leader's member ID)
+//                             moved (the file is kv.db, still with the leader's member ID); restored: a
+//                             restart's install of it, copied into place before the member ID is ours
 //   after-step:<step id>      playbook run: die after the step's work returned, before its end is recorded
 //   migrate-copy:<N>          migrate: die once N copy batches are recorded
 //   sync-journal:<file>       raft storage: after every fsync of the log, append "<segment> <offset>" made durable to <file>

@@ -130,11 +130,29 @@ export class ClusterMeta implements ClusterMetaWriter {
     this.s = statements(db);
   }
 
+  /** Set once the store lost applies the cluster saw (KvStore.storeLost): the records refuse. */
+  private lost: Error | undefined;
+
   /** Forgets what was read: a transaction rolled back, so the table may hold less than we wrote. */
   invalidate(): void {
     this.metaRows.clear();
     this.alarmRows = undefined;
     this.removedIds = undefined;
+  }
+
+  /**
+   * The tables went back to before applies the cluster saw, for good: members,
+   * leases and alarms, which clients read, refuse from now on with `e`. The IDs
+   * and the removed-member fence, which the member's own peer traffic reads until
+   * it has stopped, still answer.
+   */
+  lose(e: Error): void {
+    this.lost ??= e;
+    this.invalidate();
+  }
+
+  private usable(): void {
+    if (this.lost) throw this.lost;
   }
 
   /** The returned bytes are shared: read them, never change them. */
@@ -191,10 +209,12 @@ export class ClusterMeta implements ClusterMetaWriter {
   }
 
   members(): Member[] {
+    this.usable();
     return (this.s.members.all() as MemberRow[]).map(toMember);
   }
 
   member(id: bigint): Member | undefined {
+    this.usable();
     const r = this.s.member.get(idText(id)) as MemberRow | undefined;
     return r && toMember(r);
   }
@@ -226,10 +246,12 @@ export class ClusterMeta implements ClusterMetaWriter {
   }
 
   leases(): LeaseRecord[] {
+    this.usable();
     return (this.s.leases.all() as { id: string; ttl: number }[]).map((r) => ({ id: BigInt(r.id), ttl: r.ttl }));
   }
 
   lease(id: bigint): LeaseRecord | undefined {
+    this.usable();
     const r = this.s.lease.get(id) as { id: string; ttl: number } | undefined;
     return r && { id: BigInt(r.id), ttl: r.ttl };
   }
@@ -251,6 +273,7 @@ export class ClusterMeta implements ClusterMetaWriter {
   }
 
   private activeAlarms(): Alarm[] {
+    this.usable();
     this.alarmRows ??= (this.s.alarms.all() as { member_id: string; alarm: AlarmType }[]).map((r) => ({
       memberId: parseId(r.member_id),
       alarm: r.alarm,

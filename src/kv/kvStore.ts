@@ -228,9 +228,8 @@ export class KvStore {
     return this.state.compacted;
   }
 
-  /** Refuses after a failed commit, as every read does: the tables went back to before applies the cluster saw. */
+  /** After a failed commit its members, leases and alarms refuse, as every read does (ClusterMeta.lose). */
   get cluster(): ClusterMetaReader {
-    if (this.commitFailure) throw this.commitFailure;
     return this.meta;
   }
 
@@ -361,7 +360,7 @@ export class KvStore {
   /** The store no longer matches its file, for good: every later call throws, and the owner is told at once. */
   private storeLost(what: string): Error {
     this.commitFailure ??= new Error(`kv: ${what}`);
-    this.meta.invalidate();
+    this.meta.lose(this.commitFailure);
     this.onCommitFailure?.(this.commitFailure);
     return this.commitFailure;
   }

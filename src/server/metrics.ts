@@ -103,8 +103,17 @@ export class Metrics {
     if (urls.length === 0) return;
     const handler: http.RequestListener = (req, res) => {
       if (req.url === '/metrics') {
+        let text: string;
+        try {
+          text = this.render();
+        } catch (e) {
+          // A store that lost its applies refuses its records while the member stops.
+          res.writeHead(503, { 'content-type': 'text/plain' });
+          res.end(`${(e as Error).message}\n`);
+          return;
+        }
         res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
-        res.end(this.render());
+        res.end(text);
       } else if (req.url === '/health') {
         res.writeHead(this.hasLeader ? 200 : 503, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ health: this.hasLeader ? 'true' : 'false' }));

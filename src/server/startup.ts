@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import { hostPort } from '../common/urls.js';
+import { crashAt } from '../common/failpoint.js';
 import { randomInt } from 'node:crypto';
 import { KvDamagedError, KvStore } from '../kv/index.js';
 import { bootstrapState, emptyState, forceNewClusterState } from '../raft/bootstrap.js';
@@ -62,13 +63,14 @@ function checkKvIdentity(cfg: ServerConfig, kv: KvStore, meta: MemberMeta, force
 }
 
 /**
- * The sender of the leader's snapshot that is kv.db now, if its install was cut
- * short after the move: the log's snapshot names a received file that is gone and
- * kv.db is at exactly that snapshot's index.
+ * The sender of the leader's snapshot that is kv.db now, if an install was cut
+ * short before kv.db was made ours: the log's snapshot names a file received from
+ * that member, and kv.db is at exactly that snapshot's index and term. (Moved in
+ * by installLeaderSnapshot, or copied in by a restart's ensureKvCovers.)
  */
 function installedSender(cfg: ServerConfig, snap: Snapshot | undefined, kv: KvStore): bigint | undefined {
   const file = snap && referencedFile(cfg.dataDir, snap.data);
-  if (!file || fs.existsSync(file) || kv.appliedIndex() !== snap.meta.index) return undefined;
+  if (!file || kv.appliedIndex() !== snap.meta.index || kv.appliedTerm() !== snap.meta.term) return undefined;
   return senderOf(file);
 }
 
@@ -270,6 +272,7 @@ async function ensureKvCovers(cfg: ServerConfig, storage: RaftStorage, kv: KvSto
   }
   kv.close();
   await KvStore.restoreSnapshot(file ?? snap.data, kvPath(cfg.dataDir));
+  crashAt('snapshot-install:restored');
   removeReceivedSnapshots(cfg.dataDir);
   const restored = openKv(cfg);
   restored.writeLocal((c) => c.setMemberId(memberId));

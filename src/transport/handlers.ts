@@ -35,7 +35,12 @@ export function peerHandlers(host: TransportHost, contact: PeerContact): grpc.Un
     SendSnapshot: (call: grpc.ServerReadableStream<Record<string, unknown>, Ack>, cb: grpc.sendUnaryData<Ack>) =>
       receiveSnapshot(host, (id) => contact.heard(id), call, cb),
     Identity: (call: grpc.ServerUnaryCall<{ cluster_id: string; from: string }, IdentityReply>, cb: grpc.sendUnaryData<IdentityReply>) => {
-      cb(null, host.identity({ clusterId: BigInt(call.request.cluster_id || '0'), from: BigInt(call.request.from || '0') }));
+      try {
+        cb(null, host.identity({ clusterId: BigInt(call.request.cluster_id || '0'), from: BigInt(call.request.from || '0') }));
+      } catch (e) {
+        // The member list refuses once the store lost applies (the member is stopping).
+        cb({ code: grpc.status.UNAVAILABLE, details: (e as Error).message });
+      }
     },
     Forward: (call: grpc.ServerUnaryCall<{ cluster_id: string; method: string; json: string }, ForwardReply>, cb: grpc.sendUnaryData<ForwardReply>) => {
       if (BigInt(call.request.cluster_id || '0') !== host.clusterId()) {

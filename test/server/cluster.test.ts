@@ -88,33 +88,38 @@ describe('a 3-member cluster', () => {
 
   // A kill at each step of installing a leader's snapshot: before it, with the
   // received file's trailer cut off, and with the file moved into place as kv.db
-  // but still carrying the leader's member ID.
-  for (const [step, left] of [
-    ['before', 1],
-    ['stripped', 1],
-    ['moved', 0],
+  // but still carrying the leader's member ID; and a second kill, in the restart's
+  // own install of the file, once it is copied into place.
+  for (const [steps, left] of [
+    [['before'], 1],
+    [['stripped'], 1],
+    [['moved'], 0],
+    [['before', 'restored'], 1],
   ] as const) {
-    test(`a member killed at step "${step}" of installing a leader's snapshot finishes the install at restart`, async () => {
+    const name = steps.join('-');
+    test(`a member killed at ${steps.map((s) => `"${s}"`).join(', then ')} of installing a leader's snapshot finishes the install at restart`, async () => {
       const leader = await c.waitForLeader();
       const m = c.running().find((x) => x !== leader)!;
       await c.kill(m);
       for (let i = 0; i < 60; i++) {
-        const r = await etcdctl(c.endpoints(), 'put', `late-${step}-${i}`, `${i}`);
+        const r = await etcdctl(c.endpoints(), 'put', `late-${name}-${i}`, `${i}`);
         assert.equal(r.code, 0, r.stderr);
       }
-      // The fault hook kills it (SIGKILL) at that step.
-      c.spawn(m, [], { env: { LIFEBOAT_FAULT: `snapshot-install:${step}` } });
-      await waitFor('the member to die at the fault hook', () => m.proc?.exitCode !== null || m.proc?.signalCode !== null, 30_000, 100);
-      assert.equal(m.proc?.signalCode, 'SIGKILL', `the member did not reach step ${step} of the snapshot install`);
       const received = () => fs.readdirSync(path.join(m.dataDir, 'member')).filter((f) => f.startsWith('received-'));
+      for (const step of steps) {
+        // The fault hook kills it (SIGKILL) at that step.
+        c.spawn(m, [], { env: { LIFEBOAT_FAULT: `snapshot-install:${step}` } });
+        await waitFor('the member to die at the fault hook', () => m.proc?.exitCode !== null || m.proc?.signalCode !== null, 30_000, 100);
+        assert.equal(m.proc?.signalCode, 'SIGKILL', `the member did not reach step ${step} of the snapshot install: ${m.log.slice(-3).join(' | ')}`);
+      }
       assert.equal(received().length, left, 'the received snapshot file is kept until moved into place');
       c.spawn(m, []);
-      await servesLocally(m, `late-${step}-59`, '59');
+      await servesLocally(m, `late-${name}-59`, '59');
       assert.deepEqual(received(), [], 'the installed snapshot file is gone');
       // It is a working member of the cluster again: it takes a new write.
-      const r = await etcdctl(c.endpoints(), 'put', `after-${step}`, 'yes');
+      const r = await etcdctl(c.endpoints(), 'put', `after-${name}`, 'yes');
       assert.equal(r.code, 0, r.stderr);
-      await servesLocally(m, `after-${step}`, 'yes');
+      await servesLocally(m, `after-${name}`, 'yes');
     });
   }
 
