@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, openSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, promises as fsp } from 'node:fs';
 import { failFsyncAt } from '../common/failpoint.js';
 
 /** fsync a file by path; a file that does not exist (no WAL yet) has nothing to sync. */
@@ -15,5 +15,22 @@ export function fsyncFile(path: string): void {
     fsyncSync(fd);
   } finally {
     closeSync(fd);
+  }
+}
+
+/** The same in libuv's thread pool, off the event loop. */
+export async function fsyncFileAsync(path: string): Promise<void> {
+  let fh: fsp.FileHandle;
+  try {
+    fh = await fsp.open(path, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  try {
+    failFsyncAt('kv-fsync-eio', path);
+    await fh.sync();
+  } finally {
+    await fh.close();
   }
 }

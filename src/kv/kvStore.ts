@@ -5,15 +5,15 @@
 // A member holds that transaction open across batches (commitDelayMs), as etcd's
 // backend batches its commits: the log, not kv.db, is what makes an apply durable.
 
-import type Database from 'better-sqlite3';
+import Database from 'better-sqlite3';
 import { KvError } from './errors.js';
 import { ClusterMeta, type ClusterMetaReader, type ClusterMetaWriter } from './clusterMeta.js';
 import { applyKvRequest, applyRange, type ApplyContext } from './kvApplier.js';
-import { fsyncFile } from './fsyncFile.js';
+import { fsyncFile, fsyncFileAsync } from './fsyncFile.js';
 import { hashKv, hashStore } from './kvHash.js';
 import { openKvDatabase } from './kvSchema.js';
 import { keyRange, ReadTxn, WriteTxn, type Revisions } from './mvccTxn.js';
-import { DurabilityLostError, ReadJobRunner, type CheckpointResult, type ReadJob } from './readJob.js';
+import { DurabilityLostError, ReadJobRunner, type ReadJob } from './readJob.js';
 import { RevisionTables, type KeyRange } from './revisionTables.js';
 import type { StoredRevision } from './keyValueCodec.js';
 import { moveSnapshotIntoPlaceSync, restoreSnapshot, snapshotTrailerStripped, stripSnapshotTrailerSync, verifySnapshot } from './snapshotFile.js';
@@ -21,6 +21,7 @@ import type { HeldSnapshot } from './snapshotHold.js';
 import { snapshotSource, type KvSnapshotSource } from './snapshotSource.js';
 import {
   EventType,
+  type CheckpointResult,
   type HashKvResult,
   type HistoryBatch,
   type KvSnapshotInfo,
@@ -148,6 +149,8 @@ export class KvStore {
    * a checkpoint has nothing to do and the worker need not be woken (or started).
    */
   private lastCheckpoint: { changes: number; appliedIndex: number } | undefined;
+  /** A second connection whose read transaction pins the WAL while a checkpoint is made durable (checkpointAsync). */
+  private pin: Database.Database | undefined;
   /** The defragment in the worker, while it runs (defragment()). */
   private defragmenting: Promise<void> | undefined;
 
@@ -203,6 +206,8 @@ export class KvStore {
       if (!this.commitFailure) this.commit();
     } finally {
       this.closed = true;
+      // A checkpoint in flight lets go of its pin (its transaction is rolled back) and fails.
+      this.pin?.close();
       // The worker's connection first: ours, closed last, checkpoints the WAL and removes it, as it always did.
       this.jobs.close();
       this.db.close();
@@ -603,16 +608,21 @@ export class KvStore {
   }
 
   /**
-   * Checkpoints the WAL into the database file from a worker thread and makes
-   * every apply committed before the call durable; resolves to that applied index.
-   * With autoCheckpoint: false, call this regularly (e.g. every second, or when the
-   * Raft log wants compacting) to keep checkpoint fsyncs off the event loop.
-   * When nothing was committed since the last one, nothing is synced (an idle
-   * member does no I/O) and that one's applied index, still durable, is returned.
+   * Checkpoints the WAL into the database file and makes every apply committed
+   * before the call durable; resolves to that applied index. With autoCheckpoint:
+   * false, call this regularly (e.g. every second, or when the Raft log wants
+   * compacting). The copy runs on this thread (pages from the WAL into the file's
+   * page cache: milliseconds), the fsyncs in libuv's pool, so no worker thread (an
+   * isolate of its own, about 10 MiB) runs for it. When nothing was committed since
+   * the last one, nothing is synced (an idle member does no I/O) and that one's
+   * applied index, still durable, is returned.
    */
   async checkpointAsync(): Promise<number> {
     this.assertOpen();
     if (this.path === ':memory:') return this.state.appliedIndex;
+    // The worker holds the write lock meanwhile: copy after it, not beside it.
+    await this.defragmenting?.catch(() => undefined);
+    this.assertOpen();
     this.commit();
     const changes = this.totalChangesStmt.get() as number;
     const last = this.lastCheckpoint;
@@ -620,11 +630,46 @@ export class KvStore {
       this.knobs.onCheckpoint?.({ appliedIndex: last.appliedIndex, synced: false, complete: true });
       return last.appliedIndex;
     }
-    const r = (await this.job({ kind: 'checkpoint', dbPath: this.path })) as CheckpointResult;
+    const r = await this.pinnedCheckpoint();
     // Commits after `changes` was read may be in this checkpoint too: then the next one runs again, for nothing.
     this.lastCheckpoint = r.complete ? { changes, appliedIndex: r.appliedIndex } : undefined;
     this.knobs.onCheckpoint?.(r);
     return r.appliedIndex;
+  }
+
+  /**
+   * A checkpoint whose fsyncs wait in libuv's pool. A read transaction on a second
+   * connection pins the WAL as committed now; then
+   * 1. the WAL is fsynced: everything committed up to the pin is durable;
+   * 2. SQLite copies the WAL's frames into the file without syncing (synchronous=OFF
+   *    for that one statement). It copies none past the pin (a checkpoint stops at
+   *    the oldest reader), so none the fsync did not cover;
+   * 3. the file is fsynced, and only then the pin let go. While a reader holds the
+   *    WAL no writer starts it over, so until the copy is durable its source stays.
+   * A power cut in 2 or 3 leaves a synced WAL, which SQLite replays at the next open.
+   */
+  private async pinnedCheckpoint(): Promise<CheckpointResult> {
+    const pin = (this.pin ??= new Database(this.path, { fileMustExist: true }));
+    pin.exec('BEGIN');
+    try {
+      const appliedIndex = pin.prepare('SELECT applied_index FROM state').pluck().get() as number;
+      await fsyncFileAsync(`${this.path}-wal`);
+      this.assertOpen();
+      // A held transaction of this connection would make the checkpoint fail as locked.
+      this.commit();
+      this.db.pragma('synchronous = OFF');
+      let r: { busy: number; log: number; checkpointed: number };
+      try {
+        [r] = this.db.pragma('wal_checkpoint(PASSIVE)') as (typeof r)[];
+      } finally {
+        this.db.pragma('synchronous = NORMAL');
+      }
+      await fsyncFileAsync(this.path);
+      this.assertOpen();
+      return { appliedIndex, synced: true, complete: r.checkpointed === r.log };
+    } finally {
+      if (pin.open && pin.inTransaction) pin.exec('COMMIT');
+    }
   }
 
   /** Rows this store changed since the last checkpoint that copied the whole WAL (since open, before the first). */

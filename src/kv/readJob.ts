@@ -1,8 +1,9 @@
-// Long reads (snapshots, hashes of a large store), WAL checkpoints (which
-// fsync) and defragment run in a worker thread on its own SQLite connection: WAL
-// gives a consistent view while the member's connection keeps applying (not
-// during defragment, which writes), and the event loop (Raft ticks, heartbeats)
-// is not blocked for the time they take.
+// Long reads (snapshots, hashes of a large store) and defragment run in a
+// worker thread on its own SQLite connection: WAL gives a consistent view while
+// the member's connection keeps applying (not during defragment, which writes),
+// and the event loop (Raft ticks, heartbeats) is not blocked for the time they
+// take. (Checkpoints run on the store's own thread, their fsyncs in libuv's pool:
+// KvStore.checkpointAsync.)
 //
 // One worker per store, started at its first job and kept while jobs come: it
 // keeps its connection open and runs the jobs one at a time, in the order given
@@ -22,22 +23,13 @@ export type ReadJob =
   | { kind: 'snapshot'; dbPath: string; dest: string }
   | { kind: 'hashKv'; dbPath: string; revision: number }
   | { kind: 'hash'; dbPath: string }
-  | { kind: 'checkpoint'; dbPath: string }
   /** VACUUM on the worker's connection, which holds the write lock meanwhile (KvStore.defragment). */
   | { kind: 'defragment'; dbPath: string }
   /** A read held open for streaming the file (snapshotHold.ts), until 'release'. */
   | { kind: 'hold'; dbPath: string }
   | { kind: 'release'; dbPath: string; id: number };
 
-/** What a checkpoint made durable, and whether it had to (false: nothing was committed since the last one). */
-export interface CheckpointResult {
-  appliedIndex: number;
-  synced: boolean;
-  /** Every WAL frame was copied into the file (a reader can hold some back): until the next commit, nothing is left to do. */
-  complete: boolean;
-}
-
-export type ReadJobResult = KvSnapshotInfo | HashKvResult | CheckpointResult | HeldSnapshot | number | null;
+export type ReadJobResult = KvSnapshotInfo | HashKvResult | HeldSnapshot | number | null;
 export type ReadJobReply = { result: ReadJobResult } | { kvError: KvErrorKind } | { error: string; durabilityLost?: true };
 
 /** A job's failure after which the store's file may not hold what SQLite reads back (a failed fsync): the store is lost. */
@@ -54,7 +46,7 @@ export interface ReadWorkerData {
 
 /** How long close() waits for the job in flight (a snapshot of a large store takes seconds). */
 const CLOSE_WAIT_MS = 120_000;
-/** How long a worker with nothing to do is kept (a member checkpoints every second while it applies). */
+/** How long a worker with nothing to do is kept. */
 export const READ_WORKER_IDLE_MS = 10_000;
 /** How long ending an idle worker may wait for its connection to close (it has no job: milliseconds). */
 const REAP_WAIT_MS = 10_000;

@@ -7,7 +7,7 @@ import { failFsyncAt, failpointArg } from '../common/failpoint.js';
 import Database from 'better-sqlite3';
 import { KvError } from './errors.js';
 import { hashKv, hashStore } from './kvHash.js';
-import type { CheckpointResult, FromReadWorker, ReadJob, ReadJobReply, ReadJobResult, ReadWorkerData, ToReadWorker } from './readJob.js';
+import type { FromReadWorker, ReadJob, ReadJobReply, ReadJobResult, ReadWorkerData, ToReadWorker } from './readJob.js';
 import { RevisionTables } from './revisionTables.js';
 import { writeSnapshotSync } from './snapshotFile.js';
 import { holdSnapshot, releaseAllSnapshots, releaseSnapshot } from './snapshotHold.js';
@@ -37,7 +37,6 @@ function run(job: ReadJob): ReadJobResult {
     return null;
   }
   const conn = connection(job.dbPath);
-  if (job.kind === 'checkpoint') return checkpoint(conn, job.dbPath);
   if (job.kind === 'defragment') return defragment(conn, job.dbPath);
   if (job.kind === 'hold') return holdSnapshot(conn, job.dbPath);
   // A large cache for the scan (the index pages a compacted store's hash looks up
@@ -65,22 +64,6 @@ function run(job: ReadJob): ReadJobResult {
     conn.pragma('cache_size = -2000');
     conn.pragma('shrink_memory');
   }
-}
-
-/**
- * Copies WAL pages into the database file, then fsyncs both files, so every
- * transaction committed before the call is durable; returns the applied index
- * read before the checkpoint (its transaction is among those). A checkpoint with
- * nothing committed since the last complete one is never asked for: the store
- * (KvStore.checkpointAsync) answers it itself, without waking this thread.
- */
-function checkpoint(conn: Database.Database, path: string): CheckpointResult {
-  const appliedIndex = conn.prepare('SELECT applied_index FROM state').pluck().get() as number;
-  const [r] = conn.pragma('wal_checkpoint(PASSIVE)') as { busy: number; log: number; checkpointed: number }[];
-  fsyncFile(`${path}-wal`);
-  fsyncFile(path);
-  // A reader on the member's connection can hold back part of the WAL: then the next one copies the rest.
-  return { appliedIndex, synced: true, complete: r.checkpointed === r.log };
 }
 
 /**

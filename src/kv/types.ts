@@ -216,3 +216,11 @@ export interface KvSnapshotInfo {
   revision: number;
   compactRevision: number;
 }
+
+/** What a checkpoint made durable, and whether it had to (false: nothing was committed since the last one). */
+export interface CheckpointResult {
+  appliedIndex: number;
+  synced: boolean;
+  /** Every WAL frame was copied into the file (a reader can hold some back): until the next commit, nothing is left to do. */
+  complete: boolean;
+}

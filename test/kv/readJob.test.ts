@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ErrCompacted } from '../../src/kv/errors.js';
 import { KvStore } from '../../src/kv/kvStore.js';
-import type { CheckpointResult } from '../../src/kv/readJob.js';
+import type { CheckpointResult } from '../../src/kv/types.js';
 import { b, tempDir } from './kvFixture.js';
 
 const put = (k: string, v: string) => ({ put: { key: b(k), value: b(v) } });
@@ -58,7 +58,7 @@ describe('the store worker (checkpoints, hashes, snapshots)', () => {
     const before = threads();
     const kv = KvStore.open(join(tempDir(), 'kv.db'), { autoCheckpoint: false });
     kv.applyRequest(1, 1, put('a', '1'));
-    await kv.checkpointAsync();
+    await kv.hashAsync();
     const started = [...threads()].filter((t) => !before.has(t));
     assert.ok(started.length > 0, 'the first job starts a worker thread');
     kv.close();
@@ -70,27 +70,49 @@ describe('the store worker (checkpoints, hashes, snapshots)', () => {
     );
   });
 
-  test('an idle worker ends, and the next job starts another: a checkpoint with nothing new does not', async () => {
+  test('checkpoints start no worker thread; an idle worker ends, and the next job starts another', async () => {
     const dir = tempDir();
     const seen: CheckpointResult[] = [];
     const kv = KvStore.open(join(dir, 'kv.db'), { autoCheckpoint: false, knobs: { readWorkerIdleMs: 100, onCheckpoint: (r) => seen.push(r) } });
     try {
       kv.applyBatch(Array.from({ length: 30 }, (_, i) => ({ index: i + 1, term: 1, request: put(`k${i % 7}`, `v${i}`) })));
       assert.equal(await kv.checkpointAsync(), 30);
+      assert.equal(kv.readWorkerRunning, false, 'a checkpoint started the worker');
+      assert.equal(await kv.checkpointAsync(), 30, 'nothing committed: the index still durable');
+      assert.equal(await kv.hashAsync(), kv.hash(), 'a hash runs in the worker');
       assert.equal(kv.readWorkerRunning, true);
       await waitFor(() => !kv.readWorkerRunning, 'the idle worker ends');
-      assert.equal(await kv.checkpointAsync(), 30, 'nothing committed: the index still durable');
-      assert.equal(kv.readWorkerRunning, false, 'a checkpoint with nothing to do starts no worker');
-      assert.equal(await kv.hashAsync(), kv.hash(), 'a hash after the worker ended');
       const info = await kv.saveSnapshot(join(dir, 'after-idle.db'));
       assert.equal(info.appliedIndex, 30, 'a snapshot after the worker ended');
       await waitFor(() => !kv.readWorkerRunning, 'the idle worker ends again');
       kv.applyRequest(31, 1, put('a', '1'));
-      assert.equal(await kv.checkpointAsync(), 31, 'a commit since: the checkpoint runs, in a new worker');
+      assert.equal(await kv.checkpointAsync(), 31, 'a commit since: the checkpoint runs');
+      assert.equal(kv.readWorkerRunning, false);
       assert.deepEqual(
         seen.map((r) => r.synced),
         [true, false, true],
       );
+    } finally {
+      kv.close();
+    }
+  });
+
+  test('a checkpoint copies the whole WAL into the file, which then holds every apply without its WAL', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'kv.db');
+    const kv = KvStore.open(path, { autoCheckpoint: false, commitDelayMs: 50 });
+    try {
+      kv.applyBatch(Array.from({ length: 200 }, (_, i) => ({ index: i + 1, term: 1, request: put(`k${i}`, `v${i}`) })));
+      assert.equal(await kv.checkpointAsync(), 200);
+      // A copy of the file alone (no -wal beside it) is the store as of the checkpoint.
+      copyFileSync(path, join(dir, 'copy.db'));
+      const copy = KvStore.open(join(dir, 'copy.db'), { readonly: true });
+      try {
+        assert.equal(copy.appliedIndex(), 200);
+        assert.equal(copy.hash(), kv.hash());
+      } finally {
+        copy.close();
+      }
     } finally {
       kv.close();
     }

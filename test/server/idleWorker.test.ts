@@ -1,9 +1,11 @@
-// A member's store worker (checkpoints, hashes, snapshots: src/kv/readJob.ts)
-// runs only when there is work for it. A few writes wait for the checkpoint that
-// is due 30 s after the last (no worker is started for them); a few hundred
-// writes start one within a second. The worker ends after 10 s without a job, and
-// snapshot save and hashkv through the CLI work after it ended. The held-read rule
-// (not ended while a streamed snapshot is held) is checked against the store in
+// A member checkpoints kv.db only when there is work, and its store worker
+// (hashes, snapshots: src/kv/readJob.ts) runs only for them. Checkpoints run on the
+// member's own thread with their fsyncs in libuv's pool (KvStore.checkpointAsync),
+// and kv.db's file changes only when one copies the WAL into it. A few writes wait
+// for the checkpoint that is due 30 s after the last; a few hundred writes get one
+// within a second, and no thread is started for it. snapshot save and hashkv start
+// the worker, which ends after 10 s without a job. The held-read rule (not ended
+// while a streamed snapshot is held) is checked against the store in
 // test/kv/readJob.test.ts.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -15,8 +17,10 @@ import { LifeboatCluster, etcdctl, lifeboat, waitFor } from '../support/lifeboat
 
 /** Threads of a process now (a running store worker is one or more of them). */
 const threads = (pid: number): number => Number(/^Threads:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+/** When kv.db's file last changed: only a checkpoint writes it (applies go to its WAL). */
+const kvChanged = (dataDir: string): bigint => fs.statSync(path.join(dataDir, 'member', 'kv.db'), { bigint: true }).mtimeNs;
 
-describe('a member starts its store worker when there is work for it', () => {
+describe('a member checkpoints, and starts its store worker, when there is work for it', () => {
   let c: LifeboatCluster;
   before(async () => {
     c = await LifeboatCluster.start('idle-worker', 3);
@@ -24,7 +28,7 @@ describe('a member starts its store worker when there is work for it', () => {
   after(async () => c?.stopAll());
 
   test(
-    'a few writes start no worker, many do; snapshot save and hashkv work after it ended; a few writes are checkpointed within 30 s',
+    'a few writes are not checkpointed at once, many are, without a thread; snapshot save and hashkv start the worker, which ends; a few writes are checkpointed within 30 s',
     { timeout: 120_000 },
     async () => {
       const leader = await c.waitForLeader();
@@ -33,6 +37,9 @@ describe('a member starts its store worker when there is work for it', () => {
       // Two checkpoint ticks later: nothing is due yet for 20 writes.
       await sleep(2000);
       const idle = threads(pid);
+      const unchanged = kvChanged(leader.dataDir);
+      await sleep(1500);
+      assert.equal(kvChanged(leader.dataDir), unchanged, '20 writes were checkpointed at once');
 
       const client = new Etcd3({ hosts: `http://${leader.client}`, dialTimeout: 3000 });
       try {
@@ -40,14 +47,16 @@ describe('a member starts its store worker when there is work for it', () => {
       } finally {
         client.close();
       }
-      await waitFor('600 writes start a worker for their checkpoint', () => threads(pid) > idle, 5_000, 50);
+      await waitFor('600 writes are checkpointed', () => kvChanged(leader.dataDir) !== unchanged, 5_000, 50);
       const lastCheckpoint = Date.now();
-      await waitFor('the idle worker ends (10 s without a job)', () => threads(pid) === idle, 30_000, 250);
+      assert.equal(threads(pid), idle, 'a checkpoint started a thread');
 
       const file = path.join(c.dir, 'after-idle.db');
       const saved = await lifeboat('snapshot', 'save', file, '--endpoints', leader.client);
       assert.equal(saved.code, 0, saved.stderr);
       assert.match(saved.stdout, /revision \d+, 620 keys/);
+      assert.ok(threads(pid) > idle, 'snapshot save ran without the store worker');
+      await waitFor('the idle worker ends (10 s without a job)', () => threads(pid) === idle, 30_000, 250);
 
       const hashes = await lifeboat('endpoint', 'hashkv', '--endpoints', c.endpoints().join(','), '-w', 'json');
       assert.equal(hashes.code, 0, hashes.stderr);
@@ -56,8 +65,9 @@ describe('a member starts its store worker when there is work for it', () => {
       assert.equal(new Set(parsed.map((h) => h.HashKV.hash)).size, 1, `one hash on every member: ${hashes.stdout}`);
       await waitFor('the worker ends again', () => threads(pid) === idle, 30_000, 250);
 
+      const before30 = kvChanged(leader.dataDir);
       assert.equal((await etcdctl(leader.client, 'put', 'idle/after', 'x')).code, 0);
-      await waitFor('one write is checkpointed 30 s after the last checkpoint', () => threads(pid) > idle, 45_000, 250);
+      await waitFor('one write is checkpointed 30 s after the last checkpoint', () => kvChanged(leader.dataDir) !== before30, 45_000, 250);
       assert.ok(Date.now() - lastCheckpoint >= 29_000, 'not before 30 s');
       const get = await etcdctl(leader.client, 'get', 'idle/after', '--print-value-only');
       assert.equal(get.stdout.trim(), 'x');
