@@ -100,6 +100,9 @@ export class KvDamagedError extends Error {
 /** SQLite's own words for a file that is not (or no longer) a database. */
 const DAMAGE_CODES = new Set(['SQLITE_CORRUPT', 'SQLITE_NOTADB', 'SQLITE_IOERR_SHORT_READ']);
 
+/** The size kv.db's WAL file is cut back to whenever SQLite starts it over. */
+export const KV_WAL_LIMIT_BYTES = 64 << 20;
+
 /**
  * Opens (creating if needed) a KV database with our pragmas. WAL lets snapshots
  * read while applies write; synchronous=NORMAL skips the fsync per commit because
@@ -111,6 +114,8 @@ export function openKvDatabase(path: string, opts: OpenOptions = {}): Database.D
     if (!opts.readonly) {
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = NORMAL');
+      // When SQLite starts the WAL over, it cuts the file back to this size.
+      db.pragma(`journal_size_limit = ${KV_WAL_LIMIT_BYTES}`);
     }
     db.pragma('temp_store = MEMORY');
     const appId = db.pragma('application_id', { simple: true }) as number;

@@ -5,6 +5,7 @@
 // A member holds that transaction open across batches (commitDelayMs), as etcd's
 // backend batches its commits: the log, not kv.db, is what makes an apply durable.
 
+import { statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { KvError } from './errors.js';
 import { ClusterMeta, type ClusterMetaReader, type ClusterMetaWriter } from './clusterMeta.js';
@@ -669,6 +670,16 @@ export class KvStore {
       return { appliedIndex, synced: true, complete: r.checkpointed === r.log };
     } finally {
       if (pin.open && pin.inTransaction) pin.exec('COMMIT');
+    }
+  }
+
+  /** Bytes kv.db's WAL file takes now (0 when there is none). */
+  walBytes(): number {
+    if (this.path === ':memory:') return 0;
+    try {
+      return statSync(`${this.path}-wal`).size;
+    } catch {
+      return 0;
     }
   }
 

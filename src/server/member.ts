@@ -43,8 +43,16 @@ export { SERVER_VERSION } from './v3Backend.js';
 
 /** Rows changed that make a checkpoint due at the next tick (a few hundred puts: about SQLite's own 1000-page auto-checkpoint). */
 const CHECKPOINT_CHANGES = 1000;
-/** Fewer changes are checkpointed this long after the last checkpoint: the worker thread it starts holds about 12 MiB for 10 s. */
+/** Fewer changes are checkpointed this long after the last checkpoint (two fsyncs of kv.db each, sharing the disk with the log's). */
 const CHECKPOINT_MAX_AGE_MS = 30_000;
+/**
+ * kv.db's WAL size past which a checkpoint holds applies back while it runs. SQLite
+ * starts the WAL over only when a write begins with every frame copied; under
+ * continuous writes a checkpoint never finds that (frames committed while it syncs),
+ * and the WAL grew by about 3 MB/s at one client without end. Held back, the next
+ * write starts it over and SQLite cuts the file to KV_WAL_LIMIT_BYTES (kvSchema.ts).
+ */
+const WAL_RESTART_BYTES = 64 << 20;
 
 /** A member stopping for good: the process exits with `code`. */
 export class MemberExit extends Error {
@@ -425,8 +433,15 @@ export class Member {
   private checkpoint(): void {
     if (this.checkpointing || this.stopping) return;
     const kv = this.kv;
-    this.checkpointing = kv
-      .checkpointAsync()
+    const whole = kv.walBytes() > WAL_RESTART_BYTES;
+    this.checkpointing = (
+      whole
+        ? this.heldBack.during(
+            () => kv.checkpointAsync(),
+            (e) => this.fatal(e),
+          )
+        : kv.checkpointAsync()
+    )
       .then(
         (durable) => (this.kvDurable = Math.max(this.kvDurable, durable)),
         (e: Error) => {
