@@ -75,7 +75,7 @@ const MAX_HELD_BATCHES = 10_000;
 export interface KvStoreKnobs {
   /** After every checkpointAsync(): what it made durable, and whether it synced anything. */
   onCheckpoint?(r: CheckpointResult): void;
-  /** How long the worker thread (checkpoints, hashes, snapshots) is kept with nothing to do (readJob.ts; 0: until close). */
+  /** How long the worker thread (hashes, snapshots, defragment) is kept with nothing to do (readJob.ts; 0: until close). */
   readWorkerIdleMs?: number;
 }
 
