@@ -151,7 +151,7 @@ export class KvStore {
    */
   private lastCheckpoint: { changes: number; appliedIndex: number } | undefined;
   /** A second connection whose read transaction pins the WAL while a checkpoint is made durable (checkpointAsync). */
-  private pin: Database.Database | undefined;
+  private pin: { db: Database.Database; appliedIndex: Database.Statement } | undefined;
   /** The defragment in the worker, while it runs (defragment()). */
   private defragmenting: Promise<void> | undefined;
 
@@ -208,7 +208,7 @@ export class KvStore {
     } finally {
       this.closed = true;
       // A checkpoint in flight lets go of its pin (its transaction is rolled back) and fails.
-      this.pin?.close();
+      this.pin?.db.close();
       // The worker's connection first: ours, closed last, checkpoints the WAL and removes it, as it always did.
       this.jobs.close();
       this.db.close();
@@ -650,10 +650,14 @@ export class KvStore {
    * A power cut in 2 or 3 leaves a synced WAL, which SQLite replays at the next open.
    */
   private async pinnedCheckpoint(): Promise<CheckpointResult> {
-    const pin = (this.pin ??= new Database(this.path, { fileMustExist: true }));
+    this.pin ??= (() => {
+      const db = new Database(this.path, { fileMustExist: true });
+      return { db, appliedIndex: db.prepare('SELECT applied_index FROM state').pluck() };
+    })();
+    const pin = this.pin.db;
     pin.exec('BEGIN');
     try {
-      const appliedIndex = pin.prepare('SELECT applied_index FROM state').pluck().get() as number;
+      const appliedIndex = this.pin.appliedIndex.get() as number;
       await fsyncFileAsync(`${this.path}-wal`);
       this.assertOpen();
       // A held transaction of this connection would make the checkpoint fail as locked.

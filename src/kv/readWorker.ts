@@ -7,7 +7,15 @@ import { failFsyncAt, failpointArg } from '../common/failpoint.js';
 import Database from 'better-sqlite3';
 import { KvError } from './errors.js';
 import { hashKv, hashStore } from './kvHash.js';
-import type { FromReadWorker, ReadJob, ReadJobReply, ReadJobResult, ReadWorkerData, ToReadWorker } from './readJob.js';
+import {
+  DurabilityLostError,
+  type FromReadWorker,
+  type ReadJob,
+  type ReadJobReply,
+  type ReadJobResult,
+  type ReadWorkerData,
+  type ToReadWorker,
+} from './readJob.js';
 import { RevisionTables } from './revisionTables.js';
 import { writeSnapshotSync } from './snapshotFile.js';
 import { holdSnapshot, releaseAllSnapshots, releaseSnapshot } from './snapshotHold.js';
@@ -81,14 +89,11 @@ function defragment(conn: Database.Database, path: string): null {
     failFsyncAt('defragment-fsync-eio', path);
     fsyncFile(path);
   } catch (err) {
-    throw new DurabilityLost(`defragment of ${path} could not make it durable: ${messageOf(err)}`);
+    throw new DurabilityLostError(`defragment of ${path} could not make it durable: ${messageOf(err)}`);
   }
   conn.pragma('wal_checkpoint(TRUNCATE)');
   return null;
 }
-
-/** A failure after which the file on disk may not hold what SQLite reads back. */
-class DurabilityLost extends Error {}
 
 const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
@@ -97,7 +102,7 @@ function reply(job: ReadJob): ReadJobReply {
     return { result: run(job) };
   } catch (err) {
     if (err instanceof KvError) return { kvError: err.kind };
-    return err instanceof DurabilityLost ? { error: err.message, durabilityLost: true } : { error: messageOf(err) };
+    return err instanceof DurabilityLostError ? { error: err.message, durabilityLost: true } : { error: messageOf(err) };
   }
 }
 

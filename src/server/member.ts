@@ -385,13 +385,13 @@ export class Member {
 
   /** kv.db rewritten in the store's worker; applies wait meanwhile, Raft does not (heldBackApplies.ts). */
   private defragment(): Promise<void> {
-    this.defragmenting ??= this.heldBack
-      .during(
-        () => this.kv.defragment(),
-        (e) => this.fatal(e),
-      )
-      .finally(() => (this.defragmenting = undefined));
+    this.defragmenting ??= this.withAppliesHeld(() => this.kv.defragment()).finally(() => (this.defragmenting = undefined));
     return this.defragmenting;
+  }
+
+  /** Runs work on kv.db with applies held back meanwhile; an apply that fails once they resume stops the member. */
+  private withAppliesHeld<T>(work: () => Promise<T>): Promise<T> {
+    return this.heldBack.during(work, (e) => this.fatal(e));
   }
 
   private maybeSnapshot(): void {
@@ -434,14 +434,7 @@ export class Member {
     if (this.checkpointing || this.stopping) return;
     const kv = this.kv;
     const whole = kv.walBytes() > WAL_RESTART_BYTES;
-    this.checkpointing = (
-      whole
-        ? this.heldBack.during(
-            () => kv.checkpointAsync(),
-            (e) => this.fatal(e),
-          )
-        : kv.checkpointAsync()
-    )
+    this.checkpointing = (whole ? this.withAppliesHeld(() => kv.checkpointAsync()) : kv.checkpointAsync())
       .then(
         (durable) => (this.kvDurable = Math.max(this.kvDurable, durable)),
         (e: Error) => {

@@ -241,7 +241,7 @@ async function restart(cfg: ServerConfig, log: Logger): Promise<Member> {
     finishInterruptedInstall(cfg.dataDir, snap, member.memberId, log);
     kv = openKv(cfg);
     checkKvIdentity(cfg, kv, member, undefined, installedSender(cfg, snap, kv));
-    kv = await ensureKvCovers(cfg, storage, kv, state, member.memberId);
+    kv = await ensureKvCovers(cfg, snap, kv, state, member.memberId);
     const clusterId = kv.cluster.clusterId() ?? member.clusterId;
     const l = log.child({ member: formatId(member.memberId), cluster: formatId(clusterId) });
     await checkNotSuperseded(cfg, kv, member.memberId, clusterId, l);
@@ -256,12 +256,11 @@ async function restart(cfg: ServerConfig, log: Logger): Promise<Member> {
 }
 
 /** The KV may lag the log (replayed at start) but never the snapshot the log starts from. */
-async function ensureKvCovers(cfg: ServerConfig, storage: RaftStorage, kv: KvStore, state: PersistedState, memberId: bigint): Promise<KvStore> {
+async function ensureKvCovers(cfg: ServerConfig, snap: Snapshot | undefined, kv: KvStore, state: PersistedState, memberId: bigint): Promise<KvStore> {
   if (kv.appliedIndex() >= state.snapshot.index) {
     removeReceivedSnapshots(cfg.dataDir);
     return kv;
   }
-  const snap = storage.latestSnapshot();
   // A snapshot from the leader is recorded as a reference to the file it arrived in (receivedSnapshots.ts).
   const file = snap && referencedFile(cfg.dataDir, snap.data);
   if (!snap || snap.data.length === 0 || (file !== undefined && !fs.existsSync(file))) {
@@ -371,7 +370,7 @@ async function forceNewCluster(cfg: ServerConfig, log: Logger): Promise<Member> 
     kv = openKv(cfg);
     resumed = interruptedForce(kv, member);
     checkKvIdentity(cfg, kv, member, resumed);
-    kv = await ensureKvCovers(cfg, storage, kv, state, member.memberId);
+    kv = await ensureKvCovers(cfg, storage.latestSnapshot(), kv, state, member.memberId);
     state = alignLogWithKv(storage, state, kv, log);
   } catch (e) {
     kv?.close();
