@@ -21,6 +21,7 @@ import { startNoopServers } from './noopServer.js';
 import { measureRecovery } from './recoveryFigure.js';
 import { measureSnapshot } from './snapshotFigures.js';
 import { writeReport } from './report.js';
+import { warmUp } from './warmUp.js';
 import { benchCerts, startEtcd, startLifeboat, type SystemName } from './systems.js';
 import type { TestCerts } from '../test/support/certs.js';
 
@@ -83,7 +84,7 @@ async function benchSystem(
     const load = (clients: number, op: Parameters<typeof runLoad>[0]['op']) =>
       runLoad({ endpoints, tls, clients, workers: o.workers, op, valueSize: o.valueSize, durationMs: o.seconds * 1000 });
     const put = { kind: 'put', keyPrefix: PUT_PREFIX, keySpace: o.keySpace } as const;
-    await runLoad({ endpoints, tls, clients: 16, workers: o.workers, op: put, valueSize: o.valueSize, durationMs: 1000 }); // warm up
+    await warmUp({ endpoints, tls, workers: o.workers, op: put, valueSize: o.valueSize }, o.warmupSeconds);
 
     const maxClients = Math.max(...o.putClients);
     for (const clients of o.putClients) {

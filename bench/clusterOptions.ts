@@ -3,11 +3,14 @@
 import path from 'node:path';
 import type { PerfLoad } from './checkPerf.js';
 import type { SystemName } from './systems.js';
+import { WARMUP_SECONDS } from './warmUp.js';
 
 export interface ClusterOptions {
   quick: boolean;
   systems: SystemName[];
   seconds: number;
+  /** 16-client puts on each system before its first measured load (bench/warmUp.ts) */
+  warmupSeconds: number;
   workers: number;
   valueSize: number;
   putClients: number[];
@@ -28,7 +31,7 @@ export interface ClusterOptions {
   tls: boolean;
 }
 
-export const USAGE = `usage: npm run bench -- cluster [--quick] [--systems etcd,lifeboat|none] [--seconds S] [--workers N]
+export const USAGE = `usage: npm run bench -- cluster [--quick] [--systems etcd,lifeboat|none] [--seconds S] [--warmup S] [--workers N]
     [--put-clients 1,16,100] [--get-clients 1,100] [--check-perf s,m,l|none]
     [--snapshot-keys 100000,1000000] [--learner-keys 1000000] [--recovery-keys 100000|0]
     [--stabilization S] [--learner-timeout S] [--out DIR] [--tag NAME] [--before DIR] [--tls]
@@ -44,6 +47,7 @@ export function parseClusterOptions(args: string[]): ClusterOptions {
     quick,
     systems: ['etcd', 'lifeboat'],
     seconds: quick ? 2 : 10,
+    warmupSeconds: quick ? 1 : WARMUP_SECONDS,
     workers: 4,
     valueSize: 256,
     putClients: [1, 16, 100],
@@ -75,6 +79,9 @@ export function parseClusterOptions(args: string[]): ClusterOptions {
       }
       case '--seconds':
         o.seconds = Number(v());
+        break;
+      case '--warmup':
+        o.warmupSeconds = Number(v());
         break;
       case '--workers':
         o.workers = Number(v());
@@ -121,6 +128,7 @@ export function parseClusterOptions(args: string[]): ClusterOptions {
   const counts = [...o.putClients, ...o.getClients, ...o.snapshotKeys];
   if (
     !(o.seconds > 0) ||
+    !(o.warmupSeconds >= 0) ||
     !(o.workers >= 1) ||
     counts.some((n) => !Number.isInteger(n) || n < 1) ||
     !(o.learnerKeys >= 0) ||

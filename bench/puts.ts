@@ -15,14 +15,18 @@ import { runLoad, type LoadResult } from './loadGenerator.js';
 import { describeMachine, describeMachineLine } from './machine.js';
 import { cpuSeconds, sampleRss } from './memberRss.js';
 import { benchCerts, startEtcd, startLifeboat, TLS_CLUSTER_JS, type BenchCluster } from './systems.js';
+import { warmUp, WARMUP_SECONDS } from './warmUp.js';
 
-const USAGE = 'usage: npm run bench -- puts [--runs N] [--clients 1,16,100] [--seconds S] [--workers N] [--before DIR]... [--tls] [--out DIR] [--tag T]';
+const USAGE =
+  'usage: npm run bench -- puts [--runs N] [--clients 1,16,100] [--seconds S] [--warmup S] [--workers N] [--before DIR]... [--tls] [--out DIR] [--tag T]';
 const PUT = { kind: 'put', keyPrefix: 'bench/put/', keySpace: 10_000 } as const;
 
 interface PutsOptions {
   runs: number;
   clients: number[];
   seconds: number;
+  /** 16-client puts on each cluster before its first measured load (bench/warmUp.ts) */
+  warmupSeconds: number;
   workers: number;
   /** older builds, each run in every round after this one */
   before: string[];
@@ -33,7 +37,15 @@ interface PutsOptions {
 }
 
 function parse(args: string[]): PutsOptions {
-  const o: PutsOptions = { before: [], runs: 3, clients: [1, 16, 100], seconds: 10, workers: 4, outDir: path.join('bench', 'results') };
+  const o: PutsOptions = {
+    before: [],
+    runs: 3,
+    clients: [1, 16, 100],
+    seconds: 10,
+    warmupSeconds: WARMUP_SECONDS,
+    workers: 4,
+    outDir: path.join('bench', 'results'),
+  };
   for (let i = 0; i < args.length; i += 2) {
     if (args[i] === '--tls') {
       o.tls = true;
@@ -46,6 +58,7 @@ function parse(args: string[]): PutsOptions {
     else if (args[i] === '--clients') o.clients = v.split(',').filter(Boolean).map(Number);
     else if (args[i] === '--seconds') o.seconds = Number(v);
     else if (args[i] === '--workers') o.workers = Number(v);
+    else if (args[i] === '--warmup') o.warmupSeconds = Number(v);
     else if (args[i] === '--before') o.before.push(path.resolve(v));
     else if (args[i] === '--out') o.outDir = v;
     else if (args[i] === '--tag') o.tag = v;
@@ -53,6 +66,7 @@ function parse(args: string[]): PutsOptions {
   }
   const positive = [o.runs, o.seconds, o.workers, ...o.clients].every((n) => Number.isInteger(n) && n > 0);
   if (!positive || o.clients.length === 0) fail('--runs, --clients, --seconds and --workers take positive integers');
+  if (!(o.warmupSeconds >= 0)) fail('--warmup takes seconds, 0 or more');
   for (const dir of o.before) {
     if (!fs.existsSync(path.join(dir, 'dist', 'test', 'support', 'lifeboatCluster.js'))) {
       fail(`--before ${dir}: no built tree there (git worktree add DIR <commit>, link node_modules, npx tsc -p . in it)`);
@@ -87,7 +101,7 @@ async function measure(v: Variant, o: PutsOptions, certs?: TestCerts): Promise<M
   try {
     const endpoints = await sys.endpoints();
     const tls = sys.tls;
-    await runLoad({ endpoints, tls, clients: 16, workers: o.workers, op: PUT, valueSize: 256, durationMs: 1000 });
+    await warmUp({ endpoints, tls, workers: o.workers, op: PUT, valueSize: 256 }, o.warmupSeconds);
     const out = new Map<number, Sample>();
     for (const clients of o.clients) {
       const rss = sampleRss(sys.pids());
@@ -155,7 +169,7 @@ export async function run(args: string[]): Promise<void> {
   }
   const header = [
     `Machine: ${describeMachineLine(machine)}.`,
-    `Puts of 256-byte values over ${o.seconds} s per client count, 3-member clusters on 127.0.0.1${o.tls ? ' with TLS on both sides (clients and peers on https://, certificate auth on both)' : ''}, ${o.workers} generator processes; ${o.runs} interleaved rounds of ${names.join(', ')}; medians. ${((Date.now() - started) / 60_000).toFixed(1)} min, load average ${loadStart.toFixed(2)} at start, ${os.loadavg()[0].toFixed(2)} at end.`,
+    `Puts of 256-byte values over ${o.seconds} s per client count, 3-member clusters on 127.0.0.1${o.tls ? ' with TLS on both sides (clients and peers on https://, certificate auth on both)' : ''}, ${o.workers} generator processes, ${o.warmupSeconds} s of 16-client puts first on each cluster (warm-up); ${o.runs} interleaved rounds of ${names.join(', ')}; medians. ${((Date.now() - started) / 60_000).toFixed(1)} min, load average ${loadStart.toFixed(2)} at start, ${os.loadavg()[0].toFixed(2)} at end.`,
   ].join('\n');
   const table = lines.join('\n');
   console.log(`\n${header}\n\n${table}\n`);

@@ -29,7 +29,7 @@ export function writeReport(r: Report): string {
   const o = r.options;
   const header = [
     `Machine: ${describeMachineLine(r.machine)}.`,
-    `Load generator: ${o.workers} worker processes, our own gRPC client, ${o.valueSize}-byte values, ${o.seconds} s per load point` +
+    `Load generator: ${o.workers} worker processes, our own gRPC client, ${o.valueSize}-byte values, ${o.seconds} s per load point after ${o.warmupSeconds} s of 16-client puts on each system (warm-up)` +
       (r.ceiling
         ? `; its ceiling against no-op gRPC servers: ${Math.round(r.ceiling.perSecond).toLocaleString('en-US')} puts/s at ${r.ceiling.clients} clients (p50 ${r.ceiling.p50Ms.toFixed(2)} ms).`
         : '.'),
