@@ -122,7 +122,10 @@ describe('the hand-off to the supervisor', () => {
     assert.equal(fs.statSync(unitFile).mode & 0o777, 0o644);
     assert.match(unit, /^User=nobody$/m);
     assert.match(unit, new RegExp(`^EnvironmentFile=${envFile}$`, 'm'));
-    assert.match(unit, new RegExp(`^ExecStart=${process.execPath} --max-semi-space-size=4 ${path.join(ROOT, 'bin', 'run.js')} server$`, 'm'));
+    assert.match(
+      unit,
+      new RegExp(`^ExecStart=${process.execPath} --max-semi-space-size=4 --heap-growing-percent=50 ${path.join(ROOT, 'bin', 'run.js')} server$`, 'm'),
+    );
     assert.match(unit, /^RestartPreventExitStatus=78$/m);
     assert.deepEqual(
       fs.readdirSync(unitDir).filter((f) => f.endsWith('.tmp')),
