@@ -45,14 +45,6 @@ export { SERVER_VERSION } from './v3Backend.js';
 const CHECKPOINT_CHANGES = 1000;
 /** Fewer changes are checkpointed this long after the last checkpoint (two fsyncs of kv.db each, sharing the disk with the log's). */
 const CHECKPOINT_MAX_AGE_MS = 30_000;
-/**
- * kv.db's WAL size past which a checkpoint holds applies back while it runs. SQLite
- * starts the WAL over only when a write begins with every frame copied; under
- * continuous writes a checkpoint never finds that (frames committed while it syncs),
- * and the WAL grew by about 3 MB/s at one client without end. Held back, the next
- * write starts it over and SQLite cuts the file to KV_WAL_LIMIT_BYTES (kvSchema.ts).
- */
-const WAL_RESTART_BYTES = 64 << 20;
 
 /** A member stopping for good: the process exits with `code`. */
 export class MemberExit extends Error {
@@ -433,7 +425,8 @@ export class Member {
   private checkpoint(): void {
     if (this.checkpointing || this.stopping) return;
     const kv = this.kv;
-    const whole = kv.walBytes() > WAL_RESTART_BYTES;
+    // Past its limit the WAL is only started over with applies held back (KvStore.walPastLimit).
+    const whole = kv.walPastLimit();
     this.checkpointing = (whole ? this.withAppliesHeld(() => kv.checkpointAsync()) : kv.checkpointAsync())
       .then(
         (durable) => (this.kvDurable = Math.max(this.kvDurable, durable)),

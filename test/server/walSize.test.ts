@@ -2,8 +2,8 @@
 // only when a write begins with every frame copied into kv.db, which a checkpoint
 // under continuous writes never leaves (frames are committed while it syncs): the
 // WAL grew by about 3 MB/s at one client without end. Past 64 MiB a member's
-// checkpoint holds its applies back while it runs (WAL_RESTART_BYTES in
-// src/server/member.ts), the next write starts the WAL over, and SQLite cuts the
+// checkpoint holds its applies back while it runs (KvStore.walPastLimit,
+// Member.checkpoint), the next write starts the WAL over, and SQLite cuts the
 // file back to 64 MiB (KV_WAL_LIMIT_BYTES in src/kv/kvSchema.ts). Without that,
 // the WAL here grew by everything written.
 import assert from 'node:assert/strict';
