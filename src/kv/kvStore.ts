@@ -18,7 +18,7 @@ import { DurabilityLostError, ReadJobRunner, type ReadJob } from './readJob.js';
 import { RevisionTables, type KeyRange } from './revisionTables.js';
 import type { StoredRevision } from './keyValueCodec.js';
 import { moveSnapshotIntoPlaceSync, restoreSnapshot, snapshotTrailerStripped, stripSnapshotTrailerSync, verifySnapshot } from './snapshotFile.js';
-import type { HeldSnapshot } from './snapshotHold.js';
+import { beginHeldRead, type HeldSnapshot } from './snapshotHold.js';
 import { snapshotSource, type KvSnapshotSource } from './snapshotSource.js';
 import {
   EventType,
@@ -154,6 +154,8 @@ export class KvStore {
   private pin: { db: Database.Database; appliedIndex: Database.Statement } | undefined;
   /** The defragment in the worker, while it runs (defragment()). */
   private defragmenting: Promise<void> | undefined;
+  /** Streamed snapshots' reads held on this thread (holdHere), each on a connection of its own. */
+  private readonly heldHere = new Set<Database.Database>();
 
   private constructor(
     private readonly db: Database.Database,
@@ -209,6 +211,9 @@ export class KvStore {
       this.closed = true;
       // A checkpoint in flight lets go of its pin (its transaction is rolled back) and fails.
       this.pin?.db.close();
+      // So does a snapshot streamed from a read held here: it throws before its trailer.
+      for (const reader of this.heldHere) reader.close();
+      this.heldHere.clear();
       // The worker's connection first: ours, closed last, checkpoints the WAL and removes it, as it always did.
       this.jobs.close();
       this.db.close();
@@ -761,19 +766,53 @@ export class KvStore {
 
   /**
    * A snapshot to stream (a member's Maintenance.Snapshot, a leader's to a peer):
-   * a consistent read of the store held in the worker while its file's pages are
-   * read as they are, no copy made. Applies go on meanwhile. Iterate its chunks
-   * once, or release() it: the held read keeps the WAL from being checkpointed.
+   * a consistent read of the store held while its file's pages are read as they
+   * are, no copy made. Applies go on meanwhile. Iterate its chunks once, or
+   * release() it: the held read keeps the WAL from being checkpointed.
    */
   async openSnapshot(): Promise<KvSnapshotSource> {
     this.assertOpen();
     if (this.path === ':memory:') throw new Error('kv: an in-memory store cannot be snapshotted');
+    const here = await this.holdHere();
+    if (here) return here;
+    // Commits kept landing: the worker holds writers off for the two steps (snapshotHold.ts).
     const held = (await this.job({ kind: 'hold', dbPath: this.path })) as HeldSnapshot;
     const stillHeld = this.jobs.holding();
     const release = () => {
       if (stillHeld()) this.jobs.run({ kind: 'release', dbPath: this.path, id: held.id }).catch(() => undefined);
     };
     return snapshotSource(this.path, held, stillHeld, release);
+  }
+
+  /**
+   * The held read without the worker, whose start (an isolate, a connection) was
+   * most of the wait for a first `snapshot save`'s first byte. Once every commit is
+   * checkpointed, a read begun on a connection of our own reads the file alone, and
+   * no checkpoint writes to the file while it is held (snapshotHold.ts says why).
+   * This connection is the store's only writer, so nothing commits between the
+   * check and the read's start. Undefined when commits landed during the checkpoint.
+   */
+  private async holdHere(): Promise<KvSnapshotSource | undefined> {
+    const checkpointed = () => {
+      this.commit();
+      return this.lastCheckpoint?.changes === (this.totalChangesStmt.get() as number);
+    };
+    if (!checkpointed()) await this.checkpointAsync();
+    this.assertOpen();
+    if (this.defragmenting || !checkpointed()) return undefined;
+    const reader = new Database(this.path, { fileMustExist: true });
+    let held: Omit<HeldSnapshot, 'id'>;
+    try {
+      held = beginHeldRead(reader);
+    } catch (e) {
+      reader.close();
+      throw e;
+    }
+    this.heldHere.add(reader);
+    const release = () => {
+      if (this.heldHere.delete(reader)) reader.close();
+    };
+    return snapshotSource(this.path, { id: 0, ...held }, () => !this.closed && reader.open, release);
   }
 
   /** Checks a snapshot's checksum; throws a one-line error when it does not match. */

@@ -74,14 +74,23 @@ export function holdSnapshot(checkpointer: Database.Database, path: string): Hel
 }
 
 function tryHold(reader: Database.Database, checkpointer: Database.Database): Omit<HeldSnapshot, 'id'> | undefined {
-  reader.exec('BEGIN');
-  // The first read starts the transaction: from here the state seen is fixed.
-  const s = reader.prepare('SELECT applied_index, applied_term, current_revision, compact_revision FROM state').get() as StateRow;
+  const held = beginHeldRead(reader);
   const [r] = checkpointer.pragma('wal_checkpoint(PASSIVE)') as { busy: number; log: number; checkpointed: number }[];
   if (r.log !== r.checkpointed) {
     reader.exec('ROLLBACK');
     return undefined;
   }
+  return held;
+}
+
+/**
+ * Begins a read transaction on `reader` and returns the state it sees, fixed from
+ * here. The caller makes sure the file holds that state (see above).
+ */
+export function beginHeldRead(reader: Database.Database): Omit<HeldSnapshot, 'id'> {
+  reader.exec('BEGIN');
+  // The first read starts the transaction.
+  const s = reader.prepare('SELECT applied_index, applied_term, current_revision, compact_revision FROM state').get() as StateRow;
   return {
     pageSize: reader.pragma('page_size', { simple: true }) as number,
     pageCount: reader.pragma('page_count', { simple: true }) as number,

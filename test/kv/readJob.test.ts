@@ -118,11 +118,42 @@ describe('the store worker (checkpoints, hashes, snapshots)', () => {
     }
   });
 
+  test('a snapshot read of a checkpointed store is held without the worker; with commits landing meanwhile, by the worker', async () => {
+    const dir = tempDir();
+    let next = 101;
+    let commitDuringCheckpoint = false;
+    const kv = KvStore.open(join(dir, 'kv.db'), {
+      autoCheckpoint: false,
+      // A commit between the snapshot's checkpoint and the read it then begins.
+      knobs: { onCheckpoint: () => void (commitDuringCheckpoint && kv.applyRequest(next, 1, put('during', `${next++}`))) },
+    });
+    try {
+      kv.applyBatch(Array.from({ length: 100 }, (_, i) => ({ index: i + 1, term: 1, request: put(`k${i}`, 'v') })));
+      const quick = await kv.openSnapshot();
+      assert.equal(quick.appliedIndex, 100);
+      assert.equal(kv.readWorkerRunning, false, 'held on the store thread');
+      quick.release();
+      kv.applyRequest(next++, 1, put('after', 'quick'));
+      commitDuringCheckpoint = true;
+      const held = await kv.openSnapshot();
+      assert.equal(kv.readWorkerRunning, true, 'held by the worker');
+      assert.equal(held.appliedIndex, 102, 'the state the read began at: the commit made during the checkpoint');
+      held.release();
+    } finally {
+      kv.close();
+    }
+  });
+
   test('a worker holding a streamed snapshot read is not ended while idle, and ends once the read is released', async () => {
     const dir = tempDir();
-    const kv = KvStore.open(join(dir, 'kv.db'), { autoCheckpoint: false, knobs: { readWorkerIdleMs: 100 } });
+    let landing = true;
+    const kv = KvStore.open(join(dir, 'kv.db'), {
+      autoCheckpoint: false,
+      // A commit during the snapshot's checkpoint: the read is held by the worker.
+      knobs: { readWorkerIdleMs: 100, onCheckpoint: () => void (landing && ((landing = false), kv.applyRequest(200, 1, put('k0', 'last')))) },
+    });
     try {
-      kv.applyBatch(Array.from({ length: 200 }, (_, i) => ({ index: i + 1, term: 1, request: put(`k${i % 50}`, `v${i}-${'x'.repeat(300)}`) })));
+      kv.applyBatch(Array.from({ length: 199 }, (_, i) => ({ index: i + 1, term: 1, request: put(`k${i % 50}`, `v${i}-${'x'.repeat(300)}`) })));
       const snap = await kv.openSnapshot();
       await sleep(500);
       assert.equal(kv.readWorkerRunning, true, 'the worker holding the read is kept');
