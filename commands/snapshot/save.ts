@@ -18,6 +18,6 @@ export default class SnapshotSave extends EtcdCommand {
   // bin/run.js runs `lifeboat snapshot save` through src/cli/snapshotSaveRun.ts (no oclif): this is the path of --help and of oclif's own runners.
   async run(): Promise<void> {
     const { args, flags } = await this.parse(SnapshotSave);
-    await saveAndPrint(this.client(flags), args.file, flags['write-out'], (line) => this.log(line));
+    await saveAndPrint(this.client(flags).target, args.file, flags['write-out'], (line) => this.log(line));
   }
 }

@@ -2,8 +2,8 @@
 // import, config and command loading were about 0.15 s of a 0.9 s save of 100k
 // keys. commands/snapshot/save.ts (its --help, oclif's runners) runs the same
 // saveAndPrint with the same flags, built from these tables.
-import { clientFor, type EtcdClient } from '../client/etcdClient.js';
 import { saveSnapshot } from '../client/snapshotSave.js';
+import { resolveTarget, type ClientTarget } from '../client/target.js';
 import { CONNECTION_FLAGS, connectionFromFlags, WRITE_OUT_FLAG, type ConnectionFlags, type WriteOut } from './connectionFlags.js';
 import { EXIT, tagCommandError } from './exitCodes.js';
 import { parseFlags } from './flagParser.js';
@@ -13,10 +13,10 @@ import { progressBar } from './progressBar.js';
 import { silenceTlsServerNameWarning } from './warnings.js';
 
 /** Saves the snapshot to `file` with a progress bar on a terminal, then prints what was saved. */
-export async function saveAndPrint(client: EtcdClient, file: string, writeOut: WriteOut, log: (line: string) => void): Promise<void> {
+export async function saveAndPrint(target: ClientTarget, file: string, writeOut: WriteOut, log: (line: string) => void): Promise<void> {
   const bar = progressBar('snapshot');
   try {
-    const saved = await saveSnapshot(client, file, { onProgress: (done, total) => bar.update(done, total) });
+    const saved = await saveSnapshot(target, file, { onProgress: (done, total) => bar.update(done, total) });
     bar.finish();
     const text = render(writeOut, saved, snapshotSaveOutput);
     if (text !== '') log(text);
@@ -30,12 +30,8 @@ export async function main(argv: string[]): Promise<number> {
   try {
     const { flags, args } = parseFlags(argv, { 'write-out': WRITE_OUT_FLAG, ...CONNECTION_FLAGS }, { commandId: 'snapshot:save', args: ['file'] });
     silenceTlsServerNameWarning();
-    const client = clientFor(flags.endpoints as string, connectionFromFlags(flags as unknown as ConnectionFlags));
-    try {
-      await saveAndPrint(client, args[0], flags['write-out'] as WriteOut, (line) => process.stdout.write(`${line}\n`));
-    } finally {
-      client.close();
-    }
+    const target = resolveTarget({ ...connectionFromFlags(flags as unknown as ConnectionFlags), endpoints: flags.endpoints as string });
+    await saveAndPrint(target, args[0], flags['write-out'] as WriteOut, (line) => process.stdout.write(`${line}\n`));
     return EXIT.OK;
   } catch (err) {
     tagCommandError(err, 'snapshot:save');

@@ -52,7 +52,7 @@ export class Connection {
     /** undefined: plaintext */
     readonly tls: TlsMaterial | undefined,
   ) {
-    const credentials = tls ? tls.credentials : grpc.credentials.createInsecure();
+    const credentials = tls ? grpc.credentials.createFromSecureContext(tls.secureContext, tls.verify) : grpc.credentials.createInsecure();
     this.channel = new grpc.Channel(endpoint.address, credentials, CHANNEL_OPTIONS);
     const make = (name: string) => {
       const Ctor = service(name);

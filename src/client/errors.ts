@@ -1,7 +1,8 @@
 // The client's errors: every one is a single line that names the endpoint (when
 // there is one), says what went wrong and what to try. Commands let them escape;
 // the CLI turns `InputError` into exit 2 and everything else here into exit 1.
-import { status as GrpcStatus, type ServiceError } from '#grpc-js';
+import type { ServiceError } from '#grpc-js';
+import { GrpcCode } from '../api/errors.js';
 import { formatDuration } from '../common/durations.js';
 
 export type ClientErrorKind =
@@ -97,10 +98,10 @@ export function unreachableError(endpoint: string, dialTimeoutMs: number, reason
 export function callError(err: unknown, endpoint: string, commandTimeoutMs: number): EtcdClientError {
   if (err instanceof EtcdClientError) return err;
   const e = err as Partial<ServiceError> & { message?: string };
-  const code = typeof e.code === 'number' ? e.code : undefined;
+  const code: number | undefined = typeof e.code === 'number' ? e.code : undefined;
   const details = (typeof e.details === 'string' && e.details !== '' ? e.details : (e.message ?? String(err))).replace(/\s+/g, ' ').trim();
 
-  if (code === GrpcStatus.DEADLINE_EXCEEDED) {
+  if (code === GrpcCode.DeadlineExceeded) {
     return new EtcdClientError(
       `${endpoint}: no answer within ${formatDuration(commandTimeoutMs)} (deadline exceeded); raise --command-timeout or check the member's health`,
       'timeout',
@@ -108,14 +109,14 @@ export function callError(err: unknown, endpoint: string, commandTimeoutMs: numb
       code,
     );
   }
-  if (code === GrpcStatus.UNAVAILABLE && !details.startsWith('etcdserver:')) {
+  if (code === GrpcCode.Unavailable && !details.startsWith('etcdserver:')) {
     const reason = connectReason(details);
     if (isTlsReason(reason)) {
       return new EtcdClientError(`${endpoint}: TLS: ${reason}; ${tlsHint(reason)}`, 'tls', endpoint, code);
     }
     return new EtcdClientError(`${endpoint}: connection lost (${reason}); check --endpoints`, 'unreachable', endpoint, code);
   }
-  if (code === GrpcStatus.UNIMPLEMENTED) {
+  if (code === GrpcCode.Unimplemented) {
     return new EtcdClientError(`${endpoint}: ${details} (is this an etcd v3 endpoint?)`, 'server', endpoint, code, details);
   }
   const hint = SERVER_HINTS.find(([text]) => details === text)?.[1];

@@ -12,11 +12,11 @@
 //   use `forEndpoint` to dial each endpoint on its own connection, like etcdctl.
 import * as grpc from '#grpc-js';
 import { Connection, type UnaryMethods } from './connection.js';
-import { parseEndpoints, type Endpoint } from './endpoints.js';
+import type { Endpoint } from './endpoints.js';
 import { EtcdClientError, callError } from './errors.js';
 import { formatDuration } from '../common/durations.js';
 import { toBytes } from './keyRange.js';
-import { loadTls, tlsRequested, type TlsMaterial, type TlsOptions } from './tls.js';
+import { endpointTls, resolveTarget, type ClientTarget, type ConnectionOptions, type EtcdClientOptions } from './target.js';
 import {
   alarmFromWire,
   deleteFromWire,
@@ -40,7 +40,6 @@ import {
   type RangeOptions,
   type RangeResult,
   type RolePermission,
-  type SnapshotChunk,
   type StatusResult,
   type TxnOp,
   type TxnRequest,
@@ -60,28 +59,12 @@ import {
 } from './types.js';
 import { wireNum } from './ids.js';
 import { WatchStream, type WatchOptions } from './watchStream.js';
-import { readSnapshotStream, StreamStalled } from './snapshotStream.js';
 
-export interface EtcdClientOptions {
-  /** endpoint strings as the user wrote them (or one comma-separated string) */
-  endpoints: string | readonly string[];
-  /** how long to wait for a connection (default 2000) */
-  dialTimeoutMs?: number;
-  /** deadline of every call (default 5000) */
-  commandTimeoutMs?: number;
-  tls?: TlsOptions;
-  /** receives one line per dial and call when set (--debug) */
-  debug?: (line: string) => void;
-  /** etcd auth: the user, and its password (asked for once, when first needed, if a function) */
-  credentials?: { user: string; password: string | (() => Promise<string>) };
-}
+export type { ConnectionOptions, EtcdClientOptions } from './target.js';
 
 /** The server's answers after which clientv3 authenticates again and retries (an expired or stale token). */
 const REAUTH_DETAILS = new Set(['etcdserver: invalid auth token', 'etcdserver: revision of auth store is old', 'etcdserver: user name is empty']);
 const AUTH_NOT_ENABLED = 'etcdserver: authentication is not enabled';
-
-/** How to reach a cluster, apart from its endpoints: what the connection flags give. */
-export type ConnectionOptions = Omit<EtcdClientOptions, 'endpoints'> & { dialTimeoutMs: number; commandTimeoutMs: number };
 
 /** The one way the toolkit builds a client from its connection options. */
 export function clientFor(endpoints: string | readonly string[], conn: ConnectionOptions): EtcdClient {
@@ -96,19 +79,19 @@ export class EtcdClient {
   readonly dialTimeoutMs: number;
   readonly commandTimeoutMs: number;
   private readonly options: EtcdClientOptions;
+  /** Endpoints, TLS material, timeouts and credentials, as `snapshot save` dials them itself (snapshotSave.ts). */
+  readonly target: ClientTarget;
   private connections?: Connection[];
   private chosen?: Promise<Connection>;
-  private tls?: TlsMaterial;
   /** The simple token of `credentials` (undefined: auth is off), fetched once and again when it expires. */
   private token?: Promise<string | undefined>;
 
   constructor(options: EtcdClientOptions) {
     this.options = options;
-    this.endpoints = parseEndpoints(options.endpoints);
-    this.dialTimeoutMs = options.dialTimeoutMs ?? 2000;
-    this.commandTimeoutMs = options.commandTimeoutMs ?? 5000;
-    // Read and check the TLS files now, so a bad path fails before any dial.
-    if (tlsRequested(options.tls) || this.endpoints.some((e) => e.scheme === 'https')) this.tls = loadTls(options.tls);
+    this.target = resolveTarget(options);
+    this.endpoints = this.target.endpoints;
+    this.dialTimeoutMs = this.target.dialTimeoutMs;
+    this.commandTimeoutMs = this.target.commandTimeoutMs;
   }
 
   /** A client for one endpoint with the same timeouts and TLS settings. */
@@ -278,33 +261,6 @@ export class EtcdClient {
     return { header: headerFromWire(res.header) };
   }
 
-  /**
-   * Maintenance.Snapshot: the database as a stream of chunks; the last 32 bytes
-   * are the sha256 of everything before them (see snapshotSave.ts). Each chunk's
-   * blob is valid until the next is asked for (snapshotStream.ts reuses one
-   * buffer). The command timeout bounds the wait for data, not the whole stream.
-   */
-  async *snapshot(): AsyncGenerator<SnapshotChunk, void, undefined> {
-    const conn = await this.connection();
-    const ep = conn.endpoint.text;
-    const started = Date.now();
-    const metadata = (await this.metadata(conn)).getMap() as Record<string, string>;
-    this.options.debug?.(`→ Maintenance.Snapshot ${ep}`);
-    try {
-      yield* readSnapshotStream({ endpoint: conn.endpoint, tls: conn.tls, metadata, inactivityMs: this.commandTimeoutMs });
-      this.options.debug?.(`← Maintenance.Snapshot ${ep} OK (${Date.now() - started}ms)`);
-    } catch (err) {
-      if (err instanceof StreamStalled) {
-        throw new EtcdClientError(
-          `${ep}: snapshot stream stalled: no data for ${formatDuration(this.commandTimeoutMs)}; raise --command-timeout or check the member`,
-          'timeout',
-          ep,
-        );
-      }
-      throw callError(err, ep, this.commandTimeoutMs);
-    }
-  }
-
   // ---- Watch ----
 
   /** A watch on [key, rangeEnd) from `startRevision`, on its own stream (see watchStream.ts). */
@@ -322,9 +278,7 @@ export class EtcdClient {
   }
 
   private async choose(): Promise<Connection> {
-    const tlsFor = (ep: Endpoint) =>
-      ep.scheme === 'https' || (ep.scheme === 'bare' && tlsRequested(this.options.tls)) ? (this.tls ??= loadTls(this.options.tls)) : undefined;
-    const conns = this.endpoints.map((ep) => new Connection(ep, tlsFor(ep)));
+    const conns = this.endpoints.map((ep) => new Connection(ep, endpointTls(this.target, ep)));
     this.connections = conns;
     const deadline = Date.now() + this.dialTimeoutMs;
     const dials = conns.map((c) => {

@@ -1,13 +1,20 @@
 // `snapshot save`: stream Maintenance.Snapshot into FILE.part, check the trailing
 // sha256 that etcd appends (sha256 of every byte before it), fsync, rename to
 // FILE, fsync the directory. A failure removes FILE.part and leaves FILE as it was.
+// The calls go on one HTTP/2 connection of our own (http2Calls.ts), not through
+// grpc-js, which `lifeboat snapshot save` then never loads.
 import { createHash } from 'node:crypto';
 import { open, rename, rm, type FileHandle } from 'node:fs/promises';
+import type http2 from 'node:http2';
 import path from 'node:path';
-import type { EtcdClient } from './etcdClient.js';
-import { EtcdClientError } from './errors.js';
+import { EtcdClientError, callError } from './errors.js';
 import { InputError } from '../common/errors.js';
+import { formatDuration } from '../common/durations.js';
+import { ProtoReader, ProtoWriter } from '../kv/protobufWire.js';
+import { dialSession, unaryCall } from './http2Calls.js';
 import { ALL_KEYS } from './keyRange.js';
+import { readSnapshotStream, StreamStalled } from './snapshotStream.js';
+import { endpointTls, type ClientTarget } from './target.js';
 import type { SnapshotChunk } from './types.js';
 
 export const SHA256_LEN = 32;
@@ -84,44 +91,65 @@ export class TrailerCheck {
   }
 }
 
-export async function saveSnapshot(client: EtcdClient, file: string, opts: SaveOptions = {}): Promise<SnapshotSaved> {
-  if (client.endpoints.length !== 1) {
+export async function saveSnapshot(target: ClientTarget, file: string, opts: SaveOptions = {}): Promise<SnapshotSaved> {
+  if (target.endpoints.length !== 1) {
     throw new InputError(
-      `snapshot save needs exactly one endpoint, got ${client.endpoints.length} (${client.endpoints.map((e) => e.text).join(', ')}); pick the member to save from with --endpoints`,
+      `snapshot save needs exactly one endpoint, got ${target.endpoints.length} (${target.endpoints.map((e) => e.text).join(', ')}); pick the member to save from with --endpoints`,
     );
   }
-  const target = path.resolve(file);
-  const part = `${target}.part`;
+  const ep = target.endpoints[0];
+  const endpoint = ep.text;
+  const out = path.resolve(file);
+  const part = `${out}.part`;
   const t0 = performance.now();
-
-  // The revision and key count: one count-only Range just before the stream, the
-  // cheapest way that works against etcd too. Writes during the stream make the
-  // file newer than these numbers; the README and --help say so.
-  const counted = await client.range(ALL_KEYS.key, { rangeEnd: ALL_KEYS.rangeEnd, countOnly: true });
-  const endpoint = await client.activeEndpoint();
-
+  const dialStart = Date.now();
+  const session = await dialSession(ep, endpointTls(target, ep), target.dialTimeoutMs).catch((e: Error) => {
+    target.debug?.(`dial ${endpoint}: ${e.message}`);
+    throw e;
+  });
+  target.debug?.(`dial ${endpoint}: connected in ${Date.now() - dialStart}ms`);
   let fh;
-  try {
-    fh = await open(part, 'w', 0o600);
-  } catch (err) {
-    throw new InputError(`cannot write ${part}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}; check the path`);
-  }
   const check = new TrailerCheck();
   let ok = false;
   try {
+    const metadata = await authMetadata(session, target);
+    // The revision and key count: one count-only Range just before the stream, the
+    // cheapest way that works against etcd too. Writes during the stream make the
+    // file newer than these numbers; the README and --help say so.
+    const counted = await call(target, 'KV.Range', () => unaryCall(session, '/etcdserverpb.KV/Range', COUNT_ALL, metadata, target.commandTimeoutMs)).then(
+      countOf,
+    );
+    try {
+      fh = await open(part, 'w', 0o600);
+    } catch (err) {
+      throw new InputError(`cannot write ${part}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}; check the path`);
+    }
     let received = 0;
     const flusher = new BackgroundFlush(fh);
-    const chunks: AsyncIterable<SnapshotChunk> = client.snapshot();
-    for await (const chunk of chunks) {
-      if (chunk.blob.length === 0) continue;
-      // The write runs in libuv's thread pool while this thread hashes the same bytes (both only read them).
-      const written = fh.write(chunk.blob);
-      check.update(chunk.blob);
-      await written;
-      received += chunk.blob.length;
-      flusher.wrote(chunk.blob.length);
-      opts.onProgress?.(received, Math.max(received, received + chunk.remainingBytes));
+    const chunks: AsyncIterable<SnapshotChunk> = readSnapshotStream({ session, metadata, inactivityMs: target.commandTimeoutMs });
+    target.debug?.(`→ Maintenance.Snapshot ${endpoint}`);
+    try {
+      for await (const chunk of chunks) {
+        if (chunk.blob.length === 0) continue;
+        // The write runs in libuv's thread pool while this thread hashes the same bytes (both only read them).
+        const written = fh.write(chunk.blob);
+        check.update(chunk.blob);
+        await written;
+        received += chunk.blob.length;
+        flusher.wrote(chunk.blob.length);
+        opts.onProgress?.(received, Math.max(received, received + chunk.remainingBytes));
+      }
+    } catch (err) {
+      if (err instanceof StreamStalled) {
+        throw new EtcdClientError(
+          `${endpoint}: snapshot stream stalled: no data for ${formatDuration(target.commandTimeoutMs)}; raise --command-timeout or check the member`,
+          'timeout',
+          endpoint,
+        );
+      }
+      throw callError(err, endpoint, target.commandTimeoutMs);
     }
+    target.debug?.(`← Maintenance.Snapshot ${endpoint} OK (${Math.round(performance.now() - t0)}ms)`);
     await flusher.done();
     const verdict = check.finish();
     if (!verdict.ok) {
@@ -134,17 +162,17 @@ export async function saveSnapshot(client: EtcdClient, file: string, opts: SaveO
     await fh.sync();
     await fh.close();
     fh = undefined;
-    await rename(part, target);
-    await syncDir(path.dirname(target));
+    await rename(part, out);
+    await syncDir(path.dirname(out));
     ok = true;
     const seconds = (performance.now() - t0) / 1000;
     return {
-      path: target,
+      path: out,
       endpoint,
       size: check.size,
       sha256: verdict.sha256,
       dbSha256: verdict.dbSha256,
-      revision: counted.header.revision,
+      revision: counted.revision,
       keyCount: counted.count,
       seconds,
       bytesPerSecond: seconds > 0 ? check.size / seconds : 0,
@@ -152,6 +180,74 @@ export async function saveSnapshot(client: EtcdClient, file: string, opts: SaveO
   } finally {
     if (fh) await fh.close().catch(() => {});
     if (!ok) await rm(part, { force: true }).catch(() => {});
+    session.close();
+  }
+}
+
+/** RangeRequest { key = 1, range_end = 2, count_only = 9 } for every key. */
+const COUNT_ALL = new ProtoWriter(16).bytes(1, ALL_KEYS.key).bytes(2, ALL_KEYS.rangeEnd).bool(9, true).finish();
+
+/** RangeResponse { header = 1 { revision = 3 }, count = 4 }: the revision and the count. */
+function countOf(message: Buffer): { revision: number; count: number } {
+  let revision = 0;
+  let count = 0;
+  for (const r = new ProtoReader(message); !r.done;) {
+    const { field, wire } = r.tag();
+    if (field === 4 && wire === 0) count = r.int64Number();
+    else if (field === 1 && wire === 2) {
+      for (const h = new ProtoReader(r.bytes()); !h.done;) {
+        const t = h.tag();
+        if (t.field === 3 && t.wire === 0) revision = h.int64Number();
+        else h.skip(t.wire);
+      }
+    } else r.skip(wire);
+  }
+  return { revision, count };
+}
+
+/** The server's answer when auth is off: no token, as clientv3 takes it. */
+const AUTH_NOT_ENABLED = 'etcdserver: authentication is not enabled';
+
+/** The call metadata: with credentials, Auth.Authenticate's token (etcd's metadata `token`), as EtcdClient sends it. */
+async function authMetadata(session: http2.ClientHttp2Session, target: ClientTarget): Promise<Record<string, string>> {
+  const creds = target.credentials;
+  if (!creds) return {};
+  const password = typeof creds.password === 'string' ? creds.password : await creds.password();
+  // AuthenticateRequest { name = 1, password = 2 } → AuthenticateResponse { header = 1, token = 2 }
+  const request = new ProtoWriter(64).string(1, creds.user).string(2, password).finish();
+  let response: Buffer;
+  try {
+    response = await call(target, `Auth.Authenticate (user ${creds.user})`, () =>
+      unaryCall(session, '/etcdserverpb.Auth/Authenticate', request, {}, target.commandTimeoutMs),
+    );
+  } catch (e) {
+    if (e instanceof EtcdClientError && e.serverMessage === AUTH_NOT_ENABLED) return {};
+    throw e;
+  }
+  for (const r = new ProtoReader(response); !r.done;) {
+    const { field, wire } = r.tag();
+    if (field === 2 && wire === 2) {
+      const token = r.string();
+      return token ? { token } : {};
+    }
+    r.skip(wire);
+  }
+  return {};
+}
+
+/** One unary call, logged as EtcdClient logs its calls (--debug), its failure as callError's one line. */
+async function call(target: ClientTarget, name: string, run: () => Promise<Buffer>): Promise<Buffer> {
+  const endpoint = target.endpoints[0].text;
+  const started = Date.now();
+  target.debug?.(`→ ${name} ${endpoint}`);
+  try {
+    const res = await run();
+    target.debug?.(`← ${name} ${endpoint} OK (${Date.now() - started}ms)`);
+    return res;
+  } catch (e) {
+    const err = callError(e, endpoint, target.commandTimeoutMs);
+    target.debug?.(`← ${name} ${endpoint} (${Date.now() - started}ms): ${err.message}`);
+    throw err;
   }
 }
 

@@ -5,34 +5,20 @@
 // client's time. Here each frame's blob bytes are copied into one reused batch
 // buffer as they arrive, and the caller writes and hashes the batch.
 //
-// The wire (gRPC over HTTP/2, etcd's rpc.proto): a POST with an empty
-// SnapshotRequest; the answer is a series of 5-byte-prefixed messages
-// (compressed flag, big-endian length), each a SnapshotResponse: header = 1,
-// remaining_bytes = 2 (varint), blob = 3 (bytes); then trailers with
-// grpc-status and grpc-message (or, for an early failure, both in the headers).
+// The call (http2Calls.ts): an empty SnapshotRequest; the answer is a series of
+// SnapshotResponse messages (etcd's rpc.proto): header = 1, remaining_bytes = 2
+// (varint), blob = 3 (bytes).
 import http2 from 'node:http2';
-import { status as grpcStatus } from '#grpc-js';
-import type { Endpoint } from './endpoints.js';
-import type { TlsMaterial } from './tls.js';
+import { GrpcCode } from '../api/errors.js';
+import { callStatus, startCall, StreamError } from './http2Calls.js';
 import type { SnapshotChunk } from './types.js';
 
-const { UNAVAILABLE, INTERNAL } = grpcStatus;
-
-/** A failed stream as the client's callError reads a grpc-js error. */
-export class StreamError extends Error {
-  constructor(
-    readonly code: number,
-    readonly details: string,
-  ) {
-    super(details);
-  }
-}
+const UNAVAILABLE = GrpcCode.Unavailable;
+const INTERNAL = GrpcCode.Internal;
 
 /** No data for the inactivity limit. */
 export class StreamStalled extends Error {}
 
-/** As grpc-go (etcdctl) grows its receive window: the server is never held back a round trip per 64 KiB. */
-const WINDOW = 16 << 20;
 /** Bytes handed to the caller at once: the batch is reused after the caller asks for the next one. */
 const BATCH = 1 << 20;
 /** Received bytes waiting for the caller beyond which the stream is paused (HTTP/2 flow control then holds the server). */
@@ -146,9 +132,8 @@ function varint(buf: Buffer, from: number, to: number): { value: number; end: nu
 }
 
 export interface SnapshotStreamOptions {
-  endpoint: Endpoint;
-  /** undefined: plaintext */
-  tls: TlsMaterial | undefined;
+  /** a session from dialSession (http2Calls.ts); the caller closes it */
+  session: http2.ClientHttp2Session;
   /** call metadata (the auth token) */
   metadata: Record<string, string>;
   /** no data for this long: StreamStalled */
@@ -161,21 +146,11 @@ export interface SnapshotStreamOptions {
  * callError reads them) or StreamStalled.
  */
 export async function* readSnapshotStream(o: SnapshotStreamOptions): AsyncGenerator<SnapshotChunk, void, undefined> {
-  const scheme = o.tls ? 'https' : 'http';
-  const session = http2.connect(`${scheme}://${o.endpoint.address}`, {
-    ...(o.tls?.connect ?? {}),
-    settings: { initialWindowSize: WINDOW, enablePush: false },
-  });
   let failure: Error | undefined;
-  session.on('error', (err: Error) => (failure ??= new StreamError(UNAVAILABLE, err.message)));
-  session.once('connect', () => session.setLocalWindowSize(WINDOW));
-  const req = session.request({
-    ':method': 'POST',
-    ':path': '/etcdserverpb.Maintenance/Snapshot',
-    'content-type': 'application/grpc',
-    te: 'trailers',
-    ...o.metadata,
-  });
+  const onSessionError = (err: Error) => (failure ??= new StreamError(UNAVAILABLE, err.message));
+  o.session.on('error', onSessionError);
+  // An empty SnapshotRequest.
+  const req = startCall(o.session, '/etcdserverpb.Maintenance/Snapshot', new Uint8Array(0), o.metadata);
   let status: http2.IncomingHttpHeaders | undefined;
   req.on('response', (headers) => {
     if (headers['grpc-status'] !== undefined) status = headers; // trailers-only: an early failure
@@ -219,7 +194,6 @@ export async function* readSnapshotStream(o: SnapshotStreamOptions): AsyncGenera
   let used = 0;
   try {
     arm();
-    req.end(Buffer.alloc(5)); // an empty SnapshotRequest, uncompressed
     for (;;) {
       const piece = queue.shift();
       if (piece === undefined) {
@@ -243,25 +217,13 @@ export async function* readSnapshotStream(o: SnapshotStreamOptions): AsyncGenera
     }
     if (stalled) throw new StreamStalled();
     if (failure) throw failure;
-    const code = Number(status?.['grpc-status'] ?? NaN);
-    if (!Number.isInteger(code)) throw new StreamError(UNAVAILABLE, 'the snapshot stream ended without a gRPC status');
-    if (code !== 0) throw new StreamError(code, grpcMessage(status?.['grpc-message']));
+    const bad = callStatus(status);
+    if (bad) throw bad;
     if (!parser.atBoundary) throw malformed('the stream ended inside a message');
     if (used > 0) yield { remainingBytes: parser.remainingBytes, blob: batch.subarray(0, used) };
   } finally {
     clearTimeout(timer);
+    o.session.off('error', onSessionError);
     if (!req.closed) req.close(http2.constants.NGHTTP2_CANCEL);
-    session.close();
-    session.destroy();
-  }
-}
-
-/** grpc-message is percent-encoded. */
-function grpcMessage(raw: string | string[] | undefined): string {
-  const text = Array.isArray(raw) ? raw.join(', ') : (raw ?? '');
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
   }
 }

@@ -10,8 +10,7 @@
 //   undefined). Traffic is still encrypted, but the server is not authenticated, so
 //   use it only for test clusters.
 import { readFileSync } from 'node:fs';
-import { createSecureContext, type ConnectionOptions } from 'node:tls';
-import * as grpc from '#grpc-js';
+import { createSecureContext, type ConnectionOptions, type SecureContext } from 'node:tls';
 import { opensslReason } from './errors.js';
 import { InputError } from '../common/errors.js';
 
@@ -36,15 +35,24 @@ function readPem(file: string, flag: string): Buffer {
   }
 }
 
-/** The TLS files, read and checked once, and what each transport makes of them. */
+/** How a server certificate is checked: as Node's tls.connect takes it, and grpc-js's VerifyOptions. */
+export interface ServerVerify {
+  rejectUnauthorized?: boolean;
+  checkServerIdentity?: () => undefined;
+}
+
+/**
+ * The TLS files, read and checked once: for node:tls and node:http2 (snapshot save)
+ * as they are, and for grpc-js channels through createFromSecureContext
+ * (connection.ts), with the same checks. No grpc-js here: `snapshot save` loads none.
+ */
 export interface TlsMaterial {
-  /** for grpc-js channels */
-  readonly credentials: grpc.ChannelCredentials;
-  /** for node:tls and node:http2 (the snapshot stream): the same files and the same checks */
+  readonly secureContext: SecureContext;
+  readonly verify: ServerVerify;
   readonly connect: ConnectionOptions;
 }
 
-/** Read the TLS files (once, here) and build both forms of the same settings. */
+/** Read the TLS files (once, here) and build the settings every transport uses. */
 export function loadTls(tls: TlsOptions = {}): TlsMaterial {
   if (!!tls.certFile !== !!tls.keyFile) {
     throw new InputError(`--cert and --key go together: ${tls.certFile ? '--key' : '--cert'} is missing`);
@@ -52,11 +60,11 @@ export function loadTls(tls: TlsOptions = {}): TlsMaterial {
   const ca = tls.caFile ? readPem(tls.caFile, '--cacert') : null;
   const cert = tls.certFile ? readPem(tls.certFile, '--cert') : null;
   const key = tls.keyFile ? readPem(tls.keyFile, '--key') : null;
-  const verify: grpc.VerifyOptions = tls.insecureSkipVerify ? { rejectUnauthorized: false, checkServerIdentity: () => undefined } : {};
+  const verify: ServerVerify = tls.insecureSkipVerify ? { rejectUnauthorized: false, checkServerIdentity: () => undefined } : {};
   try {
     // One context for both: without --cacert, Node's bundled roots (as grpc-js's createSsl).
     const secureContext = createSecureContext({ ...(ca ? { ca } : {}), ...(cert && key ? { cert, key } : {}) });
-    return { credentials: grpc.credentials.createFromSecureContext(secureContext, verify), connect: { secureContext, ...verify } };
+    return { secureContext, verify, connect: { secureContext, ...verify } };
   } catch (err) {
     const msg = opensslReason((err as Error).message.replace(/\s+/g, ' '));
     if (/key values mismatch/.test(msg)) throw new InputError(`--cert ${tls.certFile} and --key ${tls.keyFile} do not belong together (key values mismatch)`);

@@ -18,6 +18,7 @@ import { DRILL_PLAYBOOK, DRILL_RESULT_EVENT, type DrillCheck, type DrillPhase, t
 import type { StepRef } from '../audit/types.js';
 import { clientFor, type ConnectionOptions } from '../client/etcdClient.js';
 import { saveSnapshot } from '../client/snapshotSave.js';
+import { resolveTarget } from '../client/target.js';
 import { InputError } from '../common/errors.js';
 import type { RuntimeName } from '../common/memberCommand.js';
 import { checkCluster, statusOf } from '../ops/memberOps.js';
@@ -242,14 +243,7 @@ export async function runDrill(o: DrillOptions): Promise<DrillResult> {
         'snapshot',
         `Take a snapshot of ${src.endpoint}`,
         { endpoint: src.endpoint },
-        async () => {
-          const c = clientFor([src.endpoint], o.conn);
-          try {
-            return await saveSnapshot(c, file);
-          } finally {
-            c.close();
-          }
-        },
+        () => saveSnapshot(resolveTarget({ ...o.conn, endpoints: [src.endpoint] }), file),
         (s) => ({ size: s.size, sha256: s.sha256, revision: s.revision, keys: s.keyCount }),
       );
       phases.push({ phase: 'snapshot', label: 'snapshot', seconds: seconds(saved.ms) });

@@ -76,7 +76,7 @@ test('snapshot save streams into FILE via FILE.part and checks the sha256 traile
   const c = client();
   try {
     const progress: number[] = [];
-    const saved = await saveSnapshot(c, file, { onProgress: (done) => progress.push(done) });
+    const saved = await saveSnapshot(c.target, file, { onProgress: (done) => progress.push(done) });
     const bytes = readFileSync(file);
     assert.deepEqual(bytes, Buffer.concat([db, digest]));
     assert.equal(existsSync(`${file}.part`), false);
@@ -111,7 +111,7 @@ test('snapshot save of several MiB in messages of mixed sizes keeps every byte',
   const c = client();
   try {
     const progress: Array<[number, number]> = [];
-    const saved = await saveSnapshot(c, file, { onProgress: (done, total) => progress.push([done, total]) });
+    const saved = await saveSnapshot(c.target, file, { onProgress: (done, total) => progress.push([done, total]) });
     assert.ok(readFileSync(file).equals(Buffer.concat([big, bigDigest])));
     assert.equal(saved.dbSha256, bigDigest.toString('hex'));
     assert.ok(progress.length >= 2, 'progress during the stream');
@@ -151,7 +151,7 @@ for (const [name, plan, expected] of [
     writeFileSync(file, 'previous snapshot');
     const c = client({ commandTimeoutMs: 300 });
     try {
-      await assert.rejects(saveSnapshot(c, file), (e: Error) => e instanceof EtcdClientError && expected.test(e.message) && !e.message.includes('\n'));
+      await assert.rejects(saveSnapshot(c.target, file), (e: Error) => e instanceof EtcdClientError && expected.test(e.message) && !e.message.includes('\n'));
     } finally {
       c.close();
     }
@@ -162,7 +162,7 @@ for (const [name, plan, expected] of [
 
 test('snapshot save needs exactly one endpoint', async () => {
   const c = new EtcdClient({ endpoints: `${endpoint},127.0.0.1:1` });
-  await assert.rejects(saveSnapshot(c, path.join(dir, 'x.db')), (e: Error) => e instanceof InputError && /exactly one endpoint, got 2/.test(e.message));
+  await assert.rejects(saveSnapshot(c.target, path.join(dir, 'x.db')), (e: Error) => e instanceof InputError && /exactly one endpoint, got 2/.test(e.message));
   c.close();
 });
 

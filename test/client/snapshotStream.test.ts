@@ -6,7 +6,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { service } from '../../src/proto/load.js';
-import { SnapshotResponseParser, StreamError } from '../../src/client/snapshotStream.js';
+import { StreamError } from '../../src/client/http2Calls.js';
+import { SnapshotResponseParser } from '../../src/client/snapshotStream.js';
 
 const encode = service('etcdserverpb.Maintenance').service.Snapshot.responseSerialize as (msg: object) => Buffer;
 
