@@ -73,7 +73,11 @@ export function isTlsReason(reason: string): boolean {
 }
 
 function tlsHint(reason: string): string {
-  if (/certificate required|alert bad certificate|alert unknown ca|alert certificate unknown|peer did not return a certificate/i.test(reason)) {
+  if (
+    /certificate required|alert bad certificate|alert unknown ca|alert certificate unknown|peer did not return a certificate|accept the client certificate/i.test(
+      reason,
+    )
+  ) {
     return 'the server wants a client certificate it trusts: check --cert and --key';
   }
   if (/wrong version number|packet length too long|http2|unexpected eof|disconnected before secure TLS connection/i.test(reason)) {

@@ -27,6 +27,7 @@ export class StreamError extends Error {
 
 /** As grpc-go (etcdctl) grows its receive window: the server is never held back a round trip per 64 KiB. */
 const WINDOW = 16 << 20;
+const CLOSED_AFTER_HANDSHAKE = 'the server closed the connection after the TLS handshake: it may not accept the client certificate';
 /** grpc-js's reconnect backoff within the dial timeout (connection.ts): first, and at most. */
 const RETRY_FIRST_MS = 100;
 const RETRY_MAX_MS = 1000;
@@ -56,11 +57,15 @@ function connectOnce(endpoint: Endpoint, tls: TlsMaterial | undefined, ms: numbe
       ...(tls?.connect ?? {}),
       settings: { initialWindowSize: WINDOW, enablePush: false },
     });
+    let settled = false;
     const done = (r: http2.ClientHttp2Session | string) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
       session.off('remoteSettings', onSettings).off('error', onError).off('close', onClose);
+      // From here a call's own stream reports what broke it (and a failed session is gone).
+      session.on('error', () => {});
       if (typeof r === 'string') session.destroy();
-      else session.on('error', () => {}); // a call's own stream reports what broke it
       resolve(r);
     };
     const onSettings = () => {
@@ -68,10 +73,16 @@ function connectOnce(endpoint: Endpoint, tls: TlsMaterial | undefined, ms: numbe
       done(session);
     };
     const onError = (err: Error) => done(connectReason(err.message));
-    // Closed before HTTP/2 was set up, e.g. plaintext to a TLS port: grpc-js's words, which connectReason explains.
-    const onClose = () => done(connectReason('Failed to connect'));
+    // Closed before HTTP/2 was set up: over TLS, a server that refused our client
+    // certificate (a Lifeboat member sends no alert); plaintext to a TLS port
+    // otherwise, in grpc-js's words, which connectReason explains.
+    const onClose = () => done(tls ? CLOSED_AFTER_HANDSHAKE : connectReason('Failed to connect'));
     const timer = setTimeout(() => done('timed out'), ms);
     session.once('remoteSettings', onSettings).once('error', onError).once('close', onClose);
+    // A server that refuses our client certificate (TLS 1.3: after our side of the
+    // handshake is done) sends an alert the socket reports, and the session does not.
+    // Left on once settled: the session's proxy refuses calls once it lets the socket go.
+    session.socket.once('error', onError);
   });
 }
 

@@ -12,6 +12,7 @@ import { EtcdClient, deleteToWire, rangeToWire } from '../../src/client/etcdClie
 import { EtcdClientError } from '../../src/client/errors.js';
 import { InputError } from '../../src/common/errors.js';
 import { saveSnapshot, verifySnapshotTrailer, TrailerCheck } from '../../src/client/snapshotSave.js';
+import { resolveTarget } from '../../src/client/target.js';
 import { freePorts } from '../support/ports.js';
 
 /** What the fake Maintenance.Snapshot sends next. */
@@ -201,6 +202,18 @@ test('every call has the command timeout as its deadline', async () => {
     c.close();
   }
   assert.ok(Date.now() - t0 < 2000, `took ${Date.now() - t0}ms`);
+});
+
+test('snapshot save from an endpoint that refuses connections fails within the dial timeout, naming it, and writes nothing', async () => {
+  const [port] = await freePorts(1, 'client/client.test/closed-snapshot');
+  const file = path.join(dir, 'refused.db');
+  const t0 = Date.now();
+  await assert.rejects(
+    saveSnapshot(resolveTarget({ endpoints: `127.0.0.1:${port}`, dialTimeoutMs: 500 }), file),
+    (e: Error) => e instanceof EtcdClientError && e.message === `cannot reach 127.0.0.1:${port} within 500ms (connection refused); check --endpoints`,
+  );
+  assert.ok(Date.now() - t0 < 1500, `took ${Date.now() - t0}ms`);
+  assert.equal(existsSync(file) || existsSync(`${file}.part`), false);
 });
 
 test('an endpoint that refuses connections fails within the dial timeout, naming it', async () => {

@@ -3,7 +3,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { EXIT } from '../../src/cli/exitCodes.js';
@@ -161,6 +161,33 @@ test('a wrong CA fails at once with one TLS line naming the endpoint and --cacer
   const r = await lifeboat('member', 'list', '--endpoints', ep, '--cacert', certs.otherCa, '--cert', certs.clientCert, '--key', certs.clientKey);
   failsWithOneLine(r, EXIT.FAILURE, `TLS handshake with ${ep} failed`, '--cacert');
   assert.ok(r.ms < 10_000, `${r.ms}ms`);
+});
+
+test('snapshot save, which dials on its own (no grpc-js), fails as the other commands do: a wrong CA, no client certificate, plaintext to the TLS port', async () => {
+  const file = path.join(certs.dir, 'refused-snapshot.db');
+  failsWithOneLine(
+    await lifeboat('snapshot', 'save', file, '--endpoints', ep, '--cacert', certs.otherCa, '--cert', certs.clientCert, '--key', certs.clientKey),
+    EXIT.FAILURE,
+    `TLS handshake with ${ep} failed`,
+    '--cacert',
+  );
+  failsWithOneLine(
+    await lifeboat('snapshot', 'save', file, '--endpoints', ep, '--cacert', certs.ca),
+    EXIT.FAILURE,
+    `TLS handshake with ${ep} failed`,
+    'check --cert and --key',
+  );
+  failsWithOneLine(
+    await lifeboat('snapshot', 'save', file, '--endpoints', ep.replace('https://', 'http://'), '--dial-timeout', '1s'),
+    EXIT.FAILURE,
+    'if it serves TLS, use https://',
+  );
+  assert.equal(existsSync(file) || existsSync(`${file}.part`), false, 'nothing written');
+  // The same command with good flags saves.
+  assert.match(
+    ok(await lifeboat('snapshot', 'save', file, '--endpoints', ep, '--cacert', certs.ca, '--cert', certs.clientCert, '--key', certs.clientKey)),
+    /Snapshot saved at /,
+  );
 });
 
 test('no client certificate: one line saying the server wants one', async () => {

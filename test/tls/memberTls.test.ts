@@ -6,7 +6,7 @@
 // certificate refused and logged once; the key pairs rotated under load.
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
-import { copyFileSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,7 +17,7 @@ import { PeerCredentials, PeerTransport } from '../../src/transport/peerTranspor
 import { issueCert, makeCerts, type IssuedCert, type TestCerts } from '../support/certs.js';
 import { freePorts } from '../support/ports.js';
 import { etcdctl, parseEtcdJson, waitFor, type MemberProc } from '../support/lifeboatCluster.js';
-import { requireTool } from '../support/tools.js';
+import { lifeboat, requireTool } from '../support/tools.js';
 import { PEER_CN, TlsCluster } from './tlsCluster.js';
 
 let certs: TestCerts;
@@ -106,6 +106,14 @@ test('lifeboat commands work with --cacert --cert --key against the TLS members'
   const file = path.join(tc.c.dir, 'tls-snap.db');
   assert.match(ok(await tc.lifeboat(m1.client, 'snapshot', 'save', file)), /^Snapshot saved at /);
   assert.equal(readFileSync(file).length % 512, 32);
+  // Without a client certificate the member hangs up after the handshake (no alert): one line that says what to pass.
+  const refused = await lifeboat('snapshot', 'save', path.join(tc.c.dir, 'refused.db'), '--endpoints', m1.client, '--cacert', certs.ca);
+  assert.equal(refused.code, 1, refused.stderr);
+  assert.match(
+    refused.stderr,
+    /^Error: TLS handshake with \S+ failed \(.*client certificate\); the server wants a client certificate it trusts: check --cert and --key\n$/,
+  );
+  assert.equal(existsSync(path.join(tc.c.dir, 'refused.db')) || existsSync(path.join(tc.c.dir, 'refused.db.part')), false);
 });
 
 function httpsGet(url: string, cert?: IssuedCert): Promise<{ status: number; body: string }> {
