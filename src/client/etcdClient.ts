@@ -13,6 +13,7 @@
 import * as grpc from '#grpc-js';
 import { Connection, type UnaryMethods } from './connection.js';
 import type { Endpoint } from './endpoints.js';
+import { ErrAuthNotEnabled } from '../api/errors.js';
 import { EtcdClientError, callError } from './errors.js';
 import { formatDuration } from '../common/durations.js';
 import { toBytes } from './keyRange.js';
@@ -64,7 +65,6 @@ export type { ConnectionOptions, EtcdClientOptions } from './target.js';
 
 /** The server's answers after which clientv3 authenticates again and retries (an expired or stale token). */
 const REAUTH_DETAILS = new Set(['etcdserver: invalid auth token', 'etcdserver: revision of auth store is old', 'etcdserver: user name is empty']);
-const AUTH_NOT_ENABLED = 'etcdserver: authentication is not enabled';
 
 /** The one way the toolkit builds a client from its connection options. */
 export function clientFor(endpoints: string | readonly string[], conn: ConnectionOptions): EtcdClient {
@@ -75,9 +75,6 @@ type ServiceName = 'kv' | 'cluster' | 'maintenance' | 'auth';
 const SERVICE_NAMES: Record<ServiceName, string> = { kv: 'KV', cluster: 'Cluster', maintenance: 'Maintenance', auth: 'Auth' };
 
 export class EtcdClient {
-  readonly endpoints: readonly Endpoint[];
-  readonly dialTimeoutMs: number;
-  readonly commandTimeoutMs: number;
   private readonly options: EtcdClientOptions;
   /** Endpoints, TLS material, timeouts and credentials, as `snapshot save` dials them itself (snapshotSave.ts). */
   readonly target: ClientTarget;
@@ -89,9 +86,18 @@ export class EtcdClient {
   constructor(options: EtcdClientOptions) {
     this.options = options;
     this.target = resolveTarget(options);
-    this.endpoints = this.target.endpoints;
-    this.dialTimeoutMs = this.target.dialTimeoutMs;
-    this.commandTimeoutMs = this.target.commandTimeoutMs;
+  }
+
+  get endpoints(): readonly Endpoint[] {
+    return this.target.endpoints;
+  }
+
+  get dialTimeoutMs(): number {
+    return this.target.dialTimeoutMs;
+  }
+
+  get commandTimeoutMs(): number {
+    return this.target.commandTimeoutMs;
   }
 
   /** A client for one endpoint with the same timeouts and TLS settings. */
@@ -351,7 +357,7 @@ export class EtcdClient {
         new grpc.Metadata(),
         { deadline: Date.now() + this.commandTimeoutMs },
         (err: grpc.ServiceError | null, res: unknown) => {
-          if (err && err.details === AUTH_NOT_ENABLED) resolve(undefined);
+          if (err && ErrAuthNotEnabled.is({ message: err.details })) resolve(undefined);
           else if (err) reject(callError(err, ep, this.commandTimeoutMs));
           else resolve((res as { token?: string }).token || undefined);
         },

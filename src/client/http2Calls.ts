@@ -54,7 +54,7 @@ export async function dialSession(endpoint: Endpoint, tls: TlsMaterial | undefin
 function connectOnce(endpoint: Endpoint, tls: TlsMaterial | undefined, ms: number): Promise<http2.ClientHttp2Session | string> {
   return new Promise((resolve) => {
     const session = http2.connect(`${tls ? 'https' : 'http'}://${endpoint.address}`, {
-      ...(tls?.connect ?? {}),
+      ...(tls ? { secureContext: tls.secureContext, ...tls.verify } : {}),
       settings: { initialWindowSize: WINDOW, enablePush: false },
     });
     let settled = false;
@@ -95,7 +95,7 @@ export function grpcFrame(message: Uint8Array): Buffer {
 }
 
 /** A call's outcome from its trailers (or its trailers-only headers): nothing when OK, else the StreamError. */
-export function callStatus(status: http2.IncomingHttpHeaders | undefined): StreamError | undefined {
+function callStatus(status: http2.IncomingHttpHeaders | undefined): StreamError | undefined {
   const code = Number(status?.['grpc-status'] ?? NaN);
   if (!Number.isInteger(code)) return new StreamError(GrpcCode.Unavailable, 'the call ended without a gRPC status');
   if (code === 0) return undefined; // OK
@@ -108,11 +108,22 @@ export function callStatus(status: http2.IncomingHttpHeaders | undefined): Strea
   }
 }
 
+/** A started call: its stream, and once that has ended, its gRPC status (undefined: OK). */
+export interface GrpcCall {
+  stream: http2.ClientHttp2Stream;
+  outcome(): StreamError | undefined;
+}
+
 /** Starts a call of `path` (e.g. "/etcdserverpb.KV/Range") with the metadata (the auth token) and sends its one request. */
-export function startCall(session: http2.ClientHttp2Session, path: string, request: Uint8Array, metadata: Record<string, string>): http2.ClientHttp2Stream {
-  const req = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', ...metadata });
-  req.end(grpcFrame(request));
-  return req;
+export function startCall(session: http2.ClientHttp2Session, path: string, request: Uint8Array, metadata: Record<string, string>): GrpcCall {
+  const stream = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', ...metadata });
+  let status: http2.IncomingHttpHeaders | undefined;
+  stream.on('response', (headers) => {
+    if (headers['grpc-status'] !== undefined) status = headers; // trailers-only: an early failure
+  });
+  stream.on('trailers', (trailers: http2.IncomingHttpHeaders) => (status = trailers));
+  stream.end(grpcFrame(request));
+  return { stream, outcome: () => callStatus(status) };
 }
 
 /** One unary call: the response message, or a StreamError (DEADLINE_EXCEEDED after `timeoutMs`). */
@@ -124,23 +135,19 @@ export function unaryCall(
   timeoutMs: number,
 ): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const req = startCall(session, path, request, metadata);
+    const call = startCall(session, path, request, metadata);
+    const req = call.stream;
     const chunks: Buffer[] = [];
-    let status: http2.IncomingHttpHeaders | undefined;
     let failure: Error | undefined;
     const timer = setTimeout(() => {
       failure ??= new StreamError(GrpcCode.DeadlineExceeded, 'Deadline exceeded');
       req.close(http2.constants.NGHTTP2_CANCEL);
     }, timeoutMs);
-    req.on('response', (headers) => {
-      if (headers['grpc-status'] !== undefined) status = headers; // trailers-only
-    });
-    req.on('trailers', (trailers: http2.IncomingHttpHeaders) => (status = trailers));
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('error', (err: Error) => (failure ??= new StreamError(GrpcCode.Unavailable, err.message)));
     req.on('close', () => {
       clearTimeout(timer);
-      const bad = failure ?? callStatus(status);
+      const bad = failure ?? call.outcome();
       if (bad) return reject(bad);
       const body = Buffer.concat(chunks);
       const length = body.length >= 5 ? body.readUInt32BE(1) : -1;

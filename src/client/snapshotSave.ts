@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { open, rename, rm, type FileHandle } from 'node:fs/promises';
 import type http2 from 'node:http2';
 import path from 'node:path';
+import { ErrAuthNotEnabled } from '../api/errors.js';
 import { EtcdClientError, callError } from './errors.js';
 import { InputError } from '../common/errors.js';
 import { formatDuration } from '../common/durations.js';
@@ -205,9 +206,6 @@ function countOf(message: Buffer): { revision: number; count: number } {
   return { revision, count };
 }
 
-/** The server's answer when auth is off: no token, as clientv3 takes it. */
-const AUTH_NOT_ENABLED = 'etcdserver: authentication is not enabled';
-
 /** The call metadata: with credentials, Auth.Authenticate's token (etcd's metadata `token`), as EtcdClient sends it. */
 async function authMetadata(session: http2.ClientHttp2Session, target: ClientTarget): Promise<Record<string, string>> {
   const creds = target.credentials;
@@ -221,7 +219,8 @@ async function authMetadata(session: http2.ClientHttp2Session, target: ClientTar
       unaryCall(session, '/etcdserverpb.Auth/Authenticate', request, {}, target.commandTimeoutMs),
     );
   } catch (e) {
-    if (e instanceof EtcdClientError && e.serverMessage === AUTH_NOT_ENABLED) return {};
+    // Auth is off: no token, as clientv3 takes it.
+    if (e instanceof EtcdClientError && ErrAuthNotEnabled.is({ message: e.serverMessage ?? '' })) return {};
     throw e;
   }
   for (const r = new ProtoReader(response); !r.done;) {

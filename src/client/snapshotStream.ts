@@ -10,7 +10,7 @@
 // (varint), blob = 3 (bytes).
 import http2 from 'node:http2';
 import { GrpcCode } from '../api/errors.js';
-import { callStatus, startCall, StreamError } from './http2Calls.js';
+import { startCall, StreamError } from './http2Calls.js';
 import type { SnapshotChunk } from './types.js';
 
 const UNAVAILABLE = GrpcCode.Unavailable;
@@ -150,14 +150,8 @@ export async function* readSnapshotStream(o: SnapshotStreamOptions): AsyncGenera
   const onSessionError = (err: Error) => (failure ??= new StreamError(UNAVAILABLE, err.message));
   o.session.on('error', onSessionError);
   // An empty SnapshotRequest.
-  const req = startCall(o.session, '/etcdserverpb.Maintenance/Snapshot', new Uint8Array(0), o.metadata);
-  let status: http2.IncomingHttpHeaders | undefined;
-  req.on('response', (headers) => {
-    if (headers['grpc-status'] !== undefined) status = headers; // trailers-only: an early failure
-  });
-  req.on('trailers', (trailers: http2.IncomingHttpHeaders) => {
-    status = trailers;
-  });
+  const call = startCall(o.session, '/etcdserverpb.Maintenance/Snapshot', new Uint8Array(0), o.metadata);
+  const req = call.stream;
   // 'data' events, not the stream's async iterator: that reads everything buffered
   // at once, joined into a fresh buffer (the very cost this module avoids).
   const queue: Buffer[] = [];
@@ -217,7 +211,7 @@ export async function* readSnapshotStream(o: SnapshotStreamOptions): AsyncGenera
     }
     if (stalled) throw new StreamStalled();
     if (failure) throw failure;
-    const bad = callStatus(status);
+    const bad = call.outcome();
     if (bad) throw bad;
     if (!parser.atBoundary) throw malformed('the stream ended inside a message');
     if (used > 0) yield { remainingBytes: parser.remainingBytes, blob: batch.subarray(0, used) };

@@ -10,7 +10,7 @@
 //   undefined). Traffic is still encrypted, but the server is not authenticated, so
 //   use it only for test clusters.
 import { readFileSync } from 'node:fs';
-import { createSecureContext, type ConnectionOptions, type SecureContext } from 'node:tls';
+import { createSecureContext, type SecureContext } from 'node:tls';
 import { opensslReason } from './errors.js';
 import { InputError } from '../common/errors.js';
 
@@ -42,14 +42,14 @@ export interface ServerVerify {
 }
 
 /**
- * The TLS files, read and checked once: for node:tls and node:http2 (snapshot save)
- * as they are, and for grpc-js channels through createFromSecureContext
- * (connection.ts), with the same checks. No grpc-js here: `snapshot save` loads none.
+ * The TLS files, read and checked once: for node:http2 (snapshot save) as
+ * `{ secureContext, ...verify }`, and for grpc-js channels through
+ * createFromSecureContext (connection.ts), with the same checks. No grpc-js here:
+ * `snapshot save` loads none.
  */
 export interface TlsMaterial {
   readonly secureContext: SecureContext;
   readonly verify: ServerVerify;
-  readonly connect: ConnectionOptions;
 }
 
 /** Read the TLS files (once, here) and build the settings every transport uses. */
@@ -64,7 +64,7 @@ export function loadTls(tls: TlsOptions = {}): TlsMaterial {
   try {
     // One context for both: without --cacert, Node's bundled roots (as grpc-js's createSsl).
     const secureContext = createSecureContext({ ...(ca ? { ca } : {}), ...(cert && key ? { cert, key } : {}) });
-    return { secureContext, verify, connect: { secureContext, ...verify } };
+    return { secureContext, verify };
   } catch (err) {
     const msg = opensslReason((err as Error).message.replace(/\s+/g, ' '));
     if (/key values mismatch/.test(msg)) throw new InputError(`--cert ${tls.certFile} and --key ${tls.keyFile} do not belong together (key values mismatch)`);

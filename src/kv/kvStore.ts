@@ -793,13 +793,11 @@ export class KvStore {
    * check and the read's start. Undefined when commits landed during the checkpoint.
    */
   private async holdHere(): Promise<KvSnapshotSource | undefined> {
-    const checkpointed = () => {
-      this.commit();
-      return this.lastCheckpoint?.changes === (this.totalChangesStmt.get() as number);
-    };
-    if (!checkpointed()) await this.checkpointAsync();
+    // Syncs nothing when nothing was committed since the last complete one.
+    await this.checkpointAsync();
     this.assertOpen();
-    if (this.defragmenting || !checkpointed()) return undefined;
+    this.commit();
+    if (this.defragmenting || this.lastCheckpoint?.changes !== (this.totalChangesStmt.get() as number)) return undefined;
     const reader = new Database(this.path, { fileMustExist: true });
     let held: Omit<HeldSnapshot, 'id'>;
     try {
