@@ -28,7 +28,6 @@ export function areaOf(url: string, fn: string): string {
   if (url.includes('@grpc/grpc-js') || url.includes('/vendor/grpc-js.js')) return 'gRPC (grpc-js)';
   if (url.includes('protobufjs') || url.includes('proto-loader')) return 'protobuf';
   if (url.includes('better-sqlite3')) return 'SQLite (better-sqlite3)';
-  if (url.includes('pino')) return 'logging';
   if (url.includes('/vendor/oclif-core.js')) return 'CLI (oclif)';
   const m = /\/dist\/src\/([^/]+)\//.exec(url);
   if (m) return `lifeboat src/${m[1]}`;

@@ -28,7 +28,12 @@ export async function runServer(flags: ServerFlags): Promise<number> {
     if (e instanceof ConfigError) throw exitWith(e.message, EXIT.USAGE);
     throw e;
   }
-  const log = createLogger({ name: cfg.name });
+  let log;
+  try {
+    log = createLogger({ name: cfg.name });
+  } catch (e) {
+    throw exitWith((e as Error).message, EXIT.USAGE);
+  }
   let member;
   try {
     member = await startMember(cfg, log);
