@@ -1,6 +1,6 @@
 // `npm run build`, before the manifest: bundles the large CommonJS packages every
-// command loads into one file each under dist/vendor/, imported as '#oclif-core',
-// '#grpc-js' and '#protobufjs' (package.json "imports"; their types stay the
+// command loads into one file each under dist/vendor/, imported as '#oclif-core'
+// and '#grpc-js' (package.json "imports"; their types stay the
 // packages' own). Node otherwise reads and compiles some 300 files of them (and of
 // semver, minimatch, ...) at every start: half of `lifeboat snapshot save`'s
 // start-up, which is measured against etcdctl's. Each bundle is CommonJS, loaded
@@ -19,7 +19,6 @@ const require = createRequire(import.meta.url);
 const BUNDLES: Record<string, string> = {
   'oclif-core.js': '@oclif/core',
   'grpc-js.js': '@grpc/grpc-js',
-  'protobufjs.js': 'protobufjs',
 };
 
 for (const [file, pkg] of Object.entries(BUNDLES)) {

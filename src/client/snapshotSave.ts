@@ -11,7 +11,7 @@ import { ErrAuthNotEnabled } from '../api/errors.js';
 import { EtcdClientError, callError } from './errors.js';
 import { InputError } from '../common/errors.js';
 import { formatDuration } from '../common/durations.js';
-import { ProtoReader, ProtoWriter } from '../kv/protobufWire.js';
+import { ProtoReader, ProtoWriter } from '../common/protobufWire.js';
 import { dialSession, unaryCall } from './http2Calls.js';
 import { ALL_KEYS } from './keyRange.js';
 import { readSnapshotStream, StreamStalled } from './snapshotStream.js';

@@ -3,7 +3,7 @@
 // the consistent index and compaction revisions in `meta`, AlarmMember keys in
 // `alarm`. Each decoder returns the value or a one-line reason it cannot.
 
-import { ProtoReader } from '../kv/protobufWire.js';
+import { ProtoReader } from '../common/protobufWire.js';
 
 export const BUCKET = {
   key: 'key',

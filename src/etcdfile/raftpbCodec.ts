@@ -13,7 +13,7 @@
 //   etcdserverpb.Metadata   NodeID=1, ClusterID=2 (the WAL's metadata record)
 //   snappb.Snapshot         crc=1, data=2 (a .snap file)
 
-import { ProtoReader } from '../kv/protobufWire.js';
+import { ProtoReader } from '../common/protobufWire.js';
 
 export interface EtcdEntry {
   type: number;

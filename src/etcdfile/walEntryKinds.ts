@@ -19,7 +19,7 @@
 // decoded by the project's one InternalRaftRequest codec (src/kv/requestCodec.ts).
 
 import { decodeRequest } from '../kv/requestCodec.js';
-import { ProtoReader, ProtoWriter } from '../kv/protobufWire.js';
+import { ProtoReader, ProtoWriter } from '../common/protobufWire.js';
 import type { KvRequest, RequestOp } from '../kv/types.js';
 import { decodeMember, failed } from './etcdBuckets.js';
 import { CONF_CHANGE_TYPE, ENTRY_TYPE, decodeConfChange, decodeConfChangeV2, type EtcdEntry } from './raftpbCodec.js';

@@ -18,7 +18,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { crc32c } from '../common/crc32c.js';
-import { ProtoReader } from '../kv/protobufWire.js';
+import { ProtoReader } from '../common/protobufWire.js';
 import { EtcdWalError } from './walErrors.js';
 
 export const WAL_RECORD = { metadata: 1, entry: 2, state: 3, crc: 4, snapshot: 5 } as const;

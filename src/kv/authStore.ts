@@ -32,7 +32,7 @@ import {
   ErrUserNotFound,
   type AuthError,
 } from './authErrors.js';
-import { ProtoReader, ProtoWriter } from './protobufWire.js';
+import { ProtoReader, ProtoWriter } from '../common/protobufWire.js';
 
 export const ROOT_USER = 'root';
 export const ROOT_ROLE = 'root';

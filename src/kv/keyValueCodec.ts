@@ -3,7 +3,7 @@
 // tombstone), value = marshalled mvccpb.KeyValue (for a tombstone: only {key}).
 // HashKV hashes exactly these bytes, so members (and etcd) can compare hashes.
 
-import { ProtoWriter } from './protobufWire.js';
+import { ProtoWriter } from '../common/protobufWire.js';
 
 export interface StoredRevision {
   key: Uint8Array;

@@ -9,7 +9,7 @@ import type Database from 'better-sqlite3';
 import { ErrCompacted, ErrFutureRev } from './errors.js';
 import { writeRevisionRecordFromRow } from './keyValueCodec.js';
 import type { Revisions } from './mvccTxn.js';
-import { ProtoWriter } from './protobufWire.js';
+import { ProtoWriter } from '../common/protobufWire.js';
 import type { RevisionTables } from './revisionTables.js';
 import type { HashKvResult } from './types.js';
 

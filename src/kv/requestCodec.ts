@@ -12,7 +12,7 @@
 // against; the member's own requests (lease expiry, publish, alarms) carry none.
 
 import { formatId, parseId } from '../common/ids.js';
-import { ProtoReader, ProtoWriter } from './protobufWire.js';
+import { ProtoReader, ProtoWriter } from '../common/protobufWire.js';
 import { readPermission, writePermission, type AuthInfo, type AuthRequest } from './authStore.js';
 import type { AlarmType, CompactionRequest, Compare, DeleteRangeRequest, KvRequest, PutRequest, RangeRequest, RequestOp, TxnRequest } from './types.js';
 

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import { crc32c } from '../common/crc32c.js';
 import { listWalSegments, scanWal, WAL_RECORD } from '../etcdfile/walRecord.js';
 import { walEntries, walHeaderFacts } from '../etcdfile/walLog.js';
-import { ProtoWriter } from '../kv/protobufWire.js';
+import { ProtoWriter } from '../common/protobufWire.js';
 
 export interface WalTailCommit {
   /** entries past the old commit index, now committed */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { decodeKvRequest, encodeKvRequest } from '../../src/kv/requestCodec.js';
-import { ProtoWriter } from '../../src/kv/protobufWire.js';
+import { ProtoWriter } from '../../src/common/protobufWire.js';
 import { CompareResult, CompareTarget, SortOrder, SortTarget, type KvRequest } from '../../src/kv/types.js';
 import { b } from './kvFixture.js';
 

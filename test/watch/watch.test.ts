@@ -98,6 +98,32 @@ describe('watch on a 3-member cluster', () => {
     await Promise.all([live, prefix, fromRev, prevKv].map((p) => p.stop()));
   });
 
+  test('a watch with filters (a packed repeated enum on the wire) leaves out what it filters, one without them sees both kinds', async () => {
+    const leader = await c.waitForLeader();
+    const start = (await revision(leader.client)) + 1;
+    const noPut = new RawWatch(leader.client);
+    const all = new RawWatch(leader.client);
+    try {
+      noPut.create({ key: 'flt/a', start_revision: start, filters: ['NOPUT'] });
+      all.create({ key: 'flt/a', start_revision: start });
+      await Promise.all([noPut.waitCreated(), all.waitCreated()]);
+      await put(leader.client, 'flt/a', '1');
+      const deleted = await del(leader.client, 'flt/a');
+      await waitFor('both watches to see the delete', () => [noPut, all].every((w) => w.events().some((e) => e.mod === deleted)));
+      assert.deepEqual(
+        noPut.events().map((e) => e.type),
+        ['DELETE'],
+      );
+      assert.deepEqual(
+        all.events().map((e) => e.type),
+        ['PUT', 'DELETE'],
+      );
+    } finally {
+      noPut.close();
+      all.close();
+    }
+  });
+
   test('a raw watch stream on a follower delivers every event once and in order while the leader is killed', async () => {
     const leader = await c.waitForLeader();
     const follower = c.running().find((m) => m !== leader)!;

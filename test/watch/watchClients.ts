@@ -108,7 +108,15 @@ export class RawWatch {
     this.call.on('end', () => (this.ended = true));
   }
 
-  create(req: { key: string; range_end?: string; start_revision?: number; prev_kv?: boolean; watch_id?: number; fragment?: boolean }): void {
+  create(req: {
+    key: string;
+    range_end?: string;
+    start_revision?: number;
+    prev_kv?: boolean;
+    watch_id?: number;
+    fragment?: boolean;
+    filters?: Array<'NOPUT' | 'NODELETE'>;
+  }): void {
     this.call.write({
       create_request: {
         key: Buffer.from(req.key),
@@ -117,6 +125,7 @@ export class RawWatch {
         prev_kv: !!req.prev_kv,
         watch_id: String(req.watch_id ?? 0),
         fragment: !!req.fragment,
+        filters: req.filters ?? [],
       },
     });
   }
