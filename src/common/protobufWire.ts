@@ -237,6 +237,17 @@ export class ProtoReader {
     return String(signed ? BigInt.asIntN(64, big) : big);
   }
 
+  /** uint32: the varint's low 32 bits (a negative int32 arrives as ten bytes). */
+  uint32(): number {
+    let result = 0;
+    for (let i = 0; i < 10; i++) {
+      const b = this.byte();
+      if (i < 5) result += (b & 0x7f) * 2 ** (7 * i);
+      if (b < 0x80) return result % 0x1_0000_0000;
+    }
+    throw new Error('protobuf: varint longer than 10 bytes');
+  }
+
   /** int64 as a signed bigint. */
   int64(): bigint {
     return BigInt.asIntN(64, this.uint64());

@@ -155,7 +155,7 @@ function readValue(f: FieldPlan, r: ProtoReader): unknown {
     case 'uint64':
       return r.varintString(false);
     case 'uint32':
-      return r.uint() % 0x1_0000_0000;
+      return r.uint32();
     case 'enum': {
       const n = r.uint();
       return f.enumPlan!.byId.get(n) ?? n;
@@ -204,6 +204,12 @@ function integer(v: unknown, where: string): number | bigint {
   throw new TypeError(`${where}: integer expected`);
 }
 
+/** A uint32 as protobufjs took it: a negative number (JavaScript's bitwise results are signed) by its low 32 bits. */
+function uint32(v: unknown, where: string): number {
+  const n = integer(v, where);
+  return typeof n === 'number' ? n >>> 0 : Number(BigInt.asUintN(32, n));
+}
+
 function bytesOf(v: unknown, where: string): Uint8Array {
   if (v instanceof Uint8Array) return v;
   if (typeof v === 'string') return Buffer.from(v, 'base64');
@@ -232,7 +238,7 @@ function writeOne(w: ProtoWriter, f: FieldPlan, v: unknown, always: boolean, whe
     case 'int64':
     case 'uint64':
     case 'uint32': {
-      const n = integer(v, where);
+      const n = f.kind === 'uint32' ? uint32(v, where) : integer(v, where);
       if (always) w.intAlways(f.id, n);
       else w.int(f.id, n);
       return;
@@ -266,7 +272,16 @@ function encodeInto(plan: MessagePlan, value: Obj, w: ProtoWriter): void {
     } else {
       const numbers: Array<number | bigint> = [];
       for (const item of v) {
-        const n = f.kind === 'bool' ? (item ? 1 : 0) : f.kind === 'enum' ? enumNumber(f, item) : integer(item, where);
+        const n =
+          f.kind === 'bool'
+            ? item
+              ? 1
+              : 0
+            : f.kind === 'enum'
+              ? enumNumber(f, item)
+              : f.kind === 'uint32'
+                ? Number(BigInt.asUintN(32, BigInt(integer(item, where))))
+                : integer(item, where);
         if (n !== undefined) numbers.push(n);
       }
       w.packed(f.id, numbers);
