@@ -222,6 +222,13 @@ function enumNumber(f: FieldPlan, v: unknown): number | undefined {
   return typeof v === 'number' ? v : f.enumPlan!.byName.get(String(v));
 }
 
+/** A varint field's value as ProtoWriter takes it; undefined for an enum name the enum does not have. */
+function varintOf(f: FieldPlan, v: unknown, where: string): number | bigint | undefined {
+  if (f.kind === 'bool') return v ? 1 : 0;
+  if (f.kind === 'enum') return enumNumber(f, v);
+  return f.kind === 'uint32' ? uint32(v, where) : integer(v, where);
+}
+
 function writeOne(w: ProtoWriter, f: FieldPlan, v: unknown, always: boolean, where: string): void {
   switch (f.kind) {
     case 'string':
@@ -233,18 +240,11 @@ function writeOne(w: ProtoWriter, f: FieldPlan, v: unknown, always: boolean, whe
       return;
     }
     case 'bool':
-      if (always || v) w.intAlways(f.id, v ? 1 : 0);
-      return;
     case 'int64':
     case 'uint64':
-    case 'uint32': {
-      const n = f.kind === 'uint32' ? uint32(v, where) : integer(v, where);
-      if (always) w.intAlways(f.id, n);
-      else w.int(f.id, n);
-      return;
-    }
+    case 'uint32':
     case 'enum': {
-      const n = enumNumber(f, v);
+      const n = varintOf(f, v, where);
       if (n === undefined) return;
       if (always) w.intAlways(f.id, n);
       else w.int(f.id, n);
@@ -272,16 +272,7 @@ function encodeInto(plan: MessagePlan, value: Obj, w: ProtoWriter): void {
     } else {
       const numbers: Array<number | bigint> = [];
       for (const item of v) {
-        const n =
-          f.kind === 'bool'
-            ? item
-              ? 1
-              : 0
-            : f.kind === 'enum'
-              ? enumNumber(f, item)
-              : f.kind === 'uint32'
-                ? Number(BigInt.asUintN(32, BigInt(integer(item, where))))
-                : integer(item, where);
+        const n = varintOf(f, item, where);
         if (n !== undefined) numbers.push(n);
       }
       w.packed(f.id, numbers);
