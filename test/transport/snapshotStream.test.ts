@@ -141,7 +141,8 @@ test('on a raw connection: a snapshot arrives whole; one whose checksum does not
   await waitFor('the snapshot to be delivered', () => delivered.length === 1);
   assert.ok(fs.readFileSync(delivered[0].file).equals(data), 'the received file differs from the sent one');
 
-  const bad = await sendRaw(port, data, crc32c(data) ^ 1);
+  // A wrong checksum with its top bit set: JavaScript's bitwise result is negative, and uint32 takes it by its 32 bits.
+  const bad = await sendRaw(port, data, (crc32c(data) ^ 1) | 0x80000000);
   assert.match(bad?.message ?? '', /snapshot checksum mismatch/);
   const cut = await sendRaw(port, data, 0, true);
   assert.match(cut?.message ?? '', /cancelled/);
