@@ -150,6 +150,8 @@ export class KvStore {
    * a checkpoint has nothing to do and syncs nothing.
    */
   private lastCheckpoint: { changes: number; appliedIndex: number } | undefined;
+  /** The tail of the checkpoints asked for: they run one after another. */
+  private checkpoints: Promise<unknown> = Promise.resolve();
   /** A second connection whose read transaction pins the WAL while a checkpoint is made durable (checkpointAsync). */
   private pin: { db: Database.Database; appliedIndex: Database.Statement } | undefined;
   /** The defragment in the worker, while it runs (defragment()). */
@@ -623,7 +625,15 @@ export class KvStore {
    * the last one, nothing is synced (an idle member does no I/O) and that one's
    * applied index, still durable, is returned.
    */
-  async checkpointAsync(): Promise<number> {
+  checkpointAsync(): Promise<number> {
+    // One at a time: each holds the pin connection's read across its fsyncs, and a
+    // second BEGIN on it fails. The member's timer and a snapshot's start both call this.
+    const run = this.checkpoints.then(() => this.checkpointNow());
+    this.checkpoints = run.catch(() => undefined);
+    return run;
+  }
+
+  private async checkpointNow(): Promise<number> {
     this.assertOpen();
     if (this.path === ':memory:') return this.state.appliedIndex;
     // The worker holds the write lock meanwhile: copy after it, not beside it.

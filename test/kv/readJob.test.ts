@@ -32,6 +32,22 @@ describe('the store worker (checkpoints, hashes, snapshots)', () => {
     }
   });
 
+  test("checkpoints asked for together (the member's timer and a snapshot's start) run one after the other, each durable to its call", async () => {
+    const kv = KvStore.open(join(tempDir(), 'kv.db'), { autoCheckpoint: false });
+    try {
+      kv.applyBatch(Array.from({ length: 100 }, (_, i) => ({ index: i + 1, term: 1, request: put(`k${i}`, 'v') })));
+      const first = kv.checkpointAsync();
+      kv.applyRequest(101, 1, put('a', '1'));
+      const [a, b2, snap] = await Promise.all([first, kv.checkpointAsync(), kv.openSnapshot()]);
+      assert.ok(a >= 100, `first checkpoint durable to ${a}`);
+      assert.equal(b2, 101);
+      assert.equal(snap.appliedIndex, 101);
+      snap.release();
+    } finally {
+      kv.close();
+    }
+  });
+
   test('jobs given together run one after the other in one worker, and store errors come back as the shared constants', async () => {
     const dir = tempDir();
     const kv = KvStore.open(join(dir, 'kv.db'), { autoCheckpoint: false });

@@ -17,23 +17,7 @@ describe('lifeboat server log lines and LIFEBOAT_LOG_LEVEL', () => {
     await c?.stopAll();
   });
 
-  const serverArgs = () => [
-    'server',
-    '--name',
-    m.name,
-    '--data-dir',
-    m.dataDir,
-    '--listen-peer-urls',
-    m.peerUrl,
-    '--initial-advertise-peer-urls',
-    m.peerUrl,
-    '--listen-client-urls',
-    m.clientUrl,
-    '--advertise-client-urls',
-    m.clientUrl,
-    '--initial-cluster',
-    `${m.name}=${m.peerUrl}`,
-  ];
+  const serverArgs = () => ['server', ...c.memberFlags(m), '--initial-cluster', `${m.name}=${m.peerUrl}`];
 
   test('an unknown level: one line naming the levels, exit 2, nothing written', async () => {
     const r = await run(process.execPath, [BIN, ...serverArgs()], { env: { ...process.env, LIFEBOAT_LOG_LEVEL: 'loud' }, timeoutMs: 30_000 });

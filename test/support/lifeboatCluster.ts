@@ -197,29 +197,25 @@ export class LifeboatCluster {
 
   /** Starts (or restarts) a member process with its flags plus `args` (and `opts.env` added to the environment). */
   spawn(m: MemberProc, args: string[], opts: SpawnOptions = {}): MemberProc {
-    return this.spawnServer(
-      m,
-      [
-        '--name',
-        m.name,
-        '--data-dir',
-        m.dataDir,
-        '--listen-peer-urls',
-        m.peerUrl,
-        '--initial-advertise-peer-urls',
-        m.advertisePeerUrl ?? m.peerUrl,
-        '--listen-client-urls',
-        m.clientUrl,
-        '--advertise-client-urls',
-        m.clientUrl,
-        '--heartbeat-interval',
-        '50',
-        '--election-timeout',
-        '500',
-        ...args,
-      ],
-      opts,
-    );
+    return this.spawnServer(m, [...this.memberFlags(m), '--heartbeat-interval', '50', '--election-timeout', '500', ...args], opts);
+  }
+
+  /** The member's name, data dir and URLs as `lifeboat server` flags. */
+  memberFlags(m: MemberProc): string[] {
+    return [
+      '--name',
+      m.name,
+      '--data-dir',
+      m.dataDir,
+      '--listen-peer-urls',
+      m.peerUrl,
+      '--initial-advertise-peer-urls',
+      m.advertisePeerUrl ?? m.peerUrl,
+      '--listen-client-urls',
+      m.clientUrl,
+      '--advertise-client-urls',
+      m.clientUrl,
+    ];
   }
 
   /**
