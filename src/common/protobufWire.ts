@@ -117,28 +117,27 @@ export class ProtoWriter {
   /** int64/uint64/enum field; accepts any integer as number or bigint. */
   int(field: number, n: number | bigint): this {
     if (n === 0 || n === 0n) return this;
-    this.tag(field, WireType.Varint);
-    if (typeof n === 'number' && n > 0 && n <= Number.MAX_SAFE_INTEGER) this.varint(n);
-    else this.varintBig(BigInt.asUintN(64, BigInt(n)));
-    return this;
+    return this.intAlways(field, n);
   }
 
   /** A varint field written even when zero (a set oneof member). */
   intAlways(field: number, n: number | bigint): this {
     this.tag(field, WireType.Varint);
+    this.varintOfInteger(n);
+    return this;
+  }
+
+  /** Any integer as a varint: a negative one as its 64-bit two's complement. */
+  private varintOfInteger(n: number | bigint): void {
     if (typeof n === 'number' && n >= 0 && n <= Number.MAX_SAFE_INTEGER) this.varint(n);
     else this.varintBig(BigInt.asUintN(64, BigInt(n)));
-    return this;
   }
 
   /** A packed repeated varint field (proto3's encoding of repeated integers, enums and bools); skipped when empty. */
   packed(field: number, values: ReadonlyArray<number | bigint>): this {
     if (values.length === 0) return this;
     const sub = new ProtoWriter(values.length * 2);
-    for (const v of values) {
-      if (typeof v === 'number' && v >= 0 && v <= Number.MAX_SAFE_INTEGER) sub.varint(v);
-      else sub.varintBig(BigInt.asUintN(64, BigInt(v)));
-    }
+    for (const v of values) sub.varintOfInteger(v);
     return this.bytesAlways(field, sub.view());
   }
 
@@ -206,16 +205,8 @@ export class ProtoReader {
 
   /** Varint as a non-negative number; fast path for the common short case. */
   uint(): number {
-    let result = 0;
-    let mult = 1;
-    const start = this.pos;
-    for (let i = 0; i < 7; i++) {
-      const b = this.byte();
-      result += (b & 0x7f) * mult;
-      if (b < 0x80) return result;
-      mult *= 0x80;
-    }
-    this.pos = start;
+    const short = this.shortVarint();
+    if (short !== undefined) return short;
     const big = this.uint64();
     if (big > BigInt(Number.MAX_SAFE_INTEGER)) throw new Error(`protobuf: value ${big} does not fit a number`);
     return Number(big);
@@ -223,18 +214,25 @@ export class ProtoReader {
 
   /** A 64-bit varint as a decimal string (signed: int64's two's complement); no bigint for values below 2^49. */
   varintString(signed: boolean): string {
+    const short = this.shortVarint();
+    if (short !== undefined) return String(short);
+    const big = this.uint64();
+    return String(signed ? BigInt.asIntN(64, big) : big);
+  }
+
+  /** A varint of at most 7 bytes (below 2^49) as a number; undefined, with nothing read, for a longer one. */
+  private shortVarint(): number | undefined {
     const start = this.pos;
     let result = 0;
     let mult = 1;
     for (let i = 0; i < 7; i++) {
       const b = this.byte();
       result += (b & 0x7f) * mult;
-      if (b < 0x80) return String(result);
+      if (b < 0x80) return result;
       mult *= 0x80;
     }
     this.pos = start;
-    const big = this.uint64();
-    return String(signed ? BigInt.asIntN(64, big) : big);
+    return undefined;
   }
 
   /** uint32: the varint's low 32 bits (a negative int32 arrives as ten bytes). */

@@ -26,23 +26,7 @@ describe('lifeboat server with a port in use', () => {
   });
 
   test('exits 1 naming the client URL in use, and writes nothing to the data dir', async () => {
-    const r = await lifeboat(
-      'server',
-      '--name',
-      m.name,
-      '--data-dir',
-      m.dataDir,
-      '--listen-peer-urls',
-      m.peerUrl,
-      '--initial-advertise-peer-urls',
-      m.peerUrl,
-      '--listen-client-urls',
-      busyUrl,
-      '--advertise-client-urls',
-      busyUrl,
-      '--initial-cluster',
-      `${m.name}=${m.peerUrl}`,
-    );
+    const r = await lifeboat('server', ...c.memberFlags({ ...m, clientUrl: busyUrl }), '--initial-cluster', `${m.name}=${m.peerUrl}`);
     assert.equal(r.code, 1, r.stderr);
     const lines = r.stderr
       .trim()
