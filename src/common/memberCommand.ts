@@ -7,14 +7,17 @@ export type RuntimeName = 'lifeboat' | 'etcd';
 /**
  * Node's flags for a Lifeboat member, before `bin/run.js server`: a young
  * generation of at most 4 MiB per semi-space (V8's default grows to 16 MiB, and
- * under load a member holds that much more memory for no fewer collections), and
- * an old generation let grow by half its live size between full collections (V8
+ * under load a member holds that much more memory for no fewer collections), an
+ * old generation let grow by half its live size between full collections (V8
  * otherwise lets a small heap grow to several times it, and under load the
  * garbage waited there: about 18 MiB more at 100 clients, for the same CPU per
- * put). Both measured in the README's "What changed it"; V8 takes them only at
- * start-up (and neither in NODE_OPTIONS but the first).
+ * put), and one V8 helper thread instead of four (on our two cores the extra
+ * helpers bought no CPU per put or latency, and each left malloc arenas behind:
+ * an idle member held 5 MiB more a minute after start). All measured in the
+ * README's "What changed it"; V8 takes them only at start-up (and node refuses
+ * the second in NODE_OPTIONS).
  */
-export const MEMBER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4', '--heap-growing-percent=50'];
+export const MEMBER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4', '--heap-growing-percent=50', '--v8-pool-size=1'];
 
 /** node's argv for a Lifeboat member: its flags, the entry, `server`, then `args`. */
 export function lifeboatServerArgv(bin: string, args: readonly string[]): string[] {
