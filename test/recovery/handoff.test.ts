@@ -124,7 +124,10 @@ describe('the hand-off to the supervisor', () => {
     assert.match(unit, new RegExp(`^EnvironmentFile=${envFile}$`, 'm'));
     assert.match(
       unit,
-      new RegExp(`^ExecStart=${process.execPath} --max-semi-space-size=4 --heap-growing-percent=50 --v8-pool-size=1 ${path.join(ROOT, 'bin', 'run.js')} server$`, 'm'),
+      new RegExp(
+        `^ExecStart=${process.execPath} --max-semi-space-size=4 --heap-growing-percent=50 --v8-pool-size=1 ${path.join(ROOT, 'bin', 'run.js')} server$`,
+        'm',
+      ),
     );
     assert.match(unit, /^RestartPreventExitStatus=78$/m);
     assert.deepEqual(
