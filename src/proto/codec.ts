@@ -31,9 +31,13 @@ interface EnumPlan {
 
 interface FieldPlan {
   name: string;
+  /** "Message.field", for errors. */
+  where: string;
   id: number;
   kind: Kind;
   repeated: boolean;
+  /** A repeated integer, enum or bool: packed on the wire (unpacked accepted too). */
+  packed: boolean;
   /** The oneof this field is a member of (its default is then absence). */
   oneof?: string;
   message?: MessagePlan;
@@ -93,7 +97,8 @@ export class Codec {
     const oneofOf = new Map<string, string>();
     for (const [oneof, { oneof: members }] of Object.entries(node.oneofs ?? {})) for (const m of members) oneofOf.set(m, oneof);
     for (const [name, f] of Object.entries(node.fields)) {
-      const field: FieldPlan = { name, id: f.id, kind: 'message', repeated: f.rule === 'repeated', oneof: oneofOf.get(name) };
+      const repeated = f.rule === 'repeated';
+      const field: FieldPlan = { name, where: `${fullName}.${name}`, id: f.id, kind: 'message', repeated, packed: false, oneof: oneofOf.get(name) };
       if (SCALARS.has(f.type)) field.kind = f.type as Kind;
       else {
         const target = this.resolve(f.type, fullName);
@@ -102,6 +107,7 @@ export class Codec {
           field.enumPlan = this.enumPlan(target);
         } else field.message = this.message(target);
       }
+      field.packed = repeated && field.kind !== 'string' && field.kind !== 'bytes' && field.kind !== 'message';
       plan.fields.push(field);
       plan.byId[f.id] = field;
     }
@@ -180,8 +186,7 @@ export function decodeWith(plan: MessagePlan, bytes: Uint8Array): Obj {
     if (!f.repeated) {
       out[f.name] = readValue(f, r);
       if (f.oneof) out[f.oneof] = f.name;
-    } else if (wire === WIRE_LEN && f.kind !== 'string' && f.kind !== 'bytes' && f.kind !== 'message') {
-      // packed integers
+    } else if (wire === WIRE_LEN && f.packed) {
       const list = out[f.name] as unknown[];
       const sub = new ProtoReader(r.bytes());
       while (!sub.done) list.push(readValue(f, sub));
@@ -223,19 +228,19 @@ function enumNumber(f: FieldPlan, v: unknown): number | undefined {
 }
 
 /** A varint field's value as ProtoWriter takes it; undefined for an enum name the enum does not have. */
-function varintOf(f: FieldPlan, v: unknown, where: string): number | bigint | undefined {
+function varintOf(f: FieldPlan, v: unknown): number | bigint | undefined {
   if (f.kind === 'bool') return v ? 1 : 0;
   if (f.kind === 'enum') return enumNumber(f, v);
-  return f.kind === 'uint32' ? uint32(v, where) : integer(v, where);
+  return f.kind === 'uint32' ? uint32(v, f.where) : integer(v, f.where);
 }
 
-function writeOne(w: ProtoWriter, f: FieldPlan, v: unknown, always: boolean, where: string): void {
+function writeOne(w: ProtoWriter, f: FieldPlan, v: unknown, always: boolean): void {
   switch (f.kind) {
     case 'string':
       if (always || v !== '') w.bytesAlways(f.id, Buffer.from(String(v), 'utf8'));
       return;
     case 'bytes': {
-      const b = bytesOf(v, where);
+      const b = bytesOf(v, f.where);
       if (always || b.length > 0) w.bytesAlways(f.id, b);
       return;
     }
@@ -244,14 +249,14 @@ function writeOne(w: ProtoWriter, f: FieldPlan, v: unknown, always: boolean, whe
     case 'uint64':
     case 'uint32':
     case 'enum': {
-      const n = varintOf(f, v, where);
+      const n = varintOf(f, v);
       if (n === undefined) return;
       if (always) w.intAlways(f.id, n);
       else w.int(f.id, n);
       return;
     }
     case 'message':
-      if (typeof v !== 'object') throw new TypeError(`${where}: object expected`);
+      if (typeof v !== 'object') throw new TypeError(`${f.where}: object expected`);
       w.message(f.id, (sub) => encodeInto(f.message!, v as Obj, sub));
   }
 }
@@ -260,19 +265,18 @@ function encodeInto(plan: MessagePlan, value: Obj, w: ProtoWriter): void {
   for (const f of plan.fields) {
     const v = value[f.name];
     if (v == null) continue;
-    const where = `${plan.name}.${f.name}`;
     if (!f.repeated) {
       // A set oneof member is written even when it holds its default: which member is set is the information.
-      writeOne(w, f, v, f.oneof !== undefined, where);
+      writeOne(w, f, v, f.oneof !== undefined);
       continue;
     }
-    if (!Array.isArray(v)) throw new TypeError(`${where}: array expected`);
-    if (f.kind === 'string' || f.kind === 'bytes' || f.kind === 'message') {
-      for (const item of v) writeOne(w, f, item, true, where);
+    if (!Array.isArray(v)) throw new TypeError(`${f.where}: array expected`);
+    if (!f.packed) {
+      for (const item of v) writeOne(w, f, item, true);
     } else {
       const numbers: Array<number | bigint> = [];
       for (const item of v) {
-        const n = varintOf(f, item, where);
+        const n = varintOf(f, item);
         if (n !== undefined) numbers.push(n);
       }
       w.packed(f.id, numbers);
