@@ -1,7 +1,7 @@
 // Child-process entry of a no-op etcd gRPC server (see noopServer.ts): binds the
 // port in argv[2], says 'ready', answers every call at once, exits with its parent.
 import * as grpc from '#grpc-js';
-import { service } from '../src/proto/load.js';
+import { service } from '../src/proto/grpcClients.js';
 
 process.on('disconnect', () => process.exit(0));
 

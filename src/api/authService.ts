@@ -1,8 +1,9 @@
 // etcd's Auth service (etcdserverpb.Auth) on top of an AuthBackend the member
 // implements (src/server/authApi.ts). Answers follow etcd v3.4.
-import * as grpc from '#grpc-js';
+import type * as grpc from '#grpc-js';
+import type { GrpcServer } from '../net/grpcServer.js';
 import { ErrLearnerNotSupported } from './errors.js';
-import { service } from '../proto/load.js';
+import { serviceDefinition } from '../proto/load.js';
 import { callerOf } from './caller.js';
 import { toStatus, type Header } from './services.js';
 import type { AuthInfo, Permission } from '../kv/index.js';
@@ -78,7 +79,7 @@ function permToWire(p: Permission): Record<string, unknown> {
   return { permType: PERM_TYPES[p.permType], key: p.key, range_end: p.rangeEnd };
 }
 
-export function registerAuthService(server: grpc.Server, b: AuthBackend): void {
+export function registerAuthService(server: GrpcServer, b: AuthBackend): void {
   const h = () => b.header(b.currentRevision());
   /** A unary handler that knows its caller; refused on a learner, as etcd 3.4 refuses every Auth RPC there. */
   const unary =
@@ -95,7 +96,7 @@ export function registerAuthService(server: grpc.Server, b: AuthBackend): void {
       );
     };
   const none = {};
-  server.addService(service('etcdserverpb.Auth').service, {
+  server.addService(serviceDefinition('etcdserverpb.Auth'), {
     AuthEnable: unary(async (_r, ai) => (await b.authEnable(ai), none)),
     AuthDisable: unary(async (_r, ai) => (await b.authDisable(ai), none)),
     // Authenticate needs no token; a stale one the client still sends must not fail it.

@@ -2,9 +2,10 @@
 // implements (src/server/leases.ts). Answers follow etcd v3.4's v3rpc/lease.go: a
 // keep-alive or time-to-live of an unknown lease is an answer (TTL 0, TTL -1), not
 // an error; LeaseKeepAlive answers each request in order on its stream.
-import * as grpc from '#grpc-js';
+import type * as grpc from '#grpc-js';
+import type { GrpcServer } from '../net/grpcServer.js';
 import { ErrLearnerNotSupported } from './errors.js';
-import { service } from '../proto/load.js';
+import { serviceDefinition } from '../proto/load.js';
 import { toStatus, type Header } from './services.js';
 import type { WireInt } from './convert.js';
 import { endWith, type OpenStreams } from './watchService.js';
@@ -58,9 +59,9 @@ function unary<Req>(b: LeaseBackend, fn: (req: Req) => Promise<unknown>): grpc.h
 
 const big = (v: unknown): bigint => (v === undefined || v === null || v === '' ? 0n : BigInt(v as string));
 
-export function registerLeaseService(server: grpc.Server, b: LeaseBackend, streams: OpenStreams): void {
+export function registerLeaseService(server: GrpcServer, b: LeaseBackend, streams: OpenStreams): void {
   const h = () => b.header(b.currentRevision());
-  server.addService(service('etcdserverpb.Lease').service, {
+  server.addService(serviceDefinition('etcdserverpb.Lease'), {
     LeaseGrant: unary(b, async (w: LeaseGrantRequest) => {
       const l = await b.leaseGrant(Number(w.TTL ?? 0), big(w.ID));
       return { header: h(), ID: l.id.toString(), TTL: String(l.ttl), error: '' };

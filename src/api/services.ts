@@ -5,7 +5,8 @@
 // checked where etcd 3.4 checks it: reads here, writes at apply (their entry
 // carries the user), the membership changes and Defragment/Snapshot/Hash/HashKV
 // for the root role; MemberList, Status, Alarm, MoveLeader and Compact are open.
-import * as grpc from '#grpc-js';
+import type * as grpc from '#grpc-js';
+import type { GrpcServer } from '../net/grpcServer.js';
 import { ErrLearnerNotSupported, GrpcCode, toEtcdError, unconvertedAuthError } from './errors.js';
 import { callerOf, type Caller } from './caller.js';
 import type { AuthInfo } from '../kv/index.js';
@@ -39,7 +40,7 @@ import {
   type WireRangeRequest,
   type WireTxnRequest,
 } from './convert.js';
-import { service } from '../proto/load.js';
+import { serviceDefinition } from '../proto/load.js';
 
 export interface Header {
   cluster_id: string;
@@ -219,7 +220,7 @@ async function streamSnapshot(call: grpc.ServerWritableStream<unknown, unknown>,
 /** etcd's AlarmType names, by value. */
 const ALARM_NAMES = ['NONE', 'NOSPACE', 'CORRUPT'];
 
-export function registerEtcdServices(server: grpc.Server, b: EtcdBackend): void {
+export function registerEtcdServices(server: GrpcServer, b: EtcdBackend): void {
   const h = (rev: number) => b.header(rev);
   // A learner serves only Status and serializable Range (SEMANTICS.md "Leadership").
   const voterOnly =
@@ -236,7 +237,7 @@ export function registerEtcdServices(server: grpc.Server, b: EtcdBackend): void 
       return fn(req);
     };
 
-  server.addService(service('etcdserverpb.KV').service, {
+  server.addService(serviceDefinition('etcdserverpb.KV'), {
     Range: authed(b, async (w: WireRangeRequest, ai) => {
       const r = rangeFromWire(w);
       if (b.isLearner() && !r.serializable) throw ErrLearnerNotSupported;
@@ -265,7 +266,7 @@ export function registerEtcdServices(server: grpc.Server, b: EtcdBackend): void 
   });
 
   // Cluster RPCs answer with revision 0 in the header, as etcd does.
-  server.addService(service('etcdserverpb.Cluster').service, {
+  server.addService(serviceDefinition('etcdserverpb.Cluster'), {
     MemberAdd: authed(
       b,
       voterOnly(
@@ -290,7 +291,7 @@ export function registerEtcdServices(server: grpc.Server, b: EtcdBackend): void 
     MemberList: unary(voterOnly(async () => ({ header: h(0), members: (await b.memberList()).map(memberToWire) }))),
   });
 
-  server.addService(service('etcdserverpb.Maintenance').service, {
+  server.addService(serviceDefinition('etcdserverpb.Maintenance'), {
     Status: unary(async () => {
       const s = await b.status();
       return {
@@ -342,7 +343,7 @@ export function registerEtcdServices(server: grpc.Server, b: EtcdBackend): void 
     },
   });
 
-  server.addService(service('grpc.health.v1.Health').service, {
+  server.addService(serviceDefinition('grpc.health.v1.Health'), {
     Check: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, { status: 'SERVING' }),
     Watch: (call: grpc.ServerWritableStream<unknown, unknown>) => {
       call.write({ status: 'SERVING' });

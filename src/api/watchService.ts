@@ -9,11 +9,12 @@
 // `hasleader: true` (etcdctl and clientv3 do) are ended with "etcdserver: no leader"
 // when the member has had no leader for three election timeouts, as etcd does, so the
 // client moves to another member; and every stream is ended when the member stops.
-import * as grpc from '#grpc-js';
+import type * as grpc from '#grpc-js';
+import type { GrpcServer } from '../net/grpcServer.js';
 import { ErrLearnerNotSupported, ErrNoLeader, ErrStopped } from './errors.js';
 import { EventType, type KeyValue } from '../kv/types.js';
 import { kvToWire, type WireEnum, type WireInt } from './convert.js';
-import { service } from '../proto/load.js';
+import { serviceDefinition } from '../proto/load.js';
 import { toStatus, type Header } from './services.js';
 import { callerOf, type Caller } from './caller.js';
 import { ErrInvalidAuthToken, ErrAuthOldRevision, ErrPermissionDenied, ErrUserEmpty } from './errors.js';
@@ -310,8 +311,8 @@ function refusedWatch(err: Error, revision: number): WatchResponseOut {
 /** grpc-go's names of the codes a refused watch can carry. */
 const GRPC_CODE_NAMES: Partial<Record<number, string>> = { 3: 'InvalidArgument', 7: 'PermissionDenied', 16: 'Unauthenticated' };
 
-export function registerWatchService(server: grpc.Server, b: WatchBackend, streams: OpenStreams): void {
-  server.addService(service('etcdserverpb.Watch').service, {
+export function registerWatchService(server: GrpcServer, b: WatchBackend, streams: OpenStreams): void {
+  server.addService(serviceDefinition('etcdserverpb.Watch'), {
     Watch: (call: AnyStream) => {
       if (b.isLearner()) {
         endWith(call, ErrLearnerNotSupported);

@@ -1,7 +1,7 @@
 // One gRPC channel to one endpoint, with etcd's KV, Cluster, Maintenance and Watch services on it, and a dial
 // that either reaches READY within the dial timeout or explains why not.
 import * as grpc from '#grpc-js';
-import { service } from '../proto/load.js';
+import { service } from '../proto/grpcClients.js';
 import type { Endpoint } from './endpoints.js';
 import { connectReason, isTlsReason, unreachableError } from './errors.js';
 import type { TlsMaterial } from './tls.js';

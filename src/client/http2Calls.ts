@@ -1,6 +1,6 @@
-// gRPC calls on a node:http2 session of our own, without grpc-js: all that
-// `snapshot save` makes (Auth.Authenticate, a count-only KV.Range, then
-// Maintenance.Snapshot, snapshotStream.ts), on one connection. Loading grpc-js
+// The toolkit's node:http2 session for the gRPC calls (net/grpcClient.ts) that
+// `snapshot save` makes without grpc-js (Auth.Authenticate, a count-only KV.Range,
+// then Maintenance.Snapshot, snapshotStream.ts), on one connection. Loading grpc-js
 // and its first call were about 60 ms of a 100k-key save's 280, which is
 // measured against etcdctl's.
 //
@@ -10,20 +10,9 @@
 // failure, both in the headers).
 import http2 from 'node:http2';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { GrpcCode } from '../api/errors.js';
 import type { Endpoint } from './endpoints.js';
 import { connectReason, isTlsReason, unreachableError } from './errors.js';
 import type { TlsMaterial } from './tls.js';
-
-/** A failed call as callError reads a grpc-js error: its status code and details. */
-export class StreamError extends Error {
-  constructor(
-    readonly code: number,
-    readonly details: string,
-  ) {
-    super(details);
-  }
-}
 
 /** As grpc-go (etcdctl) grows its receive window: the server is never held back a round trip per 64 KiB. */
 const WINDOW = 16 << 20;
@@ -83,78 +72,5 @@ function connectOnce(endpoint: Endpoint, tls: TlsMaterial | undefined, ms: numbe
     // handshake is done) sends an alert the socket reports, and the session does not.
     // Left on once settled: the session's proxy refuses calls once it lets the socket go.
     session.socket.once('error', onError);
-  });
-}
-
-/** `message` with gRPC's 5-byte prefix, uncompressed. */
-export function grpcFrame(message: Uint8Array): Buffer {
-  const frame = Buffer.alloc(5 + message.length);
-  frame.writeUInt32BE(message.length, 1);
-  frame.set(message, 5);
-  return frame;
-}
-
-/** A call's outcome from its trailers (or its trailers-only headers): nothing when OK, else the StreamError. */
-function callStatus(status: http2.IncomingHttpHeaders | undefined): StreamError | undefined {
-  const code = Number(status?.['grpc-status'] ?? NaN);
-  if (!Number.isInteger(code)) return new StreamError(GrpcCode.Unavailable, 'the call ended without a gRPC status');
-  if (code === 0) return undefined; // OK
-  const raw = status?.['grpc-message'];
-  const text = Array.isArray(raw) ? raw.join(', ') : (raw ?? '');
-  try {
-    return new StreamError(code, decodeURIComponent(text)); // grpc-message is percent-encoded
-  } catch {
-    return new StreamError(code, text);
-  }
-}
-
-/** A started call: its stream, and once that has ended, its gRPC status (undefined: OK). */
-export interface GrpcCall {
-  stream: http2.ClientHttp2Stream;
-  outcome(): StreamError | undefined;
-}
-
-/** Starts a call of `path` (e.g. "/etcdserverpb.KV/Range") with the metadata (the auth token) and sends its one request. */
-export function startCall(session: http2.ClientHttp2Session, path: string, request: Uint8Array, metadata: Record<string, string>): GrpcCall {
-  const stream = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', ...metadata });
-  let status: http2.IncomingHttpHeaders | undefined;
-  stream.on('response', (headers) => {
-    if (headers['grpc-status'] !== undefined) status = headers; // trailers-only: an early failure
-  });
-  stream.on('trailers', (trailers: http2.IncomingHttpHeaders) => (status = trailers));
-  stream.end(grpcFrame(request));
-  return { stream, outcome: () => callStatus(status) };
-}
-
-/** One unary call: the response message, or a StreamError (DEADLINE_EXCEEDED after `timeoutMs`). */
-export function unaryCall(
-  session: http2.ClientHttp2Session,
-  path: string,
-  request: Uint8Array,
-  metadata: Record<string, string>,
-  timeoutMs: number,
-): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const call = startCall(session, path, request, metadata);
-    const req = call.stream;
-    const chunks: Buffer[] = [];
-    let failure: Error | undefined;
-    const timer = setTimeout(() => {
-      failure ??= new StreamError(GrpcCode.DeadlineExceeded, 'Deadline exceeded');
-      req.close(http2.constants.NGHTTP2_CANCEL);
-    }, timeoutMs);
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('error', (err: Error) => (failure ??= new StreamError(GrpcCode.Unavailable, err.message)));
-    req.on('close', () => {
-      clearTimeout(timer);
-      const bad = failure ?? call.outcome();
-      if (bad) return reject(bad);
-      const body = Buffer.concat(chunks);
-      const length = body.length >= 5 ? body.readUInt32BE(1) : -1;
-      if (body[0] !== 0 || length !== body.length - 5) {
-        return reject(new StreamError(GrpcCode.Internal, `malformed response to ${path} (${body.length} bytes, not one uncompressed message)`));
-      }
-      resolve(body.subarray(5));
-    });
   });
 }

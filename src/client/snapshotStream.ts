@@ -10,7 +10,7 @@
 // (varint), blob = 3 (bytes).
 import http2 from 'node:http2';
 import { GrpcCode } from '../api/errors.js';
-import { startCall, StreamError } from './http2Calls.js';
+import { startCall, StreamError } from '../net/grpcClient.js';
 import type { SnapshotChunk } from './types.js';
 
 const UNAVAILABLE = GrpcCode.Unavailable;

@@ -1,10 +1,9 @@
-// A TCP listener for a grpc-js server that also accepts etcdctl 3.4's invalid
-// ":authority". listenWithAuthorityRewrite() binds like server.bindAsync (every
-// address a host name resolves to, port 0 picks one) and hands each accepted
-// socket to grpc-js as a Duplex whose client→server bytes pass through
-// AuthorityRewriter (h2Frames.ts); server→client bytes, close, EOF and
-// back-pressure map one to one onto the socket. Depends on node built-ins,
-// @grpc/grpc-js and common/urls. For an https:// URL the listener is a TLS server
+// A TCP listener for our gRPC server (grpcServer.ts) that also accepts etcdctl
+// 3.4's invalid ":authority". listenWithAuthorityRewrite() binds like grpc-js's
+// server.bindAsync (every address a host name resolves to, port 0 picks one)
+// and hands each accepted socket to the server as a Duplex whose client→server
+// bytes pass through AuthorityRewriter (h2Frames.ts); server→client bytes,
+// close, EOF and back-pressure map one to one onto the socket. For an https:// URL the listener is a TLS server
 // (tlsTermination.ts) and the rewrite sees the plaintext: TLS is ended here,
 // before the :authority layer, which would otherwise see only ciphertext.
 //
@@ -14,22 +13,20 @@
 // (inside Node's http2) rejects an :authority holding "/" (or any character
 // outside RFC 3986's authority set) with RST_STREAM PROTOCOL_ERROR; etcd's Go
 // server accepts it. We never read :authority, so we accept TCP connections
-// ourselves and hand grpc-js a Duplex over each socket in which the client's
+// ourselves and hand the server a Duplex over each socket in which the client's
 // HEADERS frames have such an :authority replaced by a valid one. Everything
 // else passes byte for byte; the server→client direction is untouched.
 //
 // Only grpc-go clients need it, and it costs every connection behind it the
 // JS stream path: a connection whose preface shows a grpc-js client (the
-// toolkit's own, the npm etcd3 client) is given to grpc-js as the socket itself.
+// toolkit's own, the npm etcd3 client) is given to the server as the socket itself.
 //
 // The HPACK details are at the top of hpack.ts.
-import * as grpc from '#grpc-js';
 import dns from 'node:dns/promises';
-import { EventEmitter } from 'node:events';
 import net from 'node:net';
 import { Duplex } from 'node:stream';
 import { splitHostPort } from '../common/urls.js';
-import { serveCallsDirectly } from './directCalls.js';
+import type { GrpcServer } from './grpcServer.js';
 import { AuthorityRewriter, prefaceKind } from './h2Frames.js';
 import { replacementAuthority } from './hpack.js';
 import { createTlsServer, type ServerTlsOptions } from './tlsTermination.js';
@@ -37,7 +34,7 @@ import { createTlsServer, type ServerTlsOptions } from './tlsTermination.js';
 // ---- the connection and the listener ----------------------------------------
 
 /**
- * A client socket as grpc-js/http2 sees it: reads rewritten, writes as they
+ * A client socket as the server's http2 sees it: reads rewritten, writes as they
  * are. http2 wraps a non-net.Socket Duplex in its JSStreamSocket; close, error,
  * EOF (and, through the socket's allowHalfOpen=false, the automatic end that
  * follows it), back-pressure and shutdown map one to one onto the socket.
@@ -103,28 +100,19 @@ class RewritingConnection extends Duplex {
 }
 
 /**
- * So grpc-js's call.getPeer() and traces name the client, as with a plain
- * socket (and callIdentity(call) finds a TLS connection's certificate CN by
- * it): http2's JSStreamSocket has no peer address of its own, but reports
- * `_peername` when set. We set it from a 'session' listener that runs before
- * grpc-js's; finding the injector's http2 server takes a look at grpc-js's
- * internals, so this is best effort (getPeer() says "unknown" otherwise).
+ * So a call's getPeer() names the client, as with a plain socket (and
+ * callIdentity(call) finds a TLS connection's certificate CN by it): http2's
+ * JSStreamSocket has no peer address of its own, but reports `_peername` when
+ * set. We set it as each session starts.
  */
-function forwardPeers(h2: unknown): void {
-  try {
-    if (!(h2 instanceof EventEmitter)) return;
-    h2.prependListener('session', (session: { socket?: Record<string, unknown> }) => {
-      try {
-        const socket = session.socket;
-        const conn = socket?.stream;
-        if (socket && conn instanceof RewritingConnection) socket._peername = conn.peer;
-      } catch {
-        // cosmetic only
-      }
-    });
-  } catch {
-    // cosmetic only
-  }
+const forwarding = new WeakSet<GrpcServer>();
+function forwardPeers(server: GrpcServer): void {
+  if (forwarding.has(server)) return;
+  forwarding.add(server);
+  server.onSession((session) => {
+    const socket = session.socket as unknown as Record<string, unknown> | undefined;
+    if (socket && socket.stream instanceof RewritingConnection) socket._peername = socket.stream.peer;
+  });
 }
 
 /** How long a new connection may take to send its preface before it gets the rewrite, as every connection once did. */
@@ -133,7 +121,7 @@ const PREFACE_WAIT_MS = 1000;
 /**
  * Calls `decide` once the client's preface shows who it is, with the bytes
  * read so far put back on the (paused) socket: 'native' for grpc-js (our own
- * tools, the npm etcd3 client; its :authority is always valid), so grpc-js gets
+ * tools, the npm etcd3 client; its :authority is always valid), so the server gets
  * the socket itself, read natively by http2 without a JS stream in between;
  * 'rewrite' for everyone else (grpc-go, so etcdctl 3.4). Both wait for the
  * server's SETTINGS before sending HEADERS, but send their own at once, and
@@ -176,11 +164,6 @@ function whenClassified(socket: net.Socket, raws: readonly RawConnection[], deci
   socket.once('close', () => finish(undefined));
 }
 
-function http2ServersOf(server: grpc.Server): Set<unknown> {
-  const servers = (server as unknown as { http2Servers?: Map<unknown, unknown> }).http2Servers;
-  return new Set(servers instanceof Map ? servers.keys() : []);
-}
-
 /** A kind of connection of our own on a listener: the bytes it opens with, and who takes it. */
 export interface RawConnection {
   magic: Buffer;
@@ -190,10 +173,8 @@ export interface RawConnection {
 export interface AuthorityRewriteListener {
   /** The port bound (the one asked for, or the one chosen for port 0). */
   readonly port: number;
-  /** Connections handed to grpc-js so far: as sockets (grpc-js clients) and through the rewrite (the rest). */
+  /** Connections handed to the server so far: as sockets (grpc-js clients) and through the rewrite (the rest). */
   connections(): { native: number; rewritten: number };
-  /** Unary and server-streaming calls served without grpc-js's per-call machinery (directCalls.ts). */
-  directCalls(): number;
   /** Refuses new connections from now on; connections already open carry on. */
   stopAccepting(): void;
   /** Stops accepting, drops the connections still open, resolves once all are gone. */
@@ -208,22 +189,17 @@ export interface AuthorityRewriteListener {
  * connection is a TLS one, ended here (ALPN h2) before the rewrite.
  */
 export async function listenWithAuthorityRewrite(
-  server: grpc.Server,
+  server: GrpcServer,
   hostPort: string,
   opts: {
     tls?: ServerTlsOptions;
-    /** Connections that open with one of these magics (after TLS, if any) go to its `accept`, not to grpc-js. */
+    /** Connections that open with one of these magics (after TLS, if any) go to its `accept`, not to the server. */
     raw?: readonly RawConnection[];
   } = {},
 ): Promise<AuthorityRewriteListener> {
   const { host, port: wanted } = splitHostPort(hostPort);
   const addresses = host === '' ? ['::'] : net.isIP(host) ? [host] : (await dns.lookup(host, { all: true })).map((a) => a.address);
-  const before = http2ServersOf(server);
-  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
-  // The injector's http2 server: the one grpc-js did not have before.
-  const h2 = [...http2ServersOf(server)].find((k) => !before.has(k));
-  forwardPeers(h2);
-  const directCalls = serveCallsDirectly(server, h2);
+  forwardPeers(server);
   const sockets = new Set<net.Socket>();
   const counts = { native: 0, rewritten: 0 };
   const servers: net.Server[] = [];
@@ -250,14 +226,14 @@ export async function listenWithAuthorityRewrite(
       if (typeof how === 'object') return how.accept(socket);
       const rewrite = how === 'rewrite';
       counts[rewrite ? 'rewritten' : 'native']++;
-      if (!rewrite) return injector.injectConnection(socket);
+      if (!rewrite) return server.injectConnection(socket);
       const cache = new Map<number, Buffer>();
       const conn = new RewritingConnection(socket, (len) => {
         let v = cache.get(len);
         if (!v) cache.set(len, (v = Buffer.from(replacementAuthority(h, localPort, len), 'latin1')));
         return v;
       });
-      injector.injectConnection(conn);
+      server.injectConnection(conn);
     });
   };
 
@@ -287,7 +263,6 @@ export async function listenWithAuthorityRewrite(
     }
   }
   if (servers.length === 0) {
-    injector.destroy();
     throw firstError ?? new Error(`no address to listen on for ${hostPort}`);
   }
 
@@ -298,13 +273,11 @@ export async function listenWithAuthorityRewrite(
   return {
     port,
     connections: () => ({ ...counts }),
-    directCalls,
     stopAccepting,
     close() {
       closed ??= (async () => {
         stopAccepting();
         for (const s of sockets) s.destroy();
-        injector.destroy();
         await Promise.all(serverClosed);
       })();
       return closed;

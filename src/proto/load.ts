@@ -1,4 +1,4 @@
-// grpc-js service definitions for our .proto files, with our own codec
+// Service definitions for our .proto files, with our own codec
 // (codec.ts) planned from the descriptor `npm run build` writes next to this
 // module (writeDescriptor.ts). Field names stay as written in the .proto: etcd's
 // wire names, so handlers and clients use e.g. `cluster_id`. 64-bit integers
@@ -7,7 +7,6 @@
 // Not @grpc/proto-loader: it also builds and encodes a descriptor of every
 // message for reflection we never serve, which was a third of a CLI command's
 // start-up (`snapshot save` is measured against etcdctl's).
-import * as grpc from '#grpc-js';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
@@ -18,7 +17,22 @@ import { PARTS_ENCODERS, withParts } from './messageParts.js';
 export const DESCRIPTOR_JSON = path.join(path.dirname(fileURLToPath(import.meta.url)), 'descriptor.json');
 
 let codec: Codec | undefined;
-const services = new Map<string, grpc.ServiceClientConstructor>();
+const services = new Map<string, ServiceDefinition>();
+
+/** One method of a service: its path, whether each side streams, and its messages' codec (grpc-js's MethodDefinition). */
+export interface MethodDefinition {
+  path: string;
+  requestStream: boolean;
+  responseStream: boolean;
+  requestSerialize: (value: object) => Buffer;
+  requestDeserialize: (bytes: Buffer) => object;
+  responseSerialize: (value: object) => Buffer;
+  responseDeserialize: (bytes: Buffer) => object;
+  originalName: string;
+}
+
+/** A service's methods by name, e.g. `Range`. */
+export type ServiceDefinition = Record<string, MethodDefinition>;
 
 function ourCodec(): Codec {
   if (!codec) {
@@ -33,7 +47,7 @@ function ourCodec(): Codec {
   return codec;
 }
 
-function methodDefinition(c: Codec, service: string, name: string, m: NonNullable<DescriptorNode['methods']>[string]): grpc.MethodDefinition<object, object> {
+function methodDefinition(c: Codec, service: string, name: string, m: NonNullable<DescriptorNode['methods']>[string]): MethodDefinition {
   const scope = service.slice(0, service.lastIndexOf('.'));
   const req = c.message(c.resolve(m.requestType, scope));
   const res = c.message(c.resolve(m.responseType, scope));
@@ -58,16 +72,15 @@ function handEncoded(plan: MessagePlan, generic: (value: object) => Buffer): (va
   return hand ? withParts(generic, hand) : generic;
 }
 
-/** A service constructor by its full name, e.g. 'etcdserverpb.KV'. */
-export function service(name: string): grpc.ServiceClientConstructor {
-  let ctor = services.get(name);
-  if (!ctor) {
+/** A service's definition by its full name, e.g. 'etcdserverpb.KV'. */
+export function serviceDefinition(name: string): ServiceDefinition {
+  let def = services.get(name);
+  if (!def) {
     const c = ourCodec();
     const methods = c.node(name)?.methods;
     if (!methods) throw new Error(`service ${name} not found in our protos`);
-    const def = Object.fromEntries(Object.entries(methods).map(([m, d]) => [m, methodDefinition(c, name, m, d)]));
-    ctor = grpc.makeClientConstructor(def, name);
-    services.set(name, ctor);
+    def = Object.fromEntries(Object.entries(methods).map(([m, d]) => [m, methodDefinition(c, name, m, d)]));
+    services.set(name, def);
   }
-  return ctor;
+  return def;
 }

@@ -6,9 +6,9 @@
 // waiting is proposer.ts's). Its jobs live beside it: apply.ts applies committed
 // entries, v3Backend.ts and clusterApi.ts serve the client API, peerHost.ts
 // answers the peer transport.
-import * as grpc from '#grpc-js';
 import { ErrNoSpace, ErrStopped, proposalRefused } from '../common/memberErrors.js';
 import { listenWithAuthorityRewrite, type AuthorityRewriteListener } from '../net/authorityListener.js';
+import { GrpcServer } from '../net/grpcServer.js';
 import { registerEtcdServices } from '../api/services.js';
 import { registerLeaseService } from '../api/leaseService.js';
 import { registerAuthService } from '../api/authService.js';
@@ -80,7 +80,7 @@ export class Member {
   private readonly applier: EntryApplier;
   private readonly clusterApi: ClusterApi;
   private readonly v3: V3Backend;
-  private readonly clientServer = new grpc.Server({ 'grpc.max_receive_message_length': 2 * 1024 * 1024 + 512 * 1024 });
+  private readonly clientServer = new GrpcServer({ maxReceiveMessageLength: 2 * 1024 * 1024 + 512 * 1024 });
   /** Client URL listeners: TCP accepted here, handed to clientServer with etcdctl's ":authority: http://..." made valid. */
   private readonly clientListeners: AuthorityRewriteListener[] = [];
   private readonly proposer: Proposer;

@@ -3,7 +3,8 @@
 // stream, malformed messages dropped and logged), SendSnapshot (received by
 // snapshotStream.ts), Identity and Forward. Contact with peers is reported
 // through PeerContact; everything else goes to the TransportHost.
-import * as grpc from '#grpc-js';
+import { GrpcCode } from '../api/errors.js';
+import type { ServiceHandlers } from '../net/grpcServer.js';
 import { decodeMessage } from '../raft/codec.js';
 import type { Message, NodeId } from '../raft/types.js';
 import {
@@ -17,7 +18,7 @@ import {
   type IdentityReply,
   type TransportHost,
 } from './peerProtocol.js';
-import { receiveSnapshot } from './snapshotStream.js';
+import { receiveSnapshot, type Reply, type SnapshotCall } from './snapshotStream.js';
 
 /** What the handlers tell the connection side about peers reaching us. */
 export interface PeerContact {
@@ -29,27 +30,26 @@ export interface PeerContact {
   peerIsUp(id: NodeId): void;
 }
 
-export function peerHandlers(host: TransportHost, contact: PeerContact): grpc.UntypedServiceImplementation {
+export function peerHandlers(host: TransportHost, contact: PeerContact): ServiceHandlers {
   return {
-    Stream: (call: grpc.ServerDuplexStream<Envelope, Ack>) => onStream(host, contact, call),
-    SendSnapshot: (call: grpc.ServerReadableStream<Record<string, unknown>, Ack>, cb: grpc.sendUnaryData<Ack>) =>
-      receiveSnapshot(host, (id) => contact.heard(id), call, cb),
-    Identity: (call: grpc.ServerUnaryCall<{ cluster_id: string; from: string }, IdentityReply>, cb: grpc.sendUnaryData<IdentityReply>) => {
+    Stream: (call: EnvelopeCall) => onStream(host, contact, call),
+    SendSnapshot: (call: SnapshotCall, cb: Reply<Ack>) => receiveSnapshot(host, (id) => contact.heard(id), call, cb),
+    Identity: (call: { request: { cluster_id: string; from: string } }, cb: Reply<IdentityReply>) => {
       try {
         cb(null, host.identity({ clusterId: BigInt(call.request.cluster_id || '0'), from: BigInt(call.request.from || '0') }));
       } catch (e) {
         // The member list refuses once the store lost applies (the member is stopping).
-        cb({ code: grpc.status.UNAVAILABLE, details: (e as Error).message });
+        cb({ code: GrpcCode.Unavailable, details: (e as Error).message });
       }
     },
-    Forward: (call: grpc.ServerUnaryCall<{ cluster_id: string; method: string; json: string }, ForwardReply>, cb: grpc.sendUnaryData<ForwardReply>) => {
+    Forward: (call: { request: { cluster_id: string; method: string; json: string } }, cb: Reply<ForwardReply>) => {
       if (BigInt(call.request.cluster_id || '0') !== host.clusterId()) {
-        cb(null, { json: '', error_code: grpc.status.FAILED_PRECONDITION, error_message: REFUSED_MISMATCH });
+        cb(null, { json: '', error_code: GrpcCode.FailedPrecondition, error_message: REFUSED_MISMATCH });
         return;
       }
       host.forward(call.request.method, call.request.json).then(
         (r) => cb(null, r),
-        (e: Error) => cb(null, { json: '', error_code: grpc.status.UNKNOWN, error_message: e.message }),
+        (e: Error) => cb(null, { json: '', error_code: GrpcCode.Unknown, error_message: e.message }),
       );
     },
   };
@@ -57,7 +57,7 @@ export function peerHandlers(host: TransportHost, contact: PeerContact): grpc.Un
 
 /** What the message stream handler uses of its call: a gRPC stream's, or a raw connection's (rawPeerStream.ts). */
 export interface EnvelopeCall {
-  sendMetadata(md: grpc.Metadata): void;
+  sendMetadata(): void;
   write(ack: Ack): boolean;
   end(): void;
   on(event: 'data', fn: (env: Envelope) => void): unknown;
@@ -66,7 +66,7 @@ export interface EnvelopeCall {
 
 /** The message stream from one peer: envelopes in, an ack or a refusal out. */
 export function onStream(host: TransportHost, contact: PeerContact, call: EnvelopeCall): void {
-  call.sendMetadata(new grpc.Metadata());
+  call.sendMetadata();
   let warned = false;
   let acked = false;
   let sender: NodeId | undefined;

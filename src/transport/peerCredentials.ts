@@ -6,14 +6,11 @@
 // 3.4 applies the check to both ends). The files are re-read when they change;
 // `generation` tells a sender holding a channel that a new one would present
 // the new certificate.
-import * as grpc from '#grpc-js';
 import tls from 'node:tls';
 import { commonName, PEER_TLS_FLAGS, WatchedTlsFiles, type TlsFiles } from '../net/tlsFiles.js';
 
 export class PeerCredentials {
   private readonly files: WatchedTlsFiles | undefined;
-  private secure: grpc.ChannelCredentials | undefined;
-  private builtFor = -1;
 
   /** No files: plaintext to http:// peers, TLS without a client certificate to https:// ones. */
   constructor(
@@ -30,19 +27,7 @@ export class PeerCredentials {
     return this.files?.generation ?? 0;
   }
 
-  for(url: string): grpc.ChannelCredentials {
-    if (!url.startsWith('https:')) return grpc.credentials.createInsecure();
-    const gen = this.generation();
-    if (!this.secure || gen !== this.builtFor) {
-      const m = this.files?.current() ?? {};
-      const check = this.serverIdentityCheck();
-      this.secure = grpc.credentials.createSsl(m.ca ?? null, m.key ?? null, m.cert ?? null, check ? { checkServerIdentity: check } : {});
-      this.builtFor = gen;
-    }
-    return this.secure;
-  }
-
-  /** The same, for a TLS connection of our own (rawPeerStream.ts): undefined for http:// URLs. */
+  /** What a TLS connection to `url` presents and checks: undefined for http:// URLs. */
   tlsFor(url: string): tls.ConnectionOptions | undefined {
     if (!url.startsWith('https:')) return undefined;
     this.generation();

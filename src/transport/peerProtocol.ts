@@ -2,7 +2,6 @@
 // the messages on the wire (envelopes, acks, identity and forward replies),
 // what the transport asks of its member (TransportHost), the REFUSED_* texts
 // and the one rule deciding who is refused. No I/O here.
-import type * as grpc from '#grpc-js';
 import { anyFailpoint, failpointSet } from '../common/failpoint.js';
 import type { Message, NodeId } from '../raft/types.js';
 
@@ -71,13 +70,6 @@ export interface Ack {
   /** Set by a raw snapshot connection's receiver when it did not store the snapshot. */
   error?: string;
 }
-
-export type PeerClient = grpc.Client & {
-  Stream(): grpc.ClientDuplexStream<Envelope, Ack>;
-  SendSnapshot(cb: (err: grpc.ServiceError | null, ack?: Ack) => void): grpc.ClientWritableStream<unknown>;
-  Identity(req: unknown, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, r?: IdentityReply) => void): void;
-  Forward(req: unknown, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, r?: ForwardReply) => void): void;
-};
 
 /** Why a sender is refused, or undefined if it is welcome. */
 export function refusal(host: TransportHost, clusterId: bigint, from: NodeId): Ack | undefined {

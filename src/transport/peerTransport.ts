@@ -9,13 +9,15 @@
 // served over TLS ended by our own listener (net/tlsTermination.ts), so a
 // rotated certificate is used by the next connection. The types and
 // REFUSED_* texts the member uses are re-exported from here.
-import * as grpc from '#grpc-js';
 import type net from 'node:net';
 import { encodeMessage } from '../raft/codec.js';
 import { MessageType, type Message, type NodeId } from '../raft/types.js';
-import { service } from '../proto/load.js';
+import { serviceDefinition } from '../proto/load.js';
+import { GrpcServer } from '../net/grpcServer.js';
+import type { ClientStreamCall } from '../net/grpcClient.js';
+import { PeerClient } from './peerClient.js';
 import { onStream, peerHandlers, type PeerContact } from './handlers.js';
-import { partitioned, type Ack, type Envelope, type ForwardReply, type IdentityReply, type PeerClient, type TransportHost } from './peerProtocol.js';
+import { partitioned, type Ack, type Envelope, type ForwardReply, type IdentityReply, type TransportHost } from './peerProtocol.js';
 import { grpcCarrier, streamSnapshot, type OpenCarrier } from './snapshotStream.js';
 import { acceptRawSnapshot, dialRawSnapshot, RAW_SNAPSHOT_MAGIC } from './rawSnapshot.js';
 import { hostPort } from '../common/urls.js';
@@ -58,20 +60,11 @@ const GRPC_STREAM_ONLY = failpointSet('grpc-peer-stream-only');
 /** A peer we have not heard from for this long no longer counts as connected. */
 const ACTIVE_GAP_MS = 1500;
 
-function newClient(url: string, credentials: PeerCredentials): PeerClient {
-  const Ctor = service('lifeboat.peer.Peer');
-  return new Ctor(hostPort(url), credentials.for(url), {
-    'grpc.keepalive_time_ms': 10_000,
-    // grpc-js backs off up to 2 minutes by default; a peer that restarts must be seen at once.
-    'grpc.initial_reconnect_backoff_ms': 100,
-    'grpc.max_reconnect_backoff_ms': 1000,
-    'grpc.max_receive_message_length': 64 << 20,
-    'grpc.max_send_message_length': 64 << 20,
-  }) as unknown as PeerClient;
-}
+/** The gRPC client for a peer URL, with the peer certificate files as they are now. */
+const newClient = (url: string, credentials: PeerCredentials) => new PeerClient(url, credentials.tlsFor(url));
 
 /** The message stream to a peer: a raw connection (rawPeerStream.ts), or gRPC's Stream to a peer that has no raw one. */
-type EnvelopeStream = grpc.ClientDuplexStream<Envelope, Ack> | RawPeerClientStream;
+type EnvelopeStream = ClientStreamCall<Envelope, Ack> | RawPeerClientStream;
 
 /** The outgoing side towards one peer. */
 class PeerSender {
@@ -124,7 +117,7 @@ class PeerSender {
     this.backoff = BACKOFF_MIN_MS;
     // It may have restarted as a member that takes raw streams.
     this.grpcOnly = GRPC_STREAM_ONLY;
-    // grpc-js's channel keeps its own reconnect backoff; a fresh channel dials at once.
+    // A fresh channel dials at once, with the certificate files as they are now.
     this.renewClient();
     this.flush();
   }
@@ -151,7 +144,7 @@ class PeerSender {
     if (this.grpcOnly) {
       // Certificate files rotated since the channel was made: the new stream goes on a new connection that presents them.
       if (this.credentials.generation() !== this.clientGeneration) this.renewClient();
-      s = this.client.Stream();
+      s = this.client.stream();
       this.counts.streams.grpc++;
     } else {
       // A connection of its own, with the certificate files as they are now.
@@ -282,15 +275,13 @@ class PeerSender {
     this.client.close();
   }
 
-  call<T>(fn: (c: PeerClient, deadline: Date, cb: (err: grpc.ServiceError | null, r?: T) => void) => void, timeoutMs: number): Promise<T> {
-    return new Promise((resolve, reject) => {
-      fn(this.client, new Date(Date.now() + timeoutMs), (err, r) => (err ? reject(err) : resolve(r as T)));
-    });
+  forward(req: { cluster_id: string; from: string; method: string; json: string }, timeoutMs: number): Promise<ForwardReply> {
+    return this.client.forward(req, timeoutMs);
   }
 }
 
 export class PeerTransport {
-  private server = new grpc.Server({ 'grpc.max_receive_message_length': 64 << 20 });
+  private server = new GrpcServer({ maxReceiveMessageLength: 64 << 20 });
   private senders = new Map<NodeId, PeerSender>();
   private readonly counts: PeerCounts = { streams: { raw: 0, grpc: 0 }, snapshots: { raw: 0, grpc: 0 } };
   private lastHeard = new Map<NodeId, number>();
@@ -306,7 +297,7 @@ export class PeerTransport {
     private readonly host: TransportHost,
     private readonly credentials = new PeerCredentials(),
   ) {
-    this.server.addService(service('lifeboat.peer.Peer').service, peerHandlers(this.host, this.contact));
+    this.server.addService(serviceDefinition('lifeboat.peer.Peer'), peerHandlers(this.host, this.contact));
   }
 
   /**
@@ -400,11 +391,7 @@ export class PeerTransport {
   ): Promise<IdentityReply> {
     const client = newClient(url, credentials);
     try {
-      return await new Promise<IdentityReply>((resolve, reject) =>
-        client.Identity({ cluster_id: asker.clusterId.toString(), from: asker.from.toString() }, { deadline: new Date(Date.now() + timeoutMs) }, (err, r) =>
-          err ? reject(err) : resolve(r!),
-        ),
-      );
+      return await client.identity({ cluster_id: asker.clusterId.toString(), from: asker.from.toString() }, timeoutMs);
     } finally {
       client.close();
     }
@@ -414,10 +401,7 @@ export class PeerTransport {
   async forward(leader: NodeId, method: string, json: string, timeoutMs: number): Promise<ForwardReply> {
     const s = partitioned('to', leader) ? undefined : this.senders.get(leader);
     if (!s) throw new Error(`no connection to leader ${leader.toString(16)}`);
-    return s.call<ForwardReply>(
-      (c, deadline, cb) => c.Forward({ cluster_id: this.host.clusterId().toString(), from: this.host.memberId.toString(), method, json }, { deadline }, cb),
-      timeoutMs,
-    );
+    return s.forward({ cluster_id: this.host.clusterId().toString(), from: this.host.memberId.toString(), method, json }, timeoutMs);
   }
 
   /** Message streams opened and snapshots sent to peers so far: on raw connections, and over gRPC to peers that take none. */

@@ -12,7 +12,7 @@ import { EventEmitter } from 'node:events';
 import net from 'node:net';
 import tls from 'node:tls';
 import { hostPort, splitHostPort } from '../common/urls.js';
-import { service } from '../proto/load.js';
+import { serviceDefinition } from '../proto/load.js';
 import type { Ack, Envelope } from './peerProtocol.js';
 
 /** What a raw peer connection sends first (never the start of an HTTP/2 preface, "PRI *"). */
@@ -38,7 +38,7 @@ type Serializers = Record<'requestSerialize' | 'requestDeserialize' | 'responseS
 
 /** A peer service method's own gRPC serializers: one definition of the messages, whatever carries them. */
 export function peerSerializers(method: 'Stream' | 'SendSnapshot'): Serializers {
-  return (service('lifeboat.peer.Peer').service as unknown as Record<string, Serializers>)[method];
+  return serviceDefinition('lifeboat.peer.Peer')[method] as unknown as Serializers;
 }
 
 let codec: Codec | undefined;

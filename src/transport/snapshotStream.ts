@@ -8,14 +8,15 @@
 // Receiver: writes the data straight to `<file>.tmp` (refusing strangers before
 // anything reaches the disk), checks the CRC-32C, fsyncs, renames, fsyncs the
 // directory, and only then tells host.snapshotReceived().
-import * as grpc from '#grpc-js';
+import { GrpcCode } from '../api/errors.js';
 import { crc32c } from '../common/crc32c.js';
 import { readAhead } from '../common/readAhead.js';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { decodeMessage, encodeMessage } from '../raft/codec.js';
 import type { NodeId } from '../raft/types.js';
-import { refusal, type Ack, type OutgoingSnapshot, type PeerClient, type TransportHost } from './peerProtocol.js';
+import { refusal, type Ack, type OutgoingSnapshot, type TransportHost } from './peerProtocol.js';
+import type { PeerClient } from './peerClient.js';
 
 const SNAPSHOT_CHUNK = 1 << 20;
 /** Bytes gathered before one write to the file (a raw connection hands them over in pieces of about 64 KiB). */
@@ -56,7 +57,7 @@ export type OpenCarrier = (done: (err: Error | null, ack?: Ack) => void) => Prom
 /** The SendSnapshot gRPC call as a carrier. */
 export function grpcCarrier(client: PeerClient): OpenCarrier {
   return (done) => {
-    const call = client.SendSnapshot((err, ack) => done(err ? new Error(err.message.split('\n')[0]) : null, ack));
+    const call = client.sendSnapshot((err, ack) => done(err ? new Error(err.message.split('\n')[0]) : null, ack));
     const write = (c: Partial<SnapshotChunk> & ChunkBase) => call.write({ header: EMPTY, data: EMPTY, last: false, crc32c: 0, ...c });
     return Promise.resolve({
       writeHeader: (base, header) => void write({ ...base, header }),
@@ -129,7 +130,7 @@ export async function streamSnapshot(open: OpenCarrier, host: TransportHost, pee
 }
 
 /** What a receiver answers: an Ack (accepted or refused), or why the snapshot was not stored. */
-export type ReceiveOutcome = { ack: Ack } | { error: string; code: grpc.status };
+export type ReceiveOutcome = { ack: Ack } | { error: string; code: GrpcCode };
 
 /**
  * The receiving end, whatever carries the bytes: data is written straight to a
@@ -243,7 +244,7 @@ export class SnapshotReceiver {
     } catch (e) {
       await this.discard().catch(() => undefined);
       this.host.logEvent('warn', 'could not store a snapshot from a peer', { peer: this.from.toString(16), error: (e as Error).message });
-      return { code: grpc.status.INTERNAL, error: `snapshot not stored: ${(e as Error).message}` };
+      return { code: GrpcCode.Internal, error: `snapshot not stored: ${(e as Error).message}` };
     }
   }
 
@@ -259,7 +260,7 @@ export class SnapshotReceiver {
     if (!this.header || this.expectedCrc === undefined || this.crc !== this.expectedCrc || !this.out) {
       await this.discard();
       this.host.logEvent('warn', 'discarded a damaged snapshot', { peer: this.from.toString(16), bytes: this.bytes });
-      return { code: grpc.status.DATA_LOSS, error: 'snapshot checksum mismatch' };
+      return { code: GrpcCode.DataLoss, error: 'snapshot checksum mismatch' };
     }
     await this.out.sync();
     await this.out.close();
@@ -278,13 +279,19 @@ export class SnapshotReceiver {
   }
 }
 
+/** The SendSnapshot call as its handler sees it (net/serverCalls.ts): chunks as 'data', the sender's end as 'end'. */
+export interface SnapshotCall {
+  on(event: 'data', fn: (c: SnapshotChunk) => void): unknown;
+  on(event: 'error' | 'end', fn: () => void): unknown;
+  pause(): void;
+  resume(): void;
+}
+
+/** How a handler answers a call once: an error's status, or the reply. */
+export type Reply<T> = (err: { code: number; details: string } | null, value?: T) => void;
+
 /** The peer service's SendSnapshot handler. */
-export function receiveSnapshot(
-  host: TransportHost,
-  heard: (from: NodeId) => void,
-  call: grpc.ServerReadableStream<SnapshotChunk, Ack>,
-  cb: grpc.sendUnaryData<Ack>,
-): void {
+export function receiveSnapshot(host: TransportHost, heard: (from: NodeId) => void, call: SnapshotCall, cb: Reply<Ack>): void {
   const r = new SnapshotReceiver(host, heard, call);
   call.on('data', (c: SnapshotChunk) => r.chunk(c));
   call.on('error', () => r.abort());

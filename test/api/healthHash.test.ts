@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import * as grpc from '#grpc-js';
-import { service } from '../../src/proto/load.js';
+import { service } from '../../src/proto/grpcClients.js';
 import { EtcdClient } from '../../src/client/etcdClient.js';
 import { LifeboatCluster } from '../support/lifeboatCluster.js';
 

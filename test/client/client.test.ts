@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import os from 'node:os';
 import path from 'node:path';
 import * as grpc from '#grpc-js';
-import { service } from '../../src/proto/load.js';
+import { service } from '../../src/proto/grpcClients.js';
 import { EtcdClient, deleteToWire, rangeToWire } from '../../src/client/etcdClient.js';
 import { EtcdClientError } from '../../src/client/errors.js';
 import { InputError } from '../../src/common/errors.js';

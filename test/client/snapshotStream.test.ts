@@ -5,8 +5,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { service } from '../../src/proto/load.js';
-import { StreamError } from '../../src/client/http2Calls.js';
+import { service } from '../../src/proto/grpcClients.js';
+import { StreamError } from '../../src/net/grpcClient.js';
 import { SnapshotResponseParser } from '../../src/client/snapshotStream.js';
 
 const encode = service('etcdserverpb.Maintenance').service.Snapshot.responseSerialize as (msg: object) => Buffer;

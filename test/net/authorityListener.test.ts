@@ -1,4 +1,4 @@
-// The :authority rewrite in front of grpc-js (src/net/authorityListener.ts)
+// The :authority rewrite in front of our gRPC server (src/net/authorityListener.ts, grpcServer.ts)
 // with real clients end to end — etcdctl (whose endpoint commands send
 // `:authority: http://host:port`), grpc-js, and Node's http2 client filling
 // and evicting the HPACK table — and closing the listener.
@@ -9,7 +9,9 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { listenWithAuthorityRewrite, type AuthorityRewriteListener } from '../../src/net/authorityListener.js';
-import { service } from '../../src/proto/load.js';
+import { service } from '../../src/proto/grpcClients.js';
+import { GrpcServer } from '../../src/net/grpcServer.js';
+import type { ServiceDefinition } from '../../src/proto/load.js';
 import { freePorts } from '../support/ports.js';
 import { frame, PREFACE, prng, SETTINGS } from './h2Bytes.js';
 
@@ -18,8 +20,9 @@ import { frame, PREFACE, prng, SETTINGS } from './h2Bytes.js';
 const Maintenance = service('etcdserverpb.Maintenance');
 const asIs = (b: Buffer) => b;
 /** Raw bytes both ways: big messages, to push DATA and flow control through the wrapper. */
-const Bulk: grpc.ServiceDefinition = {
+const Bulk = {
   Echo: {
+    originalName: 'echo',
     path: '/test.Bulk/Echo',
     requestStream: false,
     responseStream: false,
@@ -52,8 +55,8 @@ function etcdctl(...args: string[]): Promise<{ code: number; stdout: string; std
   });
 }
 
-describe('end to end, a grpc-js server behind the rewrite', () => {
-  let server: grpc.Server;
+describe('end to end, our gRPC server behind the rewrite', () => {
+  let server: GrpcServer;
   let listener: AuthorityRewriteListener;
   let port: number;
   const peers: string[] = [];
@@ -65,8 +68,8 @@ describe('end to end, a grpc-js server behind the rewrite', () => {
   before(async () => {
     requireEtcdctl();
     [port] = (await freePorts(1, 'authorityRewrite')) as [number];
-    server = new grpc.Server({ 'grpc.max_receive_message_length': 8 << 20 });
-    server.addService(Bulk, {
+    server = new GrpcServer({ maxReceiveMessageLength: 8 << 20 });
+    server.addService(Bulk as unknown as ServiceDefinition, {
       // "fail: <details>" comes back as status 9 with those details.
       Echo: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
         const text = call.request.subarray(0, 6).toString('latin1');
@@ -74,7 +77,7 @@ describe('end to end, a grpc-js server behind the rewrite', () => {
         else cb(null, call.request);
       },
     });
-    server.addService(Maintenance.service, {
+    server.addService(Maintenance.service as unknown as ServiceDefinition, {
       Status: (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
         peers.push(call.getPeer());
         xRequests.push(String(call.metadata.get('x-request')[0] ?? ''));
@@ -189,7 +192,7 @@ describe('end to end, a grpc-js server behind the rewrite', () => {
     const plain = connect({ 'grpc.max_send_message_length': 16 << 20 });
     const gzip = connect({ 'grpc.default_compression_algorithm': grpc.compressionAlgorithms.gzip });
     try {
-      const before = listener.directCalls();
+      const before = server.calls();
       assert.deepEqual(await echo(plain, Buffer.from('hello')), Buffer.from('hello'));
       const err = await failure(echo(plain, Buffer.from('fail: etcdserver: 100% odd / détail')));
       assert.equal(err.code, 9);
@@ -197,19 +200,19 @@ describe('end to end, a grpc-js server behind the rewrite', () => {
       const big = await failure(echo(plain, Buffer.alloc((8 << 20) + 1)));
       assert.equal(big.code, grpc.status.RESOURCE_EXHAUSTED);
       assert.match(big.details, /^Received message larger than max \(8388609 vs 8388608\)$/);
-      assert.equal(listener.directCalls(), before + 3, 'all three were served directly');
+      assert.equal(server.calls(), before + 3, 'all three were served');
       assert.deepEqual(await echo(gzip, Buffer.from('zipped '.repeat(100))), Buffer.from('zipped '.repeat(100)));
-      assert.equal(listener.directCalls(), before + 3, 'the compressed request went to grpc-js');
+      assert.equal(server.calls(), before + 4, 'the compressed request was served too');
     } finally {
       plain.close();
       gzip.close();
     }
     // etcdctl (grpc-go) reads a direct error status too.
-    const n = listener.directCalls();
+    const n = server.calls();
     const alarms = await etcdctl('--endpoints', `127.0.0.1:${port}`, 'alarm', 'list');
     assert.notEqual(alarms.code, 0);
     assert.match(alarms.stderr, /etcdserver: no alarms \/ 100% here/);
-    assert.ok(listener.directCalls() > n);
+    assert.ok(server.calls() > n);
   });
 
   test('server-streaming calls are served directly too: every message whole and in order, an error after messages or before any, a client that goes away', async () => {
@@ -229,7 +232,7 @@ describe('end to end, a grpc-js server behind the rewrite', () => {
         s.on('status', (st: grpc.StatusObject) => st.code === grpc.status.OK && resolve({ got }));
       });
     try {
-      const before = listener.directCalls();
+      const before = server.calls();
       const ok = await drain(snapshot('ok'));
       assert.equal(ok.err, undefined);
       assert.deepEqual(
@@ -249,7 +252,7 @@ describe('end to end, a grpc-js server behind the rewrite', () => {
       hang.cancel();
       for (let i = 0; i < 100 && !snapshotCancelled; i++) await new Promise((r) => setTimeout(r, 20));
       assert.ok(snapshotCancelled, 'the handler saw the client go away');
-      assert.equal(listener.directCalls(), before + 4, 'all four were served directly');
+      assert.equal(server.calls(), before + 4, 'all four were served');
     } finally {
       client.close();
     }
@@ -395,8 +398,10 @@ describe('end to end, a grpc-js server behind the rewrite', () => {
 describe('closing', () => {
   test('close() refuses new connections and drops the open ones', async () => {
     const [port] = (await freePorts(1, 'authorityRewrite-close')) as [number];
-    const server = new grpc.Server();
-    server.addService(Maintenance.service, { Status: (_c: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, { version: 'x' }) });
+    const server = new GrpcServer();
+    server.addService(Maintenance.service as unknown as ServiceDefinition, {
+      Status: (_c: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, { version: 'x' }),
+    });
     const l = await listenWithAuthorityRewrite(server, `127.0.0.1:${port}`);
     const open = net.connect(port, '127.0.0.1');
     open.on('error', () => {});
@@ -416,7 +421,7 @@ describe('closing', () => {
     const blocker = net.createServer();
     await new Promise<void>((r) => blocker.listen(port, '127.0.0.1', () => r()));
     try {
-      await assert.rejects(listenWithAuthorityRewrite(new grpc.Server(), `127.0.0.1:${port}`), /EADDRINUSE/);
+      await assert.rejects(listenWithAuthorityRewrite(new GrpcServer(), `127.0.0.1:${port}`), /EADDRINUSE/);
     } finally {
       blocker.close();
     }

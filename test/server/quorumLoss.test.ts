@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import * as grpc from '#grpc-js';
-import { service } from '../../src/proto/load.js';
+import { service } from '../../src/proto/grpcClients.js';
 import { LifeboatCluster, etcdctl, parseEtcdJson, waitFor } from '../support/lifeboatCluster.js';
 
 function clusterIdOf(json: string): string {

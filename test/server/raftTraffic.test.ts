@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import * as grpc from '#grpc-js';
-import { service } from '../../src/proto/load.js';
+import { service } from '../../src/proto/grpcClients.js';
 import { LifeboatCluster, etcdctl, waitFor } from '../support/lifeboatCluster.js';
 import { freePorts } from '../support/ports.js';
 

@@ -6,7 +6,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import * as grpc from '#grpc-js';
-import { service } from '../../src/proto/load.js';
+import { service } from '../../src/proto/grpcClients.js';
 import { LifeboatCluster, etcdctl, parseEtcdJson, lifeboat, waitFor } from '../support/lifeboatCluster.js';
 import { freePorts } from '../support/ports.js';
 

@@ -2,7 +2,7 @@
 // acknowledgements come back, against a Lifeboat member or real etcd (same API),
 // until stopped. "Every acknowledged key" is checked against this list.
 import * as grpc from '#grpc-js';
-import { service } from '../../src/proto/load.js';
+import { service } from '../../src/proto/grpcClients.js';
 
 type KvClient = { Put(req: unknown, opts: unknown, cb: (e: grpc.ServiceError | null) => void): void; close(): void };
 

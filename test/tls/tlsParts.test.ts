@@ -12,7 +12,9 @@ import { listenWithAuthorityRewrite } from '../../src/net/authorityListener.js';
 import { RefusalLog } from '../../src/net/refusalLog.js';
 import { CLIENT_TLS_FLAGS, WatchedTlsFiles } from '../../src/net/tlsFiles.js';
 import { callIdentity, type ConnectionIdentity } from '../../src/net/tlsTermination.js';
-import { service } from '../../src/proto/load.js';
+import { service } from '../../src/proto/grpcClients.js';
+import { serviceDefinition } from '../../src/proto/load.js';
+import { GrpcServer } from '../../src/net/grpcServer.js';
 import { issueCert, makeCerts, type TestCerts } from '../support/certs.js';
 import { requireTool } from '../support/tools.js';
 
@@ -77,8 +79,8 @@ test('TLS files are read again when they change; a certificate without its match
 test("a gRPC handler behind a TLS listener reads the verified client certificate's CN (grpc-js's auth context is empty there)", async () => {
   const Maintenance = service('etcdserverpb.Maintenance');
   const seen: Array<ConnectionIdentity | undefined> = [];
-  const server = new grpc.Server();
-  server.addService(Maintenance.service, {
+  const server = new GrpcServer();
+  server.addService(serviceDefinition('etcdserverpb.Maintenance'), {
     Status: (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
       seen.push(callIdentity(call));
       cb(null, { header: { cluster_id: '1', member_id: '2', revision: '3', raft_term: '4' }, version: 'x' });

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import * as grpc from '#grpc-js';
-import { service } from '../../src/proto/load.js';
+import { service } from '../../src/proto/grpcClients.js';
 import { encodeMessage } from '../../src/raft/codec.js';
 import { MessageType, type Message } from '../../src/raft/types.js';
 import { PeerTransport } from '../../src/transport/peerTransport.js';

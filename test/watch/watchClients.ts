@@ -4,7 +4,7 @@
 // and stream is ended by its stop()/close(), each bounded in time.
 import * as grpc from '#grpc-js';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { service } from '../../src/proto/load.js';
+import { service } from '../../src/proto/grpcClients.js';
 import { parseEtcdJson, waitFor } from '../support/lifeboatCluster.js';
 import { requireTool } from '../support/tools.js';
 

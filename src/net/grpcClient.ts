@@ -1,0 +1,266 @@
+// gRPC calls on a node:http2 session of our own, without grpc-js: unary calls
+// (the toolkit's `snapshot save`, a member's Identity and Forward to its peers)
+// and streaming ones (a peer's message stream and snapshot for members that take
+// no raw connection). GrpcChannel keeps one session to a peer URL, dialled when
+// a call needs it and again after it broke, and pings it while calls are open.
+//
+// The wire (gRPC over HTTP/2): a POST whose body is request messages with
+// grpcMessages.ts's prefix; the answer is such messages, then trailers with
+// grpc-status and grpc-message (or, for an early failure, both in the headers).
+import { EventEmitter } from 'node:events';
+import http2 from 'node:http2';
+import net from 'node:net';
+import tls from 'node:tls';
+import { hostPort, splitHostPort } from '../common/urls.js';
+import { framed, messageBody, MessageReader, type RawMessage } from './grpcMessages.js';
+
+const UNAVAILABLE = 14;
+const DEADLINE_EXCEEDED = 4;
+const INTERNAL = 13;
+/** grpc-js's names of the codes, for messages in its form ("14 UNAVAILABLE: ..."). */
+const CODE_NAMES = [
+  'OK',
+  'CANCELLED',
+  'UNKNOWN',
+  'INVALID_ARGUMENT',
+  'DEADLINE_EXCEEDED',
+  'NOT_FOUND',
+  'ALREADY_EXISTS',
+  'PERMISSION_DENIED',
+  'RESOURCE_EXHAUSTED',
+  'FAILED_PRECONDITION',
+  'ABORTED',
+  'OUT_OF_RANGE',
+  'UNIMPLEMENTED',
+  'INTERNAL',
+  'UNAVAILABLE',
+  'DATA_LOSS',
+  'UNAUTHENTICATED',
+];
+
+/** A failed call: its status code and details (as callError reads a grpc-js error). */
+export class StreamError extends Error {
+  constructor(
+    readonly code: number,
+    readonly details: string,
+  ) {
+    super(details);
+  }
+}
+
+/** A failed peer call, with grpc-js's message form: "14 UNAVAILABLE: connect ECONNREFUSED ...". */
+function peerError(code: number, details: string): StreamError {
+  const e = new StreamError(code, details);
+  e.message = `${code} ${CODE_NAMES[code] ?? 'UNKNOWN'}: ${details}`;
+  return e;
+}
+
+/** A call's outcome from its trailers (or its trailers-only headers): nothing when OK, else the StreamError. */
+function callStatus(status: http2.IncomingHttpHeaders | undefined): StreamError | undefined {
+  const code = Number(status?.['grpc-status'] ?? NaN);
+  if (!Number.isInteger(code)) return new StreamError(UNAVAILABLE, 'the call ended without a gRPC status');
+  if (code === 0) return undefined; // OK
+  const raw = status?.['grpc-message'];
+  const text = Array.isArray(raw) ? raw.join(', ') : (raw ?? '');
+  try {
+    return new StreamError(code, decodeURIComponent(text)); // grpc-message is percent-encoded
+  } catch {
+    return new StreamError(code, text);
+  }
+}
+
+/** A started call: its stream, and once that has ended, its gRPC status (undefined: OK). */
+export interface GrpcCall {
+  stream: http2.ClientHttp2Stream;
+  outcome(): StreamError | undefined;
+}
+
+/** Starts a call of `path` (e.g. "/etcdserverpb.KV/Range") with `metadata`; `request`, if given, is its one message and ends the request. */
+export function startCall(session: http2.ClientHttp2Session, path: string, request: Uint8Array | undefined, metadata: Record<string, string>): GrpcCall {
+  const stream = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', ...metadata });
+  let status: http2.IncomingHttpHeaders | undefined;
+  stream.on('response', (headers) => {
+    if (headers['grpc-status'] !== undefined) status = headers; // trailers-only: an early failure
+  });
+  stream.on('trailers', (trailers: http2.IncomingHttpHeaders) => (status = trailers));
+  if (request) stream.end(framed(request));
+  return { stream, outcome: () => callStatus(status) };
+}
+
+/** One unary call: the response message, or a StreamError (DEADLINE_EXCEEDED after `timeoutMs`). */
+export function unaryCall(
+  session: http2.ClientHttp2Session,
+  path: string,
+  request: Uint8Array,
+  metadata: Record<string, string>,
+  timeoutMs: number,
+): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const call = startCall(session, path, request, metadata);
+    const req = call.stream;
+    const chunks: Buffer[] = [];
+    let failure: Error | undefined;
+    const timer = setTimeout(() => {
+      failure ??= new StreamError(DEADLINE_EXCEEDED, 'Deadline exceeded');
+      req.close(http2.constants.NGHTTP2_CANCEL);
+    }, timeoutMs);
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('error', (err: Error) => (failure ??= new StreamError(UNAVAILABLE, err.message)));
+    req.on('close', () => {
+      clearTimeout(timer);
+      const bad = failure ?? call.outcome();
+      if (bad) return reject(bad);
+      const body = Buffer.concat(chunks);
+      const length = body.length >= 5 ? body.readUInt32BE(1) : -1;
+      if (body[0] !== 0 || length !== body.length - 5) {
+        return reject(new StreamError(INTERNAL, `malformed response to ${path} (${body.length} bytes, not one uncompressed message)`));
+      }
+      resolve(body.subarray(5));
+    });
+  });
+}
+
+/** A method's codec, as a service definition has it (proto/load.ts). */
+export interface MethodCodec<Req, Res> {
+  path: string;
+  requestSerialize(value: Req): Buffer;
+  responseDeserialize(bytes: Buffer): Res;
+}
+
+/**
+ * A streaming call, as grpc-js's client streams are used: write() a request
+ * (false while the stream's buffer is full, 'drain' follows), end() the
+ * requests, cancel(). Events: 'metadata' when the server accepted the call,
+ * 'data' per response message, then 'end' if it ended OK or 'error' (a
+ * StreamError) if not.
+ */
+export class ClientStreamCall<Req, Res> extends EventEmitter {
+  private readonly call: GrpcCall;
+  private failure: Error | undefined;
+
+  constructor(
+    private readonly channel: GrpcChannel,
+    private readonly method: MethodCodec<Req, Res>,
+    maxReceive: number,
+  ) {
+    super();
+    this.call = startCall(channel.session(), method.path, undefined, {});
+    const s = this.call.stream;
+    const reader = new MessageReader(maxReceive);
+    let responseEncoding: string | undefined;
+    s.on('response', (headers: http2.IncomingHttpHeaders) => {
+      responseEncoding = headers['grpc-encoding'] as string | undefined;
+      if (headers['grpc-status'] === undefined) this.emit('metadata', headers);
+    });
+    s.on('data', (chunk: Buffer) => {
+      if (this.failure) return;
+      let messages: RawMessage[];
+      try {
+        messages = reader.push(chunk);
+        for (const m of messages) this.emit('data', method.responseDeserialize(messageBody(m, responseEncoding)));
+      } catch (e) {
+        this.failure = new StreamError(INTERNAL, (e as Error).message);
+        s.close(http2.constants.NGHTTP2_CANCEL);
+      }
+    });
+    s.on('drain', () => this.emit('drain'));
+    s.on('error', (err: Error) => (this.failure ??= new StreamError(UNAVAILABLE, this.channel.lastError ?? err.message)));
+    s.on('close', () => {
+      const bad = this.failure ?? this.call.outcome();
+      if (bad) this.emit('error', peerError((bad as StreamError).code ?? UNAVAILABLE, (bad as StreamError).details ?? bad.message));
+      else this.emit('end');
+    });
+  }
+
+  write(value: Req): boolean {
+    const s = this.call.stream;
+    if (s.destroyed || s.writableEnded) return false;
+    return s.write(framed(this.method.requestSerialize(value)));
+  }
+
+  end(): void {
+    const s = this.call.stream;
+    if (!s.destroyed && !s.writableEnded) s.end();
+  }
+
+  cancel(): void {
+    this.failure ??= new StreamError(1, 'Cancelled on client');
+    if (!this.call.stream.destroyed) this.call.stream.close(http2.constants.NGHTTP2_CANCEL);
+  }
+}
+
+/** As grpc-go grows its receive window: a large message is never held back a round trip per 64 KiB. */
+const WINDOW = 16 << 20;
+/** grpc-js's keepalive defaults for our peers: a ping every 10 s while calls are open, the session dropped when one is not answered in 20 s. */
+const KEEPALIVE_MS = 10_000;
+const KEEPALIVE_TIMEOUT_MS = 20_000;
+
+/** One HTTP/2 session to a peer URL (http:// or https://, with `tlsOptions`), dialled when a call needs one. */
+export class GrpcChannel {
+  private current: http2.ClientHttp2Session | undefined;
+  /** Why the last session failed, for the calls it took down (connect ECONNREFUSED ...). */
+  lastError: string | undefined;
+
+  constructor(
+    private readonly url: string,
+    private readonly tlsOptions: tls.ConnectionOptions | undefined,
+  ) {}
+
+  /** The session, dialled anew if there is none or it broke: calls made before it connects wait in it. */
+  session(): http2.ClientHttp2Session {
+    const s = this.current;
+    if (s && !s.closed && !s.destroyed) return s;
+    const { host, port } = splitHostPort(hostPort(this.url));
+    const secure = this.url.startsWith('https:');
+    const session = http2.connect(`${secure ? 'https' : 'http'}://${hostPort(this.url)}`, {
+      createConnection: () =>
+        secure
+          ? tls.connect({ ...this.tlsOptions, host, port, servername: net.isIP(host) ? undefined : host, ALPNProtocols: ['h2'] })
+          : net.connect({ host, port }),
+      settings: { enablePush: false, initialWindowSize: WINDOW },
+      maxSessionMemory: Number.MAX_SAFE_INTEGER,
+    });
+    this.lastError = undefined;
+    session.on('error', (err: Error) => (this.lastError = err.message));
+    session.socket?.on?.('error', (err: Error) => (this.lastError ??= err.message));
+    session.once('remoteSettings', () => session.setLocalWindowSize(WINDOW));
+    const keepalive = setInterval(() => {
+      if (session.destroyed) return;
+      const timer = setTimeout(() => session.destroy(), KEEPALIVE_TIMEOUT_MS);
+      timer.unref();
+      try {
+        session.ping((err) => {
+          clearTimeout(timer);
+          if (err) session.destroy();
+        });
+      } catch {
+        clearTimeout(timer);
+      }
+    }, KEEPALIVE_MS);
+    keepalive.unref();
+    session.once('close', () => clearInterval(keepalive));
+    this.current = session;
+    return session;
+  }
+
+  /** A unary call, answered within `timeoutMs`; a failure is a StreamError in grpc-js's message form. */
+  async unary<Req, Res>(m: MethodCodec<Req, Res>, request: Req, timeoutMs: number): Promise<Res> {
+    try {
+      return m.responseDeserialize(await unaryCall(this.session(), m.path, m.requestSerialize(request), {}, timeoutMs));
+    } catch (e) {
+      const err = e as StreamError;
+      const details = err.code === UNAVAILABLE && this.lastError ? this.lastError : err.details;
+      throw peerError(err.code ?? UNAVAILABLE, details ?? err.message);
+    }
+  }
+
+  /** A client-streaming or bidi call. */
+  stream<Req, Res>(m: MethodCodec<Req, Res>, maxReceive: number): ClientStreamCall<Req, Res> {
+    return new ClientStreamCall(this, m, maxReceive);
+  }
+
+  close(): void {
+    this.current?.close();
+    this.current = undefined;
+  }
+}
