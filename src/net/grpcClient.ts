@@ -87,7 +87,11 @@ export function startCall(session: http2.ClientHttp2Session, path: string, reque
   return { stream, outcome: () => callStatus(status) };
 }
 
-/** One unary call: the response message, or a StreamError (DEADLINE_EXCEEDED after `timeoutMs`). */
+/**
+ * One unary call: the response message, or a StreamError. At `timeoutMs` it fails
+ * with DEADLINE_EXCEEDED whatever the connection is doing (a stream on a session
+ * still connecting closes only once it connects).
+ */
 export function unaryCall(
   session: http2.ClientHttp2Session,
   path: string,
@@ -100,22 +104,29 @@ export function unaryCall(
     const req = call.stream;
     const chunks: Buffer[] = [];
     let failure: Error | undefined;
+    let settled = false;
+    const settle = (err: Error | undefined, value?: Buffer) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      if (err) reject(err);
+      else resolve(value!);
+    };
     const timer = setTimeout(() => {
-      failure ??= new StreamError(DEADLINE_EXCEEDED, 'Deadline exceeded');
+      settle(new StreamError(DEADLINE_EXCEEDED, 'Deadline exceeded'));
       req.close(http2.constants.NGHTTP2_CANCEL);
     }, timeoutMs);
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('error', (err: Error) => (failure ??= new StreamError(UNAVAILABLE, err.message)));
     req.on('close', () => {
-      clearTimeout(timer);
       const bad = failure ?? call.outcome();
-      if (bad) return reject(bad);
+      if (bad) return settle(bad);
       const body = Buffer.concat(chunks);
       const length = body.length >= 5 ? body.readUInt32BE(1) : -1;
       if (body[0] !== 0 || length !== body.length - 5) {
-        return reject(new StreamError(INTERNAL, `malformed response to ${path} (${body.length} bytes, not one uncompressed message)`));
+        return settle(new StreamError(INTERNAL, `malformed response to ${path} (${body.length} bytes, not one uncompressed message)`));
       }
-      resolve(body.subarray(5));
+      settle(undefined, body.subarray(5));
     });
   });
 }
@@ -144,37 +155,49 @@ export class ClientStreamCall<Req, Res> extends EventEmitter {
     maxReceive: number,
   ) {
     super();
-    this.call = startCall(channel.session(), method.path, undefined, {});
+    this.call = channel.started(startCall(channel.session(), method.path, undefined, {}));
     const s = this.call.stream;
     const reader = new MessageReader(maxReceive);
     let responseEncoding: string | undefined;
     s.on('response', (headers: http2.IncomingHttpHeaders) => {
       responseEncoding = headers['grpc-encoding'] as string | undefined;
       if (headers['grpc-status'] === undefined) this.emit('metadata', headers);
+      // A trailers-only answer: the call is over, whether or not we are done sending.
+      else this.settle();
     });
     s.on('data', (chunk: Buffer) => {
-      if (this.failure) return;
+      if (this.failure || this.settled) return;
       let messages: RawMessage[];
       try {
         messages = reader.push(chunk);
-        for (const m of messages) this.emit('data', method.responseDeserialize(messageBody(m, responseEncoding)));
+        for (const m of messages) this.emit('data', method.responseDeserialize(messageBody(m, responseEncoding, maxReceive)));
       } catch (e) {
         this.failure = new StreamError(INTERNAL, (e as Error).message);
         s.close(http2.constants.NGHTTP2_CANCEL);
       }
     });
+    // The server's status ends the call even while our side is still open (Node closes the stream only once both are done).
+    s.on('trailers', () => setImmediate(() => this.settle())); // after any message still on its way to 'data'
     s.on('drain', () => this.emit('drain'));
     s.on('error', (err: Error) => (this.failure ??= new StreamError(UNAVAILABLE, this.channel.lastError ?? err.message)));
-    s.on('close', () => {
-      const bad = this.failure ?? this.call.outcome();
-      if (bad) this.emit('error', peerError((bad as StreamError).code ?? UNAVAILABLE, (bad as StreamError).details ?? bad.message));
-      else this.emit('end');
-    });
+    s.on('close', () => this.settle());
+  }
+
+  private settled = false;
+
+  /** Reports the call's outcome once ('end' for OK, else 'error'), and closes the stream if it is still open. */
+  private settle(): void {
+    if (this.settled) return;
+    this.settled = true;
+    const bad = this.failure ?? this.call.outcome();
+    if (!this.call.stream.closed) this.call.stream.close(bad ? http2.constants.NGHTTP2_CANCEL : http2.constants.NGHTTP2_NO_ERROR);
+    if (bad) this.emit('error', peerError((bad as StreamError).code ?? UNAVAILABLE, (bad as StreamError).details ?? bad.message));
+    else this.emit('end');
   }
 
   write(value: Req): boolean {
     const s = this.call.stream;
-    if (s.destroyed || s.writableEnded) return false;
+    if (this.settled || s.destroyed || s.writableEnded) return false;
     return s.write(framed(this.method.requestSerialize(value)));
   }
 
@@ -194,10 +217,14 @@ const WINDOW = 16 << 20;
 /** grpc-js's keepalive defaults for our peers: a ping every 10 s while calls are open, the session dropped when one is not answered in 20 s. */
 const KEEPALIVE_MS = 10_000;
 const KEEPALIVE_TIMEOUT_MS = 20_000;
+/** grpc-js's least connect timeout: a session not set up by then (SYNs dropped, a TLS handshake that stalls) is dropped. */
+const CONNECT_TIMEOUT_MS = 20_000;
 
 /** One HTTP/2 session to a peer URL (http:// or https://, with `tlsOptions`), dialled when a call needs one. */
 export class GrpcChannel {
   private current: http2.ClientHttp2Session | undefined;
+  /** Calls open on the channel: keepalive pings only while there are some. */
+  private open = 0;
   /** Why the last session failed, for the calls it took down (connect ECONNREFUSED ...). */
   lastError: string | undefined;
 
@@ -224,8 +251,12 @@ export class GrpcChannel {
     session.on('error', (err: Error) => (this.lastError = err.message));
     session.socket?.on?.('error', (err: Error) => (this.lastError ??= err.message));
     session.once('remoteSettings', () => session.setLocalWindowSize(WINDOW));
+    const connectTimer = setTimeout(() => session.destroy(new Error(`no connection within ${CONNECT_TIMEOUT_MS / 1000} s`)), CONNECT_TIMEOUT_MS);
+    connectTimer.unref();
+    session.once('connect', () => clearTimeout(connectTimer));
+    session.once('close', () => clearTimeout(connectTimer));
     const keepalive = setInterval(() => {
-      if (session.destroyed) return;
+      if (session.destroyed || this.open === 0) return;
       const timer = setTimeout(() => session.destroy(), KEEPALIVE_TIMEOUT_MS);
       timer.unref();
       try {
@@ -243,14 +274,24 @@ export class GrpcChannel {
     return session;
   }
 
+  /** Counts `call` as open until its stream closes (keepalive pings meanwhile). */
+  started(call: GrpcCall): GrpcCall {
+    this.open++;
+    call.stream.once('close', () => this.open--);
+    return call;
+  }
+
   /** A unary call, answered within `timeoutMs`; a failure is a StreamError in grpc-js's message form. */
   async unary<Req, Res>(m: MethodCodec<Req, Res>, request: Req, timeoutMs: number): Promise<Res> {
+    this.open++;
     try {
       return m.responseDeserialize(await unaryCall(this.session(), m.path, m.requestSerialize(request), {}, timeoutMs));
     } catch (e) {
       const err = e as StreamError;
       const details = err.code === UNAVAILABLE && this.lastError ? this.lastError : err.details;
       throw peerError(err.code ?? UNAVAILABLE, details ?? err.message);
+    } finally {
+      this.open--;
     }
   }
 

@@ -80,11 +80,28 @@ let zlib: typeof zlibModule | undefined;
 /** The encodings a compressed message may come in. */
 export const ENCODINGS = ['identity', 'gzip', 'deflate'];
 
-/** A message's bytes: inflated when it is flagged compressed (with `encoding`, which must be gzip or deflate). */
-export function messageBody(m: RawMessage, encoding: string | undefined): Buffer {
+/** A compressed message that inflates to more bytes than the receiver takes (grpc-js's text). */
+export class InflatedTooLarge extends Error {
+  constructor(limit: number) {
+    super(`Received message that decompresses to a size larger than ${limit}`);
+  }
+}
+
+/**
+ * A message's bytes: inflated when it is flagged compressed (with `encoding`, which
+ * must be gzip or deflate), never past `maxBytes` (< 0: no limit), so a small
+ * request cannot inflate to gigabytes on the event loop.
+ */
+export function messageBody(m: RawMessage, encoding: string | undefined, maxBytes: number): Buffer {
   if (!m.compressed) return m.body;
   zlib ??= process.getBuiltinModule('node:zlib');
-  if (encoding === 'gzip') return zlib.gunzipSync(m.body);
-  if (encoding === 'deflate') return zlib.inflateSync(m.body);
+  const opts = maxBytes >= 0 ? { maxOutputLength: Math.max(1, maxBytes) } : {};
+  try {
+    if (encoding === 'gzip') return zlib.gunzipSync(m.body, opts);
+    if (encoding === 'deflate') return zlib.inflateSync(m.body, opts);
+  } catch (e) {
+    if ((e as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') throw new InflatedTooLarge(maxBytes);
+    throw e;
+  }
   throw new Error(`a compressed message with grpc-encoding ${encoding ?? 'identity'}`);
 }

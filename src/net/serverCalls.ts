@@ -9,8 +9,8 @@
 // parts (src/proto/messageParts.ts: a snapshot's chunks) is written part by
 // part, its large field never copied.
 import { EventEmitter } from 'node:events';
-import type http2 from 'node:http2';
-import { GRPC_CONTENT_TYPE, messageBody, messagePrefix, MessageReader, MessageTooLarge, type RawMessage } from './grpcMessages.js';
+import http2 from 'node:http2';
+import { GRPC_CONTENT_TYPE, InflatedTooLarge, messageBody, messagePrefix, MessageReader, MessageTooLarge, type RawMessage } from './grpcMessages.js';
 import { respondWithTrailers } from './promptTrailers.js';
 
 export type CallKind = 'unary' | 'serverStream' | 'clientStream' | 'bidi';
@@ -105,6 +105,11 @@ class ServerCall extends EventEmitter {
   }
 }
 
+/** Why a request message was refused: too large once inflated, or not decodable. */
+function requestStatus(e: unknown): CallStatus {
+  return e instanceof InflatedTooLarge ? { code: RESOURCE_EXHAUSTED, details: e.message } : { code: INTERNAL, details: 'Error deserializing request' };
+}
+
 /** The one request message of a unary or server-streaming call, decoded; refusals are answered here. */
 function readRequest(stream: http2.ServerHttp2Stream, h: Handler, maxReceive: number, encoding: string | undefined, then: (request: unknown) => void): void {
   const chunks: Buffer[] = [];
@@ -115,6 +120,12 @@ function readRequest(stream: http2.ServerHttp2Stream, h: Handler, maxReceive: nu
     if (refused) return;
     chunks.push(chunk);
     size += chunk.length;
+    if (declared !== undefined && size > 5 + declared) {
+      // More than the one message: refused now, not buffered until the client ends.
+      refused = true;
+      chunks.length = 0;
+      return respondStatus(stream, INTERNAL, 'expected one request message');
+    }
     if (declared !== undefined || size < 5) return;
     // As grpc-js: refused as soon as the length prefix announces more than the limit.
     declared = (chunks.length === 1 ? chunk : Buffer.concat(chunks, size)).readUInt32BE(1);
@@ -132,9 +143,10 @@ function readRequest(stream: http2.ServerHttp2Stream, h: Handler, maxReceive: nu
     }
     let request: unknown;
     try {
-      request = h.deserialize(messageBody({ compressed: body[0] === 1, body: body.subarray(5) }, encoding));
-    } catch {
-      return respondStatus(stream, INTERNAL, 'Error deserializing request');
+      request = h.deserialize(messageBody({ compressed: body[0] === 1, body: body.subarray(5) }, encoding, maxReceive));
+    } catch (e) {
+      const status = requestStatus(e);
+      return respondStatus(stream, status.code, status.details);
     }
     then(request);
   });
@@ -174,7 +186,7 @@ export function serveUnary(stream: http2.ServerHttp2Stream, headers: http2.Incom
 class WritableCall extends ServerCall {
   cancelled = false;
   private headersSent = false;
-  private status: CallStatus | undefined;
+  protected status: CallStatus | undefined;
 
   constructor(
     request: unknown,
@@ -259,36 +271,41 @@ export function serveServerStream(stream: http2.ServerHttp2Stream, headers: http
   });
 }
 
-/** A client-streaming or bidi call: request messages arrive as 'data', the client's half-close as 'end'. */
+/**
+ * A client-streaming or bidi call: request messages arrive as 'data', the
+ * client's half-close as 'end'. A request that cannot be taken (too large, not
+ * decodable) ends the call through an 'error' event with its status, so the
+ * handler hears of it as of any failure. Nothing arrives once the call has its
+ * status, and a client's reset is not an 'end' (its 'cancelled' follows).
+ */
 class DuplexCall extends WritableCall {
   constructor(headers: http2.IncomingHttpHeaders, stream: http2.ServerHttp2Stream, h: Handler, maxReceive: number) {
     super(undefined, headers, stream, h);
     const reader = new MessageReader(maxReceive);
     const encoding = headers['grpc-encoding'] as string | undefined;
-    let failed = false;
+    const fail = (status: CallStatus) => this.emit('error', Object.assign(new Error(status.details), status));
     stream.on('data', (chunk: Buffer) => {
-      if (failed) return;
+      if (this.status || this.cancelled) return;
       let messages: RawMessage[];
       try {
         messages = reader.push(chunk);
       } catch (e) {
-        failed = true;
-        return this.close({ code: RESOURCE_EXHAUSTED, details: (e as Error).message });
+        return fail({ code: RESOURCE_EXHAUSTED, details: (e as Error).message });
       }
       for (const m of messages) {
         let value: unknown;
         try {
-          value = h.deserialize(messageBody(m, encoding));
-        } catch {
-          failed = true;
-          return this.close({ code: INTERNAL, details: 'Error deserializing request' });
+          value = h.deserialize(messageBody(m, encoding, maxReceive));
+        } catch (e) {
+          return fail(requestStatus(e));
         }
         this.emit('data', value);
+        if (this.status || this.cancelled) return;
       }
     });
     stream.once('end', () => {
-      if (failed) return;
-      if (reader.pending > 0) return this.close({ code: INTERNAL, details: 'the request ended inside a message' });
+      if (this.status || this.cancelled || (stream.rstCode !== undefined && stream.rstCode !== http2.constants.NGHTTP2_NO_ERROR)) return;
+      if (reader.pending > 0) return fail({ code: INTERNAL, details: 'the request ended inside a message' });
       this.emit('end');
     });
   }

@@ -179,7 +179,7 @@ describe('end to end, our gRPC server behind the rewrite', () => {
     assert.match(peers.at(-1)!, /^127\.0\.0\.1:\d+$/, 'getPeer() names the client');
   });
 
-  test('unary calls are served without grpc-js per call, answered alike: values, error statuses, an oversized request; a compressed one goes to grpc-js', async () => {
+  test('unary calls answered as grpc-js answers them: values, error statuses, an oversized request, a compressed one, one that would inflate past the limit', async () => {
     const BulkClient = grpc.makeGenericClientConstructor(Bulk, 'Bulk');
     type EchoClient = grpc.Client & { Echo(req: Buffer, cb: (err: grpc.ServiceError | null, res: Buffer) => void): void };
     const connect = (opts: grpc.ChannelOptions) => new BulkClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), opts) as unknown as EchoClient;
@@ -190,7 +190,7 @@ describe('end to end, our gRPC server behind the rewrite', () => {
         (e: grpc.ServiceError) => e,
       );
     const plain = connect({ 'grpc.max_send_message_length': 16 << 20 });
-    const gzip = connect({ 'grpc.default_compression_algorithm': grpc.compressionAlgorithms.gzip });
+    const gzip = connect({ 'grpc.default_compression_algorithm': grpc.compressionAlgorithms.gzip, 'grpc.max_send_message_length': 16 << 20 });
     try {
       const before = server.calls();
       assert.deepEqual(await echo(plain, Buffer.from('hello')), Buffer.from('hello'));
@@ -203,6 +203,10 @@ describe('end to end, our gRPC server behind the rewrite', () => {
       assert.equal(server.calls(), before + 3, 'all three were served');
       assert.deepEqual(await echo(gzip, Buffer.from('zipped '.repeat(100))), Buffer.from('zipped '.repeat(100)));
       assert.equal(server.calls(), before + 4, 'the compressed request was served too');
+      // A small compressed request that would inflate past the limit is refused as a large one is.
+      const bomb = await failure(echo(gzip, Buffer.alloc((8 << 20) + 1)));
+      assert.equal(bomb.code, grpc.status.RESOURCE_EXHAUSTED);
+      assert.match(bomb.details, /^Received message that decompresses to a size larger than 8388608$/);
     } finally {
       plain.close();
       gzip.close();
@@ -215,7 +219,7 @@ describe('end to end, our gRPC server behind the rewrite', () => {
     assert.ok(server.calls() > n);
   });
 
-  test('server-streaming calls are served directly too: every message whole and in order, an error after messages or before any, a client that goes away', async () => {
+  test('server-streaming calls: every message whole and in order, an error after messages or before any, a client that goes away', async () => {
     type SnapshotClient = grpc.Client & { Snapshot(req: object, md: grpc.Metadata): grpc.ClientReadableStream<{ remaining_bytes: string; blob: Buffer }> };
     const client = new Maintenance(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as SnapshotClient;
     const snapshot = (mode: string) => {
