@@ -1,7 +1,7 @@
 // etcd's Auth service (etcdserverpb.Auth) on top of an AuthBackend the member
 // implements (src/server/authApi.ts). Answers follow etcd v3.4.
-import type * as grpc from '#grpc-js';
 import type { GrpcServer } from '../net/grpcServer.js';
+import type { Reply, UnaryCall, UnaryHandler } from '../net/serverCalls.js';
 import { ErrLearnerNotSupported } from './errors.js';
 import { serviceDefinition } from '../proto/load.js';
 import { callerOf } from './caller.js';
@@ -83,7 +83,7 @@ export function registerAuthService(server: GrpcServer, b: AuthBackend): void {
   const h = () => b.header(b.currentRevision());
   /** A unary handler that knows its caller; refused on a learner, as etcd 3.4 refuses every Auth RPC there. */
   const unary =
-    <Req>(fn: (req: Req, ai: AuthInfo | undefined) => Promise<Record<string, unknown>>): grpc.handleUnaryCall<Req, unknown> =>
+    <Req>(fn: (req: Req, ai: AuthInfo | undefined) => Promise<Record<string, unknown>>): UnaryHandler<Req> =>
     (call, cb) => {
       const run = async () => {
         if (b.isLearner()) throw ErrLearnerNotSupported;
@@ -92,7 +92,7 @@ export function registerAuthService(server: GrpcServer, b: AuthBackend): void {
       };
       run().then(
         (r) => cb(null, r),
-        (e) => cb(toStatus(e) as grpc.ServiceError),
+        (e) => cb(toStatus(e)),
       );
     };
   const none = {};
@@ -100,7 +100,7 @@ export function registerAuthService(server: GrpcServer, b: AuthBackend): void {
     AuthEnable: unary(async (_r, ai) => (await b.authEnable(ai), none)),
     AuthDisable: unary(async (_r, ai) => (await b.authDisable(ai), none)),
     // Authenticate needs no token; a stale one the client still sends must not fail it.
-    Authenticate: (call: grpc.ServerUnaryCall<AuthenticateReq, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+    Authenticate: (call: UnaryCall<AuthenticateReq>, cb: Reply) => {
       const run = async () => {
         if (b.isLearner()) throw ErrLearnerNotSupported;
         const token = await b.authenticate(call.request.name ?? '', call.request.password ?? '');
@@ -108,7 +108,7 @@ export function registerAuthService(server: GrpcServer, b: AuthBackend): void {
       };
       run().then(
         (r) => cb(null, r),
-        (e) => cb(toStatus(e) as grpc.ServiceError),
+        (e) => cb(toStatus(e)),
       );
     },
     UserAdd: unary(async (r: UserAddReq, ai) => (await b.userAdd(ai, r.name ?? '', r.password ?? '', !!r.options?.no_password), none)),

@@ -2,8 +2,8 @@
 // implements (src/server/leases.ts). Answers follow etcd v3.4's v3rpc/lease.go: a
 // keep-alive or time-to-live of an unknown lease is an answer (TTL 0, TTL -1), not
 // an error; LeaseKeepAlive answers each request in order on its stream.
-import type * as grpc from '#grpc-js';
 import type { GrpcServer } from '../net/grpcServer.js';
+import type { Reply, StreamingCall, UnaryCall, UnaryHandler } from '../net/serverCalls.js';
 import { ErrLearnerNotSupported } from './errors.js';
 import { serviceDefinition } from '../proto/load.js';
 import { toStatus, type Header } from './services.js';
@@ -47,12 +47,12 @@ interface LeaseTimeToLiveRequest extends LeaseIdRequest {
 }
 
 /** A unary handler (refused on a learner); errors become etcd statuses. `Req`: the request's shape. */
-function unary<Req>(b: LeaseBackend, fn: (req: Req) => Promise<unknown>): grpc.handleUnaryCall<Req, unknown> {
+function unary<Req>(b: LeaseBackend, fn: (req: Req) => Promise<unknown>): UnaryHandler<Req> {
   return (call, cb) => {
     const run = b.isLearner() ? Promise.reject(ErrLearnerNotSupported) : fn(call.request);
     run.then(
       (r) => cb(null, r),
-      (e) => cb(toStatus(e) as grpc.ServiceError),
+      (e) => cb(toStatus(e)),
     );
   };
 }
@@ -66,7 +66,7 @@ export function registerLeaseService(server: GrpcServer, b: LeaseBackend, stream
       const l = await b.leaseGrant(Number(w.TTL ?? 0), big(w.ID));
       return { header: h(), ID: l.id.toString(), TTL: String(l.ttl), error: '' };
     }),
-    LeaseRevoke: (call: grpc.ServerUnaryCall<LeaseIdRequest, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+    LeaseRevoke: (call: UnaryCall<LeaseIdRequest>, cb: Reply) => {
       const run = async () => {
         if (b.isLearner()) throw ErrLearnerNotSupported;
         await b.leaseRevoke(big(call.request.ID), await b.authInfo(callerOf(call)));
@@ -74,7 +74,7 @@ export function registerLeaseService(server: GrpcServer, b: LeaseBackend, stream
       };
       run().then(
         (r) => cb(null, r),
-        (e) => cb(toStatus(e) as grpc.ServiceError),
+        (e) => cb(toStatus(e)),
       );
     },
     LeaseTimeToLive: unary(b, async (w: LeaseTimeToLiveRequest) => {
@@ -83,7 +83,7 @@ export function registerLeaseService(server: GrpcServer, b: LeaseBackend, stream
       return { header: h(), ID: id.toString(), TTL: String(r.ttl), grantedTTL: String(r.grantedTtl), keys: r.keys };
     }),
     LeaseLeases: unary(b, async () => ({ header: h(), leases: (await b.leaseLeases()).map((id) => ({ ID: id.toString() })) })),
-    LeaseKeepAlive: (call: grpc.ServerDuplexStream<{ ID?: string }, unknown>) => {
+    LeaseKeepAlive: (call: StreamingCall) => {
       if (b.isLearner()) {
         endWith(call, ErrLearnerNotSupported);
         return;

@@ -5,8 +5,8 @@
 // checked where etcd 3.4 checks it: reads here, writes at apply (their entry
 // carries the user), the membership changes and Defragment/Snapshot/Hash/HashKV
 // for the root role; MemberList, Status, Alarm, MoveLeader and Compact are open.
-import type * as grpc from '#grpc-js';
 import type { GrpcServer } from '../net/grpcServer.js';
+import type { CallStatus, Reply, ServerStreamCall, UnaryHandler } from '../net/serverCalls.js';
 import { ErrLearnerNotSupported, GrpcCode, toEtcdError, unconvertedAuthError } from './errors.js';
 import { callerOf, type Caller } from './caller.js';
 import type { AuthInfo } from '../kv/index.js';
@@ -115,31 +115,31 @@ interface AlarmRequest {
 }
 
 /** An error as the gRPC status clients expect: etcd's code and text, or Unknown. */
-export function toStatus(e: unknown): Partial<grpc.StatusObject> {
+export function toStatus(e: unknown): CallStatus {
   const etcd = toEtcdError(e);
-  if (etcd) return { code: etcd.code as number, details: etcd.message };
+  if (etcd) return { code: etcd.code, details: etcd.message };
   const msg = e instanceof Error ? e.message : String(e);
-  return { code: GrpcCode.Unknown as number, details: msg };
+  return { code: GrpcCode.Unknown, details: msg };
 }
 
 /** A unary handler around an async function; errors become etcd statuses. `Req`: the request's shape. */
-function unary<Req>(fn: (req: Req) => Promise<unknown>): grpc.handleUnaryCall<Req, unknown> {
+function unary<Req>(fn: (req: Req) => Promise<unknown>): UnaryHandler<Req> {
   return (call, cb) => {
     fn(call.request).then(
       (r) => cb(null, r),
-      (e) => cb(toStatus(e) as grpc.ServiceError),
+      (e) => cb(toStatus(e)),
     );
   };
 }
 
 /** A unary handler that first learns who calls; errors become etcd statuses. */
-function authed<Req>(b: EtcdBackend, fn: (req: Req, ai: AuthInfo | undefined) => Promise<unknown>): grpc.handleUnaryCall<Req, unknown> {
+function authed<Req>(b: EtcdBackend, fn: (req: Req, ai: AuthInfo | undefined) => Promise<unknown>): UnaryHandler<Req> {
   return (call, cb) => {
     b.authInfo(callerOf(call))
       .then((ai) => fn(call.request, ai))
       .then(
         (r) => cb(null, r),
-        (e) => cb(toStatus(e) as grpc.ServiceError),
+        (e) => cb(toStatus(e)),
       );
   };
 }
@@ -157,7 +157,7 @@ async function requireAdminRaw(b: EtcdBackend, c: Caller): Promise<void> {
 }
 
 /** A Maintenance call for the root role only, refused with etcd 3.4's unconverted errors (voters only). */
-function adminRaw<Req>(b: EtcdBackend, fn: (req: Req) => Promise<unknown>): grpc.handleUnaryCall<Req, unknown> {
+function adminRaw<Req>(b: EtcdBackend, fn: (req: Req) => Promise<unknown>): UnaryHandler<Req> {
   return (call, cb) => {
     const run = async () => {
       if (b.isLearner()) throw ErrLearnerNotSupported;
@@ -166,7 +166,7 @@ function adminRaw<Req>(b: EtcdBackend, fn: (req: Req) => Promise<unknown>): grpc
     };
     run().then(
       (r) => cb(null, r),
-      (e) => cb(toStatus(e) as grpc.ServiceError),
+      (e) => cb(toStatus(e)),
     );
   };
 }
@@ -188,7 +188,7 @@ export interface SnapshotToSend {
 }
 
 /** Resolves on the call's next 'drain', 'cancelled' or 'error', and leaves no listener behind (one a chunk piled up past the warning limit). */
-function drainedOrGone(call: grpc.ServerWritableStream<unknown, unknown>): Promise<void> {
+function drainedOrGone(call: ServerStreamCall): Promise<void> {
   const events = ['drain', 'cancelled', 'error'];
   return new Promise((resolve) => {
     const done = () => {
@@ -200,7 +200,7 @@ function drainedOrGone(call: grpc.ServerWritableStream<unknown, unknown>): Promi
 }
 
 /** Streams the snapshot's chunks as they are read (never whole in memory), the trailer's sha256 last. */
-async function streamSnapshot(call: grpc.ServerWritableStream<unknown, unknown>, snap: SnapshotToSend): Promise<void> {
+async function streamSnapshot(call: ServerStreamCall, snap: SnapshotToSend): Promise<void> {
   try {
     let sent = 0;
     for await (const blob of snap.chunks(SNAPSHOT_CHUNK)) {
@@ -330,7 +330,7 @@ export function registerEtcdServices(server: GrpcServer, b: EtcdBackend): void {
       return { header: h(b.currentRevision()) };
     }),
     // As etcd: chunks with remaining_bytes, then one message holding the sha256 of all bytes.
-    Snapshot: (call: grpc.ServerWritableStream<unknown, unknown>) => {
+    Snapshot: (call: ServerStreamCall) => {
       // An 'error' event (not destroy(), which sends no status) ends the call with this status.
       const fail = (e: unknown) => call.emit('error', Object.assign(new Error(toStatus(e).details), { code: toStatus(e).code, details: toStatus(e).details }));
       if (b.isLearner()) {
@@ -344,8 +344,8 @@ export function registerEtcdServices(server: GrpcServer, b: EtcdBackend): void {
   });
 
   server.addService(serviceDefinition('grpc.health.v1.Health'), {
-    Check: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, { status: 'SERVING' }),
-    Watch: (call: grpc.ServerWritableStream<unknown, unknown>) => {
+    Check: (_call: unknown, cb: Reply) => cb(null, { status: 'SERVING' }),
+    Watch: (call: ServerStreamCall) => {
       call.write({ status: 'SERVING' });
     },
   });

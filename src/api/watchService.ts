@@ -9,8 +9,8 @@
 // `hasleader: true` (etcdctl and clientv3 do) are ended with "etcdserver: no leader"
 // when the member has had no leader for three election timeouts, as etcd does, so the
 // client moves to another member; and every stream is ended when the member stops.
-import type * as grpc from '#grpc-js';
 import type { GrpcServer } from '../net/grpcServer.js';
+import type { StreamingCall } from '../net/serverCalls.js';
 import { ErrLearnerNotSupported, ErrNoLeader, ErrStopped } from './errors.js';
 import { EventType, type KeyValue } from '../kv/types.js';
 import { kvToWire, type WireEnum, type WireInt } from './convert.js';
@@ -97,7 +97,7 @@ export const STREAM_HIGH_WATER = 1024 * 1024;
 /** ...and start again when the client has read it down to this. */
 export const STREAM_LOW_WATER = 256 * 1024;
 
-type AnyStream = grpc.ServerDuplexStream<unknown, unknown>;
+type AnyStream = StreamingCall;
 
 /** Open Watch and LeaseKeepAlive streams: ended on no leader (when asked) and at stop. */
 export class OpenStreams {

@@ -13,30 +13,15 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { hostPort, splitHostPort } from '../common/urls.js';
 import { framed, messageBody, MessageReader, type RawMessage } from './grpcMessages.js';
+import { GrpcCode } from '../api/errors.js';
 
-const UNAVAILABLE = 14;
-const DEADLINE_EXCEEDED = 4;
-const INTERNAL = 13;
-/** grpc-js's names of the codes, for messages in its form ("14 UNAVAILABLE: ..."). */
-const CODE_NAMES = [
-  'OK',
-  'CANCELLED',
-  'UNKNOWN',
-  'INVALID_ARGUMENT',
-  'DEADLINE_EXCEEDED',
-  'NOT_FOUND',
-  'ALREADY_EXISTS',
-  'PERMISSION_DENIED',
-  'RESOURCE_EXHAUSTED',
-  'FAILED_PRECONDITION',
-  'ABORTED',
-  'OUT_OF_RANGE',
-  'UNIMPLEMENTED',
-  'INTERNAL',
-  'UNAVAILABLE',
-  'DATA_LOSS',
-  'UNAUTHENTICATED',
-];
+const UNAVAILABLE: number = GrpcCode.Unavailable;
+const DEADLINE_EXCEEDED: number = GrpcCode.DeadlineExceeded;
+const INTERNAL: number = GrpcCode.Internal;
+const CANCELLED: number = GrpcCode.Canceled;
+
+/** grpc-js's name of a code, for messages in its form ("14 UNAVAILABLE: ..."): GrpcCode's, in capitals with underscores. */
+const codeName = (code: number): string => (GrpcCode[code] ?? 'Unknown').replace(/(?<=[a-z])(?=[A-Z])/g, '_').toUpperCase();
 
 /** A failed call: its status code and details (as callError reads a grpc-js error). */
 export class StreamError extends Error {
@@ -51,7 +36,7 @@ export class StreamError extends Error {
 /** A failed peer call, with grpc-js's message form: "14 UNAVAILABLE: connect ECONNREFUSED ...". */
 function peerError(code: number, details: string): StreamError {
   const e = new StreamError(code, details);
-  e.message = `${code} ${CODE_NAMES[code] ?? 'UNKNOWN'}: ${details}`;
+  e.message = `${code} ${codeName(code)}: ${details}`;
   return e;
 }
 
@@ -147,7 +132,8 @@ export interface MethodCodec<Req, Res> {
  */
 export class ClientStreamCall<Req, Res> extends EventEmitter {
   private readonly call: GrpcCall;
-  private failure: Error | undefined;
+  private failure: StreamError | undefined;
+  private settled = false;
 
   constructor(
     private readonly channel: GrpcChannel,
@@ -183,15 +169,13 @@ export class ClientStreamCall<Req, Res> extends EventEmitter {
     s.on('close', () => this.settle());
   }
 
-  private settled = false;
-
   /** Reports the call's outcome once ('end' for OK, else 'error'), and closes the stream if it is still open. */
   private settle(): void {
     if (this.settled) return;
     this.settled = true;
     const bad = this.failure ?? this.call.outcome();
     if (!this.call.stream.closed) this.call.stream.close(bad ? http2.constants.NGHTTP2_CANCEL : http2.constants.NGHTTP2_NO_ERROR);
-    if (bad) this.emit('error', peerError((bad as StreamError).code ?? UNAVAILABLE, (bad as StreamError).details ?? bad.message));
+    if (bad) this.emit('error', peerError(bad.code, bad.details));
     else this.emit('end');
   }
 
@@ -207,7 +191,7 @@ export class ClientStreamCall<Req, Res> extends EventEmitter {
   }
 
   cancel(): void {
-    this.failure ??= new StreamError(1, 'Cancelled on client');
+    this.failure ??= new StreamError(CANCELLED, 'Cancelled on client');
     if (!this.call.stream.destroyed) this.call.stream.close(http2.constants.NGHTTP2_CANCEL);
   }
 }

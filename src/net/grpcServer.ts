@@ -15,9 +15,9 @@ import type net from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { ServiceDefinition } from '../proto/load.js';
 import { ENCODINGS } from './grpcMessages.js';
-import { respondStatus, serveDuplex, serveServerStream, serveUnary, type CallKind, type Handler } from './serverCalls.js';
+import { GrpcCode } from '../api/errors.js';
+import { respondStatus, serveDuplex, serveServerStream, serveUnary, type CallKind, type Handler, type Reply } from './serverCalls.js';
 
-const UNIMPLEMENTED = 12;
 /** grpc-js's default for grpc.max_receive_message_length. */
 const DEFAULT_MAX_RECEIVE = 4 << 20;
 
@@ -25,7 +25,7 @@ const kindOf = (requestStream: boolean, responseStream: boolean): CallKind =>
   requestStream ? (responseStream ? 'bidi' : 'clientStream') : responseStream ? 'serverStream' : 'unary';
 
 /** A service's handlers by method name (e.g. `Range`), each taking the call and, where it answers once, a callback. */
-export type ServiceHandlers = Record<string, (call: never, callback: (err: unknown, value?: unknown) => void) => void>;
+export type ServiceHandlers = Record<string, (call: never, callback: Reply) => void>;
 
 export class GrpcServer {
   private readonly h2: http2.Http2Server;
@@ -106,10 +106,10 @@ export class GrpcServer {
     }
     const path = String(headers[':path'] ?? '');
     const h = this.handlers.get(path);
-    if (!h) return respondStatus(stream, UNIMPLEMENTED, `The server does not implement the method ${path}`);
+    if (!h) return respondStatus(stream, GrpcCode.Unimplemented, `The server does not implement the method ${path}`);
     const encoding = headers['grpc-encoding'];
     if (encoding !== undefined && !ENCODINGS.includes(String(encoding))) {
-      return respondStatus(stream, UNIMPLEMENTED, `Received message compressed with unsupported encoding "${String(encoding)}"`);
+      return respondStatus(stream, GrpcCode.Unimplemented, `Received message compressed with unsupported encoding "${String(encoding)}"`);
     }
     this.served++;
     if (h.type === 'unary') serveUnary(stream, headers, h, this.maxReceive);

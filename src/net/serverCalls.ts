@@ -10,15 +10,24 @@
 // part, its large field never copied.
 import { EventEmitter } from 'node:events';
 import http2 from 'node:http2';
-import { GRPC_CONTENT_TYPE, InflatedTooLarge, messageBody, messagePrefix, MessageReader, MessageTooLarge, type RawMessage } from './grpcMessages.js';
+import { framed, GRPC_CONTENT_TYPE, InflatedTooLarge, messageBody, messagePrefix, MessageReader, MessageTooLarge, type RawMessage } from './grpcMessages.js';
 import { respondWithTrailers } from './promptTrailers.js';
+import { GrpcCode } from '../api/errors.js';
 
 export type CallKind = 'unary' | 'serverStream' | 'clientStream' | 'bidi';
+
+/** How a handler answers a call once: an error (its status, see statusOf) or the reply. */
+export type Reply<T = unknown> = (err: unknown, value?: T) => void;
+
+/** A call's metadata (request headers), by key. */
+export interface CallMetadata {
+  get(key: string): Array<string | Buffer>;
+}
 
 /** A registered method: its handler and codec. */
 export interface Handler {
   type: CallKind;
-  func: (call: never, callback: (err: unknown, value?: unknown) => void) => void;
+  func: (call: never, callback: Reply) => void;
   serialize: ((value: unknown) => Buffer) & { parts?(value: unknown): Buffer[] };
   deserialize(bytes: Buffer): unknown;
 }
@@ -29,10 +38,7 @@ export interface CallStatus {
   details: string;
 }
 
-export const OK = 0;
-const UNKNOWN = 2;
-const RESOURCE_EXHAUSTED = 8;
-const INTERNAL = 13;
+const { OK, Unknown: UNKNOWN, ResourceExhausted: RESOURCE_EXHAUSTED, Internal: INTERNAL } = GrpcCode;
 
 const RESPONSE_HEADERS = {
   ':status': 200,
@@ -58,13 +64,9 @@ export function respondStatus(stream: http2.ServerHttp2Stream, code: number, det
 
 function respondMessage(stream: http2.ServerHttp2Stream, message: Buffer): void {
   if (!usable(stream)) return;
-  const frame = Buffer.allocUnsafe(5 + message.length);
-  frame[0] = 0;
-  frame.writeUInt32BE(message.length, 1);
-  message.copy(frame, 5);
   try {
     respondWithTrailers(stream, RESPONSE_HEADERS, () => OK_TRAILERS);
-    stream.end(frame);
+    stream.end(framed(message));
   } catch {
     // the client went away meanwhile
   }
@@ -78,11 +80,11 @@ function statusOf(err: unknown): CallStatus {
   return { code: UNKNOWN, details: message };
 }
 
-/** What every handler reads of a call (api/caller.ts): metadata by key, the peer's address. */
-class ServerCall extends EventEmitter {
-  readonly metadata: { get(key: string): Array<string | Buffer> };
+/** What every handler reads of a call (api/caller.ts): its request, metadata by key, the peer's address. */
+class ServerCall<Req = unknown> extends EventEmitter {
+  readonly metadata: CallMetadata;
   constructor(
-    readonly request: unknown,
+    readonly request: Req,
     headers: http2.IncomingHttpHeaders,
     protected readonly stream: http2.ServerHttp2Stream,
   ) {
@@ -100,9 +102,6 @@ class ServerCall extends EventEmitter {
     if (!s?.remoteAddress) return 'unknown';
     return s.remotePort ? `${s.remoteAddress}:${s.remotePort}` : s.remoteAddress;
   }
-  getAuthContext(): Record<string, never> {
-    return {};
-  }
 }
 
 /** Why a request message was refused: too large once inflated, or not decodable. */
@@ -111,7 +110,14 @@ function requestStatus(e: unknown): CallStatus {
 }
 
 /** The one request message of a unary or server-streaming call, decoded; refusals are answered here. */
-function readRequest(stream: http2.ServerHttp2Stream, h: Handler, maxReceive: number, encoding: string | undefined, then: (request: unknown) => void): void {
+function readRequest(
+  stream: http2.ServerHttp2Stream,
+  headers: http2.IncomingHttpHeaders,
+  h: Handler,
+  maxReceive: number,
+  then: (request: unknown) => void,
+): void {
+  const encoding = headers['grpc-encoding'] as string | undefined;
   const chunks: Buffer[] = [];
   let size = 0;
   let refused = false;
@@ -152,8 +158,12 @@ function readRequest(stream: http2.ServerHttp2Stream, h: Handler, maxReceive: nu
   });
 }
 
+/** A unary call as its handler gets it, and such a handler. */
+export type UnaryCall<Req> = ServerCall<Req>;
+export type UnaryHandler<Req> = (call: UnaryCall<Req>, reply: Reply) => void;
+
 export function serveUnary(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, h: Handler, maxReceive: number): void {
-  readRequest(stream, h, maxReceive, headers['grpc-encoding'] as string | undefined, (request) => {
+  readRequest(stream, headers, h, maxReceive, (request) => {
     const reply = (err: unknown, value?: unknown) => {
       if (err) {
         const status = statusOf(err);
@@ -183,13 +193,13 @@ export function serveUnary(stream: http2.ServerHttp2Stream, headers: http2.Incom
  * gone away sets `cancelled` and emits 'cancelled'. 'finish' follows the status,
  * 'close' the stream's end.
  */
-class WritableCall extends ServerCall {
+class WritableCall<Req = unknown> extends ServerCall<Req> {
   cancelled = false;
   private headersSent = false;
   protected status: CallStatus | undefined;
 
   constructor(
-    request: unknown,
+    request: Req,
     headers: http2.IncomingHttpHeaders,
     stream: http2.ServerHttp2Stream,
     private readonly h: Handler,
@@ -260,8 +270,11 @@ class WritableCall extends ServerCall {
   }
 }
 
+/** A server-streaming call as its handler gets it. */
+export type ServerStreamCall<Req = unknown> = WritableCall<Req>;
+
 export function serveServerStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, h: Handler, maxReceive: number): void {
-  readRequest(stream, h, maxReceive, headers['grpc-encoding'] as string | undefined, (request) => {
+  readRequest(stream, headers, h, maxReceive, (request) => {
     const call = new WritableCall(request, headers, stream, h);
     try {
       h.func(call as never, () => {});
@@ -278,7 +291,7 @@ export function serveServerStream(stream: http2.ServerHttp2Stream, headers: http
  * handler hears of it as of any failure. Nothing arrives once the call has its
  * status, and a client's reset is not an 'end' (its 'cancelled' follows).
  */
-class DuplexCall extends WritableCall {
+class DuplexCall extends WritableCall<undefined> {
   constructor(headers: http2.IncomingHttpHeaders, stream: http2.ServerHttp2Stream, h: Handler, maxReceive: number) {
     super(undefined, headers, stream, h);
     const reader = new MessageReader(maxReceive);
@@ -320,16 +333,19 @@ class DuplexCall extends WritableCall {
   }
 }
 
+/** A client-streaming or bidi call as its handler gets it. */
+export type StreamingCall = DuplexCall;
+
 export function serveDuplex(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, h: Handler, maxReceive: number): void {
   const call = new DuplexCall(headers, stream, h, maxReceive);
   // A client-streaming call answers once, as a unary one does.
   const reply =
     h.type === 'clientStream'
-      ? (err: unknown, value?: unknown) => {
+      ? (((err, value) => {
           if (err) return call.emit('error', err);
           call.write(value);
           call.end();
-        }
+        }) satisfies Reply)
       : () => {};
   try {
     h.func(call as never, reply);

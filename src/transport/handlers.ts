@@ -5,6 +5,7 @@
 // through PeerContact; everything else goes to the TransportHost.
 import { GrpcCode } from '../api/errors.js';
 import type { ServiceHandlers } from '../net/grpcServer.js';
+import type { Reply, StreamingCall } from '../net/serverCalls.js';
 import { decodeMessage } from '../raft/codec.js';
 import type { Message, NodeId } from '../raft/types.js';
 import {
@@ -18,7 +19,7 @@ import {
   type IdentityReply,
   type TransportHost,
 } from './peerProtocol.js';
-import { receiveSnapshot, type Reply, type SnapshotCall } from './snapshotStream.js';
+import { receiveSnapshot } from './snapshotStream.js';
 
 /** What the handlers tell the connection side about peers reaching us. */
 export interface PeerContact {
@@ -33,7 +34,7 @@ export interface PeerContact {
 export function peerHandlers(host: TransportHost, contact: PeerContact): ServiceHandlers {
   return {
     Stream: (call: EnvelopeCall) => onStream(host, contact, call),
-    SendSnapshot: (call: SnapshotCall, cb: Reply<Ack>) => receiveSnapshot(host, (id) => contact.heard(id), call, cb),
+    SendSnapshot: (call: StreamingCall, cb: Reply<Ack>) => receiveSnapshot(host, (id) => contact.heard(id), call, cb),
     Identity: (call: { request: { cluster_id: string; from: string } }, cb: Reply<IdentityReply>) => {
       try {
         cb(null, host.identity({ clusterId: BigInt(call.request.cluster_id || '0'), from: BigInt(call.request.from || '0') }));

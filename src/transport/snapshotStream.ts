@@ -17,6 +17,7 @@ import { decodeMessage, encodeMessage } from '../raft/codec.js';
 import type { NodeId } from '../raft/types.js';
 import { refusal, type Ack, type OutgoingSnapshot, type TransportHost } from './peerProtocol.js';
 import type { PeerClient } from './peerClient.js';
+import type { Reply, StreamingCall } from '../net/serverCalls.js';
 
 const SNAPSHOT_CHUNK = 1 << 20;
 /** Bytes gathered before one write to the file (a raw connection hands them over in pieces of about 64 KiB). */
@@ -57,7 +58,7 @@ export type OpenCarrier = (done: (err: Error | null, ack?: Ack) => void) => Prom
 /** The SendSnapshot gRPC call as a carrier. */
 export function grpcCarrier(client: PeerClient): OpenCarrier {
   return (done) => {
-    const call = client.sendSnapshot((err, ack) => done(err ? new Error(err.message.split('\n')[0]) : null, ack));
+    const call = client.sendSnapshot(done);
     const write = (c: Partial<SnapshotChunk> & ChunkBase) => call.write({ header: EMPTY, data: EMPTY, last: false, crc32c: 0, ...c });
     return Promise.resolve({
       writeHeader: (base, header) => void write({ ...base, header }),
@@ -279,19 +280,8 @@ export class SnapshotReceiver {
   }
 }
 
-/** The SendSnapshot call as its handler sees it (net/serverCalls.ts): chunks as 'data', the sender's end as 'end'. */
-export interface SnapshotCall {
-  on(event: 'data', fn: (c: SnapshotChunk) => void): unknown;
-  on(event: 'error' | 'end', fn: () => void): unknown;
-  pause(): void;
-  resume(): void;
-}
-
-/** How a handler answers a call once: an error's status, or the reply. */
-export type Reply<T> = (err: { code: number; details: string } | null, value?: T) => void;
-
 /** The peer service's SendSnapshot handler. */
-export function receiveSnapshot(host: TransportHost, heard: (from: NodeId) => void, call: SnapshotCall, cb: Reply<Ack>): void {
+export function receiveSnapshot(host: TransportHost, heard: (from: NodeId) => void, call: StreamingCall, cb: Reply<Ack>): void {
   const r = new SnapshotReceiver(host, heard, call);
   call.on('data', (c: SnapshotChunk) => r.chunk(c));
   call.on('error', () => r.abort());
