@@ -84,7 +84,7 @@ async function benchSystem(
     const up = Date.now();
     await sleep(2000);
     figures.set(name, { id: 'rss-idle', label: 'member RSS, idle (fresh)', unit: 'MiB', better: 'lower' }, maxRss(sys.pids()));
-    // And once start-up's young generation is given back (V8 does so after about 10 s of little allocation).
+    // And once V8's memory-reducing collection, about 10 s in, has given back what start-up left.
     await sleep(IDLE_SETTLED_MS - (Date.now() - up));
     figures.set(name, { id: 'rss-idle-settled', label: 'member RSS, idle 30 s after start', unit: 'MiB', better: 'lower' }, maxRss(sys.pids()));
     const endpoints = await sys.endpoints();
