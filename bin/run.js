@@ -2,6 +2,8 @@
 // Entry point for the `lifeboat` CLI. This is @oclif/core's execute() (run, then
 // flush) with our own error handling, so that every failure ends with one line on
 // stderr and one of the exit codes in src/cli/exitCodes.ts.
+import { createRequire } from 'node:module';
+
 let exitFor;
 try {
   // First, before anything slower loads: passwords leave the process title.
@@ -29,17 +31,19 @@ const fail = async (error, flush) => {
 // its own: `lifeboat server` (a member is long-lived, and oclif with every command
 // loaded cost it several MiB for good), `lifeboat snapshot save` and `snapshot
 // restore` (oclif's import, config and command loading were a sixth of a 100k-key
-// save, a quarter of its restore).
+// save, a quarter of its restore). The member runs from one CommonJS bundle
+// (src/cli/bundleMember.ts says why), which also maps its own errors to exit codes.
 const LEAN = [
-  { words: ['server'], entry: '../dist/src/cli/serverEntry.js' },
+  { words: ['server'], bundle: '../dist/member.cjs' },
   { words: ['snapshot', 'save'], entry: '../dist/src/cli/snapshotSaveRun.js' },
   { words: ['snapshot', 'restore'], entry: '../dist/src/cli/snapshotRestoreRun.js' },
 ];
 const lean = LEAN.find((l) => l.words.every((w, i) => argv[i] === w));
 if (lean && !argv.slice(lean.words.length).some((a) => a === '--help' || a === '-h')) {
   try {
-    const { main } = await import(lean.entry);
-    process.exit(await main(argv.slice(lean.words.length)));
+    const entry = lean.bundle ? createRequire(import.meta.url)(lean.bundle) : await import(lean.entry);
+    exitFor = entry.exitFor ?? exitFor;
+    process.exit(await entry.main(argv.slice(lean.words.length)));
   } catch (error) {
     await fail(error);
   }

@@ -6,6 +6,11 @@
 import { parseServerArgs } from './serverFlags.js';
 import { runServer } from './serverRun.js';
 
+// bin/run.js maps a failure to its exit code with this module's exitFor: its
+// error classes are the bundle's own (dist/member.cjs), and instanceof against
+// another copy of them would fail.
+export { exitFor } from './exitCodes.js';
+
 /** Runs the member from `lifeboat server`'s arguments (after `server`); resolves to the exit code. Usage errors throw as oclif's would. */
 export function main(args: string[]): Promise<number> {
   return runServer(parseServerArgs(args));
