@@ -4,12 +4,10 @@
 // stderr and one of the exit codes in src/cli/exitCodes.ts.
 import { createRequire } from 'node:module';
 
-let exitFor;
 try {
   // First, before anything slower loads: passwords leave the process title.
   const { maskPasswordsInProcessTitle } = await import('../dist/src/cli/processTitle.js');
   maskPasswordsInProcessTitle();
-  ({ exitFor } = await import('../dist/src/cli/exitCodes.js'));
 } catch (error) {
   if (error?.code !== 'ERR_MODULE_NOT_FOUND') throw error;
   process.stderr.write("Error: lifeboat is not built (dist/ is missing). Run 'npm run build' first.\n");
@@ -17,7 +15,11 @@ try {
 }
 
 const argv = process.argv.slice(2);
+// How a failure maps to its exit code: the member bundle's own (its error classes
+// are the bundle's), else loaded when a failure needs it.
+let exitFor;
 const fail = async (error, flush) => {
+  exitFor ??= (await import('../dist/src/cli/exitCodes.js')).exitFor;
   const { code, message } = exitFor(error);
   if (message) process.stderr.write(`${message}\n`);
   if (process.env.LIFEBOAT_DEBUG && error instanceof Error && error.stack) {
@@ -42,7 +44,7 @@ const lean = LEAN.find((l) => l.words.every((w, i) => argv[i] === w));
 if (lean && !argv.slice(lean.words.length).some((a) => a === '--help' || a === '-h')) {
   try {
     const entry = lean.bundle ? createRequire(import.meta.url)(lean.bundle) : await import(lean.entry);
-    exitFor = entry.exitFor ?? exitFor;
+    exitFor = entry.exitFor;
     process.exit(await entry.main(argv.slice(lean.words.length)));
   } catch (error) {
     await fail(error);

@@ -27,8 +27,8 @@ const importMetaUrl: Plugin = {
   name: 'import-meta-url',
   setup(b) {
     b.onLoad({ filter: /\.js$/ }, async (args) => {
+      // Every module is read here once (returning nothing would have esbuild read it again).
       const source = await readFile(args.path, 'utf8');
-      if (!source.includes('import.meta')) return undefined;
       const rel = path.relative(dist, args.path).split(path.sep).join('/');
       return { contents: source.replaceAll('import.meta.url', `new URL(${JSON.stringify(rel)}, ${BUNDLE_URL}).href`), loader: 'js' };
     });
