@@ -15,8 +15,8 @@ try {
 }
 
 const argv = process.argv.slice(2);
-// How a failure maps to its exit code: the member bundle's own (its error classes
-// are the bundle's), else loaded when a failure needs it.
+// How a failure maps to its exit code: a lean entry's bundle's own (its error
+// classes are the bundle's), else loaded when a failure needs it.
 let exitFor;
 const fail = async (error, flush) => {
   exitFor ??= (await import('../dist/src/cli/exitCodes.js')).exitFor;
@@ -33,17 +33,17 @@ const fail = async (error, flush) => {
 // its own: `lifeboat server` (a member is long-lived, and oclif with every command
 // loaded cost it several MiB for good), `lifeboat snapshot save` and `snapshot
 // restore` (oclif's import, config and command loading were a sixth of a 100k-key
-// save, a quarter of its restore). The member runs from one CommonJS bundle
-// (src/cli/bundleMember.ts says why), which also maps its own errors to exit codes.
+// save, a quarter of its restore). Each runs from one CommonJS bundle
+// (src/cli/bundleEntries.ts says why), which also maps its own errors to exit codes.
 const LEAN = [
   { words: ['server'], bundle: '../dist/member.cjs' },
-  { words: ['snapshot', 'save'], entry: '../dist/src/cli/snapshotSaveRun.js' },
-  { words: ['snapshot', 'restore'], entry: '../dist/src/cli/snapshotRestoreRun.js' },
+  { words: ['snapshot', 'save'], bundle: '../dist/snapshot-save.cjs' },
+  { words: ['snapshot', 'restore'], bundle: '../dist/snapshot-restore.cjs' },
 ];
 const lean = LEAN.find((l) => l.words.every((w, i) => argv[i] === w));
 if (lean && !argv.slice(lean.words.length).some((a) => a === '--help' || a === '-h')) {
   try {
-    const entry = lean.bundle ? createRequire(import.meta.url)(lean.bundle) : await import(lean.entry);
+    const entry = createRequire(import.meta.url)(lean.bundle);
     exitFor = entry.exitFor;
     process.exit(await entry.main(argv.slice(lean.words.length)));
   } catch (error) {

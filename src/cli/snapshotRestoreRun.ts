@@ -10,6 +10,10 @@ import { snapshotRestoreOutput } from './output/maintenance.js';
 import { render } from './output/render.js';
 import { progressBar } from './progressBar.js';
 
+// bin/run.js maps a failure to its exit code with this module's exitFor: the
+// bundle's error classes are its own (serverEntry.ts says more).
+export { exitFor } from './exitCodes.js';
+
 export const RESTORE_FLAGS = {
   'data-dir': { type: 'string', description: 'the new data dir (must not exist or be empty)', required: true },
   name: { type: 'string', description: 'name of the restored member', required: true },

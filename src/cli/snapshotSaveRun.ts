@@ -12,6 +12,10 @@ import { render } from './output/render.js';
 import { progressBar } from './progressBar.js';
 import { silenceTlsServerNameWarning } from './warnings.js';
 
+// bin/run.js maps a failure to its exit code with this module's exitFor: the
+// bundle's error classes are its own (serverEntry.ts says more).
+export { exitFor } from './exitCodes.js';
+
 /** Saves the snapshot to `file` with a progress bar on a terminal, then prints what was saved. */
 export async function saveAndPrint(target: ClientTarget, file: string, writeOut: WriteOut, log: (line: string) => void): Promise<void> {
   const bar = progressBar('snapshot');
