@@ -1,5 +1,6 @@
-// `npm run bench -- profile [--seconds S] [--clients N]`: a 3-member Lifeboat
-// cluster whose members run under `node --cpu-prof`, N clients of puts against it,
+// `npm run bench -- profile [--seconds S] [--clients N] [--op put|get|serializable-get]`:
+// a 3-member Lifeboat cluster whose members run under `node --cpu-prof`, N clients of
+// puts (or linearizable or serializable gets of the keys the puts wrote) against it,
 // then a clean stop (the profile is written at exit) and where the leader's CPU went,
 // its worker threads' included.
 import fs from 'node:fs';
@@ -13,11 +14,13 @@ import { runLoad } from './loadGenerator.js';
 export async function run(args: string[]): Promise<void> {
   let seconds = 15;
   let clients = 100;
+  let opName = 'put';
   for (let i = 0; i < args.length; i++) {
     if (args[i] === '--seconds') seconds = Number(args[++i]);
     else if (args[i] === '--clients') clients = Number(args[++i]);
+    else if (args[i] === '--op' && ['put', 'get', 'serializable-get'].includes(args[i + 1])) opName = args[++i];
     else {
-      console.error('usage: npm run bench -- profile [--seconds S] [--clients N]');
+      console.error('usage: npm run bench -- profile [--seconds S] [--clients N] [--op put|get|serializable-get]');
       process.exit(2);
     }
   }
@@ -30,15 +33,13 @@ export async function run(args: string[]): Promise<void> {
     const leader = await cluster.waitForLeader();
     leaderPid = leader.proc?.pid ?? 0;
     const endpoints = [leader.client, ...cluster.endpoints().filter((e) => e !== leader.client)];
-    const r = await runLoad({
-      endpoints,
-      clients,
-      workers: 4,
-      op: { kind: 'put', keyPrefix: 'bench/put/', keySpace: 10_000 },
-      valueSize: 256,
-      durationMs: seconds * 1000,
-    });
-    console.log(`${clients} clients, ${seconds} s: ${Math.round(r.perSecond)} puts/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms`);
+    const put = { kind: 'put', keyPrefix: 'bench/put/', keySpace: 10_000 } as const;
+    const load = (op: Parameters<typeof runLoad>[0]['op'], durationMs: number) => runLoad({ endpoints, clients, workers: 4, op, valueSize: 256, durationMs });
+    // Gets read keys the puts wrote: a few seconds of puts first.
+    if (opName !== 'put') await load(put, 3000);
+    const op = opName === 'put' ? put : { kind: 'get' as const, serializable: opName === 'serializable-get', keyPrefix: put.keyPrefix, keySpace: put.keySpace };
+    const r = await load(op, seconds * 1000);
+    console.log(`${clients} clients, ${seconds} s: ${Math.round(r.perSecond)} ${opName}s/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms`);
     // SIGTERM: a clean exit, so each member writes its profile.
     for (const m of cluster.running()) await cluster.kill(m, 'SIGTERM');
   } finally {
