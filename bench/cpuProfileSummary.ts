@@ -39,7 +39,6 @@ export function areaOf(url: string, fn: string): string {
   return 'other';
 }
 
-/** One profile, or several added together (the worker threads of one process, each with its own file). */
 const maps = new Map<string, { map: SourceMap; dir: string } | null>();
 
 /**
@@ -64,6 +63,7 @@ function original(url: string, line: number, column: number): { url: string; lin
   return { url: path.resolve(m.dir, e.originalSource), line: e.originalLine };
 }
 
+/** One profile, or several added together (the worker threads of one process, each with its own file). */
 export function summarize(files: string | string[], top = 25): { total: number; byArea: Share[]; byFunction: Share[] } {
   const area = new Map<string, number>();
   const fn = new Map<string, number>();

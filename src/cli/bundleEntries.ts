@@ -18,11 +18,11 @@ import { build, type Plugin } from 'esbuild';
 
 const dist = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-/** Each lean entry (its module under dist/) and the bundle bin/run.js requires for it. */
+/** Each lean entry (its module under dist/) and the bundle bin/run.js requires for it (dist/<out>.cjs). */
 const ENTRIES = [
-  { entry: 'src/cli/serverEntry.js', bundle: 'member.cjs' },
-  { entry: 'src/cli/snapshotSaveRun.js', bundle: 'snapshot-save.cjs' },
-  { entry: 'src/cli/snapshotRestoreRun.js', bundle: 'snapshot-restore.cjs' },
+  { in: 'src/cli/serverEntry.js', out: 'member' },
+  { in: 'src/cli/snapshotSaveRun.js', out: 'snapshot-save' },
+  { in: 'src/cli/snapshotRestoreRun.js', out: 'snapshot-restore' },
 ];
 
 /** What a bundled module's `import.meta.url` becomes: its own file's URL, found from the bundle's place (dist/ may move). */
@@ -44,39 +44,42 @@ const importMetaUrl: Plugin = {
   },
 };
 
-for (const { entry, bundle } of ENTRIES) {
-  const result = await build({
-    entryPoints: [path.join(dist, entry)],
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'cjs',
-    external: ['better-sqlite3', '@node-rs/crc32', '@inquirer/*'],
-    // "use strict" first: the banner would otherwise push esbuild's below it, and
-    // the modules (ES modules until now) would run in sloppy mode.
-    banner: { js: `'use strict';\nconst ${BUNDLE_URL} = require('node:url').pathToFileURL(__filename);` },
-    legalComments: 'none',
-    sourcemap: 'linked',
-    plugins: [importMetaUrl],
-    outfile: path.join(dist, bundle),
-    write: false,
-    logLevel: 'silent',
-    metafile: true,
-  });
-  // A warning (an `import.meta` left empty, a require that cannot be resolved) would
-  // be a command that fails at run time; the vendor bundles (grpc-js, oclif) have no
-  // place in a lean entry (the start-up and memory they cost is why it has its own).
-  const problems = [
-    ...result.warnings.map((w) => w.text),
-    ...Object.keys(result.metafile.inputs)
-      .filter((f) => f.includes('dist/vendor/'))
-      .map((f) => `${f} is not for a lean entry`),
-  ];
-  if (problems.length > 0) throw new Error(`bundleEntries: ${bundle}: ${problems.join('; ')}`);
-  // Each file written to a temporary path and renamed: a failed build never leaves a half-written bundle.
-  for (const file of result.outputFiles) {
-    writeFileSync(`${file.path}.tmp`, file.contents);
-    renameSync(`${file.path}.tmp`, file.path);
-  }
-  console.log(`wrote dist/${bundle} (${Object.keys(result.metafile.inputs).length} modules)`);
+// One build for all the entries: each module is read once, and each entry still
+// gets a whole bundle of its own (no code splitting in CommonJS output).
+const result = await build({
+  entryPoints: ENTRIES.map((e) => ({ in: path.join(dist, e.in), out: e.out })),
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  external: ['better-sqlite3', '@node-rs/crc32', '@inquirer/*'],
+  // "use strict" first: the banner would otherwise push esbuild's below it, and
+  // the modules (ES modules until now) would run in sloppy mode.
+  banner: { js: `'use strict';\nconst ${BUNDLE_URL} = require('node:url').pathToFileURL(__filename);` },
+  legalComments: 'none',
+  sourcemap: 'linked',
+  plugins: [importMetaUrl],
+  outdir: dist,
+  outExtension: { '.js': '.cjs' },
+  write: false,
+  logLevel: 'silent',
+  metafile: true,
+});
+// A warning (an `import.meta` left empty, a require that cannot be resolved) would
+// be a command that fails at run time; the vendor bundles (grpc-js, oclif) have no
+// place in a lean entry (the start-up and memory they cost is why it has its own).
+const problems = [
+  ...result.warnings.map((w) => w.text),
+  ...Object.keys(result.metafile.inputs)
+    .filter((f) => f.includes('dist/vendor/'))
+    .map((f) => `${f} is not for a lean entry`),
+];
+if (problems.length > 0) throw new Error(`bundleEntries: ${problems.join('; ')}`);
+// Each file written to a temporary path and renamed: a failed build never leaves a half-written bundle.
+for (const file of result.outputFiles) {
+  writeFileSync(`${file.path}.tmp`, file.contents);
+  renameSync(`${file.path}.tmp`, file.path);
+}
+for (const [file, output] of Object.entries(result.metafile.outputs)) {
+  if (file.endsWith('.cjs')) console.log(`wrote ${path.relative(path.dirname(dist), path.resolve(file))} (${Object.keys(output.inputs).length} modules)`);
 }

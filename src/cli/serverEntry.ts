@@ -7,8 +7,8 @@ import { parseServerArgs } from './serverFlags.js';
 import { runServer } from './serverRun.js';
 
 // bin/run.js maps a failure to its exit code with this module's exitFor: its
-// error classes are the bundle's own (dist/member.cjs, src/cli/bundleEntries.ts), and instanceof against
-// another copy of them would fail.
+// error classes are the bundle's own (dist/member.cjs, src/cli/bundleEntries.ts),
+// and instanceof against another copy of them would fail.
 export { exitFor } from './exitCodes.js';
 
 /** Runs the member from `lifeboat server`'s arguments (after `server`); resolves to the exit code. Usage errors throw as oclif's would. */
