@@ -1,7 +1,9 @@
 // `npm run build`, after tsc: bundles each command bin/run.js starts without oclif
 // into one CommonJS file: `lifeboat server` (serverEntry.ts and every module it
 // imports) into dist/member.cjs, `snapshot save` and `snapshot restore` into
-// dist/snapshot-save.cjs and dist/snapshot-restore.cjs. A member started from
+// dist/snapshot-save.cjs and dist/snapshot-restore.cjs, and the process-title
+// masking every command runs first into dist/process-title.cjs (bin/run.js is a
+// CommonJS script, so a lean command loads no ES module at all). A member started from
 // some 110 ES modules held about 3 MiB more two seconds after start, and 1.5 MiB
 // more once settled, than the same code loaded as one CommonJS script: Node's
 // ES-module loader (its module jobs, URLs and resolution, and the built-in modules
@@ -23,6 +25,7 @@ const ENTRIES = [
   { in: 'src/cli/serverEntry.js', out: 'member' },
   { in: 'src/cli/snapshotSaveRun.js', out: 'snapshot-save' },
   { in: 'src/cli/snapshotRestoreRun.js', out: 'snapshot-restore' },
+  { in: 'src/cli/processTitle.js', out: 'process-title' },
 ];
 
 /** What a bundled module's `import.meta.url` becomes: its own file's URL, found from the bundle's place (dist/ may move). */
