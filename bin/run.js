@@ -4,7 +4,8 @@
 // stderr and one of the exit codes in src/cli/exitCodes.ts.
 // A CommonJS script (bin/package.json): the commands that start without oclif
 // then load no ES module at all, and Node's ES-module loader stays out of a
-// long-lived member (0.9 MiB of its memory); oclif's commands are imported.
+// long-lived member (0.4 MiB of an idle member, 11 ms of its start-up); oclif's
+// commands are imported.
 'use strict';
 const path = require('node:path');
 const { pathToFileURL } = require('node:url');
