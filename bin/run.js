@@ -12,18 +12,14 @@ const { pathToFileURL } = require('node:url');
 
 const dist = path.join(__dirname, '..', 'dist');
 
-function notBuilt(error) {
-  if (error?.code !== 'MODULE_NOT_FOUND' && error?.code !== 'ERR_MODULE_NOT_FOUND') throw error;
-  process.stderr.write("Error: lifeboat is not built (dist/ is missing). Run 'npm run build' first.\n");
-  process.exit(1);
-}
-
 async function main() {
   try {
     // First, before anything slower loads: passwords leave the process title.
     require(path.join(dist, 'process-title.cjs')).maskPasswordsInProcessTitle();
   } catch (error) {
-    notBuilt(error);
+    if (error?.code !== 'MODULE_NOT_FOUND') throw error;
+    process.stderr.write("Error: lifeboat is not built (dist/ is missing). Run 'npm run build' first.\n");
+    process.exit(1);
   }
 
   const argv = process.argv.slice(2);

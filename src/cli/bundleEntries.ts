@@ -20,7 +20,7 @@ import { build, type Plugin } from 'esbuild';
 
 const dist = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-/** Each lean entry (its module under dist/) and the bundle bin/run.js requires for it (dist/<out>.cjs). */
+/** Each module bin/run.js requires as a bundle of its own (dist/<out>.cjs): the three lean commands, and the process-title masking every command runs first. */
 const ENTRIES = [
   { in: 'src/cli/serverEntry.js', out: 'member' },
   { in: 'src/cli/snapshotSaveRun.js', out: 'snapshot-save' },

@@ -3,9 +3,9 @@
 // member's own thread with their fsyncs in libuv's pool (KvStore.checkpointAsync),
 // and kv.db's file changes only when one copies the WAL into it. A few writes wait
 // for the checkpoint that is due 30 s after the last; a few hundred writes get one
-// within a second, and the store worker is not started for it, nor for a snapshot save of a
-// checkpointed store (its read is held on the member's thread). hashkv starts the
-// worker, which ends after 10 s without a job. The held-read rules (the worker holds
+// within a second, and the store worker is not started for it, nor for a snapshot
+// save of a checkpointed store (its read is held on the member's thread). hashkv
+// starts the worker, which ends after 10 s without a job. The held-read rules (the worker holds
 // the read when commits keep landing, and is not ended while it does) are checked
 // against the store in test/kv/readJob.test.ts.
 import assert from 'node:assert/strict';
