@@ -5,13 +5,14 @@
 // learner is promoted only once in sync with the leader, and the change is
 // proposed as a Raft conf change and answered once applied.
 import { EtcdError } from '../api/errors.js';
-import { ErrLearnerNotReady, ErrMemberNotFound, ErrNoLeader, ErrUnhealthy } from '../common/memberErrors.js';
+import { ErrLearnerNotReady, ErrMemberNotFound, ErrNoLeader, ErrUnhealthy, type MemberError } from '../common/memberErrors.js';
 import type { KvStore } from '../kv/index.js';
 import type { Member as MemberInfo } from '../kv/types.js';
 import type { Raft } from '../raft/raft.js';
 import { NONE, type ConfChange } from '../raft/types.js';
 import type { ForwardReply } from '../transport/peerTransport.js';
 import type { ApplyOutcome } from './apply.js';
+import type { Logger } from './logger.js';
 import { formatId } from '../common/ids.js';
 import { runtimeMemberId } from '../storage/identity.js';
 import { checkAdd, checkPromote, checkUpdate, strictAddCheck, strictRemoveCheck } from './membership.js';
@@ -25,6 +26,7 @@ export interface ClusterHost {
   readonly memberId: bigint;
   readonly cfg: { strictReconfigCheck: boolean; maxLearners: number };
   readonly requestTimeoutMs: number;
+  readonly log: Logger;
   kv(): KvStore;
   raft(): Raft;
   isLeader(): boolean;
@@ -50,7 +52,10 @@ export class ClusterApi {
     const h = this.host;
     if (h.isLeader()) return local();
     // Without a leader there is no quorum: a membership change cannot be made safely.
-    if (h.leader() === NONE) throw h.cfg.strictReconfigCheck ? ErrUnhealthy : ErrNoLeader;
+    if (h.leader() === NONE) {
+      h.log.warn({ change: method }, 'refused a membership change: no leader');
+      throw h.cfg.strictReconfigCheck ? ErrUnhealthy : ErrNoLeader;
+    }
     const reply = await h.forward(h.leader(), method, JSON.stringify(args, bigintToJson), h.requestTimeoutMs);
     if (reply.error_message) throw new EtcdError(reply.error_code, reply.error_message);
     return JSON.parse(reply.json, bigintFromJson) as T;
@@ -61,6 +66,13 @@ export class ClusterApi {
     return since !== undefined && Date.now() - since >= HEALTH_INTERVAL_MS;
   };
 
+  /** An operator retrying "unhealthy cluster" can read in the leader's log which voters it waits for. */
+  private unsafe(change: string, err: MemberError, members: MemberInfo[]): MemberError {
+    const waiting = members.filter((m) => !m.isLearner && m.id !== this.host.memberId && !this.connected(m.id)).map((m) => formatId(m.id));
+    this.host.log.warn({ change, error: err.message, notConnectedFor5s: waiting }, 'refused a membership change');
+    return err;
+  }
+
   async memberAdd(peerURLs: string[], isLearner: boolean): Promise<{ member: MemberInfo; members: MemberInfo[] }> {
     return this.onLeader('MemberAdd', { peerURLs, isLearner }, async () => {
       const h = this.host;
@@ -70,7 +82,7 @@ export class ClusterApi {
       if (bad) throw bad;
       if (h.cfg.strictReconfigCheck) {
         const unsafe = strictAddCheck(members, !isLearner, this.connected, h.memberId);
-        if (unsafe) throw unsafe;
+        if (unsafe) throw this.unsafe('add', unsafe, members);
       }
       const member: MemberInfo = { id, name: '', peerURLs, clientURLs: [], isLearner };
       const out = await h.proposeConf({ type: isLearner ? 'addLearner' : 'addVoter', nodeId: id }, member);
@@ -85,7 +97,7 @@ export class ClusterApi {
       if (!members.some((m) => m.id === id)) throw ErrMemberNotFound;
       if (h.cfg.strictReconfigCheck) {
         const unsafe = strictRemoveCheck(members, id, this.connected, h.memberId);
-        if (unsafe) throw unsafe;
+        if (unsafe) throw this.unsafe('remove', unsafe, members);
       }
       const out = await h.proposeConf({ type: 'remove', nodeId: id }, undefined);
       return out.members ?? [];
@@ -115,7 +127,7 @@ export class ClusterApi {
       if (learnerMatch < leaderMatch * LEARNER_READY) throw ErrLearnerNotReady;
       if (h.cfg.strictReconfigCheck) {
         const unsafe = strictAddCheck(members, true, this.connected, h.memberId);
-        if (unsafe) throw unsafe;
+        if (unsafe) throw this.unsafe('promote', unsafe, members);
       }
       const out = await h.proposeConf({ type: 'promote', nodeId: id }, undefined);
       return out.members ?? [];

@@ -173,6 +173,7 @@ export class Member {
       ...view,
       cfg: p.cfg,
       requestTimeoutMs: this.requestTimeoutMs,
+      log: this.log,
       forward: (to, method, json, timeoutMs) => this.transport.forward(to, method, json, timeoutMs),
       activeSince: (id) => this.transport.activeSince(id),
       proposeConf: (cc, member) => this.proposer.proposeConf(cc, member),

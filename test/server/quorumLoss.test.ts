@@ -30,6 +30,10 @@ describe('quorum loss and --force-new-cluster', () => {
     const add = await etcdctl(survivor.client, 'member', 'add', 'm9', '--peer-urls=http://127.0.0.1:1');
     assert.notEqual(add.code, 0);
     assert.match(add.stderr, /etcdserver: unhealthy cluster/);
+    assert.ok(
+      survivor.log.some((l) => l.includes('"msg":"refused a membership change: no leader"')),
+      'the survivor did not log why it refused',
+    );
     const list = await etcdctl(survivor.client, 'member', 'list');
     assert.equal(list.stdout.trim().split('\n').length, 3);
     const get = await etcdctl(survivor.client, 'get', 'lost', '--consistency=s', '--print-value-only');

@@ -99,10 +99,20 @@ describe('strict reconfiguration check, move-leader and cluster identity', () =>
     // Let the peers be connected for the 5 s the check asks for.
     await new Promise((r) => setTimeout(r, 5500));
     const down = c.members.find((m) => m !== leader)!;
+    const listed = parseEtcdJson<{ members: Array<{ ID: string; name: string }> }>((await etcdctl(c.endpoints(), 'member', 'list', '-w', 'json')).stdout);
+    const downId = BigInt(listed.members.find((m) => m.name === down.name)!.ID).toString(16);
     await c.kill(down);
     const voter = await etcdctl(c.endpoints(), 'member', 'add', 'v4', '--peer-urls=http://127.0.0.1:2');
     assert.notEqual(voter.code, 0);
     assert.match(voter.stderr, /etcdserver: unhealthy cluster/);
+    // The leader's log names the voter it waits for, which etcdctl's error does not.
+    const refused = leader.log
+      .filter((l) => l.includes('"msg":"refused a membership change"'))
+      .map((l) => JSON.parse(l) as { change: string; notConnectedFor5s: string[] });
+    assert.deepEqual(
+      refused.map((r) => [r.change, r.notConnectedFor5s]),
+      [['add', [downId]]],
+    );
     const learner = await etcdctl(c.endpoints(), 'member', 'add', 'l4', '--peer-urls=http://127.0.0.1:3', '--learner');
     assert.equal(learner.code, 0, learner.stderr);
     c.spawn(down, []);

@@ -12,7 +12,8 @@ const log = (line: string) => lines.push(line);
 
 describe('the fault suite', () => {
   test('60 s of kills, pauses, partitions, a full disk, failing fsyncs and churn: linearizable, every member back, equal HashKV', async () => {
-    const r = await torture({ seconds: 60, seed: 11, members: 3, log });
+    // A run that ends early says why with the faults so far.
+    const r = await torture({ seconds: 60, seed: 11, members: 3, log }).catch((e: Error) => assert.fail(`${e.message}\n${lines.join('\n')}`));
     const counts = FAULT_KINDS.map((k) => `${k} ${r.faults.get(k) ?? 0}`).join(', ');
     console.log(
       `torture (60 s): ${r.ops} ops; faults: ${counts}; ok ops/s quiet ${r.opsPerSecQuiet.toFixed(1)}, faulty ${r.opsPerSecFaulty.toFixed(1)}; verdict ${r.verdict}`,

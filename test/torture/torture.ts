@@ -77,7 +77,10 @@ export async function torture(o: TortureOptions): Promise<TortureResult> {
       await sleep(800 + rnd() * 1200);
       const kind = order[turn++ % order.length];
       const from = workload.now();
-      await inject(kind);
+      // A fault that cannot be carried out (churn's membership calls refused for too long) ends the run with the members' states.
+      await inject(kind).catch((e: Error) => {
+        throw new Error(`${kind}: ${e.message}; members: ${memberStates()}`);
+      });
       await sleep(1500 + rnd() * 1500);
       nemesis.heal();
       await restartDead();
@@ -187,6 +190,17 @@ export async function torture(o: TortureOptions): Promise<TortureResult> {
     }
   }
 
+  /** Each member, alive or how it ended, with its last warning or error line: what a failed step is read with. */
+  function memberStates(): string {
+    return c.members
+      .map((m) => {
+        const state = alive(m) ? 'up' : `exited ${m.proc?.exitCode ?? m.proc?.signalCode ?? 'never started'}`;
+        const last = m.log.filter((l) => /"level":"(warn|error|fatal)"/.test(l)).at(-1);
+        return `${m.name} ${state}${last ? ` (last: ${last.slice(0, 300)})` : ''}`;
+      })
+      .join('; ');
+  }
+
   /** Removes a member, wipes it, adds it back as a learner, starts it and promotes it. */
   async function churn(m: MemberProc): Promise<void> {
     nemesis.counts.set('churn', (nemesis.counts.get('churn') ?? 0) + 1);
@@ -200,7 +214,8 @@ export async function torture(o: TortureOptions): Promise<TortureResult> {
       await c.exitOf(m, 10_000).catch(async () => c.kill(m));
       nemesis.forget(m);
       fs.rmSync(path.join(m.dataDir, 'member'), { recursive: true, force: true });
-      const added = await retry(() => client.memberAdd([m.peerUrl], { learner: true }), 'member add');
+      // Removing a voter can move the leadership, and a new leader has known its peers for less than 5 s.
+      const added = await retry(() => client.memberAdd([m.peerUrl], { learner: true }), 'member add', 40_000);
       const initial = added.members.map((x) => `${x.name || (x.peerURLs[0] === m.peerUrl ? m.name : '')}=${x.peerURLs[0]}`).join(',');
       args.set(m, ['--initial-cluster', initial, '--initial-cluster-state', 'existing']);
       start(m);
@@ -210,13 +225,17 @@ export async function torture(o: TortureOptions): Promise<TortureResult> {
     }
   }
 
+  /** Retries a membership call; one that took more than a few tries says how long in the fault log. */
   async function retry<T>(fn: () => Promise<T>, what: string, timeoutMs = 20_000): Promise<T> {
-    const until = Date.now() + timeoutMs;
-    for (;;) {
+    const started = Date.now();
+    for (let tries = 1; ; tries++) {
       try {
-        return await fn();
+        const out = await fn();
+        if (tries > 3) faultLog(`${what} took ${tries} tries, ${((Date.now() - started) / 1000).toFixed(1)} s`);
+        return out;
       } catch (e) {
-        if (Date.now() > until) throw new Error(`${what}: ${(e as Error).message}`);
+        if (Date.now() - started > timeoutMs)
+          throw new Error(`${what}: ${(e as Error).message} (${tries} tries, ${((Date.now() - started) / 1000).toFixed(1)} s)`);
         await sleep(300);
       }
     }
