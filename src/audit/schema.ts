@@ -7,7 +7,8 @@
 // checks the views' definitions too, since the commands display through them.
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openSqlite } from '../common/sqlite.js';
 
 /** 'LBAU' */
 export const AUDIT_APPLICATION_ID = 0x4c424155;
@@ -122,7 +123,7 @@ export function openAuditDatabase(file: string, opts: OpenAuditOptions = {}): Da
   let db: Database.Database;
   try {
     if (!readonly) mkdirSync(path.dirname(file), { recursive: true });
-    db = new Database(file, { readonly, fileMustExist: readonly });
+    db = openSqlite(file, { readonly, fileMustExist: readonly });
   } catch (err) {
     throw new Error(`cannot open audit log ${file}: ${(err as Error).message}`);
   }
@@ -176,7 +177,7 @@ let expectedSchema: Map<string, SchemaObject> | undefined;
  */
 export function schemaDifferences(db: Database.Database): string[] {
   if (!expectedSchema) {
-    const mem = new Database(':memory:');
+    const mem = openSqlite(':memory:');
     try {
       mem.exec(AUDIT_DDL);
       expectedSchema = new Map((mem.prepare(SCHEMA_QUERY).all() as SchemaObject[]).map((o) => [o.name, o]));

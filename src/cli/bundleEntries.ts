@@ -8,8 +8,9 @@
 // more once settled, than the same code loaded as one CommonJS script: Node's
 // ES-module loader (its module jobs, URLs and resolution, and the built-in modules
 // it loads) and the start-up garbage they leave in the young generation; a
-// `snapshot save` loaded its 32 modules in about half the time. Native packages
-// (better-sqlite3, @node-rs/crc32) stay outside, and so do the prompts, which a
+// `snapshot save` loaded its 32 modules in about half the time. better-sqlite3's
+// JS is bundled too (its addon is named by file, common/sqlite.ts, so `bindings`
+// stays outside and unloaded); @node-rs/crc32 stays outside, and so do the prompts, which a
 // command imports only when it asks for a password; the worker threads' entries
 // (readWorker.js, passwordWorker.js) stay the ES modules tsc wrote.
 import { renameSync, writeFileSync } from 'node:fs';
@@ -55,7 +56,7 @@ const result = await build({
   platform: 'node',
   target: 'node20',
   format: 'cjs',
-  external: ['better-sqlite3', '@node-rs/crc32', '@inquirer/*'],
+  external: ['bindings', '@node-rs/crc32', '@inquirer/*'],
   // "use strict" first: the banner would otherwise push esbuild's below it, and
   // the modules (ES modules until now) would run in sloppy mode.
   banner: { js: `'use strict';\nconst ${BUNDLE_URL} = require('node:url').pathToFileURL(__filename);` },

@@ -4,6 +4,7 @@ import { status as GrpcStatus } from '#grpc-js';
 import type { EtcdClient } from './etcdClient.js';
 import { EtcdClientError } from './errors.js';
 import type { StatusResult } from './types.js';
+import { monotonicMs } from '../common/clock.js';
 
 export type EndpointOutcome<T> = { endpoint: string; ok: true; value: T } | { endpoint: string; ok: false; error: EtcdClientError };
 
@@ -52,13 +53,13 @@ export interface HealthResult {
  * through Raft; success or "permission denied" (auth on) means healthy.
  */
 export async function checkHealth(client: EtcdClient): Promise<HealthResult> {
-  const t0 = performance.now();
+  const t0 = monotonicMs();
   try {
     await client.range('health');
   } catch (err) {
     if (!(err instanceof EtcdClientError && err.grpcCode === GrpcStatus.PERMISSION_DENIED)) throw err;
   }
-  return { tookMs: performance.now() - t0 };
+  return { tookMs: monotonicMs() - t0 };
 }
 
 export interface LeaderFound {

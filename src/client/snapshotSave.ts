@@ -18,6 +18,7 @@ import { ALL_KEYS } from './keyRange.js';
 import { readSnapshotStream, StreamStalled } from './snapshotStream.js';
 import { endpointTls, type ClientTarget } from './target.js';
 import type { SnapshotChunk } from './types.js';
+import { monotonicMs } from '../common/clock.js';
 
 export const SHA256_LEN = 32;
 
@@ -103,7 +104,7 @@ export async function saveSnapshot(target: ClientTarget, file: string, opts: Sav
   const endpoint = ep.text;
   const out = path.resolve(file);
   const part = `${out}.part`;
-  const t0 = performance.now();
+  const t0 = monotonicMs();
   const dialStart = Date.now();
   const session = await dialSession(ep, endpointTls(target, ep), target.dialTimeoutMs).catch((e: Error) => {
     target.debug?.(`dial ${endpoint}: ${e.message}`);
@@ -151,7 +152,7 @@ export async function saveSnapshot(target: ClientTarget, file: string, opts: Sav
       }
       throw callError(err, endpoint, target.commandTimeoutMs);
     }
-    target.debug?.(`← Maintenance.Snapshot ${endpoint} OK (${Math.round(performance.now() - t0)}ms)`);
+    target.debug?.(`← Maintenance.Snapshot ${endpoint} OK (${Math.round(monotonicMs() - t0)}ms)`);
     await flusher.done();
     const verdict = check.finish();
     if (!verdict.ok) {
@@ -167,7 +168,7 @@ export async function saveSnapshot(target: ClientTarget, file: string, opts: Sav
     await rename(part, out);
     await syncDir(path.dirname(out));
     ok = true;
-    const seconds = (performance.now() - t0) / 1000;
+    const seconds = (monotonicMs() - t0) / 1000;
     return {
       path: out,
       endpoint,

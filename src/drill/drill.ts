@@ -29,6 +29,7 @@ import { snapshotKind, snapshotStatus } from '../recovery/snapshotFormat.js';
 import { checkData, readSourceAt, type DataCheck, type SourceAtRevision } from './dataCheck.js';
 import { checkPrometheusPath, previousLastSuccess, prometheusText, writePrometheusFile } from './prometheusFile.js';
 import { ScratchCluster } from './scratchCluster.js';
+import { monotonicMs } from '../common/clock.js';
 
 export const MAX_DRILL_MEMBERS = 5;
 
@@ -193,11 +194,11 @@ export async function runDrill(o: DrillOptions): Promise<DrillResult> {
   /** One phase as one audit step: started, then ended with its outputs or its error. */
   const step = async <T>(stepId: string, name: string, inputs: Record<string, unknown>, fn: (ref: StepRef) => Promise<T>, outputs?: (t: T) => unknown) => {
     const ref = audit.startStep(runId, { ordinal: ++ordinal, stepId, name, type: `drill-${stepId.replace(/:.*$/, '')}`, inputs });
-    const t0 = performance.now();
+    const t0 = monotonicMs();
     try {
       const r = await fn(ref);
       audit.finishStep(ref, { status: 'succeeded', outputs: outputs ? outputs(r) : {} });
-      return { value: r, ms: performance.now() - t0 };
+      return { value: r, ms: monotonicMs() - t0 };
     } catch (e) {
       audit.finishStep(ref, { status: 'failed', error: e as Error });
       throw e;

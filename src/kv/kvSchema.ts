@@ -13,7 +13,8 @@
 // meta, members, removed_members, leases, alarms: cluster state the server keeps
 //         next to the data so that a snapshot carries it.
 
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openSqlite } from '../common/sqlite.js';
 
 /** 'LBKV' — marks the file as a Lifeboat KV (PRAGMA application_id). */
 export const APPLICATION_ID = 0x4c424b56;
@@ -109,7 +110,7 @@ export const KV_WAL_LIMIT_BYTES = 64 << 20;
  * the Raft log is the source of durability and is replayed from the applied index.
  */
 export function openKvDatabase(path: string, opts: OpenOptions = {}): Database.Database {
-  const db = new Database(path, { readonly: opts.readonly ?? false, fileMustExist: opts.readonly ?? false });
+  const db = openSqlite(path, { readonly: opts.readonly ?? false, fileMustExist: opts.readonly ?? false });
   try {
     if (!opts.readonly) {
       db.pragma('journal_mode = WAL');

@@ -6,7 +6,8 @@
 // backend batches its commits: the log, not kv.db, is what makes an apply durable.
 
 import { statSync } from 'node:fs';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openSqlite } from '../common/sqlite.js';
 import { KvError } from './errors.js';
 import { ClusterMeta, type ClusterMetaReader, type ClusterMetaWriter } from './clusterMeta.js';
 import { applyKvRequest, applyRange, type ApplyContext } from './kvApplier.js';
@@ -666,7 +667,7 @@ export class KvStore {
    */
   private async pinnedCheckpoint(): Promise<CheckpointResult> {
     this.pin ??= (() => {
-      const db = new Database(this.path, { fileMustExist: true });
+      const db = openSqlite(this.path, { fileMustExist: true });
       return { db, appliedIndex: db.prepare('SELECT applied_index FROM state').pluck() };
     })();
     const pin = this.pin.db;
@@ -808,7 +809,7 @@ export class KvStore {
     this.assertOpen();
     this.commit();
     if (this.defragmenting || this.lastCheckpoint?.changes !== (this.totalChangesStmt.get() as number)) return undefined;
-    const reader = new Database(this.path, { fileMustExist: true });
+    const reader = openSqlite(this.path, { fileMustExist: true });
     let held: Omit<HeldSnapshot, 'id'>;
     try {
       held = beginHeldRead(reader);

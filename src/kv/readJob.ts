@@ -13,7 +13,7 @@
 // A worker that dies fails the jobs it held and is replaced at the next job.
 // close() closes the worker's connection before it returns (see there).
 
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { kvErrorOf, type KvErrorKind } from './errors.js';
 import type { HashKvResult } from './types.js';
 import type { KvSnapshotInfo } from './types.js';
@@ -147,7 +147,7 @@ export class ReadJobRunner {
 
   private start(): Worker {
     this.closedFlag = new Int32Array(new SharedArrayBuffer(4));
-    const worker = new Worker(new URL('./readWorker.js', import.meta.url), {
+    const worker = new (workerThreads().Worker)(new URL('./readWorker.js', import.meta.url), {
       workerData: { closed: this.closedFlag.buffer } satisfies ReadWorkerData,
     });
     this.worker = worker;
@@ -179,3 +179,6 @@ export class ReadJobRunner {
     for (const p of pending) p.reject(error(p));
   }
 }
+
+/** worker_threads at the first worker, not at start-up: an idle member may never start one (0.4 MiB). */
+const workerThreads = () => process.getBuiltinModule('node:worker_threads');

@@ -4,7 +4,8 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { fsyncFile } from './fsyncFile.js';
 import { failFsyncAt, failpointArg } from '../common/failpoint.js';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openSqlite } from '../common/sqlite.js';
 import { KvError } from './errors.js';
 import { hashKv, hashStore } from './kvHash.js';
 import {
@@ -33,7 +34,7 @@ let dbPath = '';
 function connection(path: string): Database.Database {
   if (db && dbPath === path) return db;
   db?.close();
-  db = new Database(path, { fileMustExist: true });
+  db = openSqlite(path, { fileMustExist: true });
   dbPath = path;
   return db;
 }

@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, promises as fsp, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import { openSqlite } from '../common/sqlite.js';
 import { openKvDatabase } from './kvSchema.js';
 import type { KvSnapshotInfo } from './types.js';
 
@@ -28,14 +28,14 @@ const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
 export function writeSnapshotSync(dbPath: string, dest: string): KvSnapshotInfo {
   const tmp = `${dest}.part`;
   rmSync(tmp, { force: true });
-  const src = new Database(dbPath, { fileMustExist: true });
+  const src = openSqlite(dbPath, { fileMustExist: true });
   try {
     src.prepare('VACUUM INTO ?').run(tmp);
   } finally {
     src.close();
   }
   // Read what the copy holds, and leave it as a plain rollback-journal file.
-  const copy = new Database(tmp, { fileMustExist: true });
+  const copy = openSqlite(tmp, { fileMustExist: true });
   let state: StateRow;
   try {
     copy.pragma('journal_mode = DELETE');

@@ -14,7 +14,8 @@
 // steps (BEGIN IMMEDIATE on a third connection), which always succeeds unless
 // another reader pins older frames.
 
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openSqlite } from '../common/sqlite.js';
 
 export interface HeldSnapshot {
   id: number;
@@ -43,13 +44,13 @@ let nextId = 1;
 
 /** Begins a held read of the database at `path` whose state the file holds; `checkpointer` is the worker's own connection. */
 export function holdSnapshot(checkpointer: Database.Database, path: string): HeldSnapshot {
-  const reader = new Database(path, { fileMustExist: true });
+  const reader = openSqlite(path, { fileMustExist: true });
   let locker: Database.Database | undefined;
   try {
     for (let i = 0; i < TRIES_FREE + TRIES_LOCKED; i++) {
       if (i > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, PAUSE_MS);
       if (i >= TRIES_FREE) {
-        locker ??= new Database(path, { fileMustExist: true });
+        locker ??= openSqlite(path, { fileMustExist: true });
         locker.exec('BEGIN IMMEDIATE');
       }
       try {

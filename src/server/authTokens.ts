@@ -5,6 +5,7 @@
 // Dropped when auth is switched on or off, and a user's when the user is deleted or
 // their password changes. Tokens are secrets: never logged.
 import { randomInt } from 'node:crypto';
+import { monotonicMs } from '../common/clock.js';
 
 const LETTERS = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ';
 export const DEFAULT_TOKEN_TTL_SEC = 300;
@@ -29,7 +30,7 @@ export class SimpleTokens {
 
   constructor(
     private readonly ttlMs: number,
-    private readonly now: () => number = () => performance.now(),
+    private readonly now: () => number = () => monotonicMs(),
   ) {
     this.timer = setInterval(() => this.sweep(), Math.min(1000, Math.max(100, ttlMs / 4)));
     this.timer.unref();

@@ -24,6 +24,7 @@ import { formatIdPadded } from '../common/ids.js';
 import type { AuthInfo, KvStore, KvWriter } from '../kv/index.js';
 import type { ForwardReply } from '../transport/peerTransport.js';
 import type { Logger } from './logger.js';
+import { monotonicMs } from '../common/clock.js';
 
 /** etcd's MaxLeaseTTL (seconds). */
 export const MAX_LEASE_TTL = 9_000_000_000;
@@ -64,7 +65,7 @@ export interface LeaseOptions {
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export class Leases {
-  /** Leader only: lease ID → deadline (performance.now() ms). */
+  /** Leader only: lease ID → deadline (monotonicMs() ms). */
   private readonly deadlines = new Map<bigint, number>();
   /** Expired leases whose revocation was proposed, and when. */
   private readonly revoking = new Map<bigint, number>();
@@ -99,7 +100,7 @@ export class Leases {
     this.primary = true;
     this.deadlines.clear();
     this.revoking.clear();
-    const now = performance.now();
+    const now = monotonicMs();
     const leases = this.host.kv().cluster.leases();
     for (const l of leases) this.deadlines.set(l.id, now + l.ttl * 1000 + this.opts.electionMs);
     if (leases.length > 0) this.host.log.info({ leases: leases.length, extendMs: this.opts.electionMs }, 'leases renewed for the new leader');
@@ -134,7 +135,7 @@ export class Leases {
   /** After the grant committed. */
   afterGrant(id: bigint, ttl: number): void {
     this.granted++;
-    if (this.primary) this.deadlines.set(id, performance.now() + ttl * 1000);
+    if (this.primary) this.deadlines.set(id, monotonicMs() + ttl * 1000);
   }
 
   /** After the revocation committed (`found` false: the lease was already gone). */
@@ -207,7 +208,7 @@ export class Leases {
     await this.waitCaughtUp();
     const lease = this.host.kv().cluster.lease(id);
     if (!lease) return 0;
-    const now = performance.now();
+    const now = monotonicMs();
     const deadline = this.deadlines.get(id);
     // Expired, its revocation on the way: etcd answers "not found" too.
     if (deadline !== undefined && deadline <= now) return 0;
@@ -220,8 +221,8 @@ export class Leases {
     const kv = this.host.kv();
     const lease = kv.cluster.lease(id);
     if (!lease) return { ttl: -1, grantedTtl: 0, keys: [] };
-    const deadline = this.deadlines.get(id) ?? performance.now() + lease.ttl * 1000;
-    const remaining = Math.max(0, Math.trunc((deadline - performance.now()) / 1000));
+    const deadline = this.deadlines.get(id) ?? monotonicMs() + lease.ttl * 1000;
+    const remaining = Math.max(0, Math.trunc((deadline - monotonicMs()) / 1000));
     return { ttl: remaining, grantedTtl: lease.ttl, keys: keys ? kv.leaseKeys(id) : [] };
   }
 
@@ -267,7 +268,7 @@ export class Leases {
   /** Leader only: propose the revocation of every lease past its deadline (bounded per check). */
   private revokeExpired(): void {
     if (!this.primary || !this.host.isLeader() || !this.host.leaderCaughtUp() || this.host.stopping()) return;
-    const now = performance.now();
+    const now = monotonicMs();
     let n = 0;
     for (const [id, deadline] of this.deadlines) {
       if (deadline > now) continue;

@@ -3,7 +3,7 @@
 // and heartbeats (and cost leadership). Hashes are made before a request is
 // proposed, so no plain-text password is ever in a Raft entry. One worker, started
 // on first use, jobs answered in order; it does not keep the process alive.
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 
 /** etcd's bcrypt cost (--bcrypt-cost default, bcrypt.DefaultCost). */
 export const BCRYPT_COST = 10;
@@ -49,7 +49,7 @@ export class Passwords {
 
   private start(): Worker {
     if (this.worker) return this.worker;
-    const w = new Worker(new URL('./passwordWorker.js', import.meta.url));
+    const w = new (workerThreads().Worker)(new URL('./passwordWorker.js', import.meta.url));
     w.unref();
     w.on('message', (r: PasswordReply) => {
       const p = this.waiting.get(r.id);
@@ -67,3 +67,6 @@ export class Passwords {
     return w;
   }
 }
+
+/** worker_threads at the first worker, not at start-up: an idle member may never start one (0.4 MiB). */
+const workerThreads = () => process.getBuiltinModule('node:worker_threads');

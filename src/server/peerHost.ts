@@ -25,6 +25,7 @@ import { formatId } from '../common/ids.js';
 import type { Logger } from './logger.js';
 import { writeMarker } from '../storage/markers.js';
 import { incomingSnapshotFile, snapshotRef } from './receivedSnapshots.js';
+import { monotonicMs } from '../common/clock.js';
 
 /** What a leader answers for the forwarded calls besides the Cluster API. */
 export interface ForwardTargets {
@@ -62,7 +63,7 @@ export class PeerHost implements TransportHost {
 
   /** Messages on their way out: heartbeats are timed until their response. */
   sending(messages: Message[]): void {
-    const now = performance.now();
+    const now = monotonicMs();
     for (const m of messages) if (m.type === MessageType.Heartbeat) this.heartbeatSentAt.set(m.to, now);
   }
 
@@ -84,7 +85,7 @@ export class PeerHost implements TransportHost {
     if (m.type === MessageType.HeartbeatResp) {
       // Heartbeat out, response back: the peer round trip, including its persist cycle.
       const sent = this.heartbeatSentAt.get(m.from);
-      if (sent !== undefined) this.d.observeRtt((performance.now() - sent) / 1000);
+      if (sent !== undefined) this.d.observeRtt((monotonicMs() - sent) / 1000);
       this.heartbeatSentAt.delete(m.from);
     }
     try {
