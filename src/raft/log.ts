@@ -152,11 +152,11 @@ export class RaftLog {
     }
   }
 
-  /** Committed entries not yet handed out for applying. */
-  nextCommitted(): Entry[] {
+  /** Committed entries not yet handed out for applying: the first, and more while their data stays within maxBytes. */
+  nextCommitted(maxBytes: number): Entry[] {
     const lo = Math.max(this.applying, this.snapshot.index) + 1;
     if (lo > this.committed) return [];
-    return this.ents.slice(lo - this.snapshot.index - 1, this.committed - this.snapshot.index);
+    return this.slice(lo, this.committed + 1, maxBytes) ?? [];
   }
 
   appliedTo(index: number): void {

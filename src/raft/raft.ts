@@ -85,7 +85,7 @@ export class Raft extends RawNode {
     invariant(config.readOnly !== 'lease' || config.checkQuorum, "readOnly 'lease' needs checkQuorum");
     const hs = persisted.hardState;
     const applied = config.applied ?? persisted.snapshot.index;
-    super(config.id, new RaftLog(persisted.snapshot, persisted.entries, hs.commit, Math.min(applied, hs.commit)), knobs);
+    super(config.id, new RaftLog(persisted.snapshot, persisted.entries, hs.commit, Math.min(applied, hs.commit)), knobs, config.maxSizePerMsg);
     this.cfg = config;
     this.trk = new ProgressTracker(persisted.snapshot.conf, config.maxInflightMsgs);
     // Conf changes the application already applied before the restart are in force.

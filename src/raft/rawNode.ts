@@ -84,6 +84,13 @@ export abstract class RawNode {
     readonly id: NodeId,
     protected readonly log: RaftLog,
     protected readonly knobs: RaftKnobs,
+    /**
+     * Cap on the bytes of committed entries one Ready hands out (at least one entry;
+     * etcd's MaxCommittedSizePerReady, which defaults to its MaxSizePerMsg as this
+     * does): a member far behind applies in steps, and the driver's turns between
+     * them answer its peers, so its leader keeps hearing from it.
+     */
+    private readonly maxCommittedBytes: number,
   ) {}
 
   abstract step(m: Message): void;
@@ -266,7 +273,7 @@ export abstract class RawNode {
       snapshot: this.log.pendingSnapshot,
       messages,
       messagesAfterPersist: after,
-      committedEntries: this.log.nextCommitted(),
+      committedEntries: this.log.nextCommitted(this.maxCommittedBytes),
       readStates: this.readStates,
       droppedProposals: this.dropped,
       mustSync: termOrVoteChanged || entries.length > 0 || this.log.pendingSnapshot !== undefined,

@@ -169,7 +169,7 @@ export interface RaftConfig {
   heartbeatTick: number;
   /** Seeded source of randomness in [0, 1): the core never calls Math.random. */
   random: () => number;
-  /** Cap on the bytes of entries in one append message. */
+  /** Cap on the bytes of entries in one append message, and of committed entries in one Ready. */
   maxSizePerMsg: number;
   /** Cap on in-flight append messages per follower in replicate state. */
   maxInflightMsgs: number;

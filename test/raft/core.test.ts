@@ -263,6 +263,34 @@ describe('replication', () => {
     assert.equal(appliedData(net, 2).length, appliedData(net, 1).length);
   });
 
+  test('a restarted member hands out its committed backlog in Readies of at most maxSizePerMsg bytes, in order', () => {
+    const net = clusterWithLeader(3);
+    for (let i = 0; i < 30; i++) net.node(1).raft.propose(new Uint8Array(40).fill(i));
+    net.stabilize();
+    // Node 2 restarts with everything committed and nothing applied past its snapshot.
+    const restarted = new Raft(options(2n, { maxSizePerMsg: 100 }), net.node(2).persisted);
+    const batches: number[][] = [];
+    for (let i = 0; i < 200 && restarted.hasReady(); i++) {
+      const rd = restarted.ready();
+      if (rd.committedEntries.length > 0) batches.push(rd.committedEntries.map((e) => e.index));
+      restarted.advance(rd);
+    }
+    const byIndex = new Map(net.node(2).persisted.entries.map((e) => [e.index, e.data.length]));
+    for (const b of batches) {
+      const bytes = b.reduce((n, i) => n + byIndex.get(i)!, 0);
+      assert.ok(b.length === 1 || bytes <= 100, `a Ready handed out ${b.length} entries of ${bytes} bytes`);
+    }
+    const handed = batches.flat();
+    assert.deepEqual(
+      handed,
+      [...byIndex.keys()].filter((i) => i >= handed[0]),
+      'not every committed entry, in order',
+    );
+    assert.equal(handed.filter((i) => byIndex.get(i) === 40).length, 30);
+    // 40-byte entries under a 100-byte cap: two per Ready.
+    assert.ok(batches.length >= 15, `${batches.length} Readies for 30 entries`);
+  });
+
   test('one append per follower per Ready: proposals made before a Ready leave together, taking one slot of the window', () => {
     const net = clusterWithLeader(3, { maxInflightMsgs: 1 });
     const leader = net.node(1).raft;
