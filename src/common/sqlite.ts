@@ -8,15 +8,16 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 
-let addon: string | null | undefined;
+/** The addon's file, '' where it is not (looked up once). */
+let addon: string | undefined;
 
 /** Where `npm ci` builds the addon (or installs its prebuilt copy); undefined leaves the search to better-sqlite3. */
 function addonFile(): string | undefined {
-  if (addon === undefined) {
+  addon ??= (() => {
     const file = path.join(path.dirname(createRequire(import.meta.url).resolve('better-sqlite3/package.json')), 'build', 'Release', 'better_sqlite3.node');
-    addon = fs.existsSync(file) ? file : null;
-  }
-  return addon ?? undefined;
+    return fs.existsSync(file) ? file : '';
+  })();
+  return addon || undefined;
 }
 
 /** `new Database(file, options)` with the addon's file given. */

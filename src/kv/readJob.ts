@@ -147,7 +147,8 @@ export class ReadJobRunner {
 
   private start(): Worker {
     this.closedFlag = new Int32Array(new SharedArrayBuffer(4));
-    const worker = new (workerThreads().Worker)(new URL('./readWorker.js', import.meta.url), {
+    // worker_threads is loaded here, not at start-up: an idle member may never start a worker (0.4 MiB).
+    const worker = new (process.getBuiltinModule('node:worker_threads').Worker)(new URL('./readWorker.js', import.meta.url), {
       workerData: { closed: this.closedFlag.buffer } satisfies ReadWorkerData,
     });
     this.worker = worker;
@@ -179,6 +180,3 @@ export class ReadJobRunner {
     for (const p of pending) p.reject(error(p));
   }
 }
-
-/** worker_threads at the first worker, not at start-up: an idle member may never start one (0.4 MiB). */
-const workerThreads = () => process.getBuiltinModule('node:worker_threads');

@@ -30,7 +30,7 @@ export class SimpleTokens {
 
   constructor(
     private readonly ttlMs: number,
-    private readonly now: () => number = () => monotonicMs(),
+    private readonly now: () => number = monotonicMs,
   ) {
     this.timer = setInterval(() => this.sweep(), Math.min(1000, Math.max(100, ttlMs / 4)));
     this.timer.unref();

@@ -67,7 +67,7 @@ export class ClusterApi {
   };
 
   /** An operator retrying "unhealthy cluster" can read in the leader's log which voters it waits for. */
-  private unsafe(change: string, err: MemberError, members: MemberInfo[]): MemberError {
+  private refused(change: string, err: MemberError, members: MemberInfo[]): MemberError {
     const waiting = members.filter((m) => !m.isLearner && m.id !== this.host.memberId && !this.connected(m.id)).map((m) => formatId(m.id));
     this.host.log.warn({ change, error: err.message, notConnectedFor5s: waiting }, 'refused a membership change');
     return err;
@@ -82,7 +82,7 @@ export class ClusterApi {
       if (bad) throw bad;
       if (h.cfg.strictReconfigCheck) {
         const unsafe = strictAddCheck(members, !isLearner, this.connected, h.memberId);
-        if (unsafe) throw this.unsafe('add', unsafe, members);
+        if (unsafe) throw this.refused('add', unsafe, members);
       }
       const member: MemberInfo = { id, name: '', peerURLs, clientURLs: [], isLearner };
       const out = await h.proposeConf({ type: isLearner ? 'addLearner' : 'addVoter', nodeId: id }, member);
@@ -97,7 +97,7 @@ export class ClusterApi {
       if (!members.some((m) => m.id === id)) throw ErrMemberNotFound;
       if (h.cfg.strictReconfigCheck) {
         const unsafe = strictRemoveCheck(members, id, this.connected, h.memberId);
-        if (unsafe) throw this.unsafe('remove', unsafe, members);
+        if (unsafe) throw this.refused('remove', unsafe, members);
       }
       const out = await h.proposeConf({ type: 'remove', nodeId: id }, undefined);
       return out.members ?? [];
@@ -127,7 +127,7 @@ export class ClusterApi {
       if (learnerMatch < leaderMatch * LEARNER_READY) throw ErrLearnerNotReady;
       if (h.cfg.strictReconfigCheck) {
         const unsafe = strictAddCheck(members, true, this.connected, h.memberId);
-        if (unsafe) throw this.unsafe('promote', unsafe, members);
+        if (unsafe) throw this.refused('promote', unsafe, members);
       }
       const out = await h.proposeConf({ type: 'promote', nodeId: id }, undefined);
       return out.members ?? [];

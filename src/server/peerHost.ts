@@ -63,8 +63,9 @@ export class PeerHost implements TransportHost {
 
   /** Messages on their way out: heartbeats are timed until their response. */
   sending(messages: Message[]): void {
-    const now = monotonicMs();
-    for (const m of messages) if (m.type === MessageType.Heartbeat) this.heartbeatSentAt.set(m.to, now);
+    // The clock is read only for a batch with a heartbeat: most batches (a put's appends) have none.
+    let now: number | undefined;
+    for (const m of messages) if (m.type === MessageType.Heartbeat) this.heartbeatSentAt.set(m.to, (now ??= monotonicMs()));
   }
 
   clusterId(): bigint {
