@@ -174,9 +174,14 @@ export class ProtoWriter {
 }
 
 export class ProtoReader {
-  private pos = 0;
+  private hi = 0;
+  private lo = 0;
 
-  constructor(private readonly buf: Uint8Array) {}
+  /** `start`: where to begin reading (past a prefix the caller has already matched). */
+  constructor(
+    private readonly buf: Uint8Array,
+    private pos = 0,
+  ) {}
 
   get done(): boolean {
     return this.pos >= this.buf.length;
@@ -190,15 +195,33 @@ export class ProtoReader {
     return { field, wire: t % 8 };
   }
 
-  /** Unsigned varint as a bigint (full 64 bits). */
+  /**
+   * Unsigned varint as a bigint (full 64 bits; bits beyond them dropped). Read
+   * into two 32-bit halves and made a bigint once: a bigint per byte made every
+   * 64-bit ID (members', the cluster's, in each peer envelope) about 40 of them.
+   */
   uint64(): bigint {
-    let result = 0n;
-    let shift = 0n;
+    this.halves();
+    return this.hi === 0 ? BigInt(this.lo) : (BigInt(this.hi) << 32n) | BigInt(this.lo);
+  }
+
+  /** Reads a varint into hi and lo: its high and low 32 bits, unsigned (fields, not an array: nothing allocated). */
+  private halves(): void {
+    let lo = 0;
+    let hi = 0;
     for (let i = 0; i < 10; i++) {
       const b = this.byte();
-      result |= BigInt(b & 0x7f) << shift;
-      if (b < 0x80) return BigInt.asUintN(64, result);
-      shift += 7n;
+      const bits = b & 0x7f;
+      if (i < 4) lo |= bits << (7 * i);
+      else if (i === 4) {
+        lo |= bits << 28;
+        hi = bits >>> 4;
+      } else hi |= bits << (7 * i - 32);
+      if (b < 0x80) {
+        this.hi = hi >>> 0;
+        this.lo = lo >>> 0;
+        return;
+      }
     }
     throw new Error('protobuf: varint longer than 10 bytes');
   }
@@ -212,11 +235,13 @@ export class ProtoReader {
     return Number(big);
   }
 
-  /** A 64-bit varint as a decimal string (signed: int64's two's complement); no bigint for values below 2^49. */
+  /** A 64-bit varint as a decimal string (signed: int64's two's complement); no bigint for values below 2^53. */
   varintString(signed: boolean): string {
     const short = this.shortVarint();
     if (short !== undefined) return String(short);
-    const big = this.uint64();
+    this.halves();
+    if (this.hi < 0x20_0000) return String(this.hi * 0x1_0000_0000 + this.lo);
+    const big = (BigInt(this.hi) << 32n) | BigInt(this.lo);
     return String(signed ? BigInt.asIntN(64, big) : big);
   }
 

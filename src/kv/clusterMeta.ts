@@ -125,6 +125,8 @@ export class ClusterMeta implements ClusterMetaWriter {
   private alarmRows: Alarm[] | undefined;
   /** Removed member IDs; undefined until first read. */
   private removedIds: Set<bigint> | undefined;
+  /** 64-bit ID rows decoded, by the row's bytes (peer traffic asks for the cluster ID per envelope). */
+  private readonly decodedIds = new WeakMap<Buffer, bigint>();
 
   constructor(db: Database.Database) {
     this.s = statements(db);
@@ -183,8 +185,17 @@ export class ClusterMeta implements ClusterMetaWriter {
     this.metaRows.set(name, null);
   }
 
+  /** An 8-byte ID row as a bigint, decoded once per row read. */
+  private idRow(name: string): bigint | undefined {
+    const b = this.getMeta(name);
+    if (!b) return undefined;
+    let id = this.decodedIds.get(b);
+    if (id === undefined) this.decodedIds.set(b, (id = b.readBigUInt64BE()));
+    return id;
+  }
+
   clusterId(): bigint | undefined {
-    return this.getMeta(CLUSTER_ID)?.readBigUInt64BE();
+    return this.idRow(CLUSTER_ID);
   }
 
   setClusterId(id: bigint): void {
@@ -192,7 +203,7 @@ export class ClusterMeta implements ClusterMetaWriter {
   }
 
   memberId(): bigint | undefined {
-    return this.getMeta(MEMBER_ID)?.readBigUInt64BE();
+    return this.idRow(MEMBER_ID);
   }
 
   setMemberId(id: bigint): void {
@@ -200,7 +211,7 @@ export class ClusterMeta implements ClusterMetaWriter {
   }
 
   parentClusterId(): bigint | undefined {
-    return this.getMeta(PARENT_CLUSTER_ID)?.readBigUInt64BE();
+    return this.idRow(PARENT_CLUSTER_ID);
   }
 
   setParentClusterId(id: bigint | undefined): void {

@@ -597,8 +597,13 @@ export class Raft extends RawNode {
   /** A leader whose commit index some follower in Replicate has not been sent (lazyCommit). */
   hasOwedCommits(): boolean {
     if (this.state !== StateType.Leader) return false;
-    for (const [id, pr] of this.trk.progress) if (id !== this.id && this.owesCommit(pr)) return true;
-    return false;
+    // forEach, not for-of: the driver asks after every event, and an unoptimized
+    // for-of over a Map allocates an entry and a result object per member.
+    let owed = false;
+    this.trk.progress.forEach((pr, id) => {
+      if (id !== this.id && this.owesCommit(pr)) owed = true;
+    });
+    return owed;
   }
 
   /** Sends the commit index to every follower it is owed to (lazyCommit). */
@@ -612,13 +617,15 @@ export class Raft extends RawNode {
   }
 
   private bcastHeartbeat(context: Uint8Array | undefined): void {
-    for (const [id, pr] of this.trk.progress) {
-      if (id === this.id) continue;
+    this.trk.progress.forEach((pr, id) => {
+      if (id === this.id) return;
       // Never tell a follower to commit past what it is known to hold.
-      const commit = Math.min(pr.match, this.log.committed);
-      pr.commitSent = Math.max(pr.commitSent, commit);
-      this.send({ ...this.msg(MessageType.Heartbeat, id), commit, context });
-    }
+      const m = this.msg(MessageType.Heartbeat, id);
+      m.commit = Math.min(pr.match, this.log.committed);
+      m.context = context;
+      pr.commitSent = Math.max(pr.commitSent, m.commit);
+      this.send(m);
+    });
   }
 
   private leaderReadIndex(m: Message): void {

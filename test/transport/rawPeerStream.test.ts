@@ -59,6 +59,33 @@ describe('raw peer message stream', () => {
     assert.deepEqual({ accepted: ok.accepted, error: ok.error }, { accepted: true, error: undefined });
   });
 
+  test('envelopes arrive as sent, header fields and messages, when the header changes on the connection', async () => {
+    const got: unknown[] = [];
+    const want = [
+      { cluster_id: '18446744073709551615', from: '12345678901234567890', to: '9007199254740993', messages: [Buffer.from('a'), Buffer.alloc(300, 7)] },
+      { cluster_id: '18446744073709551615', from: '12345678901234567890', to: '9007199254740993', messages: [Buffer.from('b')] },
+      { cluster_id: '18446744073709551615', from: '12345678901234567890', to: '9007199254740993', messages: [] },
+      { cluster_id: '42', from: '12345678901234567890', to: '9007199254740993', messages: [Buffer.from('c')] },
+      { cluster_id: '42', from: '12345678901234567890', to: '7', messages: [Buffer.alloc(70_000, 1), Buffer.from('d')] },
+      { cluster_id: '18446744073709551615', from: '12345678901234567890', to: '9007199254740993', messages: [Buffer.from('e')] },
+    ];
+    const port = await listen('raw-headers', (s) => {
+      const call = new RawPeerServerCall(s);
+      call.sendMetadata();
+      call.on('data', (env) => got.push(env));
+    });
+    const socket = net.connect({ host: '127.0.0.1', port });
+    socket.write(RAW_PEER_MAGIC);
+    const c = new RawPeerClientStream(socket);
+    try {
+      for (const env of want) c.write(env);
+      for (let i = 0; i < 100 && got.length < want.length; i++) await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      socket.destroy();
+    }
+    assert.deepEqual(got, want);
+  });
+
   test('a server that speaks HTTP/2 does not accept the stream', async () => {
     const h2 = await listen('raw-h2', (s) => {
       s.on('data', () => {});
