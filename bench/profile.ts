@@ -26,7 +26,7 @@ export async function run(args: string[]): Promise<void> {
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-profile-'));
   // --cpu-prof is refused in NODE_OPTIONS: it goes on each member's node command line.
-  const cluster = await LifeboatCluster.start('bench-profile', 3, [], { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`] });
+  const cluster = await LifeboatCluster.start('bench-profile', 3, [], { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`], defaultTiming: true });
   onCleanup(() => cluster.stopAll());
   let leaderPid = 0;
   try {

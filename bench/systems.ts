@@ -193,6 +193,7 @@ export async function startLifeboat(before?: string, certs?: TestCerts): Promise
     const tlsBuild = before ? ((await import(path.join(before, TLS_CLUSTER_JS))) as { TlsCluster: typeof TlsCluster }) : { TlsCluster };
     secure = await tlsBuild.TlsCluster.create(seed, certs, 3);
     cluster = secure.c;
+    cluster.timing = [];
     try {
       await secure.startFounders('m1', 'm2', 'm3');
     } catch (e) {
@@ -200,7 +201,8 @@ export async function startLifeboat(before?: string, certs?: TestCerts): Promise
       throw e;
     }
   } else {
-    cluster = await build.LifeboatCluster.start(seed, 3);
+    // etcd's heartbeat and election timeout, which etcd runs with here (the tests' are faster).
+    cluster = await build.LifeboatCluster.start(seed, 3, [], { defaultTiming: true });
   }
   const unregister = onCleanup(() => cluster.stopAll());
   const founders = [...cluster.members];

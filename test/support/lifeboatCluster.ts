@@ -125,6 +125,13 @@ export function lifeboat(...args: string[]): Promise<RunResult> {
   return run(process.execPath, [BIN, ...args], { timeoutMs: 60_000 });
 }
 
+/**
+ * The tests' Raft timing: elections within half a second instead of the default
+ * second. Members otherwise run with the defaults, etcd's (100 / 1000 ms), as the
+ * benchmarks do: etcd runs with them there.
+ */
+const TEST_TIMING: readonly string[] = ['--heartbeat-interval', '50', '--election-timeout', '500'];
+
 export interface SpawnOptions {
   /** LIFEBOAT_* settings for the member (the test's own LIFEBOAT_* variables are then left out) */
   env?: Record<string, string>;
@@ -138,14 +145,21 @@ export class LifeboatCluster {
   readonly members: MemberProc[] = [];
   readonly dir: string;
   private ports: number[] = [];
+  /** The members' timing flags; empty for the defaults (`start`'s `defaultTiming`). */
+  timing: readonly string[] = TEST_TIMING;
 
   private constructor(readonly seed: string) {
     this.dir = fs.mkdtempSync(path.join(os.tmpdir(), `lifeboat-${seed}-`));
   }
 
-  /** Starts `n` founding members m1..mn and waits for a leader. `opts.nodeArgs` go to node itself (e.g. --cpu-prof). */
-  static async start(seed: string, n: number, extra: string[] = [], opts: SpawnOptions = {}): Promise<LifeboatCluster> {
+  /**
+   * Starts `n` founding members m1..mn and waits for a leader. `opts.nodeArgs` go to
+   * node itself (e.g. --cpu-prof); `opts.defaultTiming`: the default heartbeat and
+   * election timeout instead of the tests' faster ones.
+   */
+  static async start(seed: string, n: number, extra: string[] = [], opts: SpawnOptions & { defaultTiming?: boolean } = {}): Promise<LifeboatCluster> {
     const c = await LifeboatCluster.create(seed, n);
+    if (opts.defaultTiming) c.timing = [];
     for (let i = 0; i < n; i++) c.members.push(c.define(`m${i + 1}`));
     const initial = c.initialCluster();
     for (const m of c.members) c.spawn(m, ['--initial-cluster', initial, '--initial-cluster-state', 'new', ...extra], opts);
@@ -197,7 +211,7 @@ export class LifeboatCluster {
 
   /** Starts (or restarts) a member process with its flags plus `args` (and `opts.env` added to the environment). */
   spawn(m: MemberProc, args: string[], opts: SpawnOptions = {}): MemberProc {
-    return this.spawnServer(m, [...this.memberFlags(m), '--heartbeat-interval', '50', '--election-timeout', '500', ...args], opts);
+    return this.spawnServer(m, [...this.memberFlags(m), ...this.timing, ...args], opts);
   }
 
   /** The member's name, data dir and URLs as `lifeboat server` flags. */
