@@ -177,7 +177,7 @@ export class ProtoReader {
   private hi = 0;
   private lo = 0;
 
-  /** `start`: where to begin reading (past a prefix the caller has already matched). */
+  /** `pos`: where to begin reading (past a prefix the caller has already matched). */
   constructor(
     private readonly buf: Uint8Array,
     private pos = 0,

@@ -105,8 +105,8 @@ export class MagicReader {
  * Envelopes as frames of one raw connection, in the Envelope message's bytes. Its
  * first three fields (cluster, sender, receiver) hardly ever change on a
  * connection, so their bytes are encoded once and, on receipt, compared rather
- * than decoded: the message codec spent some forty bigints and strings per
- * envelope on those 64-bit IDs, most of what an idle leader allocated.
+ * than decoded: turning those 64-bit IDs into decimal strings and back for every
+ * envelope was most of what an idle leader allocated.
  */
 export class EnvelopeFrames {
   private sent: { env: Envelope; head: Buffer } | undefined;
