@@ -205,7 +205,7 @@ export class ProtoReader {
     return this.hi === 0 ? BigInt(this.lo) : (BigInt(this.hi) << 32n) | BigInt(this.lo);
   }
 
-  /** Reads a varint into hi and lo: its high and low 32 bits, unsigned (fields, not an array: nothing allocated). */
+  /** Reads a varint into hi and lo: its high and low 32 bits, unsigned (fields, not an array: nothing allocated). Every varint read goes through here. */
   private halves(): void {
     let lo = 0;
     let hi = 0;
@@ -226,49 +226,25 @@ export class ProtoReader {
     throw new Error('protobuf: varint longer than 10 bytes');
   }
 
-  /** Varint as a non-negative number; fast path for the common short case. */
+  /** Varint as a non-negative number; refuses one beyond 2^53 rather than rounding it. */
   uint(): number {
-    const short = this.shortVarint();
-    if (short !== undefined) return short;
-    const big = this.uint64();
-    if (big > BigInt(Number.MAX_SAFE_INTEGER)) throw new Error(`protobuf: value ${big} does not fit a number`);
-    return Number(big);
+    this.halves();
+    if (this.hi >= 0x20_0000) throw new Error(`protobuf: value ${(BigInt(this.hi) << 32n) | BigInt(this.lo)} does not fit a number`);
+    return this.hi * 0x1_0000_0000 + this.lo;
   }
 
   /** A 64-bit varint as a decimal string (signed: int64's two's complement); no bigint for values below 2^53. */
   varintString(signed: boolean): string {
-    const short = this.shortVarint();
-    if (short !== undefined) return String(short);
     this.halves();
     if (this.hi < 0x20_0000) return String(this.hi * 0x1_0000_0000 + this.lo);
     const big = (BigInt(this.hi) << 32n) | BigInt(this.lo);
     return String(signed ? BigInt.asIntN(64, big) : big);
   }
 
-  /** A varint of at most 7 bytes (below 2^49) as a number; undefined, with nothing read, for a longer one. */
-  private shortVarint(): number | undefined {
-    const start = this.pos;
-    let result = 0;
-    let mult = 1;
-    for (let i = 0; i < 7; i++) {
-      const b = this.byte();
-      result += (b & 0x7f) * mult;
-      if (b < 0x80) return result;
-      mult *= 0x80;
-    }
-    this.pos = start;
-    return undefined;
-  }
-
   /** uint32: the varint's low 32 bits (a negative int32 arrives as ten bytes). */
   uint32(): number {
-    let result = 0;
-    for (let i = 0; i < 10; i++) {
-      const b = this.byte();
-      if (i < 5) result += (b & 0x7f) * 2 ** (7 * i);
-      if (b < 0x80) return result % 0x1_0000_0000;
-    }
-    throw new Error('protobuf: varint longer than 10 bytes');
+    this.halves();
+    return this.lo;
   }
 
   /** int64 as a signed bigint. */
@@ -286,7 +262,8 @@ export class ProtoReader {
   }
 
   bool(): boolean {
-    return this.uint64() !== 0n;
+    this.halves();
+    return (this.hi | this.lo) !== 0;
   }
 
   /** A view into the input (no copy): keep the input alive and unmodified while in use. */
