@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { BIN } from '../test/support/lifeboatCluster.js';
 import { ROOT, requireEtcdTools, run as runTool, sleep } from '../test/support/tools.js';
-import { CHECK_PERF_PREFIX, checkPerf } from './checkPerf.js';
+import { CHECK_PERF_PREFIX, checkPerf, type CheckPerfResult } from './checkPerf.js';
 import { cleanupAll, onCleanup } from './cleanup.js';
 import { parseClusterOptions, type ClusterOptions } from './clusterOptions.js';
 import { FigureSet } from './figures.js';
@@ -16,7 +16,7 @@ import { fillKeys } from './fill.js';
 import { measureCatchUp } from './learnerCatchUp.js';
 import { runLoad, type LoadResult } from './loadGenerator.js';
 import { describeMachine, describeMachineLine } from './machine.js';
-import { maxRss, sampleRss } from './memberRss.js';
+import { cpuSeconds, maxRss, sampleRss } from './memberRss.js';
 import { startNoopServers } from './noopServer.js';
 import { measureRecovery } from './recoveryFigure.js';
 import { measureSnapshot } from './snapshotFigures.js';
@@ -39,7 +39,8 @@ interface Ceiling {
   result: LoadResult;
 }
 
-async function measureCeiling(o: ClusterOptions): Promise<Ceiling[]> {
+/** The tools' own ceilings on this machine: our load generator's, and each check perf load's. */
+async function measureCeiling(o: ClusterOptions): Promise<{ loads: Ceiling[]; checkPerf: CheckPerfResult[] }> {
   const servers = await startNoopServers();
   const unregister = onCleanup(() => servers.stop());
   try {
@@ -56,7 +57,15 @@ async function measureCeiling(o: ClusterOptions): Promise<Ceiling[]> {
       log(`generator ceiling (${servers.endpoints.length} no-op gRPC server processes, ${o.workers} worker processes), ${clients} clients: ${fmt(result)}`);
       out.push({ clients, result });
     }
-    return out;
+    // etcdctl paces check perf with a rate limiter; where it cannot keep its rate even
+    // against servers that answer at once, no member can pass that load on this machine.
+    const checkPerfCeiling: CheckPerfResult[] = [];
+    for (const perfLoad of o.checkPerf) {
+      const r = await checkPerf(servers.endpoints, perfLoad);
+      log(`check perf ceiling (no-op servers): --load=${perfLoad}: ${r.pass ? 'PASS' : 'FAIL'}, ${r.writesPerSecond} writes/s`);
+      checkPerfCeiling.push(r);
+    }
+    return { loads: out, checkPerf: checkPerfCeiling };
   } finally {
     servers.stop();
     unregister();
@@ -125,7 +134,8 @@ async function benchSystem(
 
     for (const perfLoad of o.checkPerf) {
       log(`${label}: etcdctl check perf --load=${perfLoad} (60 s)`);
-      let r: Awaited<ReturnType<typeof checkPerf>>;
+      let r: CheckPerfResult;
+      const cpuBefore = sys.pids().map((p) => cpuSeconds(p));
       try {
         r = await checkPerf(endpoints, perfLoad, tls);
       } catch (e) {
@@ -143,6 +153,12 @@ async function benchSystem(
         { id: `check-perf-${perfLoad}`, label: `etcdctl check perf --load=${perfLoad}, writes/s`, unit: '', better: 'higher' },
         r.writesPerSecond,
         r.pass ? 'PASS' : 'FAIL',
+      );
+      const cpu = sys.pids().reduce((sum, p, i) => sum + cpuSeconds(p) - cpuBefore[i], 0);
+      figures.set(
+        name,
+        { id: `check-perf-${perfLoad}-cpu`, label: `etcdctl check perf --load=${perfLoad}, CPU of all members`, unit: 's', better: 'lower' },
+        cpu,
       );
     }
 
@@ -222,6 +238,7 @@ export async function run(args: string[]): Promise<void> {
     if (written) return;
     written = true;
     const ceiling = (raw.ceiling as Ceiling[] | undefined)?.at(-1)?.result;
+    const checkPerfCeiling = raw.checkPerfCeiling as CheckPerfResult[] | undefined;
     const base = writeReport({
       tag: o.tag,
       outDir: o.outDir ?? path.join(ROOT, 'bench', 'results'),
@@ -231,6 +248,7 @@ export async function run(args: string[]): Promise<void> {
       raw,
       status,
       ceiling,
+      checkPerfCeiling,
       minutes: (performance.now() - t0) / 60_000,
     });
     log(`wrote ${base}.json, .md and .svg`);
@@ -239,8 +257,9 @@ export async function run(args: string[]): Promise<void> {
   onCleanup(() => report('interrupted'));
   try {
     const certs = o.tls ? await benchCerts() : undefined;
-    const ceiling = await measureCeiling(o);
+    const { loads: ceiling, checkPerf: checkPerfCeiling } = await measureCeiling(o);
     raw.ceiling = ceiling;
+    raw.checkPerfCeiling = checkPerfCeiling;
     for (const name of o.systems) {
       // The older build's figures are kept in the raw results, next to this build's.
       if (name === 'lifeboat' && o.before) {

@@ -14,7 +14,8 @@ interface Run {
   file: string;
   status: string;
   figures: Figure[];
-  machine: { loadAverage?: number[] };
+  machine: { loadAverageAtStart?: number[] };
+  raw?: { checkPerfCeiling?: { load: string; pass: boolean; writesPerSecond: number }[] };
 }
 
 const finite = (xs: Array<number | undefined>): number[] => xs.filter((x): x is number => Number.isFinite(x));
@@ -53,7 +54,17 @@ export function run(args: string[]): Promise<void> {
       ratios.length > 0 ? `${median(ratios).toFixed(2)}×` : '—'
     } | ${ratios.map((r) => r.toFixed(2)).join(' / ') || '—'} |`;
   });
-  const header = `Medians of ${runs.length} \`npm run bench -- cluster\` runs (${runs.map((r) => `${path.basename(r.file)}: ${r.status}`).join('; ')}).`;
+  const loads = runs.map((r) => r.machine.loadAverageAtStart?.[0]?.toFixed(2) ?? '?');
+  const perfLoads = [...new Set(runs.flatMap((r) => r.raw?.checkPerfCeiling?.map((c) => c.load) ?? []))];
+  const perfCeiling = perfLoads.map((load) => {
+    const each = runs.map((r) => r.raw?.checkPerfCeiling?.find((c) => c.load === load));
+    return `--load=${load} ${each.map((c) => (c ? `${c.pass ? 'PASS' : 'FAIL'} ${c.writesPerSecond}` : '—')).join(' / ')}`;
+  });
+  const header = [
+    `Medians of ${runs.length} \`npm run bench -- cluster\` runs (${runs.map((r) => `${path.basename(r.file)}: ${r.status}`).join('; ')}).`,
+    `Load average (1 min) at each run's start: ${loads.join(' / ')}.`,
+    ...(perfCeiling.length > 0 ? [`etcdctl check perf against no-op servers, writes/s in each run: ${perfCeiling.join('; ')}.`] : []),
+  ].join('\n');
   const table = [
     '| figure (↑ higher is better, ↓ lower is better) | etcd 3.4 | Lifeboat | Lifeboat ÷ etcd, median of the runs | each run |',
     '|---|---:|---:|---:|---|',

@@ -2,6 +2,7 @@
 // the table. Also used for a run cut short, whose report says so.
 import fs from 'node:fs';
 import path from 'node:path';
+import type { CheckPerfResult } from './checkPerf.js';
 import type { ClusterOptions } from './clusterOptions.js';
 import type { Figure } from './figures.js';
 import type { LoadResult } from './loadGenerator.js';
@@ -19,6 +20,8 @@ export interface Report {
   /** 'complete', or why the run ended early */
   status: string;
   ceiling?: LoadResult;
+  /** etcdctl check perf against the same no-op servers, per load */
+  checkPerfCeiling?: CheckPerfResult[];
   minutes: number;
 }
 
@@ -33,6 +36,13 @@ export function writeReport(r: Report): string {
       (r.ceiling
         ? `; its ceiling against no-op gRPC servers: ${Math.round(r.ceiling.perSecond).toLocaleString('en-US')} puts/s at ${r.ceiling.clients} clients (p50 ${r.ceiling.p50Ms.toFixed(2)} ms).`
         : '.'),
+    ...(r.checkPerfCeiling?.length
+      ? [
+          `etcdctl check perf against the same no-op servers (plaintext), the tool's own ceiling here: ${r.checkPerfCeiling
+            .map((c) => `--load=${c.load} ${c.pass ? 'PASS' : 'FAIL'} at ${c.writesPerSecond.toLocaleString('en-US')} writes/s`)
+            .join(', ')}.`,
+        ]
+      : []),
     ...(o.tls ? ['TLS: clients and peers of every system on https:// with certificate auth (the recovery figure without).'] : []),
     `Run: ${r.status}, ${r.minutes.toFixed(1)} min.`,
   ].join('\n');
