@@ -16,7 +16,7 @@ import { fillKeys } from './fill.js';
 import { measureCatchUp } from './learnerCatchUp.js';
 import { runLoad, type LoadResult } from './loadGenerator.js';
 import { describeMachine, describeMachineLine } from './machine.js';
-import { cpuSeconds, maxRss, sampleRss } from './memberRss.js';
+import { cpuTotal, maxRss, sampleRss } from './memberRss.js';
 import { startNoopServers } from './noopServer.js';
 import { measureRecovery } from './recoveryFigure.js';
 import { measureSnapshot } from './snapshotFigures.js';
@@ -140,7 +140,7 @@ async function benchSystem(
     for (const perfLoad of o.checkPerf) {
       log(`${label}: etcdctl check perf --load=${perfLoad} (60 s)`);
       let r: CheckPerfResult;
-      const cpuBefore = sys.pids().map((p) => cpuSeconds(p));
+      const cpuBefore = cpuTotal(sys.pids());
       try {
         r = await checkPerf(endpoints, perfLoad, tls);
       } catch (e) {
@@ -159,11 +159,10 @@ async function benchSystem(
         r.writesPerSecond,
         r.pass ? 'PASS' : 'FAIL',
       );
-      const cpu = sys.pids().reduce((sum, p, i) => sum + cpuSeconds(p) - cpuBefore[i], 0);
       figures.set(
         name,
         { id: `check-perf-${perfLoad}-cpu`, label: `etcdctl check perf --load=${perfLoad}, CPU of all members`, unit: 's', better: 'lower' },
-        cpu,
+        cpuTotal(sys.pids()) - cpuBefore,
       );
     }
 

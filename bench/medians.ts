@@ -5,6 +5,7 @@
 // moves both systems alike), and the runs' ratios themselves.
 import fs from 'node:fs';
 import path from 'node:path';
+import type { CheckPerfResult } from './checkPerf.js';
 import { formatValue, ratio, type Figure } from './figures.js';
 import { median } from './runStats.js';
 
@@ -15,7 +16,7 @@ interface Run {
   status: string;
   figures: Figure[];
   machine: { loadAverageAtStart?: number[] };
-  raw?: { checkPerfCeiling?: { load: string; pass: boolean; writesPerSecond: number }[] };
+  raw?: { checkPerfCeiling?: CheckPerfResult[] };
 }
 
 const finite = (xs: Array<number | undefined>): number[] => xs.filter((x): x is number => Number.isFinite(x));

@@ -21,6 +21,9 @@ export function cpuSeconds(pid: number, ticksPerSecond = 100): number {
   return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
 }
 
+/** utime + stime of all `pids` together, in seconds. */
+export const cpuTotal = (pids: number[]): number => pids.reduce((a, p) => a + cpuSeconds(p), 0);
+
 /** The largest RSS among `pids` now. */
 export const maxRss = (pids: number[]): number => Math.max(0, ...pids.map(rssMiB));
 

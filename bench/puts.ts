@@ -13,7 +13,7 @@ import { commitOf, median } from './runStats.js';
 import { cleanupAll } from './cleanup.js';
 import { runLoad, type LoadResult } from './loadGenerator.js';
 import { describeMachine, describeMachineLine } from './machine.js';
-import { cpuSeconds, sampleRss } from './memberRss.js';
+import { cpuTotal, sampleRss } from './memberRss.js';
 import { benchCerts, startEtcd, startLifeboat, TLS_CLUSTER_JS, type BenchCluster } from './systems.js';
 import { warmUp, WARMUP_SECONDS } from './warmUp.js';
 
@@ -93,9 +93,6 @@ interface Variant {
 /** One round of one system: a fresh cluster, a warm-up, then each client count. */
 type Sample = LoadResult & { rssMiB: number; cpuMsPerPut: number };
 
-/** CPU time of the members (every thread) per put: what a busy machine distorts least. */
-const cpuTotal = (pids: number[]): number => pids.reduce((a, p) => a + cpuSeconds(p), 0);
-
 async function measure(v: Variant, o: PutsOptions, certs?: TestCerts): Promise<Map<number, Sample>> {
   const sys = await v.start(certs);
   try {
@@ -105,6 +102,7 @@ async function measure(v: Variant, o: PutsOptions, certs?: TestCerts): Promise<M
     const out = new Map<number, Sample>();
     for (const clients of o.clients) {
       const rss = sampleRss(sys.pids());
+      // CPU time of the members (every thread) per put: what a busy machine distorts least.
       const cpu0 = cpuTotal(sys.pids());
       const r = await runLoad({ endpoints, tls, clients, workers: o.workers, op: PUT, valueSize: 256, durationMs: o.seconds * 1000 });
       const cpuMsPerPut = ((cpuTotal(sys.pids()) - cpu0) * 1000) / Math.max(1, r.ops);
