@@ -22,6 +22,8 @@ export interface ClusterOptions {
   recoveryKeys: number;
   stabilizationSeconds: number;
   learnerTimeoutSeconds: number;
+  /** from the cluster being up to the second idle RSS figure: V8's memory-reducing collection comes about 10 s in */
+  idleSettleSeconds: number;
   outDir?: string;
   /** an older Lifeboat build (a worktree with its own dist/) benchmarked just before the current one, for before/after figures */
   before?: string;
@@ -34,7 +36,7 @@ export interface ClusterOptions {
 export const USAGE = `usage: npm run bench -- cluster [--quick] [--systems etcd,lifeboat|none] [--seconds S] [--warmup S] [--workers N]
     [--put-clients 1,16,100] [--get-clients 1,100] [--check-perf s,m,l|none]
     [--snapshot-keys 100000,1000000] [--learner-keys 1000000] [--recovery-keys 100000|0]
-    [--stabilization S] [--learner-timeout S] [--out DIR] [--tag NAME] [--before DIR] [--tls]
+    [--stabilization S] [--learner-timeout S] [--idle-settle S] [--out DIR] [--tag NAME] [--before DIR] [--tls]
   --systems none runs only the generator ceiling and the recovery figure
   --tls serves clients and peers of every system over TLS with certificate auth (not the recovery figure)
   --before DIR also runs the Lifeboat build in DIR (a worktree of an older commit, built), just before this one`;
@@ -59,6 +61,7 @@ export function parseClusterOptions(args: string[]): ClusterOptions {
     recoveryKeys: quick ? 5_000 : 100_000,
     stabilizationSeconds: quick ? 1 : 5,
     learnerTimeoutSeconds: quick ? 60 : 180,
+    idleSettleSeconds: 30,
     tls: args.includes('--tls'),
   };
   for (let i = 0; i < args.length; i++) {
@@ -121,6 +124,9 @@ export function parseClusterOptions(args: string[]): ClusterOptions {
       case '--learner-timeout':
         o.learnerTimeoutSeconds = Number(v());
         break;
+      case '--idle-settle':
+        o.idleSettleSeconds = Number(v());
+        break;
       default:
         throw new Error(`unknown option ${a}\n${USAGE}`);
     }
@@ -134,9 +140,10 @@ export function parseClusterOptions(args: string[]): ClusterOptions {
     !(o.learnerKeys >= 0) ||
     !(o.recoveryKeys >= 0) ||
     !(o.stabilizationSeconds > 0) ||
-    !(o.learnerTimeoutSeconds > 0)
+    !(o.learnerTimeoutSeconds > 0) ||
+    !(o.idleSettleSeconds >= 2)
   ) {
-    throw new Error(`sizes, clients, --seconds and --workers must be positive numbers\n${USAGE}`);
+    throw new Error(`sizes, clients, --seconds and --workers must be positive numbers, --idle-settle at least 2\n${USAGE}`);
   }
   if (o.systems.some((s) => s !== 'etcd' && s !== 'lifeboat')) throw new Error(`--systems takes etcd and/or lifeboat\n${USAGE}`);
   if (o.checkPerf.some((l) => !['s', 'm', 'l'].includes(l))) throw new Error(`--check-perf takes s, m, l or none\n${USAGE}`);
