@@ -17,16 +17,23 @@
 // HEADERS frames have such an :authority replaced by a valid one. Everything
 // else passes byte for byte; the server→client direction is untouched.
 //
-// Only grpc-go clients need it, and it costs every connection behind it the
-// JS stream path: a connection whose preface shows a grpc-js client (the
-// toolkit's own, the npm etcd3 client) is given to the server as the socket itself.
+// Only those few connections need it, and it costs every connection behind it
+// the JS stream path. A connection whose preface shows a grpc-js client (the
+// toolkit's own, the npm etcd3 client) is given to the server as the socket
+// itself. Any other client's first request decides: grpc-go (so etcdctl) sends
+// no HEADERS before the server's SETTINGS, so the listener sends an empty
+// SETTINGS of its own, reads up to the first header block and the client's ACK
+// of that SETTINGS (taken out: the server session never sent it), and gives the
+// server the socket itself when the block's :authority is valid (grpc-go keeps
+// one :authority per connection; `etcdctl put`, `check perf`), the rewrite when
+// not (the endpoint commands above).
 //
 // The HPACK details are at the top of hpack.ts.
 import net from 'node:net';
 import { Duplex } from 'node:stream';
 import { splitHostPort } from '../common/urls.js';
 import type { GrpcServer } from './grpcServer.js';
-import { AuthorityRewriter, prefaceKind } from './h2Frames.js';
+import { AuthorityRewriter, EMPTY_SETTINGS, prefaceKind } from './h2Frames.js';
 import { replacementAuthority } from './hpack.js';
 import { createTlsServer, type ServerTlsOptions } from './tlsTermination.js';
 
@@ -43,13 +50,16 @@ class RewritingConnection extends Duplex {
   /** The client's address, in net.Socket's `_peername` form. */
   readonly peer: { address?: string; port?: number; family?: string };
 
+  /** `rewriter` may have read the start of the stream already: `initial` is what it gave. */
   constructor(
     private readonly socket: net.Socket,
-    replacement: (len: number) => Uint8Array,
+    rewriter: AuthorityRewriter,
+    initial: readonly Buffer[],
   ) {
     super({ allowHalfOpen: true });
     this.peer = { address: socket.remoteAddress, port: socket.remotePort, family: socket.remoteFamily };
-    this.rewriter = new AuthorityRewriter(replacement);
+    this.rewriter = rewriter;
+    for (const b of initial) this.push(b);
     socket.on('data', (chunk: Buffer) => {
       let out: Buffer[];
       try {
@@ -122,16 +132,17 @@ const PREFACE_WAIT_MS = 1000;
  * read so far put back on the (paused) socket: 'native' for grpc-js (our own
  * tools, the npm etcd3 client; its :authority is always valid), so the server gets
  * the socket itself, read natively by http2 without a JS stream in between;
- * 'rewrite' for everyone else (grpc-go, so etcdctl 3.4). Both wait for the
- * server's SETTINGS before sending HEADERS, but send their own at once, and
- * grpc-js's is never empty (prefaceKind). A RawConnection: the connection opened
- * with its magic (a peer's message stream or snapshot, transport/rawPeerStream.ts,
- * rawSnapshot.ts).
+ * 'probe' for other HTTP/2 clients (grpc-go, so etcdctl 3.4): their first request
+ * decides (whenFirstRequest); 'rewrite' for anything else. grpc-js and grpc-go
+ * wait for the server's SETTINGS before sending HEADERS, but send their own at
+ * once, and grpc-js's is never empty (prefaceKind). A RawConnection: the
+ * connection opened with its magic (a peer's message stream or snapshot,
+ * transport/rawPeerStream.ts, rawSnapshot.ts).
  */
-function whenClassified(socket: net.Socket, raws: readonly RawConnection[], decide: (how: 'native' | 'rewrite' | RawConnection) => void): void {
+function whenClassified(socket: net.Socket, raws: readonly RawConnection[], decide: (how: 'native' | 'probe' | 'rewrite' | RawConnection) => void): void {
   const chunks: Buffer[] = [];
   let decided = false;
-  const finish = (how: 'native' | 'rewrite' | RawConnection | undefined) => {
+  const finish = (how: 'native' | 'probe' | 'rewrite' | RawConnection | undefined) => {
     if (decided) return;
     decided = true;
     clearTimeout(timer);
@@ -153,7 +164,7 @@ function whenClassified(socket: net.Socket, raws: readonly RawConnection[], deci
       return;
     }
     const kind = prefaceKind(head);
-    if (kind !== undefined) finish(kind === 'settings' ? 'native' : 'rewrite');
+    if (kind !== undefined) finish(kind === 'settings' ? 'native' : kind === 'empty-settings' ? 'probe' : 'rewrite');
   };
   // Closed before a whole preface: nothing to serve.
   const onEnd = () => finish(undefined);
@@ -161,6 +172,56 @@ function whenClassified(socket: net.Socket, raws: readonly RawConnection[], deci
   socket.on('data', onData);
   socket.once('end', onEnd);
   socket.once('close', () => finish(undefined));
+}
+
+/**
+ * How long a probed connection may take to send its first request and answer our
+ * SETTINGS before it gets the rewrite. A client may connect well before its first
+ * call (etcdctl check perf dials all its clients first); it waits for nothing
+ * meanwhile, and a PING, which would wait, decides at once.
+ */
+const FIRST_REQUEST_WAIT_MS = 10_000;
+
+/**
+ * Sends the client an empty SETTINGS, then reads the (paused) socket through
+ * `rewriter` (built to take the client's ACK of it out) until the first header
+ * block and that ACK are in, and calls `decide` with what the rewriter gave so
+ * far: 'native' when the block passed unchanged; 'rewrite' when its :authority
+ * was rewritten or it was not examined, or at once when a PING (a keepalive,
+ * which waits for its answer) comes first, or when no request came in time.
+ */
+function whenFirstRequest(socket: net.Socket, rewriter: AuthorityRewriter, decide: (how: 'native' | 'rewrite', out: Buffer[]) => void): void {
+  const out: Buffer[] = [];
+  let decided = false;
+  const finish = (how: 'native' | 'rewrite' | undefined) => {
+    if (decided) return;
+    decided = true;
+    clearTimeout(timer);
+    socket.off('data', onData);
+    socket.off('end', onGone);
+    socket.off('close', onGone);
+    if (how === undefined || socket.destroyed) return void socket.destroy();
+    socket.pause();
+    decide(how, out);
+  };
+  const onData = (chunk: Buffer) => {
+    let got: Buffer[];
+    try {
+      got = rewriter.push(chunk);
+    } catch {
+      return finish(undefined); // a bug here costs this connection, never the process
+    }
+    for (const b of got) out.push(b);
+    if (rewriter.firstBlock !== undefined && rewriter.ackStripped) finish(rewriter.firstBlock === 'clean' ? 'native' : 'rewrite');
+    else if (rewriter.pinged) finish('rewrite');
+  };
+  const onGone = () => finish(undefined);
+  const timer = setTimeout(() => finish('rewrite'), FIRST_REQUEST_WAIT_MS);
+  socket.on('data', onData);
+  socket.once('end', onGone);
+  socket.once('close', onGone);
+  socket.write(EMPTY_SETTINGS);
+  socket.resume();
 }
 
 /** A kind of connection of our own on a listener: the bytes it opens with, and who takes it. */
@@ -221,18 +282,27 @@ export async function listenWithAuthorityRewrite(
     socket.on('error', () => {}); // reported through the connection; never unhandled
     socket.setNoDelay(true); // what http2 does to a plain socket (it cannot to a wrapped one)
     const h = local.includes(':') && local.startsWith('::ffff:') && net.isIPv4(local.slice(7)) ? local.slice(7) : local;
+    const cache = new Map<number, Buffer>();
+    const replacement = (len: number) => {
+      let v = cache.get(len);
+      if (!v) cache.set(len, (v = Buffer.from(replacementAuthority(h, localPort, len), 'latin1')));
+      return v;
+    };
+    const native = (out: Buffer[]) => {
+      counts.native++;
+      if (out.length > 0) socket.unshift(Buffer.concat(out));
+      server.injectConnection(socket);
+    };
+    const rewrite = (rewriter: AuthorityRewriter, out: Buffer[]) => {
+      counts.rewritten++;
+      server.injectConnection(new RewritingConnection(socket, rewriter, out));
+    };
     whenClassified(socket, opts.raw ?? [], (how) => {
       if (typeof how === 'object') return how.accept(socket);
-      const rewrite = how === 'rewrite';
-      counts[rewrite ? 'rewritten' : 'native']++;
-      if (!rewrite) return server.injectConnection(socket);
-      const cache = new Map<number, Buffer>();
-      const conn = new RewritingConnection(socket, (len) => {
-        let v = cache.get(len);
-        if (!v) cache.set(len, (v = Buffer.from(replacementAuthority(h, localPort, len), 'latin1')));
-        return v;
-      });
-      server.injectConnection(conn);
+      if (how === 'native') return native([]);
+      const rewriter = new AuthorityRewriter(replacement, how === 'probe');
+      if (how === 'rewrite') return rewrite(rewriter, []);
+      whenFirstRequest(socket, rewriter, (decided, out) => (decided === 'native' ? native(out) : rewrite(rewriter, out)));
     });
   };
 

@@ -19,6 +19,14 @@ const MAX_FRAME = 16384;
 const MAX_BLOCK = 256 * 1024;
 
 const SETTINGS = 0x4;
+const PING = 0x6;
+const ACK = 0x1;
+
+/** An empty SETTINGS frame: what the listener sends a client before the server session starts (authorityListener.ts). */
+export const EMPTY_SETTINGS = Buffer.from([0, 0, 0, SETTINGS, 0, 0, 0, 0, 0]);
+
+/** How a connection's first header block passed: unchanged, with an :authority rewritten, or as received unexamined (too big, malformed). */
+export type FirstBlock = 'clean' | 'changed' | 'unexamined';
 
 /**
  * What the start of a client's byte stream says about the client, once the
@@ -77,7 +85,23 @@ export class AuthorityRewriter {
   private raw: Buffer[] = [];
   private rawLen = 0;
 
-  constructor(private readonly replacement: (len: number) => Uint8Array) {}
+  /** How the first header block passed, once it has. */
+  firstBlock: FirstBlock | undefined;
+  /** With stripSettingsAck: the client's first SETTINGS ACK has been taken out. */
+  ackStripped = false;
+  /** A PING has passed (its sender waits for the answer). */
+  pinged = false;
+
+  /**
+   * stripSettingsAck: the server sent one SETTINGS frame of its own before the
+   * server session started (EMPTY_SETTINGS); the client's first SETTINGS ACK answers
+   * it and is taken out of the stream, since the session did not send it and would
+   * fail on an ACK it never asked for.
+   */
+  constructor(
+    private readonly replacement: (len: number) => Uint8Array,
+    private readonly stripSettingsAck = false,
+  ) {}
 
   /** The output for one input chunk: views of it, plus rewritten frames. */
   push(chunk: Buffer): Buffer[] {
@@ -161,6 +185,7 @@ export class AuthorityRewriter {
         if (!split && flags & END_HEADERS && i + len <= n) {
           const frag = headersFragment(chunk.subarray(i, i + len), flags);
           const rewritten = frag && rewriteHeaderBlock(frag.block, this.replacement);
+          this.firstBlock ??= !frag ? 'unexamined' : rewritten ? 'changed' : 'clean';
           if (!rewritten) {
             i += len;
             continue;
@@ -180,7 +205,16 @@ export class AuthorityRewriter {
         from = i;
         continue;
       }
-      // Any other frame passes through.
+      if (type === SETTINGS && flags & ACK && len === 0 && this.stripSettingsAck && !this.ackStripped) {
+        // The answer to the listener's own SETTINGS: out of the stream (a split header was never emitted).
+        this.ackStripped = true;
+        if (!split && from < hs) out.push(chunk.subarray(from, hs));
+        from = i;
+        continue;
+      }
+      // Any other frame passes through (a HEADERS too big to examine too).
+      if (type === HEADERS) this.firstBlock ??= 'unexamined';
+      else if (type === PING) this.pinged = true;
       if (split) out.push(Buffer.from(h));
       this.passLeft = len;
     }
@@ -215,7 +249,7 @@ export class AuthorityRewriter {
     this.rawLen += payload.length;
     if (this.collectIsHeaders) {
       const frag = headersFragment(payload, this.collectFlags);
-      if (!frag) return this.flushBlock(out);
+      if (!frag) return this.flushBlock(out, 'unexamined');
       this.blockPriority = frag.priority;
       this.fragments.push(frag.block);
     } else {
@@ -224,14 +258,16 @@ export class AuthorityRewriter {
     if (this.collectFlags & END_HEADERS) {
       const block = this.fragments.length === 1 ? this.fragments[0] : Buffer.concat(this.fragments);
       const rewritten = rewriteHeaderBlock(block, this.replacement);
-      if (!rewritten) return this.flushBlock(out);
+      if (!rewritten) return this.flushBlock(out, 'clean');
       for (const f of frameHeaderBlock(rewritten, this.blockFlags, this.blockSidBytes, this.blockPriority)) out.push(f);
+      this.firstBlock ??= 'changed';
       this.resetBlock();
     }
   }
 
-  /** The block so far, exactly as received. */
-  private flushBlock(out: Buffer[]): void {
+  /** The block so far, exactly as received: unchanged, or (by default) cut short or malformed. */
+  private flushBlock(out: Buffer[], how: FirstBlock = 'unexamined'): void {
+    this.firstBlock ??= how;
     for (const r of this.raw) out.push(r);
     for (const p of this.collectParts) out.push(p);
     this.collectParts = [];

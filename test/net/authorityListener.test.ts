@@ -135,7 +135,7 @@ describe('end to end, our gRPC server behind the rewrite', () => {
     assert.equal((JSON.parse(st.stdout) as Array<{ Status: { version: string } }>)[0].Status.version, '3.4.23');
   });
 
-  test('grpc-js connections get the socket itself, etcdctl and bare http2 connections the rewrite', async () => {
+  test('grpc-js connections and a valid first request get the socket itself; a rewritten first request or none in time, the rewrite', async () => {
     const before = listener.connections();
     const client = new Maintenance(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
       Status(req: object, cb: (err: grpc.ServiceError | null, res: { version: string }) => void): void;
@@ -148,18 +148,43 @@ describe('end to end, our gRPC server behind the rewrite', () => {
     }
     const afterGrpcJs = listener.connections();
     assert.deepEqual(afterGrpcJs, { native: before.native + 1, rewritten: before.rewritten });
-    const st = await etcdctl('--endpoints', `http://127.0.0.1:${port}`, 'endpoint', 'status', '-w', 'json');
+
+    // Node's bare http2 client, like grpc-go, sends an empty SETTINGS: its first request decides.
+    const session = async (first: string, opts: { waitMs?: number; ping?: boolean }, then: string[]) => {
+      const was = listener.connections();
+      const h2 = http2.connect(`http://127.0.0.1:${port}`);
+      h2.on('error', () => {});
+      try {
+        await new Promise((r) => setTimeout(r, opts.waitMs ?? 0));
+        if (opts.ping) await new Promise<void>((resolve, reject) => h2.ping((err) => (err ? reject(err) : resolve())));
+        await h2Status(h2, first, 'first', 0);
+        for (const [i, a] of then.entries()) await h2Status(h2, a, `then-${i}`, i + 1);
+      } finally {
+        h2.close();
+      }
+      const now = listener.connections();
+      return { native: now.native - was.native, rewritten: now.rewritten - was.rewritten };
+    };
+    const good = `127.0.0.1:${port}`;
+    const bad = `http://127.0.0.1:${port}`;
+    assert.deepEqual(await session(good, {}, [good, good]), { native: 1, rewritten: 0 }, 'a valid :authority first: the socket');
+    assert.deepEqual(await session(bad, {}, [bad, good, bad]), { native: 0, rewritten: 1 }, 'an :authority rewritten first: the rewrite');
+    // A client idle for a while before its first call waits for nothing: its first request still decides.
+    assert.deepEqual(await session(good, { waitMs: 700 }, [good]), { native: 1, rewritten: 0 }, 'an idle start, then a valid :authority');
+    // A PING before any request wants its answer: the rewrite at once (its session answers).
+    assert.deepEqual(await session(good, { ping: true }, [bad]), { native: 0, rewritten: 1 }, 'a PING first: the rewrite');
+
+    // etcdctl: its endpoint commands dial the endpoint string as it is, so an http:// endpoint is rewritten;
+    // a host:port endpoint's connection carries a valid :authority and gets the socket.
+    const a = listener.connections();
+    const st = await etcdctl('--endpoints', bad, 'endpoint', 'status', '-w', 'json');
     assert.equal(st.code, 0, st.stderr);
-    const session = http2.connect(`http://127.0.0.1:${port}`);
-    session.on('error', () => {});
-    try {
-      await h2Status(session, 'http://bad/authority', 'x', 0);
-    } finally {
-      session.close();
-    }
-    const afterOthers = listener.connections();
-    assert.equal(afterOthers.native, afterGrpcJs.native, 'no etcdctl or bare http2 connection went native');
-    assert.ok(afterOthers.rewritten >= afterGrpcJs.rewritten + 2, `etcdctl and http2 went through the rewrite: ${JSON.stringify(afterOthers)}`);
+    const b = listener.connections();
+    assert.ok(b.rewritten > a.rewritten, `etcdctl's http:// endpoint went through the rewrite: ${JSON.stringify([a, b])}`);
+    const put = await etcdctl('--endpoints', good, 'endpoint', 'status', '-w', 'json');
+    assert.equal(put.code, 0, put.stderr);
+    const c = listener.connections();
+    assert.ok(c.native > b.native, `etcdctl's host:port endpoint got the socket: ${JSON.stringify([b, c])}`);
   });
 
   test('grpc-js: 500 sequential calls on one connection, each with its own deadline', async () => {

@@ -3,7 +3,7 @@
 // malformed or non-HTTP/2 streams that must pass as received.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { AuthorityRewriter } from '../../src/net/h2Frames.js';
+import { AuthorityRewriter, EMPTY_SETTINGS } from '../../src/net/h2Frames.js';
 import { replacementAuthority } from '../../src/net/hpack.js';
 import {
   data,
@@ -156,6 +156,49 @@ describe('rewriting the client byte stream', () => {
     for (const s of [broken, wrongStream, badPadding]) {
       for (let cut = 0; cut <= s.length; cut++) assert.deepEqual(runAll(new AuthorityRewriter(replace), [s.subarray(0, cut), s.subarray(cut)]), s);
     }
+  });
+
+  test("with stripSettingsAck, the client's first SETTINGS ACK is taken out at every cut, a later one passes", () => {
+    const ACK = frame(0x4, 0x1, 0, Buffer.alloc(0));
+    const s = Buffer.concat([PREFACE, SETTINGS, WINDOW_UPDATE, ACK, frame(0x1, 0x4, 1, badBlock), ACK, PING]);
+    const wantS = Buffer.concat([PREFACE, SETTINGS, WINDOW_UPDATE, frame(0x1, 0x4, 1, fixedBlock), ACK, PING]);
+    for (let cut = 0; cut <= s.length; cut++) {
+      for (const cut2 of [cut, Math.min(s.length, cut + 5), Math.min(s.length, cut + 9)]) {
+        const r = new AuthorityRewriter(replace, true);
+        const got = runAll(r, [s.subarray(0, cut), s.subarray(cut, cut2), s.subarray(cut2)]);
+        if (!got.equals(wantS)) assert.fail(`cuts at ${cut}, ${cut2}: output differs`);
+        assert.equal(r.ackStripped, true);
+        assert.equal(r.firstBlock, 'changed');
+      }
+    }
+    // Without the flag every ACK passes (the server session sent the SETTINGS they answer).
+    assert.deepEqual(
+      runAll(new AuthorityRewriter(replace), [s]),
+      Buffer.concat([PREFACE, SETTINGS, WINDOW_UPDATE, ACK, frame(0x1, 0x4, 1, fixedBlock), ACK, PING]),
+    );
+    assert.deepEqual(EMPTY_SETTINGS, frame(0x4, 0, 0, Buffer.alloc(0)));
+  });
+
+  test('firstBlock says how the first header block passed', () => {
+    const first = (...frames: Buffer[]) => {
+      const r = new AuthorityRewriter(replace);
+      const verdicts: Array<string | undefined> = [];
+      for (const f of [PREFACE, SETTINGS, ...frames]) {
+        r.push(f);
+        verdicts.push(r.firstBlock);
+      }
+      return verdicts.at(-1);
+    };
+    const ok = blockWith(plain('127.0.0.1:2379'));
+    assert.equal(first(), undefined);
+    assert.equal(first(frame(0x1, 0x4, 1, ok), frame(0x1, 0x4, 3, badBlock)), 'clean');
+    assert.equal(first(frame(0x1, 0, 1, ok.subarray(0, 10)), frame(0x9, 0x4, 1, ok.subarray(10))), 'clean');
+    assert.equal(first(frame(0x1, 0, 1, ok.subarray(0, 10))), undefined, 'not before the block ends');
+    assert.equal(first(frame(0x1, 0x4, 1, badBlock), frame(0x1, 0x4, 3, ok)), 'changed');
+    assert.equal(first(frame(0x1, 0, 1, badBlock.subarray(0, 20)), frame(0x9, 0x4, 1, badBlock.subarray(20))), 'changed');
+    assert.equal(first(frame(0x1, 0, 1, ok.subarray(0, 10)), data(1, 5)), 'unexamined', 'a broken CONTINUATION sequence');
+    assert.equal(first(frame(0x1, 0x4 | 0x8, 1, Buffer.concat([Buffer.from([200]), ok]))), 'unexamined', 'bad padding');
+    assert.equal(first(frame(0x1, 0x4, 1, Buffer.alloc(300 * 1024))), 'unexamined', 'too big to examine');
   });
 
   test('input ending mid-frame comes out as received', () => {
