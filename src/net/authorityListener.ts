@@ -181,6 +181,8 @@ function whenClassified(socket: net.Socket, raws: readonly RawConnection[], deci
  * meanwhile, and a PING, which would wait, decides at once.
  */
 const FIRST_REQUEST_WAIT_MS = 10_000;
+/** Bytes a probed connection may send before it decides; past them it gets the rewrite, whose stream has back-pressure. */
+const FIRST_REQUEST_MAX_BYTES = 1 << 20;
 
 /**
  * Sends the client an empty SETTINGS, then reads the (paused) socket through
@@ -192,6 +194,7 @@ const FIRST_REQUEST_WAIT_MS = 10_000;
  */
 function whenFirstRequest(socket: net.Socket, rewriter: AuthorityRewriter, decide: (how: 'native' | 'rewrite', out: Buffer[]) => void): void {
   const out: Buffer[] = [];
+  let read = 0;
   let decided = false;
   const finish = (how: 'native' | 'rewrite' | undefined) => {
     if (decided) return;
@@ -212,8 +215,13 @@ function whenFirstRequest(socket: net.Socket, rewriter: AuthorityRewriter, decid
       return finish(undefined); // a bug here costs this connection, never the process
     }
     for (const b of got) out.push(b);
-    if (rewriter.firstBlock !== undefined && rewriter.ackStripped) finish(rewriter.firstBlock === 'clean' ? 'native' : 'rewrite');
-    else if (rewriter.pinged) finish('rewrite');
+    read += chunk.length;
+    if (rewriter.firstBlock !== undefined && rewriter.ackStripped) {
+      if (rewriter.firstBlock !== 'clean') return finish('rewrite');
+      // What the rewriter still holds (a frame header cut at the chunk's end, a later block being gathered) goes too, as received.
+      for (const b of rewriter.end()) out.push(b);
+      finish('native');
+    } else if (rewriter.pinged || read > FIRST_REQUEST_MAX_BYTES) finish('rewrite');
   };
   const onGone = () => finish(undefined);
   const timer = setTimeout(() => finish('rewrite'), FIRST_REQUEST_WAIT_MS);

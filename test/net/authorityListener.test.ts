@@ -13,7 +13,7 @@ import { service } from '../../src/proto/grpcClients.js';
 import { GrpcServer } from '../../src/net/grpcServer.js';
 import type { ServiceDefinition } from '../../src/proto/load.js';
 import { freePorts } from '../support/ports.js';
-import { frame, PREFACE, prng, SETTINGS } from './h2Bytes.js';
+import { frame, plain, PREFACE, prng, REQUEST_FIELDS, SETTINGS } from './h2Bytes.js';
 
 // ---- end to end -------------------------------------------------------------
 
@@ -135,7 +135,7 @@ describe('end to end, our gRPC server behind the rewrite', () => {
     assert.equal((JSON.parse(st.stdout) as Array<{ Status: { version: string } }>)[0].Status.version, '3.4.23');
   });
 
-  test('grpc-js connections and a valid first request get the socket itself; a rewritten first request or none in time, the rewrite', async () => {
+  test('grpc-js connections and a valid first request get the socket itself; a rewritten first request or a PING first, the rewrite', async () => {
     const before = listener.connections();
     const client = new Maintenance(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
       Status(req: object, cb: (err: grpc.ServiceError | null, res: { version: string }) => void): void;
@@ -156,7 +156,11 @@ describe('end to end, our gRPC server behind the rewrite', () => {
       h2.on('error', () => {});
       try {
         await new Promise((r) => setTimeout(r, opts.waitMs ?? 0));
-        if (opts.ping) await new Promise<void>((resolve, reject) => h2.ping((err) => (err ? reject(err) : resolve())));
+        if (opts.ping) {
+          // Node cancels a ping made before the session has connected.
+          if (h2.connecting) await new Promise((resolve) => h2.once('connect', resolve));
+          await new Promise<void>((resolve, reject) => h2.ping((err) => (err ? reject(err) : resolve())));
+        }
         await h2Status(h2, first, 'first', 0);
         for (const [i, a] of then.entries()) await h2Status(h2, a, `then-${i}`, i + 1);
       } finally {
@@ -185,6 +189,61 @@ describe('end to end, our gRPC server behind the rewrite', () => {
     assert.equal(put.code, 0, put.stderr);
     const c = listener.connections();
     assert.ok(c.native > b.native, `etcdctl's host:port endpoint got the socket: ${JSON.stringify([b, c])}`);
+  });
+
+  test('a probed connection decided mid-frame: what the probe read past the first request reaches the server whole', async () => {
+    // A grpc-go-like client by hand: empty SETTINGS, then (once the listener's SETTINGS is in) the ACK,
+    // a request, and the start of a second one, cut inside its frame header or its header block.
+    const block = (xRequest: string) =>
+      Buffer.concat([
+        REQUEST_FIELDS,
+        Buffer.from([0x01]), // :authority, literal without indexing
+        plain(`127.0.0.1:${port}`),
+        Buffer.from([0x0f, 0x10]), // content-type (static index 31)
+        plain('application/grpc'),
+        Buffer.from([0x00]),
+        plain('te'),
+        plain('trailers'),
+        Buffer.from([0x00]),
+        plain('x-request'),
+        plain(xRequest),
+      ]);
+    for (const cut of [4, 9 + 20]) {
+      const was = listener.connections();
+      const tag = `probe-cut-${cut}`;
+      const socket = net.connect(port, '127.0.0.1');
+      socket.on('error', () => {});
+      try {
+        let got = Buffer.alloc(0);
+        const settings = new Promise<void>((resolve) =>
+          socket.on('data', (c: Buffer) => {
+            got = Buffer.concat([got, c]);
+            if (got.length >= 9) resolve();
+          }),
+        );
+        await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+        socket.write(Buffer.concat([PREFACE, frame(0x4, 0, 0, Buffer.alloc(0))]));
+        await settings;
+        assert.deepEqual(got.subarray(0, 9), frame(0x4, 0, 0, Buffer.alloc(0)), "the listener's own empty SETTINGS comes first");
+        const second = frame(0x1, 0x4, 3, block(`${tag}-b`));
+        socket.write(
+          Buffer.concat([
+            frame(0x4, 0x1, 0, Buffer.alloc(0)),
+            frame(0x1, 0x4, 1, block(`${tag}-a`)),
+            frame(0x0, 0x1, 1, Buffer.alloc(5)),
+            second.subarray(0, cut),
+          ]),
+        );
+        await new Promise((r) => setTimeout(r, 100));
+        socket.write(Buffer.concat([second.subarray(cut), frame(0x0, 0x1, 3, Buffer.alloc(5))]));
+        for (let i = 0; i < 100 && !xRequests.includes(`${tag}-b`); i++) await new Promise((r) => setTimeout(r, 50));
+        assert.ok(xRequests.includes(`${tag}-a`) && xRequests.includes(`${tag}-b`), `both requests served (cut at ${cut}): ${xRequests.slice(-3).join(', ')}`);
+        const now = listener.connections();
+        assert.deepEqual({ native: now.native - was.native, rewritten: now.rewritten - was.rewritten }, { native: 1, rewritten: 0 });
+      } finally {
+        socket.destroy();
+      }
+    }
   });
 
   test('grpc-js: 500 sequential calls on one connection, each with its own deadline', async () => {
