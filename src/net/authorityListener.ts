@@ -141,37 +141,61 @@ const PREFACE_WAIT_MS = 1000;
  */
 function whenClassified(socket: net.Socket, raws: readonly RawConnection[], decide: (how: 'native' | 'probe' | 'rewrite' | RawConnection) => void): void {
   const chunks: Buffer[] = [];
+  readUntilDecided<'native' | 'probe' | 'rewrite' | RawConnection>(
+    socket,
+    PREFACE_WAIT_MS,
+    'rewrite',
+    (chunk) => {
+      chunks.push(chunk);
+      const head = chunks.length === 1 ? chunk : Buffer.concat(chunks);
+      if (raws.some((r) => head[0] === r.magic[0])) {
+        const fits = raws.filter((r) => head.subarray(0, r.magic.length).equals(r.magic.subarray(0, head.length)));
+        if (fits.length === 0) return 'rewrite';
+        return fits.find((r) => head.length >= r.magic.length);
+      }
+      const kind = prefaceKind(head);
+      return kind === undefined ? undefined : kind === 'settings' ? 'native' : kind === 'empty-settings' ? 'probe' : 'rewrite';
+    },
+    (how) => {
+      if (chunks.length > 0) socket.unshift(Buffer.concat(chunks));
+      decide(how);
+    },
+  );
+}
+
+/**
+ * Feeds each chunk the socket reads to `step` until it returns a decision (or
+ * `waitMs` passes: `onTimeout`), then stops reading, pauses the socket and calls
+ * `done`. A client gone first (EOF, close), or a step that throws (a bug here
+ * costs this connection, never the process), destroys the socket instead.
+ */
+function readUntilDecided<T>(socket: net.Socket, waitMs: number, onTimeout: T, step: (chunk: Buffer) => T | undefined, done: (how: T) => void): void {
   let decided = false;
-  const finish = (how: 'native' | 'probe' | 'rewrite' | RawConnection | undefined) => {
+  const finish = (how: T | undefined) => {
     if (decided) return;
     decided = true;
     clearTimeout(timer);
     socket.off('data', onData);
-    socket.off('end', onEnd);
+    socket.off('end', onGone);
+    socket.off('close', onGone);
     if (how === undefined || socket.destroyed) return void socket.destroy();
     socket.pause();
-    if (chunks.length > 0) socket.unshift(Buffer.concat(chunks));
-    decide(how);
+    done(how);
   };
   const onData = (chunk: Buffer) => {
-    chunks.push(chunk);
-    const head = chunks.length === 1 ? chunk : Buffer.concat(chunks);
-    if (raws.some((r) => head[0] === r.magic[0])) {
-      const fits = raws.filter((r) => head.subarray(0, r.magic.length).equals(r.magic.subarray(0, head.length)));
-      if (fits.length === 0) return finish('rewrite');
-      const whole = fits.find((r) => head.length >= r.magic.length);
-      if (whole) finish(whole);
-      return;
+    let how: T | undefined;
+    try {
+      how = step(chunk);
+    } catch {
+      return finish(undefined);
     }
-    const kind = prefaceKind(head);
-    if (kind !== undefined) finish(kind === 'settings' ? 'native' : kind === 'empty-settings' ? 'probe' : 'rewrite');
+    if (how !== undefined) finish(how);
   };
-  // Closed before a whole preface: nothing to serve.
-  const onEnd = () => finish(undefined);
-  const timer = setTimeout(() => finish('rewrite'), PREFACE_WAIT_MS);
+  const onGone = () => finish(undefined);
+  const timer = setTimeout(() => finish(onTimeout), waitMs);
   socket.on('data', onData);
-  socket.once('end', onEnd);
-  socket.once('close', () => finish(undefined));
+  socket.once('end', onGone);
+  socket.once('close', onGone);
 }
 
 /**
@@ -195,39 +219,23 @@ const FIRST_REQUEST_MAX_BYTES = 1 << 20;
 function whenFirstRequest(socket: net.Socket, rewriter: AuthorityRewriter, decide: (how: 'native' | 'rewrite', out: Buffer[]) => void): void {
   const out: Buffer[] = [];
   let read = 0;
-  let decided = false;
-  const finish = (how: 'native' | 'rewrite' | undefined) => {
-    if (decided) return;
-    decided = true;
-    clearTimeout(timer);
-    socket.off('data', onData);
-    socket.off('end', onGone);
-    socket.off('close', onGone);
-    if (how === undefined || socket.destroyed) return void socket.destroy();
-    socket.pause();
-    decide(how, out);
-  };
-  const onData = (chunk: Buffer) => {
-    let got: Buffer[];
-    try {
-      got = rewriter.push(chunk);
-    } catch {
-      return finish(undefined); // a bug here costs this connection, never the process
-    }
-    for (const b of got) out.push(b);
-    read += chunk.length;
-    if (rewriter.firstBlock !== undefined && rewriter.ackStripped) {
-      if (rewriter.firstBlock !== 'clean') return finish('rewrite');
-      // What the rewriter still holds (a frame header cut at the chunk's end, a later block being gathered) goes too, as received.
-      for (const b of rewriter.end()) out.push(b);
-      finish('native');
-    } else if (rewriter.pinged || read > FIRST_REQUEST_MAX_BYTES) finish('rewrite');
-  };
-  const onGone = () => finish(undefined);
-  const timer = setTimeout(() => finish('rewrite'), FIRST_REQUEST_WAIT_MS);
-  socket.on('data', onData);
-  socket.once('end', onGone);
-  socket.once('close', onGone);
+  readUntilDecided<'native' | 'rewrite'>(
+    socket,
+    FIRST_REQUEST_WAIT_MS,
+    'rewrite',
+    (chunk) => {
+      for (const b of rewriter.push(chunk)) out.push(b);
+      read += chunk.length;
+      if (rewriter.firstBlock !== undefined && rewriter.ackStripped) {
+        if (rewriter.firstBlock !== 'clean') return 'rewrite';
+        // What the rewriter still holds (a frame header cut at the chunk's end, a later block being gathered) goes too, as received.
+        for (const b of rewriter.end()) out.push(b);
+        return 'native';
+      }
+      return rewriter.pinged || read > FIRST_REQUEST_MAX_BYTES ? 'rewrite' : undefined;
+    },
+    (how) => decide(how, out),
+  );
   socket.write(EMPTY_SETTINGS);
   socket.resume();
 }
