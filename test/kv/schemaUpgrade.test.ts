@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
+import { KV_PAGE_SIZE } from '../../src/kv/kvSchema.js';
 import { KvStore } from '../../src/kv/kvStore.js';
 import { Applier, pairs, tempDir, thrown } from './kvFixture.js';
 
@@ -57,6 +58,22 @@ const schema = (path: string) => {
     db.close();
   }
 };
+/** The page size in a database file's header (bytes 16-17, big-endian; 1 means 65536). */
+const pageSizeOf = (path: string) => {
+  const n = readFileSync(path).readUInt16BE(16);
+  return n === 1 ? 65536 : n;
+};
+
+/** Rewrites a store's file with `size`-byte pages (as a build with another page size made it). */
+function repage(path: string, size: number): void {
+  const db = new Database(path);
+  db.pragma('journal_mode = DELETE');
+  db.pragma(`page_size = ${size}`);
+  db.exec('VACUUM');
+  db.pragma('journal_mode = WAL');
+  db.close();
+}
+
 const sha = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
 
 describe('KV schema upgrade', () => {
@@ -92,6 +109,31 @@ describe('KV schema upgrade', () => {
       rw.kv.close();
     }
     assert.equal(existsSync(`${path}-wal`), false);
+  });
+
+  test('a new file has KV_PAGE_SIZE pages; a file with 4 KiB pages (earlier builds) keeps them, reads the same and takes writes', () => {
+    const path = join(tempDir(), 'kv.db');
+    const a = new Applier(KvStore.open(path));
+    history(a);
+    const expected = reads(a.kv);
+    a.kv.close();
+    assert.equal(pageSizeOf(path), KV_PAGE_SIZE);
+
+    repage(path, 4096);
+    assert.equal(pageSizeOf(path), 4096);
+    const rw = new Applier(KvStore.open(path));
+    let dbSize: number;
+    try {
+      assert.deepEqual(reads(rw.kv), expected);
+      rw.put('after', 'repage');
+      assert.deepEqual(pairs(rw.get('after').kvs), ['after=repage']);
+      dbSize = rw.kv.dbSize();
+    } finally {
+      rw.kv.close();
+    }
+    assert.equal(pageSizeOf(path), 4096);
+    // etcd's dbSize counts the file's own pages: the file once the WAL is copied back.
+    assert.equal(statSync(path).size, dbSize);
   });
 
   test('a file from a newer schema is refused, naming both versions; the current one opens', () => {

@@ -6,10 +6,13 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { BIN, LifeboatCluster, etcdctl, killByLock, lifeboat, parseEtcdJson, run } from '../support/lifeboatCluster.js';
 
+// An empty kv.db is 11 pages of 16 KiB (176 KiB): the quota leaves room for 20 keys of 2 KB once compacted.
+const QUOTA = 400 * 1024;
+
 describe('recover-from-nospace', () => {
   let c: LifeboatCluster;
   before(async () => {
-    c = await LifeboatCluster.start('nospace', 1, ['--quota-backend-bytes', String(200 * 1024)]);
+    c = await LifeboatCluster.start('nospace', 1, ['--quota-backend-bytes', String(QUOTA)]);
   });
   after(async () => c?.stopAll());
 

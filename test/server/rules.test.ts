@@ -162,10 +162,13 @@ describe('strict reconfiguration check, move-leader and cluster identity', () =>
   });
 });
 
+// An empty kv.db is 11 pages of 16 KiB (176 KiB): the quota leaves room for 20 keys of 2 KB once compacted.
+const QUOTA = 400 * 1024;
+
 describe('space quota', () => {
   let c: LifeboatCluster;
   before(async () => {
-    c = await LifeboatCluster.start('quota', 1, ['--quota-backend-bytes', String(200 * 1024)]);
+    c = await LifeboatCluster.start('quota', 1, ['--quota-backend-bytes', String(QUOTA)]);
   });
   after(async () => c?.stopAll());
 
