@@ -17,7 +17,7 @@ describe('inspecting a Lifeboat data dir writes nothing', () => {
     c = await LifeboatCluster.start('readonlyinspect', 1, ['--snapshot-count', '20']);
     for (let i = 0; i < 30; i++) assert.equal((await etcdctl(c.members[0].client, 'put', `key${i}`, `value${i}`)).code, 0);
     dir = c.members[0].dataDir;
-    // A member commits its applies to kv.db within 50 ms (MEMBER_KV_OPTIONS): let it, so kv.db holds all 30.
+    // A member commits its applies to kv.db within 200 ms (MEMBER_KV_OPTIONS): let it, so kv.db holds all 30.
     await new Promise((r) => setTimeout(r, 500));
     // Killed: the lock stays behind (stale), and kv.db-wal holds what was not checkpointed.
     await c.kill(c.members[0], 'SIGKILL');

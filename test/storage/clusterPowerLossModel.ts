@@ -26,6 +26,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { EtcdClient } from '../../src/client/etcdClient.js';
+import { MEMBER_KV_OPTIONS } from '../../src/server/apply.js';
 import { freePorts } from '../support/ports.js';
 import { seeded } from './fixtures.js';
 import {
@@ -46,8 +47,8 @@ import {
   type MemberState,
 } from './powerLossStates.js';
 
-/** How long the workload pauses before every other cut. */
-const QUIET_MS = 150;
+/** How long the workload pauses before every other cut: past the members' commit of held applies. */
+const QUIET_MS = MEMBER_KV_OPTIONS.commitDelayMs + 100;
 
 export interface ClusterMember {
   name: string;
@@ -177,7 +178,7 @@ export async function captureCluster(root: string, opts: { keys: number; every: 
         ackedSet.add(i);
         // The stop happens here, before any other acknowledgement is counted. Every other cut
         // comes after a quiet moment: kv.db has committed what the members applied (they hold
-        // applies up to 50 ms), while the hard state that moved the commit is still unsynced.
+        // applies up to MEMBER_KV_OPTIONS.commitDelayMs), while the hard state that moved the commit is still unsynced.
         if (++acked % opts.every === 0) {
           const quiet = cuts.length % 2 === 1 ? new Promise((r) => setTimeout(r, QUIET_MS)) : Promise.resolve();
           freezing = quiet.then(freeze);
@@ -260,7 +261,7 @@ export function generateCluster(cap: ClusterCapture, category: Category, count: 
       if (standIn === cap.members[i].name) {
         // etcd's leader: what it applied, and every entry it had made durable, is durable on both
         // followers. Its acknowledged writes are among those entries but not all in its kv.db: a
-        // member answers once an entry is applied, and commits kv.db up to 50 ms later.
+        // member answers once an entry is applied, and commits kv.db up to MEMBER_KV_OPTIONS.commitDelayMs later.
         s = choose(category, true);
         const followers = cut.members.flatMap((mc, j) => (j === i ? [] : [durableLastIndex(mc, ids[j]).durable]));
         const ownDurable = durableLastIndex(cut.members[i], ids[i]).durable;
