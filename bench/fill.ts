@@ -8,7 +8,7 @@ import { runLoad, type LoadResult } from './loadGenerator.js';
 export const FILL_PREFIX = 'bench/fill/';
 const FILL_TIME_LIMIT_MS = 20 * 60_000;
 
-/** Counts the fill keys afterwards, so a fill cut short by its time limit is an error, not a smaller store. */
+/** Counts the fill keys afterwards, so a fill cut short (its time limit, txns that failed for good) is an error, not a smaller store. */
 export async function fillKeys(o: {
   endpoints: string[];
   tls?: TlsOptions;
@@ -30,8 +30,8 @@ export async function fillKeys(o: {
   try {
     const prefix = Buffer.from(FILL_PREFIX);
     const { count } = await c.range(prefix, { rangeEnd: prefixEnd(prefix), countOnly: true });
-    if (r.errors > 0 || count < o.to)
-      throw new Error(`filling keys up to ${o.to}: ${count} present, ${r.errors} failed txns (${r.firstError ?? 'ran out of time'})`);
+    // A txn that timed out may have committed all the same: the count decides.
+    if (count < o.to) throw new Error(`filling keys up to ${o.to}: ${count} present, ${r.errors} failed txns (${r.firstError ?? 'ran out of time'})`);
   } finally {
     c.close();
   }
