@@ -4,15 +4,12 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { BIN, LifeboatCluster, etcdctl, killByLock, lifeboat, parseEtcdJson, run } from '../support/lifeboatCluster.js';
-
-// An empty kv.db is 11 pages of 16 KiB (176 KiB): the quota leaves room for 20 keys of 2 KB once compacted.
-const QUOTA = 400 * 1024;
+import { BIN, LifeboatCluster, SMALL_QUOTA_BYTES, etcdctl, killByLock, lifeboat, parseEtcdJson, run } from '../support/lifeboatCluster.js';
 
 describe('recover-from-nospace', () => {
   let c: LifeboatCluster;
   before(async () => {
-    c = await LifeboatCluster.start('nospace', 1, ['--quota-backend-bytes', String(QUOTA)]);
+    c = await LifeboatCluster.start('nospace', 1, ['--quota-backend-bytes', String(SMALL_QUOTA_BYTES)]);
   });
   after(async () => c?.stopAll());
 

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import * as grpc from '#grpc-js';
 import { service } from '../../src/proto/grpcClients.js';
-import { LifeboatCluster, etcdctl, parseEtcdJson, lifeboat, waitFor } from '../support/lifeboatCluster.js';
+import { LifeboatCluster, SMALL_QUOTA_BYTES, etcdctl, parseEtcdJson, lifeboat, waitFor } from '../support/lifeboatCluster.js';
 import { freePorts } from '../support/ports.js';
 
 type Unary = (req: unknown, opts: unknown, cb: (e: grpc.ServiceError | null, r?: unknown) => void) => void;
@@ -162,13 +162,10 @@ describe('strict reconfiguration check, move-leader and cluster identity', () =>
   });
 });
 
-// An empty kv.db is 11 pages of 16 KiB (176 KiB): the quota leaves room for 20 keys of 2 KB once compacted.
-const QUOTA = 400 * 1024;
-
 describe('space quota', () => {
   let c: LifeboatCluster;
   before(async () => {
-    c = await LifeboatCluster.start('quota', 1, ['--quota-backend-bytes', String(QUOTA)]);
+    c = await LifeboatCluster.start('quota', 1, ['--quota-backend-bytes', String(SMALL_QUOTA_BYTES)]);
   });
   after(async () => c?.stopAll());
 

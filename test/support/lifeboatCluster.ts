@@ -7,12 +7,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { lifeboatServerArgv } from '../../src/common/memberCommand.js';
+import { KV_PAGE_SIZE } from '../../src/kv/kvSchema.js';
 import { freePorts } from './ports.js';
 import { requireTool } from './tools.js';
 
 /** The project root, from dist/test/support. */
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const BIN = path.join(ROOT, 'bin', 'run.js');
+/**
+ * A --quota-backend-bytes that a few hundred 2 KB puts exceed: an empty kv.db's 11
+ * pages and 20 such keys, once compacted and defragmented, fit under it.
+ */
+export const SMALL_QUOTA_BYTES = 11 * KV_PAGE_SIZE + 224 * 1024;
 
 export interface MemberProc {
   name: string;
