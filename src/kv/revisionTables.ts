@@ -109,17 +109,21 @@ export class RevisionTables {
    */
   rangeAt(r: KeyRange, rev: number, latest: boolean, limit: number, keysOnly: boolean): KeyValue[] {
     const bounded = r.end !== null;
-    const name = `range:${latest ? 'l' : 'h'}${bounded ? 'b' : 'u'}${keysOnly ? 'k' : 'v'}`;
+    // Without a limit the statement has no LIMIT clause: a bound LIMIT (even -1) made
+    // a one-key read from `live` cost twice as much inside SQLite (25 against 12 µs).
+    const limited = limit > 0;
+    const name = `range:${latest ? 'l' : 'h'}${bounded ? 'b' : 'u'}${keysOnly ? 'k' : 'v'}${limited ? 'n' : ''}`;
     const s = this.stmt(name, () => {
+      const limitClause = limited ? 'LIMIT @limit' : '';
       if (latest) {
         const value = keysOnly ? 'NULL' : `(SELECT hex(k.value) FROM kv k WHERE k.key = l.key AND k.main = l.main AND k.sub = l.sub)`;
         return `SELECT hex(l.key), l.main, l.create_rev, l.version, ${LEASE('l')}, ${value} FROM live l
-          WHERE l.key >= @key ${bounded ? 'AND l.key < @end' : ''} ORDER BY l.key LIMIT @limit`;
+          WHERE l.key >= @key ${bounded ? 'AND l.key < @end' : ''} ORDER BY l.key ${limitClause}`;
       }
       return `SELECT hex(k.key), k.main, k.create_rev, k.version, ${LEASE('k')}, ${keysOnly ? 'NULL' : 'hex(k.value)'} FROM kv k
-        WHERE ${HISTORICAL(bounded)} ORDER BY k.key LIMIT @limit`;
+        WHERE ${HISTORICAL(bounded)} ORDER BY k.key ${limitClause}`;
     });
-    const rows = s.raw(true).all({ ...binds(r), ...(latest ? {} : { rev }), limit: limit > 0 ? limit : -1 }) as Row[];
+    const rows = s.raw(true).all({ ...binds(r), ...(latest ? {} : { rev }), ...(limited ? { limit } : {}) }) as Row[];
     return rows.map(toKeyValue);
   }
 
