@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { MEMBER_KV_OPTIONS } from '../../src/server/apply.js';
 import { LifeboatCluster, etcdctl, lifeboat } from '../support/lifeboatCluster.js';
 import { lifeboatOnReadOnlyMount, treeState } from './treeState.js';
 
@@ -17,8 +18,8 @@ describe('inspecting a Lifeboat data dir writes nothing', () => {
     c = await LifeboatCluster.start('readonlyinspect', 1, ['--snapshot-count', '20']);
     for (let i = 0; i < 30; i++) assert.equal((await etcdctl(c.members[0].client, 'put', `key${i}`, `value${i}`)).code, 0);
     dir = c.members[0].dataDir;
-    // A member commits its applies to kv.db within 200 ms (MEMBER_KV_OPTIONS): let it, so kv.db holds all 30.
-    await new Promise((r) => setTimeout(r, 500));
+    // A member commits its applies to kv.db within MEMBER_KV_OPTIONS.commitDelayMs: let it, so kv.db holds all 30.
+    await new Promise((r) => setTimeout(r, MEMBER_KV_OPTIONS.commitDelayMs + 300));
     // Killed: the lock stays behind (stale), and kv.db-wal holds what was not checkpointed.
     await c.kill(c.members[0], 'SIGKILL');
   });

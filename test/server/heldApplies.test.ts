@@ -1,5 +1,5 @@
-// A member holds its applies in one SQLite transaction for up to 200 ms
-// (MEMBER_KV_OPTIONS in src/server/apply.ts), as etcd batches its backend commits.
+// A member holds its applies in one SQLite transaction for up to
+// MEMBER_KV_OPTIONS.commitDelayMs (src/server/apply.ts), as etcd batches its backend commits.
 // A kill inside that window takes them out of kv.db, never out of the cluster: the
 // log replays them when the member starts again.
 import assert from 'node:assert/strict';

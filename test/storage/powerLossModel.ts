@@ -9,7 +9,7 @@
 // the log's last entry. The single member stands in for it by losing synced
 // records below kv.db's applied index (clusterPowerLossModel.ts runs three members).
 // There the writes it must serve are those its kv.db holds: a member answers once
-// an entry is applied, and holds its latest applies uncommitted for up to 200 ms, so
+// an entry is applied, and holds its latest applies uncommitted for up to MEMBER_KV_OPTIONS.commitDelayMs, so
 // the rest were durable only in the records the stand-in lost (in a cluster, also
 // on the followers that acknowledged them).
 import fs from 'node:fs';

@@ -59,7 +59,7 @@ function kvAppliedOf(memberDir: string, scratch: string): number {
   return withKvCopy(memberDir, scratch, (kv) => kv.appliedIndex());
 }
 
-/** The keys in [from, to) that a cut's kv.db holds (as committed: a member holds its latest applies uncommitted for up to 200 ms). */
+/** The keys in [from, to) that a cut's kv.db holds (as committed: a member holds its latest applies uncommitted for up to MEMBER_KV_OPTIONS.commitDelayMs). */
 export function kvKeysOf(cut: MemberCut, scratch: string, from: string, to: string): Set<string> {
   return withKvCopy(path.join(cut.dir, 'member'), scratch, (kv) => {
     const r = kv.range({ key: Buffer.from(from), rangeEnd: Buffer.from(to), keysOnly: true });
