@@ -17,10 +17,13 @@ import { etcdBinary, runtimeOfVersion } from '../ops/runtime.js';
 import { detachedMemberPids, killDetachedMembers } from './detachedMembers.js';
 import { portIsFree } from '../common/ports.js';
 import { lifeboatServerArgv } from '../common/memberCommand.js';
+import { IndentedLines } from './indentedLines.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const BIN = path.join(ROOT, 'bin', 'run.js');
 const KEYS = 10_000;
+/** The lifeboat commands' own output sits under the demo's `[  6.0s] ` lines. */
+const CHILD_INDENT = ' '.repeat(9);
 const DEMO_CONNECTION: ConnectionOptions = { dialTimeoutMs: 5000, commandTimeoutMs: 10_000 };
 
 /** --keep: the recovered cluster stays up (for `lifeboat drill`, `audit report`, a look around), its directory too. */
@@ -91,15 +94,22 @@ function lifeboat(args: string[], opts: { quiet?: boolean } = {}): Promise<{ cod
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
-    child.stdout.on('data', (d) => {
+    const show = (text: string) => {
+      if (!opts.quiet) process.stdout.write(text);
+    };
+    const shown = [new IndentedLines(CHILD_INDENT, show), new IndentedLines(CHILD_INDENT, show)];
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
       out += d;
-      if (!opts.quiet) process.stdout.write(String(d).replace(/^/gm, '        '));
+      shown[0].push(d);
     });
-    child.stderr.on('data', (d) => {
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
       out += d;
-      if (!opts.quiet) process.stdout.write(String(d).replace(/^/gm, '        '));
+      shown[1].push(d);
     });
-    child.on('close', (code) => resolve({ code, out }));
+    child.on('close', (code) => {
+      for (const s of shown) s.end();
+      resolve({ code, out });
+    });
   });
 }
 
