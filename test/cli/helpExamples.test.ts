@@ -8,12 +8,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Config, Parser, type Command } from '#oclif-core';
-import { parseLeaseId, parseMemberId } from '../../src/client/ids.js';
-import { parseIdText } from '../../src/common/ids.js';
-import { locatePlaybook } from '../../src/playbook/locate.js';
-import { readPlaybook } from '../../src/playbook/parse.js';
-import { BIN, LifeboatCluster, ROOT } from '../support/lifeboatCluster.js';
+import { checkCommandLine, lifeboatLine, loadCommands, shellWords, type Commands, type LifeboatLine } from '../support/commandLines.js';
+import { BIN, LifeboatCluster } from '../support/lifeboatCluster.js';
 import { etcdctl, run } from '../support/tools.js';
 
 interface Example {
@@ -21,115 +17,23 @@ interface Example {
   line: string;
 }
 
-/** One shell word list per pipeline stage; quotes, `$(...)`, `# comments` and redirections as sh reads them. */
-export function shellWords(line: string): { stages: string[][]; redirects: Array<{ op: string; file: string }> } {
-  const stages: string[][] = [[]];
-  const redirects: Array<{ op: string; file: string }> = [];
-  let word: string | undefined;
-  let pendingRedirect: string | undefined;
-  const end = () => {
-    if (word === undefined) return;
-    if (pendingRedirect) {
-      redirects.push({ op: pendingRedirect, file: word });
-      pendingRedirect = undefined;
-    } else stages[stages.length - 1].push(word);
-    word = undefined;
-  };
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i];
-    if (c === "'" || c === '"') {
-      const close = line.indexOf(c, i + 1);
-      assert.ok(close > i, `unterminated quote in: ${line}`);
-      word = (word ?? '') + line.slice(i + 1, close);
-      i = close;
-    } else if (c === '$' && line[i + 1] === '(') {
-      const close = line.indexOf(')', i);
-      assert.ok(close > i, `unterminated $( in: ${line}`);
-      word = (word ?? '') + line.slice(i, close + 1);
-      i = close;
-    } else if (/\s/.test(c)) end();
-    else if (c === '#' && word === undefined) break;
-    else if (c === '|') {
-      end();
-      stages.push([]);
-    } else if (c === '>') {
-      end();
-      pendingRedirect = line[i + 1] === '>' ? '>>' : '>';
-      if (pendingRedirect === '>>') i++;
-    } else word = (word ?? '') + c;
-  }
-  end();
-  return { stages, redirects };
+function lifeboatArgv(ex: Example): LifeboatLine {
+  const l = lifeboatLine(ex.line);
+  assert.ok(l, `${ex.id}: the example does not run lifeboat: ${ex.line}`);
+  return l;
 }
 
-/** The argv after `lifeboat` in an example, and the variables set before it. */
-function lifeboatArgv(ex: Example): { argv: string[]; env: string[]; redirects: Array<{ op: string; file: string }>; piped: boolean } {
-  const { stages, redirects } = shellWords(ex.line);
-  const stage = stages.findIndex((s) => s.find((w) => !/^[A-Z_]+=/.test(w)) === 'lifeboat');
-  assert.ok(stage >= 0, `${ex.id}: the example does not run lifeboat: ${ex.line}`);
-  const words = stages[stage];
-  const at = words.indexOf('lifeboat');
-  return { argv: words.slice(at + 1), env: words.slice(0, at), redirects, piped: stage > 0 };
-}
-
-let config: Config;
-const commands = new Map<string, Command.Class>();
-const examples: Example[] = [];
+let commands: Commands;
+let examples: Example[] = [];
 
 before(async () => {
-  config = await Config.load(ROOT);
-  for (const c of config.commands) {
-    const cls = await c.load();
-    commands.set(c.id, cls);
-    for (const e of cls.examples ?? []) {
-      const text = typeof e === 'string' ? e : e.command;
-      examples.push({ id: c.id, line: text.replaceAll('<%= config.bin %>', 'lifeboat') });
-    }
-  }
+  commands = await loadCommands();
+  examples = commands.examples;
 });
-
-function variablesOf(playbook: string): Set<string> {
-  return new Set(readPlaybook(locatePlaybook(playbook)).variables.map((v) => v.name));
-}
 
 test("every --help example parses with its command's flags and arguments, and names what exists", async () => {
   assert.ok(examples.length > 50, `found only ${examples.length} examples`);
-  for (const ex of examples) {
-    const cls = commands.get(ex.id);
-    assert.ok(cls);
-    const { argv, env } = lifeboatArgv(ex);
-    assert.deepEqual(argv.slice(0, ex.id.split(':').length), ex.id.split(':'), `${ex.id}: ${ex.line}`);
-    const rest = argv.slice(ex.id.split(':').length);
-    const flagDefs = { ...cls.baseFlags, ...cls.flags };
-    let parsed: { args: Record<string, unknown>; flags: Record<string, unknown> };
-    try {
-      parsed = await Parser.parse(rest, { flags: flagDefs, args: cls.args ?? {}, strict: cls.strict ?? true });
-    } catch (e) {
-      assert.fail(`${ex.id}: example does not parse (${(e as Error).message}): ${ex.line}`);
-    }
-    for (const assignment of env) {
-      const name = assignment.slice(0, assignment.indexOf('='));
-      const flag = name
-        .replace(/^LIFEBOAT_/, '')
-        .toLowerCase()
-        .replaceAll('_', '-');
-      assert.ok(name.startsWith('LIFEBOAT_') && flag in flagDefs, `${ex.id}: ${name} is no flag's variable: ${ex.line}`);
-    }
-    const { args, flags } = parsed;
-    if (typeof args.id === 'string') parseMemberId(args.id);
-    if (typeof flags.lease === 'string') parseLeaseId(flags.lease);
-    if (typeof flags['superseded-by'] === 'string') assert.notEqual(parseIdText(flags['superseded-by']), undefined, ex.line);
-    if (typeof flags.head === 'string') assert.match(flags.head, /^[0-9a-f]{64}$/, ex.line);
-    const sets = (flags.set as string[] | undefined) ?? [];
-    const playbook = ex.id === 'recover' ? 'recover-from-quorum-loss' : typeof args.playbook === 'string' ? args.playbook : undefined;
-    if (playbook !== undefined && !playbook.includes('/')) {
-      const known = variablesOf(playbook);
-      for (const s of sets) {
-        const name = s.slice(0, s.indexOf('='));
-        assert.ok(known.has(name), `${ex.id}: playbook ${playbook} has no variable ${name}: ${ex.line}`);
-      }
-    }
-  }
+  for (const ex of examples) await checkCommandLine(commands, ex.line, ex.id, ex.id);
 });
 
 test('the example parser reads quotes, pipes, redirections, $(...) and comments as sh does', () => {
@@ -140,6 +44,11 @@ test('the example parser reads quotes, pipes, redirections, $(...) and comments 
   assert.deepEqual(shellWords('cat f | lifeboat put k').stages, [
     ['cat', 'f'],
     ['lifeboat', 'put', 'k'],
+  ]);
+  assert.deepEqual(shellWords('kill -TERM 42 && systemctl start x; lifeboat version').stages, [
+    ['kill', '-TERM', '42'],
+    ['systemctl', 'start', 'x'],
+    ['lifeboat', 'version'],
   ]);
 });
 
@@ -158,7 +67,7 @@ async function runExample(ex: Example, endpoint: string | undefined): Promise<vo
   const { argv, redirects, piped } = lifeboatArgv(ex);
   const args = argv.map((a) => a.replaceAll('/var/lib/lifeboat/', `${work}/`));
   const i = args.indexOf('--endpoints');
-  const cls = commands.get(ex.id);
+  const cls = commands.byId.get(ex.id);
   if (endpoint !== undefined && cls && 'endpoints' in { ...cls.baseFlags, ...cls.flags }) {
     if (i >= 0) args[i + 1] = endpoint;
     else args.push('--endpoints', endpoint);
