@@ -1,7 +1,7 @@
 // `npm run bench -- cluster`: a 3-member real etcd 3.4 and a 3-member Lifeboat on
 // 127.0.0.1, one after the other, data dirs on the same disk (os.tmpdir()), driven
 // by the same load generator; figures side by side in bench/results/<date>.{json,md,svg}.
-// See parseClusterOptions for the flags and README "Benchmarks" for the figures.
+// See parseClusterOptions for the flags and docs/benchmarks.md for the method and figures.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

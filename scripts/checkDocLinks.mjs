@@ -2,7 +2,8 @@
 // Part of `npm run lint`: every relative link in README.md and docs/**/*.md names a
 // file of this repository (never one beside it, such as ../shared/, which users do
 // not have), and every #anchor names a heading of the file it points into, by
-// GitHub's rule (lower case, punctuation dropped, spaces to '-', repeats numbered).
+// GitHub's rule (lower case, punctuation dropped, spaces to '-', repeats numbered);
+// a repository file named in code (`src/...`, `test/...`) exists.
 // Prints one line per broken link and exits 1, or prints nothing and exits 0.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -79,6 +80,10 @@ for (const file of markdownFiles()) {
     }
     // A path to another repository's tree written as code is the same mistake.
     if (/\.\.\/shared\//.test(line)) broken.push(`${rel}:${i + 1}: names ../shared/, which users do not have`);
+    // So is a file of ours named in code that is not there (renamed or removed since).
+    for (const m of line.matchAll(/`((?:src|test|bench|commands|playbooks|scripts|docs|bin)\/[\w./-]+)`/g)) {
+      if (!fs.existsSync(path.join(root, m[1]))) broken.push(`${rel}:${i + 1}: names ${m[1]}, which does not exist`);
+    }
   });
 }
 for (const b of broken) console.error(b);

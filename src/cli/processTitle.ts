@@ -3,7 +3,7 @@
 // /proc/<pid>/cmdline. Node's process.title overwrites the memory the kernel
 // shows there, so the command line is rewritten with them masked as soon as the
 // CLI starts (a process listing taken in its first moments can still see them:
-// the README recommends ETCDCTL_PASSWORD or a prompt).
+// docs/operations/tls-and-auth.md recommends ETCDCTL_PASSWORD or a prompt).
 const PASSWORD_FLAGS = new Set(['--password', '--from-password', '--to-password']);
 const USER_FLAGS = new Set(['--user', '--from-user', '--to-user']);
 const MASK = '***';

@@ -13,8 +13,8 @@ export type RuntimeName = 'lifeboat' | 'etcd';
  * garbage waited there: about 18 MiB more at 100 clients, for the same CPU per
  * put), and one V8 helper thread instead of four (on our two cores the extra
  * helpers bought no CPU per put or latency, and each left malloc arenas behind:
- * an idle member held 5 MiB more a minute after start). All measured in the
- * README's "What changed it"; V8 takes them only at start-up (and node refuses
+ * an idle member held 5 MiB more a minute after start). Measured in the commits
+ * that set them (bench/results/); V8 takes them only at start-up (and node refuses
  * the second in NODE_OPTIONS).
  */
 export const MEMBER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4', '--heap-growing-percent=50', '--v8-pool-size=1'];

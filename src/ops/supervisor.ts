@@ -3,7 +3,7 @@
 // operator's units start members — the old ones would start the old, superseded
 // data dirs. Per member: an environment file next to its data dir (LIFEBOAT_* or
 // ETCD_*, the same settings it was started with), the systemd unit that uses it
-// (README "systemd", filled in; for etcd a unit running etcd), and the service
+// (docs/operations/running-a-member.md "systemd", filled in; for etcd a unit running etcd), and the service
 // user's ownership with modes 0700 (data dir) and 0600 (env file). Files are
 // written to a temp name, then renamed.
 import fs from 'node:fs';

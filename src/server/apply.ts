@@ -34,8 +34,9 @@ import { incomingSnapshotFile, referencedFile, removeReceivedSnapshots } from '.
 /**
  * How a member opens kv.db: checkpoints from its worker (Member.start), and applies
  * held in one transaction for up to 200 ms: the log replays what a crash loses.
- * Measured against a commit per batch, and 200 against 50 ms: see the README's
- * "What changed it" (random keys dirty the same interior pages in every commit).
+ * Measured against a commit per batch, and 200 against 50 ms: see the commit that
+ * set it (git log -S commitDelayMs) and bench/results/ (random keys dirty the same
+ * interior pages in every commit).
  */
 export const MEMBER_KV_OPTIONS = { autoCheckpoint: false, commitDelayMs: 200 } as const;
 

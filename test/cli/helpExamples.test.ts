@@ -45,6 +45,17 @@ test('the example parser reads quotes, pipes, redirections, $(...) and comments 
     ['cat', 'f'],
     ['lifeboat', 'put', 'k'],
   ]);
+  assert.deepEqual(shellWords('lifeboat drill -w json > out.json 2>> err.log'), {
+    stages: [['lifeboat', 'drill', '-w', 'json']],
+    redirects: [
+      { op: '>', file: 'out.json' },
+      { op: '>>', file: 'err.log' },
+    ],
+  });
+  assert.deepEqual(shellWords('lifeboat version 2>&1 | tee x').stages, [
+    ['lifeboat', 'version'],
+    ['tee', 'x'],
+  ]);
   assert.deepEqual(shellWords('kill -TERM 42 && systemctl start x; lifeboat version').stages, [
     ['kill', '-TERM', '42'],
     ['systemctl', 'start', 'x'],

@@ -44,3 +44,11 @@ for (const [what, link, says] of [
     assert.match(r.stderr, says);
   });
 }
+
+test('a repository file named in code that does not exist fails; one that exists passes', async () => {
+  const dir = tree('# Lifeboat\n\nSee `docs/recovery/quorum-loss.md` and `src/gone.ts`.\n', DOCS);
+  const r = await check(dir);
+  assert.equal(r.code, 1, r.stdout + r.stderr);
+  assert.match(r.stderr, /README\.md:3: names src\/gone\.ts, which does not exist/);
+  assert.doesNotMatch(r.stderr, /quorum-loss/);
+});

@@ -1,4 +1,4 @@
-// `npm run screenshots`: regenerates docs/audit-report.png, the README's picture
+// `npm run screenshots`: regenerates docs/audit-report.png, docs/reference/audit-log.md's picture
 // of `lifeboat audit report`: a real run (test/audit/reportRun.ts: it fails at
 // its restore step, then a resume succeeds) written as HTML by the CLI and
 // rendered by headless Chromium at 1280 px.

@@ -44,7 +44,14 @@ export function shellWords(line: string): { stages: string[][]; redirects: Array
       if (line[i + 1] === c) i++; // || and &&
       stages.push([]);
     } else if (c === '>') {
-      end();
+      if (word !== undefined && /^\d$/.test(word))
+        word = undefined; // 2> names the stream, not a word
+      else end();
+      const dup = /^>?&\d/.exec(line.slice(i + 1)); // 2>&1: no file
+      if (dup) {
+        i += dup[0].length;
+        continue;
+      }
       pendingRedirect = line[i + 1] === '>' ? '>>' : '>';
       if (pendingRedirect === '>>') i++;
     } else word = (word ?? '') + c;
@@ -56,7 +63,7 @@ export function shellWords(line: string): { stages: string[][]; redirects: Array
 export interface LifeboatLine {
   /** the words after `lifeboat` */
   argv: string[];
-  /** NAME=value words before it */
+  /** NAME=value words before it (and `npx`) */
   env: string[];
   redirects: Array<{ op: string; file: string }>;
   /** read from a pipe (not the first stage) */
@@ -66,11 +73,13 @@ export interface LifeboatLine {
 /** The `lifeboat` invocation in a line, or undefined when it runs none. */
 export function lifeboatLine(line: string): LifeboatLine | undefined {
   const { stages, redirects } = shellWords(line);
-  const stage = stages.findIndex((s) => s.find((w) => !/^[A-Z_]+=/.test(w)) === 'lifeboat');
+  // `lifeboat ...`, or `npx lifeboat ...` in the repository
+  const command = (s: string[]) => s.filter((w) => !/^[A-Z_]+=/.test(w)).slice(0, 2);
+  const stage = stages.findIndex((s) => command(s)[0] === 'lifeboat' || command(s).join(' ') === 'npx lifeboat');
   if (stage < 0) return undefined;
   const words = stages[stage];
   const at = words.indexOf('lifeboat');
-  return { argv: words.slice(at + 1), env: words.slice(0, at), redirects, piped: stage > 0 };
+  return { argv: words.slice(at + 1), env: words.slice(0, at).filter((w) => w !== 'npx'), redirects, piped: stage > 0 };
 }
 
 export interface Commands {
@@ -140,7 +149,8 @@ export async function checkCommandLine(commands: Commands, line: string, where: 
   if (typeof flags.head === 'string') assert.match(flags.head, /^[0-9a-f]{64}$/, line);
   const sets = (flags.set as string[] | undefined) ?? [];
   const playbook = id === 'recover' ? 'recover-from-quorum-loss' : typeof args.playbook === 'string' ? args.playbook : undefined;
-  if (playbook !== undefined && !playbook.includes('/')) {
+  // A file of the operator's own (a path, or NAME.yaml) is not in the repository to look into.
+  if (playbook !== undefined && !playbook.includes('/') && !/\.ya?ml$/.test(playbook)) {
     const known = variablesOf(playbook);
     for (const s of sets) {
       const name = s.slice(0, s.indexOf('='));
