@@ -91,7 +91,8 @@ function tlsHint(reason: string): string {
 
 /** The connection to `endpoint` could not be established within `dialTimeoutMs`. */
 export function unreachableError(endpoint: string, dialTimeoutMs: number, reason: string | undefined): EtcdClientError {
-  const why = reason ?? 'timed out';
+  // Node 24 and later end a chain error with advice for node's own flags, which a lifeboat user cannot pass: the hint below says what to do.
+  const why = (reason ?? 'timed out').replace(/; if the root CA is installed locally, try running Node\.js with --use-system-ca$/, '');
   if (isTlsReason(why)) {
     return new EtcdClientError(`TLS handshake with ${endpoint} failed (${why}); ${tlsHint(why)}`, 'tls', endpoint);
   }
