@@ -4,8 +4,9 @@
 // credentials and passes; the kept scratch cluster still refuses a client without
 // them. A user the snapshot does not know is refused by the restored cluster, and a
 // wrong password by the source, each at once and by name (not a leader timeout);
-// without --user the drill stops before restoring. `snapshot status` says restore
-// keeps auth. The password is in no output.
+// without --user the drill says to give one (the source's refusal, or before restoring
+// a snapshot with auth). `snapshot status` says restore keeps auth. The password is
+// in no output.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -245,6 +246,13 @@ describe('drills of clusters with mutual TLS and auth', () => {
       () => snap,
       1,
     );
+
+    test('without --user, the source refuses the snapshot and the drill says to give a user', async () => {
+      const r = await drill(s, undefined, '--scratch-dir', path.join(s.dir, 'scratch-anonymous'));
+      assert.equal(r.code, 1, `${r.stdout}\n${r.stderr}`);
+      assert.match(r.stdout + r.stderr, /the source cluster has auth enabled and the drill gave no user \(etcdserver: permission denied\); give --user/);
+      assert.ok(r.ms < 20_000, `took ${r.ms} ms`);
+    });
 
     test("etcd's snapshot restored into Lifeboat (--runtime lifeboat) keeps its auth too: root passes, a user it lacks is refused", async () => {
       const asRoot = await drill(
