@@ -2,7 +2,8 @@
 // there is one), says what went wrong and what to try. Commands let them escape;
 // the CLI turns `InputError` into exit 2 and everything else here into exit 1.
 import type { ServiceError } from '#grpc-js';
-import { GrpcCode } from '../api/errors.js';
+import { ErrAuthFailed, ErrPermissionDenied, ErrUserEmpty, GrpcCode } from '../api/errors.js';
+import * as authStore from '../kv/authErrors.js';
 import { formatDuration } from '../common/durations.js';
 
 export type ClientErrorKind =
@@ -43,6 +44,28 @@ const SERVER_HINTS: Array<[string, string]> = [
   ['etcdserver: mvcc: required revision is a future revision', 'use a revision at or below the current one'],
   ['etcdserver: mvcc: database space exceeded', 'compact and defragment, then `lifeboat alarm disarm`'],
 ];
+
+/**
+ * The server's answers that say these credentials, or the lack of them, will not do
+ * (no user, a wrong password, a user without the permission): no wait or retry cures
+ * them. The `auth:` texts are those etcd 3.4's Snapshot, Hash and HashKV return unconverted.
+ */
+const AUTH_REFUSALS = new Set(
+  [
+    ErrUserEmpty,
+    ErrAuthFailed,
+    ErrPermissionDenied,
+    authStore.ErrUserEmpty,
+    authStore.ErrAuthFailed,
+    authStore.ErrNoPasswordUser,
+    authStore.ErrPermissionDenied,
+  ].map((e) => e.message),
+);
+
+/** Whether `e` is a server's refusal of the caller's credentials (see AUTH_REFUSALS). */
+export function isAuthRefusal(e: unknown): e is EtcdClientError {
+  return e instanceof EtcdClientError && e.kind === 'server' && AUTH_REFUSALS.has(e.serverMessage ?? '');
+}
 
 /** "Last error: Error: connect ECONNREFUSED 127.0.0.1:1. Resolution note: " → a short reason. */
 export function connectReason(details: string): string {

@@ -17,6 +17,7 @@ import { resolveAuditDbPath } from '../audit/location.js';
 import { DRILL_PLAYBOOK, DRILL_RESULT_EVENT, type DrillCheck, type DrillPhase, type DrillSummary } from '../audit/drillRuns.js';
 import type { StepRef } from '../audit/types.js';
 import { clientFor, type ConnectionOptions } from '../client/etcdClient.js';
+import { isAuthRefusal } from '../client/errors.js';
 import { saveSnapshot } from '../client/snapshotSave.js';
 import { resolveTarget } from '../client/target.js';
 import { InputError } from '../common/errors.js';
@@ -123,6 +124,24 @@ export function checkDrillOptions(o: DrillOptions): void {
   if (o.runtime === 'etcd') etcdBinary(o.etcdBin);
 }
 
+/** What to give when a cluster refuses the drill's credentials (the drill snapshots, hashes and adds members: root's role). */
+const AUTH_HINTS = {
+  'the source cluster': 'give --user and the password of a user of the source with the root role, e.g. --user root',
+  'the restored cluster':
+    "it keeps the snapshot's users, roles and passwords as they were when it was saved: give --user and the password of one of them with the root role, e.g. --user root",
+} as const;
+
+/**
+ * An auth refusal said as what it is: which cluster refused, which user (never the
+ * password), and what to give; any other error as it is.
+ */
+function explainAuth(e: unknown, cluster: keyof typeof AUTH_HINTS, conn: ConnectionOptions): unknown {
+  if (!isAuthRefusal(e)) return e;
+  const user = conn.credentials?.user;
+  const refused = user ? `rejected user ${user}` : 'the drill gave no user';
+  return new Error(`${cluster} has auth enabled and ${refused} (${e.serverMessage}); ${AUTH_HINTS[cluster]}`);
+}
+
 async function sourceState(endpoints: string[], conn: ConnectionOptions, preferred?: string): Promise<SourceState> {
   let last: unknown;
   for (const ep of preferred ? [preferred, ...endpoints.filter((e) => e !== preferred)] : endpoints) {
@@ -145,6 +164,8 @@ async function sourceState(endpoints: string[], conn: ConnectionOptions, preferr
         c.close();
       }
     } catch (e) {
+      // Every member has the same users: a refusal is the answer, not one member's trouble.
+      if (isAuthRefusal(e)) throw explainAuth(e, 'the source cluster', conn);
       last = e;
     }
   }
@@ -213,7 +234,10 @@ export async function runDrill(o: DrillOptions): Promise<DrillResult> {
   let scratch: ScratchCluster | undefined;
   let scratchClusterId: string | null = null;
   let interrupted = false;
-  const scratchConn: ConnectionOptions = { dialTimeoutMs: 2000, commandTimeoutMs: 10_000 };
+  // The scratch cluster is private (loopback, no TLS), but it keeps the snapshot's
+  // auth: it is logged in to as the source is, with the operator's credentials.
+  const scratchConn: ConnectionOptions = { dialTimeoutMs: 2000, commandTimeoutMs: 10_000, ...(o.conn.credentials ? { credentials: o.conn.credentials } : {}) };
+  const restoredAuth = (e: unknown) => explainAuth(e, 'the restored cluster', scratchConn);
 
   try {
     // --- the source, as it is before the drill
@@ -244,7 +268,10 @@ export async function runDrill(o: DrillOptions): Promise<DrillResult> {
         'snapshot',
         `Take a snapshot of ${src.endpoint}`,
         { endpoint: src.endpoint },
-        () => saveSnapshot(resolveTarget({ ...o.conn, endpoints: [src.endpoint] }), file),
+        () =>
+          saveSnapshot(resolveTarget({ ...o.conn, endpoints: [src.endpoint] }), file).catch((e: unknown) => {
+            throw explainAuth(e, 'the source cluster', o.conn);
+          }),
         (s) => ({ size: s.size, sha256: s.sha256, revision: s.revision, keys: s.keyCount }),
       );
       phases.push({ phase: 'snapshot', label: 'snapshot', seconds: seconds(saved.ms) });
@@ -265,6 +292,9 @@ export async function runDrill(o: DrillOptions): Promise<DrillResult> {
       check('snapshot', false, `${file}: its sha256 trailer (${st.etcd.storedSha256 ?? '?'}) does not match its contents (${st.sha256}); save a new one`);
       throw new CheckFailed();
     }
+    // Restore keeps the snapshot's auth: without a user, the scratch cluster would refuse every read.
+    if (st.authEnabled && !scratchConn.credentials)
+      throw new Error(`${file} has auth enabled, and so will the restored cluster: ${AUTH_HINTS['the restored cluster']}`);
     const keys = st.etcd?.liveKeys ?? st.totalKeys;
     snapshot = { file, given: !!o.fromSnapshot, format: st.format, revision: st.revision, keys, size: fs.statSync(file).size, sha256: st.sha256 };
     check(
@@ -327,7 +357,9 @@ export async function runDrill(o: DrillOptions): Promise<DrillResult> {
       { clientUrl: first.clientUrl, peerUrl: first.peerUrl },
       async () => {
         await sc.start(first, 'new', `${first.name}=${first.peerUrl}`, restored.value.token);
-        return sc.waitLeader();
+        return sc.waitLeader().catch((e: unknown) => {
+          throw restoredAuth(e);
+        });
       },
       (leader) => ({ leader, pid: first.pid }),
     );
@@ -344,6 +376,8 @@ export async function runDrill(o: DrillOptions): Promise<DrillResult> {
           const got = await c.range(key);
           if (got.kvs[0]?.value.toString() !== value) throw new Error(`wrote ${key} but read back ${got.kvs[0] ? 'another value' : 'nothing'}`);
           return { key, revision: put.header.revision };
+        } catch (e) {
+          throw restoredAuth(e);
         } finally {
           c.close();
         }
@@ -362,7 +396,10 @@ export async function runDrill(o: DrillOptions): Promise<DrillResult> {
         `member:${m.name}`,
         `Add ${m.name} as a learner, start it, wait until caught up, promote it`,
         { name: m.name, peerUrl: m.peerUrl, clientUrl: m.clientUrl, stabilizationMs: o.stabilizationMs },
-        () => sc.addMember(m, o.stabilizationMs),
+        () =>
+          sc.addMember(m, o.stabilizationMs).catch((e: unknown) => {
+            throw restoredAuth(e);
+          }),
         (r) => ({ ...r, pid: m.pid }),
       );
       phases.push({ phase: `member:${m.name}`, label: `${m.name} caught up`, seconds: seconds(added.ms) });

@@ -2,7 +2,7 @@
 // member list, the leader, wait for health, wait until a learner caught up (through
 // Maintenance.Status, so real etcd too), promote, check agreement. Every wait is bounded.
 import { clientFor, type ConnectionOptions } from '../client/etcdClient.js';
-import { EtcdClientError } from '../client/errors.js';
+import { EtcdClientError, isAuthRefusal } from '../client/errors.js';
 import type { Member, StatusResult } from '../client/types.js';
 
 type Connection = ConnectionOptions;
@@ -22,7 +22,11 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-/** Retries fn until it returns a value (not undefined) or the deadline passes. */
+/**
+ * Retries fn until it returns a value (not undefined) or the deadline passes. A
+ * refusal of the credentials ends the wait at once: no retry cures it, and a
+ * timeout would hide it.
+ */
 export async function waitUntil<T>(what: string, timeoutMs: number, fn: () => Promise<T | undefined>, everyMs = 250, signal?: AbortSignal): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last = '';
@@ -31,6 +35,7 @@ export async function waitUntil<T>(what: string, timeoutMs: number, fn: () => Pr
       const v = await fn();
       if (v !== undefined) return v;
     } catch (e) {
+      if (isAuthRefusal(e)) throw e;
       last = (e as Error).message;
     }
     if (Date.now() >= deadline) throw new Error(`timed out after ${Math.round(timeoutMs / 1000)}s waiting for ${what}${last ? ` (last error: ${last})` : ''}`);

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { KvStore } from '../kv/index.js';
+import { AuthState, KvStore } from '../kv/index.js';
 import { InputError } from '../common/errors.js';
 import { checkTrailer, looksLikeBolt, scanEtcdDb, type EtcdDbSummary } from '../etcdfile/index.js';
 import { clusterIdFor } from '../storage/identity.js';
@@ -63,6 +63,8 @@ export interface SnapshotStatus {
   clusterId: string;
   parentClusterId?: string;
   members: Array<{ id: string; name: string; peerURLs: string[]; clientURLs: string[]; isLearner: boolean }>;
+  /** etcd's auth is on in the file: every restore keeps it (users, roles, the switch), so a restored member enforces it. */
+  authEnabled: boolean;
   /** Only for an etcd file. */
   etcd?: EtcdFileStatus;
 }
@@ -117,6 +119,7 @@ function etcdStatus(file: string, kind: SnapshotKind): SnapshotStatus {
     appliedIndex: s.consistentIndex ?? 0,
     clusterId: cid.toString(16),
     members: s.members.map((m) => ({ id: m.id.toString(16), name: m.name, peerURLs: m.peerURLs, clientURLs: m.clientURLs, isLearner: m.isLearner })),
+    authEnabled: s.authEnabled,
     etcd: {
       trailer: !kind.hasTrailer ? 'absent' : t.matches ? 'verified' : 'mismatch',
       ...(t.stored ? { storedSha256: t.stored } : {}),
@@ -183,6 +186,7 @@ export async function snapshotStatus(file: string): Promise<SnapshotStatus> {
         members: kv.cluster
           .members()
           .map((m) => ({ id: m.id.toString(16), name: m.name, peerURLs: m.peerURLs, clientURLs: m.clientURLs, isLearner: m.isLearner })),
+        authEnabled: new AuthState(kv.cluster).enabled(),
       };
     } finally {
       kv.close();

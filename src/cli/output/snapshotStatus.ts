@@ -10,6 +10,9 @@ import { renderTable } from './table.js';
 /** etcdctl's line: `e0072d68, 202, 205, 41 kB`. */
 const etcdctlLine = (s: SnapshotStatus) => `${s.hash}, ${s.revision}, ${s.totalKeys}, ${humanBytes(s.totalSize)}`;
 
+/** Every restore (Lifeboat or etcd, into either runtime) keeps the file's users, roles and auth switch. */
+const authLine = (s: SnapshotStatus) => (s.authEnabled ? ['authentication enabled (kept by restore: log in as a user of the snapshot)'] : []);
+
 const memberLine = (m: SnapshotStatus['members'][number]) =>
   `member ${m.id.padStart(16, '0')} ${m.name || '(unstarted)'} ${m.peerURLs.join(',')}${m.isLearner ? ' learner' : ''}`;
 
@@ -22,6 +25,7 @@ export const snapshotStatusOutput: Renderer<SnapshotStatus> = {
           `database sha256 ${s.sha256} (the trailer's digest of the database, verified)`,
           `cluster ${s.clusterId}${s.parentClusterId ? ` (parent ${s.parentClusterId})` : ''}, applied index ${s.appliedIndex}`,
           ...s.members.map(memberLine),
+          ...authLine(s),
         ].join('\n'),
   table: (s) =>
     renderTable(['HASH', 'REVISION', 'TOTAL KEYS', 'TOTAL SIZE'], [[s.hash, String(s.revision), String(s.totalKeys), humanBytes(s.totalSize)]], {
@@ -49,7 +53,7 @@ function etcdLines(s: SnapshotStatus, e: EtcdFileStatus): string[] {
     ...s.members.map(memberLine),
     ...(e.removedMembers.length > 0 ? [`removed members ${e.removedMembers.join(', ')}`] : []),
     ...e.alarms.map((a) => `alarm ${a.alarm} on member ${a.memberId}`),
-    ...(e.authEnabled ? ['authentication enabled (not carried over by restore)'] : []),
+    ...authLine(s),
     ...(e.otherMetaInvalid ? [`warning: read meta page ${e.metaPage}; ${e.otherMetaInvalid}`] : []),
   ];
 }
