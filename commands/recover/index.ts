@@ -23,6 +23,9 @@ export default class Recover extends SessionCommand {
   static override flags = {
     'from-data-dir': Flags.string({ description: "a stopped survivor's data dir (repeatable)", multiple: true }),
     'from-snapshot': Flags.string({ description: 'a snapshot file (repeatable)', multiple: true }),
+    'cluster-id': Flags.string({
+      description: 'the cluster to recover when the survivors are of different clusters: its ID in hex, as the plan prints it (asked on a terminal)',
+    }),
     'discard-uncommitted': Flags.boolean({ description: "drop the entries past the survivor's commit index (by default they are applied)", default: false }),
     set: Flags.string({ description: 'a playbook variable, NAME=VALUE (repeatable)', multiple: true, multipleNonGreedy: true }),
     yes: playbookYesFlag,
@@ -39,6 +42,7 @@ export default class Recover extends SessionCommand {
         dataDirs: flags['from-data-dir'] ?? [],
         snapshots: flags['from-snapshot'] ?? [],
         discardUncommitted: flags['discard-uncommitted'],
+        ...(flags['cluster-id'] !== undefined ? { clusterId: flags['cluster-id'] } : {}),
         sets: flags.set ?? [],
         yes: flags.yes,
         ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
