@@ -193,8 +193,9 @@ function clusterOf(s: PlanSource): string | null {
   return id === undefined || id === 0n ? null : formatId(id);
 }
 
+/** Live keys (an etcd snapshot's totalKeys counts every stored revision). */
 function keysOf(s: PlanSource): number {
-  return s.report?.keyCount ?? s.snapshot?.totalKeys ?? 0;
+  return s.report?.keyCount ?? s.snapshot?.etcd?.liveKeys ?? s.snapshot?.totalKeys ?? 0;
 }
 
 /** The usable sources grouped by cluster, in the order given; each source of unknown cluster alone. */
@@ -469,7 +470,10 @@ function clustersHeadline(clusters: PlanCluster[], sources: PlanSource[], chosen
     known.length > 1
       ? `These sources are from ${known.length} different clusters: ${parts.join(', ')}.`
       : `These sources may be from different clusters: ${parts.join(', ')}.`;
-  if (!chosen) return `${head} A plan recovers one cluster: none is recommended until you name it (--cluster-id ID).`;
+  if (!chosen)
+    return known.length > 1
+      ? `${head} A plan recovers one cluster: none is recommended until you name it (--cluster-id ID).`
+      : `${head} None is recommended: plan with the one you mean alone.`;
   const what = chosen.clusterId === null ? sources[chosen.best].path : `cluster ${chosen.clusterId}`;
   return `${head} This plan recovers ${what} only, from its own sources; the others are not recovered (see Lost).`;
 }
