@@ -12,7 +12,7 @@ import {
 } from '../../src/cli/sessionCommand.js';
 
 export default class Recover extends SessionCommand {
-  static override description = `The recovery session for a cluster that has lost quorum for good: name the survivors you have, see the plan (which one loses the least, what is kept and lost), confirm, and the recover-from-quorum-loss playbook runs — restore into a new one-member cluster with a new cluster ID, fence the old members, re-add the others one at a time as learners and promote them — every step recorded in the audit log. On a terminal it asks for what it needs; scripted, pass --from-data-dir, --set and --yes.`;
+  static override description = `The recovery session for a cluster that has lost quorum for good: name the survivors you have, see the plan (which one loses the least, what is kept and lost), confirm, and the recover-from-quorum-loss playbook runs — restore into a new one-member cluster with a new cluster ID, fence the old members, re-add the others one at a time as learners and promote them — every step recorded in the audit log. On a terminal it asks for what it needs; scripted, pass --from-data-dir, --set and --yes. Survivors of different clusters are never offered as a default: it asks which cluster to recover (scripted: refused unless --cluster-id names it).`;
 
   static override examples = [
     '<%= config.bin %> recover',

@@ -23,7 +23,7 @@ describe('recover plan groups etcd sources by cluster', () => {
   before(async () => {
     cluster = await EtcdCluster.start({ size: 1, portSeed: 'etcdClusterGroups.test' });
     const ep = cluster.endpoints;
-    dataDir = path.resolve(cluster.members[0]!.dataDir);
+    dataDir = path.resolve(cluster.members[0].dataDir);
     for (const k of ['a', 'b', 'c']) expectOk(await etcdctl('--endpoints', ep, 'put', k, 'v'));
     const status = etcdJson(expectOk(await etcdctl('--endpoints', ep, 'endpoint', 'status', '-w', 'json')))[0].Status;
     clusterId = BigInt(status.header.cluster_id).toString(16);
@@ -37,7 +37,7 @@ describe('recover plan groups etcd sources by cluster', () => {
     expectOk(await etcdctl('--endpoints', ep, 'snapshot', 'save', changed));
     changedCopy = path.join(cluster.dir, 'changed-copy.db');
     fs.copyFileSync(changed, changedCopy);
-    await cluster.stopMember(cluster.members[0]!);
+    await cluster.stopMember(cluster.members[0]);
   });
   after(async () => cluster?.stop());
 

@@ -367,6 +367,8 @@ export const fenceOldDataDirs: StepDefinition = {
     // Who the old members were, read before the source is fenced (fenced, it no longer reads).
     const fencedRecord = src.kind === 'data-dir' ? readFenceRecord(src.path) : undefined;
     const old = fencedRecord ? undefined : await oldMembersOf(src).catch(() => undefined);
+    // Checked again before fencing anything: `resume --set old-data-dirs=...` may have changed them.
+    if (old) await refuseOtherClusters(src.path, old.clusterId, p['old-data-dirs'] as string[], ctx);
     const dirs = [...(src.kind === 'data-dir' ? [src.path] : []), ...(p['old-data-dirs'] as string[]).map((d) => path.resolve(d))];
     const covered = new Set<string>();
     const done: string[] = [];
