@@ -12,7 +12,7 @@ import {
 } from '../../src/cli/sessionCommand.js';
 
 export default class Recover extends SessionCommand {
-  static override description = `The recovery session for a cluster that has lost quorum for good: name the survivors you have, see the plan (which one loses the least, what is kept and lost), confirm, and the recover-from-quorum-loss playbook runs — restore into a new one-member cluster with a new cluster ID, fence the old members, re-add the others one at a time as learners and promote them — every step recorded in the audit log. On a terminal it asks for what it needs; scripted, pass --from-data-dir, --set and --yes.`;
+  static override description = `The recovery session for a cluster that has lost quorum for good: name the survivors you have, see the plan (which one loses the least, what is kept and lost), confirm, and the recover-from-quorum-loss playbook runs — restore into a new one-member cluster with a new cluster ID, fence the old members, re-add the others one at a time as learners and promote them — every step recorded in the audit log. On a terminal it asks for what it needs; scripted, pass --from-data-dir, --set and --yes. Survivors of different clusters are never offered as a default: it asks which cluster to recover (scripted: refused unless --cluster-id names it).`;
 
   static override examples = [
     '<%= config.bin %> recover',
@@ -23,6 +23,9 @@ export default class Recover extends SessionCommand {
   static override flags = {
     'from-data-dir': Flags.string({ description: "a stopped survivor's data dir (repeatable)", multiple: true }),
     'from-snapshot': Flags.string({ description: 'a snapshot file (repeatable)', multiple: true }),
+    'cluster-id': Flags.string({
+      description: 'the cluster to recover when the survivors are of different clusters: its ID in hex, as the plan prints it (asked on a terminal)',
+    }),
     'discard-uncommitted': Flags.boolean({ description: "drop the entries past the survivor's commit index (by default they are applied)", default: false }),
     set: Flags.string({ description: 'a playbook variable, NAME=VALUE (repeatable)', multiple: true, multipleNonGreedy: true }),
     yes: playbookYesFlag,
@@ -39,6 +42,7 @@ export default class Recover extends SessionCommand {
         dataDirs: flags['from-data-dir'] ?? [],
         snapshots: flags['from-snapshot'] ?? [],
         discardUncommitted: flags['discard-uncommitted'],
+        ...(flags['cluster-id'] !== undefined ? { clusterId: flags['cluster-id'] } : {}),
         sets: flags.set ?? [],
         yes: flags.yes,
         ...(flags.reason !== undefined ? { reason: flags.reason } : {}),

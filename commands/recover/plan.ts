@@ -1,13 +1,14 @@
 import { Flags } from '#oclif-core';
 import { BaseCommand } from '../../src/cli/baseCommand.js';
-import { formatPlan, planRecovery, type RecoveryPlan } from '../../src/recovery/plan.js';
+import { formatOverview, formatPlan, MixedClustersError, planRecovery, type PlanOverview, type RecoveryPlan } from '../../src/recovery/plan.js';
 
 export default class RecoverPlan extends BaseCommand {
-  static override description = `Compare every survivor you have (Lifeboat or etcd data dirs), strictly read-only, and recommend the one that loses the least (highest last term, then index). For each source: cluster and member IDs, members, last term and index, commit and applied index, KV revision, key count and hash, and the entries past the commit index. Says what is kept and what would be lost, and prints the command that applies the plan.`;
+  static override description = `Compare every survivor you have (Lifeboat or etcd data dirs), strictly read-only, and recommend the one that loses the least (highest last term, then index). Sources of different clusters (different cluster IDs) are never compared: the plan groups them by cluster and refuses to choose between clusters (exit 3, showing what each holds) until you name one with --cluster-id; it then compares only that cluster's sources, and Lost lists the other clusters' keys. For each source: cluster and member IDs, members, last term and index, commit and applied index, KV revision, key count and hash, and the entries past the commit index. Says what is kept and what would be lost, and prints the command that applies the plan.`;
 
   static override examples = [
     '<%= config.bin %> recover plan --from-data-dir /var/lib/lifeboat/m1 --from-data-dir /var/lib/lifeboat/m2',
     '<%= config.bin %> recover plan --from-data-dir /var/lib/lifeboat/m1 --from-inspect m3.inspect.json --from-snapshot /backups/latest.db -w json',
+    '<%= config.bin %> recover plan --from-data-dir /var/lib/lifeboat/m1 --from-data-dir /mnt/old-disk/m1 --cluster-id 8e9e05c52164694d',
   ];
 
   static override flags = {
@@ -22,6 +23,9 @@ export default class RecoverPlan extends BaseCommand {
       multiple: true,
     }),
     'from-snapshot': Flags.string({ description: 'a snapshot file (repeatable)', multiple: true }),
+    'cluster-id': Flags.string({
+      description: 'the cluster to recover, when the sources are of different clusters: its ID in hex, as the plan prints it (only its sources are compared)',
+    }),
     'discard-uncommitted': Flags.boolean({
       description: "plan to drop the entries past the survivor's commit index (by default they are applied: the old leader may have acknowledged them)",
       default: false,
@@ -30,13 +34,21 @@ export default class RecoverPlan extends BaseCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(RecoverPlan);
-    const plan = await planRecovery({
-      dataDirs: flags['from-data-dir'] ?? [],
-      walDirs: flags['wal-dir'] ?? [],
-      inspectFiles: flags['from-inspect'] ?? [],
-      snapshots: flags['from-snapshot'] ?? [],
-      discardUncommitted: flags['discard-uncommitted'],
-    });
+    let plan: RecoveryPlan;
+    try {
+      plan = await planRecovery({
+        dataDirs: flags['from-data-dir'] ?? [],
+        walDirs: flags['wal-dir'] ?? [],
+        inspectFiles: flags['from-inspect'] ?? [],
+        snapshots: flags['from-snapshot'] ?? [],
+        discardUncommitted: flags['discard-uncommitted'],
+        ...(flags['cluster-id'] !== undefined ? { clusterId: flags['cluster-id'] } : {}),
+      });
+    } catch (e) {
+      // Refused (exit 3, one line on stderr) after showing what each cluster holds, to choose from.
+      if (e instanceof MixedClustersError) this.print(flags['write-out'], { ...e.overview, refused: e.message }, (o: PlanOverview) => formatOverview(o));
+      throw e;
+    }
     this.print(flags['write-out'], plan, (p: RecoveryPlan) => formatPlan(p));
   }
 }

@@ -1,10 +1,12 @@
 // `recover plan`: read-only comparison of every survivor the operator has (data
 // dirs, `datadir inspect -w json` files from other hosts, snapshots), the
 // source that loses the least, exactly what is kept and what may be lost, and
-// the command that applies the plan.
+// the command that applies the plan. Sources of different clusters are never
+// compared with each other: the operator names the cluster to recover.
 import fs from 'node:fs';
 import path from 'node:path';
 import { InputError, RefusedError } from '../common/errors.js';
+import { formatId, parseHexId } from '../common/ids.js';
 import { DataDirLockedError } from '../storage/errors.js';
 import { inspectDataDir, type DataDirReport } from './inspect.js';
 import { snapshotStatus, type SnapshotStatus } from './snapshotFormat.js';
@@ -31,8 +33,51 @@ export interface PlanSource {
   snapshotTakenAt?: string;
 }
 
+/** The sources of one cluster (by the cluster ID inspect reports for either runtime). */
+export interface PlanCluster {
+  /**
+   * Hex. null: unknown — an etcd snapshot file whose membership changed since
+   * bootstrap (etcd keeps no cluster ID in its backend, see snapshotFormat.ts), or
+   * a file that records none. Such a source is a group of its own: never merged
+   * into a cluster's group, never compared with another source.
+   */
+  clusterId: string | null;
+  /** Indexes into sources. */
+  sources: number[];
+  /** The group's most recent source (index into sources): the one it would be recovered from. */
+  best: number;
+  /** Keys that source holds. */
+  keys: number;
+  /** The cluster this one was recovered from, when its data records it. */
+  recoveredFrom?: string;
+}
+
+/** What the sources hold, by cluster: all a plan can say when they span clusters and none is named. */
+export interface PlanOverview {
+  sources: PlanSource[];
+  /** The usable sources grouped by cluster; more than one group: different (or unknown) clusters. */
+  clusters: PlanCluster[];
+  /** One line per cluster the operator could choose: what that choice loses. */
+  lostByChoice: string[];
+  warnings: string[];
+}
+
+/** The sources span clusters and the operator named none: refused (exit 3), with what each holds. */
+export class MixedClustersError extends RefusedError {
+  constructor(
+    message: string,
+    readonly overview: PlanOverview,
+  ) {
+    super(message);
+    this.name = 'MixedClustersError';
+  }
+}
+
 export interface RecoveryPlan {
   sources: PlanSource[];
+  clusters: PlanCluster[];
+  /** The cluster recovered (hex; null: a lone source of unknown cluster); only its sources were compared. */
+  clusterId: string | null;
   /** Index into sources. */
   recommended: number;
   why: string;
@@ -51,6 +96,8 @@ export interface PlanInput {
   inspectFiles: string[];
   snapshots: string[];
   discardUncommitted: boolean;
+  /** The cluster to recover when the sources span clusters (hex, as the plan prints it). */
+  clusterId?: string;
 }
 
 function withAge(s: PlanSource, takenAt: string | undefined, now: number): PlanSource {
@@ -131,27 +178,133 @@ function newer(a: DataDirReport, b: DataDirReport): boolean {
   return a.lastTerm > b.lastTerm || (a.lastTerm === b.lastTerm && a.lastIndex > b.lastIndex);
 }
 
+type Indexed = { s: PlanSource; i: number };
+
+/** The most recent of one cluster's sources: the newest log, else the snapshot with the highest revision. */
+function mostRecent(candidates: Indexed[]): Indexed {
+  const logs = candidates.filter(({ s }) => s.report);
+  if (logs.length > 0) return logs.reduce((a, b) => (newer(b.s.report!, a.s.report!) ? b : a));
+  return candidates.reduce((a, b) => (b.s.snapshot!.revision > a.s.snapshot!.revision ? b : a));
+}
+
+/** The source's cluster ID as inspect reports it (etcd data dirs: their WAL's; etcd snapshots: derived), normalized; null: unknown. */
+function clusterOf(s: PlanSource): string | null {
+  const id = parseHexId(s.report?.clusterId ?? s.snapshot?.clusterId ?? '');
+  return id === undefined || id === 0n ? null : formatId(id);
+}
+
+/** Live keys (an etcd snapshot's totalKeys counts every stored revision). */
+function keysOf(s: PlanSource): number {
+  return s.report?.keyCount ?? s.snapshot?.etcd?.liveKeys ?? s.snapshot?.totalKeys ?? 0;
+}
+
+/** The usable sources grouped by cluster, in the order given; each source of unknown cluster alone. */
+function groupByCluster(sources: PlanSource[]): PlanCluster[] {
+  const groups: PlanCluster[] = [];
+  const byId = new Map<string, PlanCluster>();
+  sources.forEach((s, i) => {
+    if (s.error) return;
+    const id = clusterOf(s);
+    let g = id === null ? undefined : byId.get(id);
+    if (!g) {
+      g = { clusterId: id, sources: [], best: i, keys: 0 };
+      groups.push(g);
+      if (id !== null) byId.set(id, g);
+    }
+    g.sources.push(i);
+  });
+  for (const g of groups) {
+    g.best = mostRecent(g.sources.map((i) => ({ s: sources[i], i }))).i;
+    const best = sources[g.best];
+    g.keys = keysOf(best);
+    const parent = parseHexId(best.report?.parentClusterId ?? best.snapshot?.parentClusterId ?? '');
+    if (parent !== undefined && parent !== 0n) g.recoveredFrom = formatId(parent);
+  }
+  return groups;
+}
+
+/** Why a source's cluster is unknown. */
+function unknownWhy(s: PlanSource): string {
+  return s.snapshot?.format === 'etcd' ? "etcd keeps no cluster ID in a snapshot and this one's membership changed since bootstrap" : 'the file records none';
+}
+
+/** What recovering another group than `g` loses of g, in a few words. */
+function heldBy(g: PlanCluster, sources: PlanSource[]): string {
+  const best = sources[g.best];
+  const more = g.sources.length > 1 ? ` (and ${g.sources.length - 1} more of its sources)` : '';
+  if (g.clusterId === null) return `the ${g.keys} keys in ${best.path}, of unknown cluster`;
+  return `cluster ${g.clusterId}'s ${g.keys} keys held by ${best.path}${more}`;
+}
+
+/** "1a2b (/x/m1, /x/m2), 3c4d (/y/m1)": the clusters and their sources, for one-line messages. */
+function clusterList(groups: PlanCluster[], sources: PlanSource[]): string {
+  return groups
+    .filter((g) => g.clusterId !== null)
+    .map((g) => `${g.clusterId} (${g.sources.map((i) => sources[i].path).join(', ')})`)
+    .join(', ');
+}
+
+/** The group to recover: the one named by --cluster-id, else the only known cluster; refused when that is ambiguous. */
+function chooseCluster(input: PlanInput, sources: PlanSource[], groups: PlanCluster[], warnings: string[]): PlanCluster {
+  const known = groups.filter((g) => g.clusterId !== null);
+  if (input.clusterId !== undefined) {
+    const id = parseHexId(input.clusterId);
+    const named = id === undefined ? undefined : known.find((g) => g.clusterId === formatId(id));
+    if (!named) {
+      const what = id === undefined || id === 0n ? 'is not a cluster ID (hex, as the plan prints it)' : 'is not the cluster of any source';
+      throw new InputError(`--cluster-id ${input.clusterId} ${what}; the sources' clusters: ${clusterList(groups, sources) || 'none known'}`);
+    }
+    return named;
+  }
+  if (known.length === 1) return known[0];
+  const overview = (): PlanOverview => ({
+    sources,
+    clusters: groups,
+    lostByChoice: known.map(
+      (g) =>
+        `choosing cluster ${g.clusterId} loses ${groups
+          .filter((o) => o !== g)
+          .map((o) => heldBy(o, sources))
+          .join('; ')}`,
+    ),
+    warnings,
+  });
+  if (known.length > 1)
+    throw new MixedClustersError(
+      `the sources are from ${known.length} different clusters, ${clusterList(groups, sources)}: a plan recovers one cluster; pass --cluster-id ID naming the one to recover`,
+      overview(),
+    );
+  if (groups.length > 1)
+    throw new MixedClustersError(
+      `cannot tell whether ${groups.map((g) => sources[g.best].path).join(', ')} are of one cluster (${unknownWhy(sources[groups[0].best])}): plan with the one you mean alone`,
+      overview(),
+    );
+  return groups[0];
+}
+
 export async function planRecovery(input: PlanInput): Promise<RecoveryPlan> {
   if (input.dataDirs.length + input.inspectFiles.length + input.snapshots.length === 0) {
     throw new InputError('give at least one source: --from-data-dir DIR, --from-inspect FILE.json or --from-snapshot FILE');
   }
   const sources = await load(input);
-  const usable = sources.map((s, i) => ({ s, i })).filter(({ s }) => !s.error);
-  if (usable.length === 0) {
+  if (sources.every((s) => s.error)) {
     const message = `no usable source: ${sources.map((s) => s.error).join('; ')}`;
     // A running member's data dir is a refusal (exit 3), as everywhere else.
     throw sources.some((s) => s.locked) ? new RefusedError(message) : new Error(message);
   }
   const warnings: string[] = [];
   for (const s of sources) if (s.error) warnings.push(`${s.path} cannot be used: ${s.error}`);
+  const clusters = groupByCluster(sources);
+  const chosen = chooseCluster(input, sources, clusters, warnings);
+  // Only the chosen cluster's sources are compared: another cluster's log or revision says nothing about this one's.
+  const usable = chosen.sources.map((i) => ({ s: sources[i], i }));
   const logs = usable.filter(({ s }) => s.report);
   const snaps = usable.filter(({ s }) => s.snapshot);
 
-  let best: { s: PlanSource; i: number };
+  const best = mostRecent(usable);
   let why: string;
-  if (logs.length > 0) {
-    best = logs.reduce((a, b) => (newer(b.s.report!, a.s.report!) ? b : a));
-    const r = best.s.report!;
+  if (best.s.report) {
+    const r = best.s.report;
     why =
       logs.length > 1
         ? `its log is the most recent (last term ${r.lastTerm}, last index ${r.lastIndex}) of ${logs.length} survivors`
@@ -164,9 +317,12 @@ export async function planRecovery(input: PlanInput): Promise<RecoveryPlan> {
         `snapshot ${newerSnap.s.path} is ahead of every survivor's log (applied index ${newerSnap.s.snapshot!.appliedIndex}); consider recovering from it`,
       );
   } else {
-    best = snaps.reduce((a, b) => (b.s.snapshot!.revision > a.s.snapshot!.revision ? b : a));
     why = `the snapshot with the highest revision (${best.s.snapshot!.revision})`;
   }
+  if (chosen.clusterId !== null && clusters.length > 1) why += `, of cluster ${chosen.clusterId}${input.clusterId !== undefined ? ' (--cluster-id)' : ''}`;
+  for (const g of clusters)
+    if (g.clusterId === null && g !== chosen)
+      warnings.push(`${sources[g.best].path} is set aside: its cluster is unknown (${unknownWhy(sources[g.best])}); to recover from it, plan with it alone`);
 
   const keeps: string[] = [];
   const loses: string[] = [];
@@ -192,8 +348,7 @@ export async function planRecovery(input: PlanInput): Promise<RecoveryPlan> {
     for (const other of logs) {
       if (other.i === best.i) continue;
       const o = other.s.report!;
-      if (o.clusterId !== r.clusterId) warnings.push(`${other.s.path} belongs to another cluster (${o.clusterId}, not ${r.clusterId})`);
-      else if (newer(r, o)) loses.push(`nothing from ${other.s.path}: its log (term ${o.lastTerm}, index ${o.lastIndex}) is behind the recommended one`);
+      if (newer(r, o)) loses.push(`nothing from ${other.s.path}: its log (term ${o.lastTerm}, index ${o.lastIndex}) is behind the recommended one`);
     }
     // An acknowledged write is on a quorum of the old voters: unless enough of them
     // were examined, it may be on survivors the plan has not seen.
@@ -219,6 +374,15 @@ export async function planRecovery(input: PlanInput): Promise<RecoveryPlan> {
     keeps.push(`the snapshot's ${s.totalKeys} keys at revision ${s.revision} (applied index ${s.appliedIndex})`);
     loses.push('every write after the snapshot was taken');
   }
+  // Another cluster's data is not recovered by this plan: said in Lost, never silently.
+  for (const g of clusters) {
+    if (g === chosen) continue;
+    loses.push(
+      g.clusterId === null
+        ? `${heldBy(g, sources)}: set aside, not recovered by this plan (plan with it alone to recover from it)`
+        : `${heldBy(g, sources)}: another cluster, not recovered by this plan (plan it with --cluster-id ${g.clusterId})`,
+    );
+  }
 
   const sourceArg = best.s.kind === 'inspect' ? '<the copied data dir>' : best.s.path;
   const command = [
@@ -230,40 +394,106 @@ export async function planRecovery(input: PlanInput): Promise<RecoveryPlan> {
   ]
     .filter(Boolean)
     .join(' ');
-  return { sources, recommended: best.i, why, keeps, loses, warnings, discardUncommitted: input.discardUncommitted, command };
+  return {
+    sources,
+    clusters,
+    clusterId: chosen.clusterId,
+    recommended: best.i,
+    why,
+    keeps,
+    loses,
+    warnings,
+    discardUncommitted: input.discardUncommitted,
+    command,
+  };
+}
+
+/** A source's lines in the text form; `mark` is '*' for the recommended one. */
+function sourceLines(s: PlanSource, mark: string): string[] {
+  if (s.error) return [`${mark} ${s.kind} ${s.path}: unusable (${s.error})`];
+  if (s.report) {
+    const r = s.report;
+    const u = r.uncommitted;
+    const kinds = Object.entries(u.kinds ?? {})
+      .map(([k, n]) => `${n} ${k}`)
+      .join(', ');
+    return [
+      `${mark} ${s.kind} ${s.path}${r.runtime === 'etcd' ? ' (etcd)' : ''}`,
+      `    cluster ${r.clusterId} member ${r.memberId}; voters ${r.voters.length}, learners ${r.learners.length}`,
+      `    last term ${r.lastTerm}, last index ${r.lastIndex}, commit ${r.commitIndex}, applied ${r.appliedIndex}`,
+      `    kv revision ${r.kvRevision}, ${r.keyCount} keys, hash ${r.hash}; last write ${r.lastWrite ?? 'unknown'}`,
+      `    past commit: ${u.count === 0 ? 'none' : `${u.count} entries (${u.from}..${u.to})${kinds ? `: ${kinds}` : ''}`}`,
+      `    snapshot age ${ageText(s)}`,
+    ];
+  }
+  const t = s.snapshot!;
+  return [
+    `${mark} snapshot ${s.path}`,
+    `    cluster ${t.clusterId === '0' ? 'unknown' : t.clusterId}; revision ${t.revision}, ${t.totalKeys} keys, applied index ${t.appliedIndex}`,
+    `    snapshot age ${ageText(s)}`,
+  ];
+}
+
+function groupName(g: PlanCluster): string {
+  return g.clusterId === null ? 'unknown cluster' : `cluster ${g.clusterId}${g.recoveredFrom ? ` (recovered from ${g.recoveredFrom})` : ''}`;
+}
+
+/**
+ * "Sources:", grouped by cluster when they span more than one (unusable sources
+ * last), each group headed by its cluster and whether this plan recovers it.
+ */
+function sourcesText(sources: PlanSource[], clusters: PlanCluster[], chosen: PlanCluster | undefined, recommended: number | undefined): string[] {
+  const mark = (i: number) => (i === recommended ? '*' : ' ');
+  if (clusters.length <= 1) return ['Sources:', ...sources.flatMap((s, i) => sourceLines(s, mark(i)))];
+  const lines = ['Sources, by cluster:'];
+  for (const g of clusters) {
+    const state = chosen === undefined ? '' : g === chosen ? ', recovered by this plan' : ', not recovered by this plan';
+    lines.push(
+      `${groupName(g)} (${g.sources.length} source${g.sources.length > 1 ? 's' : ''}${state}):`,
+      ...g.sources.flatMap((i) => sourceLines(sources[i], mark(i))),
+    );
+  }
+  const unusable = sources.flatMap((s, i) => (s.error ? sourceLines(s, mark(i)) : []));
+  if (unusable.length > 0) lines.push('unusable:', ...unusable);
+  return lines;
+}
+
+/** The first line when the sources span clusters: which they are, and which one this plan recovers. */
+function clustersHeadline(clusters: PlanCluster[], sources: PlanSource[], chosen: PlanCluster | undefined): string {
+  const known = clusters.filter((g) => g.clusterId !== null);
+  const unknown = clusters.length - known.length;
+  const parts = [
+    ...known.map((g) => `${g.clusterId} (${g.sources.length} source${g.sources.length > 1 ? 's' : ''}, ${g.keys} keys)`),
+    ...(unknown > 0 ? [`${unknown} source${unknown > 1 ? 's' : ''} of unknown cluster`] : []),
+  ];
+  const head =
+    known.length > 1
+      ? `These sources are from ${known.length} different clusters: ${parts.join(', ')}.`
+      : `These sources may be from different clusters: ${parts.join(', ')}.`;
+  if (!chosen)
+    return known.length > 1
+      ? `${head} A plan recovers one cluster: none is recommended until you name it (--cluster-id ID).`
+      : `${head} None is recommended: plan with the one you mean alone.`;
+  const what = chosen.clusterId === null ? sources[chosen.best].path : `cluster ${chosen.clusterId}`;
+  return `${head} This plan recovers ${what} only, from its own sources; the others are not recovered (see Lost).`;
 }
 
 export function formatPlan(p: RecoveryPlan): string {
-  const lines: string[] = ['Sources:'];
-  p.sources.forEach((s, i) => {
-    const mark = i === p.recommended ? '*' : ' ';
-    if (s.error) lines.push(`${mark} ${s.kind} ${s.path}: unusable (${s.error})`);
-    else if (s.report) {
-      const r = s.report;
-      const u = r.uncommitted;
-      const kinds = Object.entries(u.kinds ?? {})
-        .map(([k, n]) => `${n} ${k}`)
-        .join(', ');
-      lines.push(
-        `${mark} ${s.kind} ${s.path}${r.runtime === 'etcd' ? ' (etcd)' : ''}`,
-        `    cluster ${r.clusterId} member ${r.memberId}; voters ${r.voters.length}, learners ${r.learners.length}`,
-        `    last term ${r.lastTerm}, last index ${r.lastIndex}, commit ${r.commitIndex}, applied ${r.appliedIndex}`,
-        `    kv revision ${r.kvRevision}, ${r.keyCount} keys, hash ${r.hash}; last write ${r.lastWrite ?? 'unknown'}`,
-        `    past commit: ${u.count === 0 ? 'none' : `${u.count} entries (${u.from}..${u.to})${kinds ? `: ${kinds}` : ''}`}`,
-        `    snapshot age ${ageText(s)}`,
-      );
-    } else if (s.snapshot) {
-      const t = s.snapshot;
-      lines.push(
-        `${mark} snapshot ${s.path}`,
-        `    cluster ${t.clusterId}; revision ${t.revision}, ${t.totalKeys} keys, applied index ${t.appliedIndex}`,
-        `    snapshot age ${ageText(s)}`,
-      );
-    }
-  });
+  const chosen = p.clusters.find((g) => g.sources.includes(p.recommended));
+  const lines: string[] = [];
+  if (p.clusters.length > 1) lines.push(clustersHeadline(p.clusters, p.sources, chosen), '');
+  lines.push(...sourcesText(p.sources, p.clusters, chosen, p.recommended));
   lines.push('', `Recommended: ${p.sources[p.recommended].path}`, `  because ${p.why}`, 'Kept:', ...p.keeps.map((k) => `  - ${k}`));
   lines.push('Lost:', ...(p.loses.length ? p.loses.map((l) => `  - ${l}`) : ['  - nothing the sources hold']));
   if (p.warnings.length) lines.push('Warnings:', ...p.warnings.map((w) => `  ! ${w}`));
   lines.push('', 'Apply it with:', `  ${p.command}`);
+  return lines.join('\n');
+}
+
+/** The text form of a refused plan: the clusters first, their sources, and what each choice loses. */
+export function formatOverview(o: PlanOverview): string {
+  const lines = [clustersHeadline(o.clusters, o.sources, undefined), '', ...sourcesText(o.sources, o.clusters, undefined, undefined)];
+  if (o.lostByChoice.length) lines.push('', 'Lost, by choice:', ...o.lostByChoice.map((l) => `  - ${l}`));
+  if (o.warnings.length) lines.push('Warnings:', ...o.warnings.map((w) => `  ! ${w}`));
   return lines.join('\n');
 }

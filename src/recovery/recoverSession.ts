@@ -4,12 +4,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { RefusedError } from '../common/errors.js';
-import { formatPlan, planRecovery, type RecoveryPlan } from './plan.js';
+import { formatId, parseHexId } from '../common/ids.js';
+import { formatOverview, formatPlan, MixedClustersError, planRecovery, type PlanInput, type RecoveryPlan } from './plan.js';
 
 /** The playbook `lifeboat recover` runs. */
 export const RECOVER_PLAYBOOK = 'recover-from-quorum-loss';
 
 export const DATA_DIRS_QUESTION = 'Data dirs of the stopped survivors (comma-separated, every one you have):';
+
+export const CLUSTER_QUESTION = 'These sources are of different clusters (listed above): which cluster do you recover? Type its ID';
+
+/** Wrong answers to the cluster question before the session gives up. */
+const CLUSTER_ATTEMPTS = 3;
 
 export interface SessionEvent {
   kind: string;
@@ -32,6 +38,8 @@ export interface RecoverInput {
   dataDirs: string[];
   snapshots: string[];
   discardUncommitted: boolean;
+  /** the cluster to recover when the sources span clusters (asked on a terminal when not given) */
+  clusterId?: string;
   yes: boolean;
   /** the operator's --set NAME=VALUE */
   sets: string[];
@@ -66,7 +74,21 @@ export async function decideRecovery(req: RecoverInput, ask: RecoverAsk): Promis
       .filter(Boolean);
     events.push({ kind: 'prompt', message, data: { answer, session: 'recover' } });
   }
-  const plan = await planRecovery({ dataDirs, inspectFiles: [], snapshots: req.snapshots, discardUncommitted: req.discardUncommitted });
+  const planInput: PlanInput = {
+    dataDirs,
+    inspectFiles: [],
+    snapshots: req.snapshots,
+    discardUncommitted: req.discardUncommitted,
+    ...(req.clusterId !== undefined ? { clusterId: req.clusterId } : {}),
+  };
+  let plan: RecoveryPlan;
+  try {
+    plan = await planRecovery(planInput);
+  } catch (e) {
+    // Sources of different clusters: no default, ever. The operator names one (scripted: refused, --cluster-id).
+    if (!(e instanceof MixedClustersError) || !ask.tty) throw e;
+    plan = await planRecovery({ ...planInput, clusterId: await askCluster(e, ask, events) });
+  }
   const planText = formatPlan(plan);
   ask.show(planText);
   const best = plan.sources[plan.recommended];
@@ -89,6 +111,25 @@ export async function decideRecovery(req: RecoverInput, ask: RecoverAsk): Promis
   return { plan, sets: recoverSets(plan, req.discardUncommitted, req.sets), events, promptDefaults: recoverDefaults(plan) };
 }
 
+/** Shows what each cluster holds and asks which one to recover: typed, with no default. */
+async function askCluster(e: MixedClustersError, ask: RecoverAsk, events: SessionEvent[]): Promise<string> {
+  const ids = e.overview.clusters.flatMap((g) => (g.clusterId === null ? [] : [g.clusterId]));
+  // Only an unknown-cluster snapshot among the sources: there is no cluster to name.
+  if (ids.length < 2) throw e;
+  const overview = formatOverview(e.overview);
+  ask.show(overview);
+  events.push({ kind: 'note', message: e.message, data: { text: overview, session: 'recover' } });
+  let message = `${CLUSTER_QUESTION} (${ids.join(' or ')}):`;
+  for (let attempt = 1; attempt <= CLUSTER_ATTEMPTS; attempt++) {
+    const answer = (await ask.input(message)).trim();
+    events.push({ kind: 'prompt', message, data: { answer, session: 'recover' } });
+    const id = parseHexId(answer);
+    if (id !== undefined && ids.includes(formatId(id))) return formatId(id);
+    message = `"${answer}" is none of these clusters; type one of ${ids.join(', ')}:`;
+  }
+  throw new RefusedError(`no cluster chosen among ${ids.join(', ')}; nothing was changed`);
+}
+
 /** What the plan knows fills the playbook's variables; the operator's --set wins. */
 export function recoverSets(plan: RecoveryPlan, discardUncommitted: boolean, operatorSets: string[]): string[] {
   const best = plan.sources[plan.recommended];
@@ -97,8 +138,9 @@ export function recoverSets(plan: RecoveryPlan, discardUncommitted: boolean, ope
   if (me?.name) preset.push(`name=${me.name}`);
   if (me?.peerURLs[0]) preset.push(`peer-url=${me.peerURLs[0]}`);
   if (discardUncommitted) preset.push('discard-uncommitted=true');
-  // The other survivors' data dirs are on this host: fenced once the new cluster is verified.
-  const others = plan.sources.filter((s, i) => i !== plan.recommended && s.report).map((s) => s.path);
+  // The other survivors' data dirs are on this host: fenced once the new cluster is verified (another cluster's, never).
+  const chosen = plan.clusters.find((g) => g.sources.includes(plan.recommended));
+  const others = plan.sources.filter((s, i) => i !== plan.recommended && s.report && chosen?.sources.includes(i)).map((s) => s.path);
   if (others.length > 0) preset.push(`old-data-dirs=${others.join(',')}`);
   const given = new Set(operatorSets.map((s) => s.split('=')[0]));
   return [...preset.filter((s) => !given.has(s.split('=')[0])), ...operatorSets];

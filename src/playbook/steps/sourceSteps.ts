@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { DataDirLockedError } from '../../storage/errors.js';
-import { parseIdText } from '../../common/ids.js';
+import { formatId, parseHexId, parseIdText } from '../../common/ids.js';
 import { probeOldMembers, type OldMember } from '../../recovery/fence.js';
 import { fenceDataDir, readFenceRecord } from '../../recovery/fenceDataDir.js';
 import { inspectDataDir } from '../../recovery/inspect.js';
@@ -62,15 +62,54 @@ async function requireRootCredentials(authEnabled: boolean, ctx: StepContext): P
   ctx.event('note', `the source has etcd's auth enabled: member calls run as ${creds.user}`);
 }
 
+/**
+ * The old data dirs to fence must be the source's cluster's: another cluster's
+ * member is not superseded by this recovery, and fencing it would stop a cluster
+ * nobody meant to touch. Refused here, before anything changes. A dir already
+ * fenced (a resumed run) or unreadable is left to the fence step.
+ */
+async function refuseOtherClusters(source: string, sourceCluster: string, oldDirs: string[], ctx: StepContext): Promise<void> {
+  const id = (text: string) => {
+    const v = parseHexId(text);
+    return v === undefined || v === 0n ? null : formatId(v);
+  };
+  const mine = id(sourceCluster);
+  const byCluster = new Map<string, string[]>();
+  for (const d of oldDirs) {
+    const dir = path.resolve(d);
+    if (!fs.existsSync(dir) || readFenceRecord(dir)) continue;
+    const r = await inspectDataDir(dir).catch(() => undefined);
+    const theirs = r ? id(r.clusterId) : null;
+    if (theirs === null) continue;
+    if (mine !== null && theirs !== mine)
+      throw new SafetyCheckError(
+        `old data dir ${dir} is of cluster ${theirs}, not the source's cluster ${mine} (${source}): another cluster's member is never fenced by this recovery; take it out of old-data-dirs`,
+      );
+    byCluster.set(theirs, [...(byCluster.get(theirs) ?? []), dir]);
+  }
+  if (byCluster.size > 1)
+    throw new SafetyCheckError(
+      `old-data-dirs span ${byCluster.size} clusters (${[...byCluster].map(([c, dirs]) => `${c}: ${dirs.join(', ')}`).join('; ')}) and the source's cluster is unknown: give only the source's cluster's old data dirs`,
+    );
+  if (mine === null && byCluster.size === 1)
+    ctx.event('warning', `the source's cluster is unknown: the old data dirs (cluster ${[...byCluster.keys()][0]}) are taken to be its cluster's`);
+}
+
 export const inspectSources: StepDefinition = {
   type: 'inspect-sources',
-  description: "Read the recovery source (a stopped survivor's data dir or a snapshot) and report what it holds.",
-  params: { source: { type: 'path', required: true, description: 'data dir or snapshot file', check: 'source' }, 'wal-dir': walDirParam },
+  description: "Read the recovery source (a stopped survivor's data dir or a snapshot) and report what it holds; refuse old data dirs of another cluster.",
+  params: {
+    source: { type: 'path', required: true, description: 'data dir or snapshot file', check: 'source' },
+    'wal-dir': walDirParam,
+    'old-data-dirs': { type: 'list', default: [], description: "other old data dirs on this host: each must be the source's cluster's" },
+  },
   describe: (p) => [`read ${String(p.source)} (read-only)`],
   async run(p, ctx) {
     const src = sourceOf(p);
+    const oldDirs = (p['old-data-dirs'] as string[] | undefined) ?? [];
     if (src.kind === 'snapshot') {
       const s = await snapshotStatus(src.path);
+      await refuseOtherClusters(src.path, s.clusterId, oldDirs, ctx);
       await requireRootCredentials(s.etcd?.authEnabled === true, ctx);
       ctx.progress(`snapshot: ${s.totalKeys} keys at revision ${s.revision}, cluster ${s.clusterId}`);
       return { kind: src.kind, clusterId: s.clusterId, revision: s.revision, keys: s.totalKeys, members: s.members.length };
@@ -82,6 +121,7 @@ export const inspectSources: StepDefinition = {
       if (e instanceof DataDirLockedError) throw new SafetyCheckError(`${e.message}: the source member must be stopped before recovery`);
       throw e;
     }
+    await refuseOtherClusters(src.path, r.clusterId, oldDirs, ctx);
     await requireRootCredentials(r.authEnabled === true, ctx);
     ctx.progress(`data dir: last term ${r.lastTerm} index ${r.lastIndex}, commit ${r.commitIndex}, ${r.keyCount} keys at revision ${r.kvRevision}`);
     if (r.uncommitted.count > 0)
@@ -327,6 +367,8 @@ export const fenceOldDataDirs: StepDefinition = {
     // Who the old members were, read before the source is fenced (fenced, it no longer reads).
     const fencedRecord = src.kind === 'data-dir' ? readFenceRecord(src.path) : undefined;
     const old = fencedRecord ? undefined : await oldMembersOf(src).catch(() => undefined);
+    // Checked again before fencing anything: `resume --set old-data-dirs=...` may have changed them.
+    if (old) await refuseOtherClusters(src.path, old.clusterId, p['old-data-dirs'] as string[], ctx);
     const dirs = [...(src.kind === 'data-dir' ? [src.path] : []), ...(p['old-data-dirs'] as string[]).map((d) => path.resolve(d))];
     const covered = new Set<string>();
     const done: string[] = [];
