@@ -5,6 +5,7 @@
 // certificate does not name its address, and with the right files every member
 // serves its own certificate and its env file names its own files.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,7 +14,7 @@ import { after, before, describe, test } from 'node:test';
 import { issueCert, makeCerts, type TestCerts } from '../support/certs.js';
 import { BIN, type MemberProc } from '../support/lifeboatCluster.js';
 import { stopProcessesUnder } from '../support/processes.js';
-import { failsWithOneLine, run } from '../support/tools.js';
+import { failsWithOneLine, requireTool, run, waitFor } from '../support/tools.js';
 import { treeState } from '../recovery/treeState.js';
 import { TlsCluster } from './tlsCluster.js';
 
@@ -152,6 +153,15 @@ describe('recovery of a Lifeboat cluster with a certificate per member', () => {
     const r = await recover();
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
     assert.ok(r.stdout.includes(`TLS: the survivor's settings in ${old[0].dataDir}.env`), r.stdout);
+    // Recorded with the run: what was found, and where.
+    const auditDb = path.join(tc.c.dir, 'audit.db');
+    const runs = JSON.parse((await run(process.execPath, [BIN, 'audit', 'list', '--audit-db', auditDb, '-w', 'json'])).stdout) as Array<{ id: string }>;
+    const shown = JSON.parse((await run(process.execPath, [BIN, 'audit', 'show', runs[0].id, '--audit-db', auditDb, '-w', 'json'])).stdout) as {
+      timeline: Array<{ kind?: string; data?: { tls?: { from?: string; sets?: Record<string, string> } } }>;
+    };
+    const found = shown.timeline.find((e) => e.kind === 'note' && e.data?.tls)?.data?.tls;
+    assert.equal(found?.from, `${old[0].dataDir}.env`);
+    assert.equal(found?.sets?.['peer-key-file'], path.join(pki, '{name}', 'peer.key'));
     for (const m of fresh) {
       assert.equal((await tc.ctl(m.client, 'get', '/registry/a', '--print-value-only', '--consistency=s')).stdout, 'kept\n');
       assert.equal(await servedCn(m.clientUrl, certs), m.name, `${m.name}'s client URL serves another member's certificate`);
@@ -159,5 +169,68 @@ describe('recovery of a Lifeboat cluster with a certificate per member', () => {
       const env = readFileSync(`${m.dataDir}.env`, 'utf8');
       for (const [k, v] of settings(m.name)) assert.match(env, new RegExp(`^LIFEBOAT_${k.toUpperCase().replace(/-/g, '_')}=${v}$`, 'm'), env);
     }
+  });
+});
+
+describe('lifeboat recover at a terminal, https:// URLs and no TLS settings of the survivor found', () => {
+  let certs: TestCerts;
+  let tc: TlsCluster;
+  const session = `lifeboat-tls-${process.pid}`;
+  const tmux = (...args: string[]) => execFileSync('tmux', args, { encoding: 'utf8' });
+  const screen = () => tmux('capture-pane', '-t', session, '-p', '-S', '-200');
+  before(async () => {
+    requireTool('tmux');
+    certs = await makeCerts(mkdtempSync(path.join(os.tmpdir(), 'lifeboat-tls-ask-')));
+    tc = await TlsCluster.create('tls-per-member-ask', certs, 2);
+  });
+  after(async () => {
+    try {
+      tmux('kill-session', '-t', session);
+    } catch {
+      // already gone
+    }
+    if (tc) await stopProcessesUnder(tc.c.dir);
+    await tc?.c.stopAll();
+  });
+
+  test('asks for the directory of each member’s certificates, and the member starts with its own', async () => {
+    const own = path.join(tc.c.dir, 'pki', 'm1');
+    mkdirSync(own, { recursive: true });
+    for (const side of ['server', 'peer']) {
+      const c = await issueCert(certs, `m1-${side}`, { cn: side === 'server' ? 'm1' : 'm1-peer', sans: 'IP:127.0.0.1' });
+      copyFileSync(c.cert, path.join(own, `${side}.crt`));
+      copyFileSync(c.key, path.join(own, `${side}.key`));
+    }
+    copyFileSync(certs.ca, path.join(own, 'ca.crt'));
+    const [m1] = await tc.startFounders('m1');
+    assert.equal((await tc.ctl(m1.client, 'put', 'asked', 'yes')).code, 0);
+    await tc.c.kill(m1, 'SIGTERM');
+
+    const fresh = tc.define('r1');
+    fresh.dataDir = path.join(tc.c.dir, 'm1-new');
+    const auditDb = path.join(tc.c.dir, 'audit.db');
+    const sets = [
+      `data-dir=${fresh.dataDir}`,
+      `client-url=${fresh.clientUrl}`,
+      'members=',
+      'assume-dead=',
+      'discard-uncommitted=false',
+      'stabilization=1s',
+      'remote=false',
+    ].flatMap((s) => ['--set', s]);
+    const command = [process.execPath, BIN, 'recover', '--from-data-dir', m1.dataDir, '--yes', '--reason', 'tls-ask', '--audit-db', auditDb, ...sets];
+    command.push('--cacert', certs.ca, '--cert', certs.clientCert, '--key', certs.clientKey);
+    const empty = path.join(tc.c.dir, 'empty-root');
+    tmux('new-session', '-d', '-s', session, '-x', '250', '-y', '50', `LIFEBOAT_HOST_ROOT=${empty} ${command.join(' ')}; echo EXIT=$?; sleep 120`);
+    await waitFor('the TLS question', async () => /The members' URLs are https:\/\/: directory of each member's certificates/.test(screen()), {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+    });
+    tmux('send-keys', '-t', session, path.join(tc.c.dir, 'pki', '{name}'), 'Enter');
+    const out = await waitFor('the run to end', async () => (/EXIT=\d+/.test(screen()) ? screen() : undefined), { timeoutMs: 90_000, intervalMs: 500 });
+    assert.match(out, /EXIT=0/, out);
+    assert.equal(await servedCn(fresh.clientUrl, certs), 'm1');
+    assert.equal((await tc.ctl(fresh.client, 'get', 'asked', '--print-value-only')).stdout, 'yes\n');
+    assert.match(readFileSync(`${fresh.dataDir}.env`, 'utf8'), new RegExp(`^LIFEBOAT_PEER_KEY_FILE=${own}/peer.key$`, 'm'));
   });
 });
