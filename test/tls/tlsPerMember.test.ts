@@ -222,12 +222,15 @@ describe('lifeboat recover at a terminal, https:// URLs and no TLS settings of t
     command.push('--cacert', certs.ca, '--cert', certs.clientCert, '--key', certs.clientKey);
     const empty = path.join(tc.c.dir, 'empty-root');
     tmux('new-session', '-d', '-s', session, '-x', '250', '-y', '50', `LIFEBOAT_HOST_ROOT=${empty} ${command.join(' ')}; echo EXIT=$?; sleep 120`);
-    await waitFor('the TLS question', async () => /The members' URLs are https:\/\/: directory of each member's certificates/.test(screen()), {
+    await waitFor('the TLS question', () => Promise.resolve(/The members' URLs are https:\/\/: directory of each member's certificates/.test(screen())), {
       timeoutMs: 30_000,
       intervalMs: 200,
     });
     tmux('send-keys', '-t', session, path.join(tc.c.dir, 'pki', '{name}'), 'Enter');
-    const out = await waitFor('the run to end', async () => (/EXIT=\d+/.test(screen()) ? screen() : undefined), { timeoutMs: 90_000, intervalMs: 500 });
+    const out = await waitFor('the run to end', () => Promise.resolve(/EXIT=\d+/.test(screen()) ? screen() : undefined), {
+      timeoutMs: 90_000,
+      intervalMs: 500,
+    });
     assert.match(out, /EXIT=0/, out);
     assert.equal(await servedCn(fresh.clientUrl, certs), 'm1');
     assert.equal((await tc.ctl(fresh.client, 'get', 'asked', '--print-value-only')).stdout, 'yes\n');
