@@ -13,6 +13,7 @@ import tls from 'node:tls';
 import { after, before, describe, test } from 'node:test';
 import { issueCert, makeCerts, type TestCerts } from '../support/certs.js';
 import { BIN, type MemberProc } from '../support/lifeboatCluster.js';
+import { playbookRun } from '../support/playbookRun.js';
 import { stopProcessesUnder } from '../support/processes.js';
 import { failsWithOneLine, requireTool, run, waitFor } from '../support/tools.js';
 import { treeState } from '../recovery/treeState.js';
@@ -145,6 +146,25 @@ describe('recovery of a Lifeboat cluster with a certificate per member', () => {
     copyFileSync(path.join(pki, 'm2', 'server.crt'), m3cert);
     copyFileSync(path.join(pki, 'm2', 'server.key'), path.join(pki, 'm3', 'server.key'));
     failsWithOneLine(await recover(), 2, 'member m3', m3cert, 'IP SAN 127.0.0.3');
+    assert.deepEqual(treeState(old[0].dataDir), before, "the survivor's data dir changed");
+    for (const m of fresh) assert.ok(!existsSync(m.dataDir), `${m.dataDir} was created before the refusal`);
+
+    // `playbook run` does not look for the survivor's TLS: https:// URLs without the variables are refused before the first step.
+    const sets: Record<string, string> = {
+      source: old[0].dataDir,
+      'data-dir': fresh[0].dataDir,
+      name: 'm1',
+      'peer-url': old[0].peerUrl,
+      'client-url': fresh[0].clientUrl,
+      members: fresh
+        .slice(1)
+        .map((m) => `${m.name}=${m.peerUrl},${m.clientUrl},${m.dataDir}`)
+        .join(';'),
+    };
+    const bare = await playbookRun('recover-from-quorum-loss', sets, path.join(tc.c.dir, 'audit-bare.db'), {
+      extra: ['--cacert', certs.ca, '--cert', certs.clientCert, '--key', certs.clientKey],
+    });
+    failsWithOneLine(bare, 2, 'member m1', 'is https:// but no certificate is given', 'cert-file, key-file', '{name}');
     assert.deepEqual(treeState(old[0].dataDir), before, "the survivor's data dir changed");
     for (const m of fresh) assert.ok(!existsSync(m.dataDir), `${m.dataDir} was created before the refusal`);
 
