@@ -20,6 +20,7 @@ import { loadStepLibrary, TEST_STEPS_ENV, type LoadedLibrary } from './library.j
 import { locatePlaybook, shippedPlaybooksDir } from './locate.js';
 import { readPlaybookWithProblems } from './parse.js';
 import { planRun } from './plan.js';
+import { preflightProblem } from './preflight.js';
 import { checkResumable, completedStepsUsing, recordedRun, recordedVariables, resumeState } from './resume.js';
 import type { RunView } from './runView.js';
 import type { Playbook } from './schema.js';
@@ -175,6 +176,7 @@ export async function runPlaybookSession(req: PlaybookRunRequest): Promise<Sessi
   const shown = secretsShown(pb, bound, req.connection);
   const plan = planRun(pb, library.library, bound.values, req.endpoints);
   throwScrubbed(() => plan.problems.throwIfAny(), shown);
+  throwScrubbed(() => throwPreflight(plan, library), shown);
   if (req.dryRun) {
     // What a dry-run prints is what the plan holds, secrets replaced: resolved parameters may carry them.
     const shownPlan = { ...plan, entries: plan.entries.map((e) => shown.value(e)) };
@@ -273,6 +275,7 @@ export async function resumePlaybookSession(req: PlaybookResumeRequest): Promise
         : { ...(recordedRest as Connection), ...(req.connection.credentials ? { credentials: req.connection.credentials } : {}) };
     const plan = planRun(pb, library.library, bound.values, endpoints);
     throwScrubbed(() => plan.problems.throwIfAny(), secretsShown(pb, bound, connection));
+    throwScrubbed(() => throwPreflight(plan, library), secretsShown(pb, bound, connection));
     const view = makeView(req, interactive);
     const result = await req.io.withInterrupt((signal) =>
       runPlaybook({
@@ -358,6 +361,12 @@ function secretsShown(pb: Playbook, bound: BoundVariables, connection: Connectio
   const password = connection.credentials?.password;
   if (typeof password === 'string') shown.add(password);
   return shown;
+}
+
+/** The run checked as a whole before its first step (preflight.ts): one line, exit 2. */
+function throwPreflight(plan: ReturnType<typeof planRun>, library: LoadedLibrary): void {
+  const problem = preflightProblem(plan, library.library);
+  if (problem) throw new InputError(`${problem}; nothing was changed`);
 }
 
 /** Runs `fn`, rethrowing its error with the secrets replaced in the message. */

@@ -72,6 +72,13 @@ export interface StepDefinition {
   type: string;
   description: string;
   params: Record<string, ParamSpec>;
+  /**
+   * Checked for every step of the run before its first step runs (a run, a resume,
+   * --dry-run), with the parameters known then (those waiting for an earlier
+   * step's output are absent): why they cannot work on this host, in one line. The
+   * run is refused with exit 2 before anything changes.
+   */
+  preflight?(params: Record<string, unknown>): string | undefined;
   /** One line per change the step would make, for --dry-run (params already resolved). */
   describe(params: Record<string, unknown>): string[];
   /**

@@ -3,9 +3,11 @@
 // and the timeline events — questions, answers, the plan — recorded with the run.
 import fs from 'node:fs';
 import path from 'node:path';
-import { RefusedError } from '../common/errors.js';
+import { InputError, RefusedError } from '../common/errors.js';
 import { formatId, parseHexId } from '../common/ids.js';
+import { NAME_PLACEHOLDER } from '../ops/memberTls.js';
 import { formatOverview, formatPlan, MixedClustersError, planRecovery, type PlanInput, type RecoveryPlan } from './plan.js';
+import { detectSurvivorTls, HOST_ROOT_ENV, TLS_VARIABLES, tlsSearchText, type DetectedTls } from './survivorTls.js';
 
 /** The playbook `lifeboat recover` runs. */
 export const RECOVER_PLAYBOOK = 'recover-from-quorum-loss';
@@ -89,9 +91,10 @@ export async function decideRecovery(req: RecoverInput, ask: RecoverAsk): Promis
     if (!(e instanceof MixedClustersError) || !ask.tty) throw e;
     plan = await planRecovery({ ...planInput, clusterId: await askCluster(e, ask, events) });
   }
-  const planText = formatPlan(plan);
-  ask.show(planText);
   const best = plan.sources[plan.recommended];
+  const tls = survivorTls(plan, req.sets);
+  const planText = [formatPlan(plan), ...(tls.line ? [tls.line] : [])].join('\n');
+  ask.show(planText);
   events.push({
     kind: 'plan',
     message: `recover plan: recommended ${best.path} (${plan.why})`,
@@ -100,6 +103,18 @@ export async function decideRecovery(req: RecoverInput, ask: RecoverAsk): Promis
       plan: JSON.parse(JSON.stringify(plan, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString(16) : v))) as Record<string, unknown>,
     },
   });
+  if (tls.detected) events.push({ kind: 'note', message: tls.line ?? '', data: { tls: tls.detected } });
+  let tlsSets = tls.detected ? Object.entries(tls.detected.sets).map(([k, v]) => `${k}=${v}`) : [];
+  if (tls.unknown) {
+    // https:// URLs and no certificates known: members started without them would not serve.
+    if (!ask.tty)
+      throw new InputError(
+        `the survivor's URLs are https:// (${tls.unknown}) and its TLS settings were not found (looked in ${tlsSearchText(best.path, process.env[HOST_ROOT_ENV] || '/')}): set ${TLS_VARIABLES.join(', ')} with --set, each member's own (${NAME_PLACEHOLDER} in a path is the member's name, e.g. --set cert-file=/etc/etcd/pki/${NAME_PLACEHOLDER}/server.crt); nothing was changed`,
+      );
+    const answer = (await ask.input(TLS_DIR_QUESTION)).trim();
+    events.push({ kind: 'prompt', message: TLS_DIR_QUESTION, data: { answer, session: 'recover' } });
+    tlsSets = tlsDirSets(answer, tls.https);
+  }
   const question = `Recover from ${best.path}?`;
   const go = ask.tty && !req.yes ? await ask.confirm(question) : req.yes;
   events.push({
@@ -108,7 +123,62 @@ export async function decideRecovery(req: RecoverInput, ask: RecoverAsk): Promis
     data: { answer: go, session: 'recover', ...(ask.tty && !req.yes ? {} : { answeredBy: req.yes ? '--yes' : 'nobody: no terminal' }) },
   });
   if (!go) throw new RefusedError(ask.tty ? 'recovery not confirmed; nothing was changed' : 'recovery needs --yes without a terminal; nothing was changed');
-  return { plan, sets: recoverSets(plan, req.discardUncommitted, req.sets), events, promptDefaults: recoverDefaults(plan) };
+  return {
+    plan,
+    sets: recoverSets(plan, req.discardUncommitted, [...tlsSets.filter((s) => !givenNames(req.sets).has(s.split('=')[0])), ...req.sets]),
+    events,
+    promptDefaults: recoverDefaults(plan),
+  };
+}
+
+export const TLS_DIR_QUESTION = `The members' URLs are https://: directory of each member's certificates, ${NAME_PLACEHOLDER} for the member's name (holding server.crt, server.key, peer.crt, peer.key, ca.crt, as kubeadm names them), e.g. /etc/etcd/pki/${NAME_PLACEHOLDER}:`;
+
+function givenNames(sets: string[]): Set<string> {
+  return new Set(sets.map((s) => s.split('=')[0].trim()));
+}
+
+interface SurvivorTls {
+  detected?: DetectedTls;
+  /** https:// URLs with no TLS settings known: the URLs */
+  unknown?: string;
+  /** which sides are https:// */
+  https: { client: boolean; peer: boolean };
+  /** the line shown with the plan */
+  line?: string;
+}
+
+/**
+ * TLS as the survivor served it: its own settings when a file of its own says
+ * them (survivorTls.ts), else whether its membership's URLs are https:// — then
+ * the certificates must be given (--set, or asked). The operator's --set of any
+ * certificate variable means they are given.
+ */
+function survivorTls(plan: RecoveryPlan, operatorSets: string[]): SurvivorTls {
+  const best = plan.sources[plan.recommended];
+  const members = best.report?.members ?? best.snapshot?.members ?? [];
+  const me = best.report?.members.find((m) => m.id === best.report?.memberId);
+  const clientUrls = members.flatMap((m) => m.clientURLs).filter((u) => u.startsWith('https://'));
+  const peerUrls = members.flatMap((m) => m.peerURLs).filter((u) => u.startsWith('https://'));
+  const https = { client: clientUrls.length > 0, peer: peerUrls.length > 0 };
+  const given = givenNames(operatorSets);
+  if (['cert-file', 'peer-cert-file'].some((v) => given.has(v))) return { https };
+  const detected = best.kind !== 'data-dir' ? undefined : detectSurvivorTls(best.path, me?.name || undefined, process.env[HOST_ROOT_ENV] || '/');
+  if (detected) {
+    const shown = Object.entries(detected.sets).map(([k, v]) => `${k}=${v}`);
+    return { detected, https, line: `TLS: the survivor's settings in ${detected.from}, for every member: ${shown.join(' ')}` };
+  }
+  if (!https.client && !https.peer) return { https };
+  const urls = [...new Set([...clientUrls, ...peerUrls])];
+  return { https, unknown: `${urls.slice(0, 2).join(', ')}${urls.length > 2 ? ', …' : ''}` };
+}
+
+/** The TLS variables for a directory per member ({name}), in kubeadm's file names, for the sides that are https://. */
+function tlsDirSets(dir: string, https: { client: boolean; peer: boolean }): string[] {
+  const d = dir.replace(/\/+$/, '');
+  return [
+    ...(https.client ? [`cert-file=${d}/server.crt`, `key-file=${d}/server.key`, `trusted-ca-file=${d}/ca.crt`, 'client-cert-auth=true'] : []),
+    ...(https.peer ? [`peer-cert-file=${d}/peer.crt`, `peer-key-file=${d}/peer.key`, `peer-trusted-ca-file=${d}/ca.crt`, 'peer-client-cert-auth=true'] : []),
+  ];
 }
 
 /** Shows what each cluster holds and asks which one to recover: typed, with no default. */

@@ -90,7 +90,7 @@ export interface IssuedCert {
 
 /**
  * One more certificate from the test CA (or `fromOtherCa`): CN `cn`, for
- * 127.0.0.1/localhost servers and clients (`usage: 'server'`, the default, is
+ * 127.0.0.1/localhost (or the SANs `sans`, e.g. `IP:127.0.0.2`) servers and clients (`usage: 'server'`, the default, is
  * good for both, as a member's peer certificate must be) or for clients only;
  * `days: -1` gives one that has already expired. Written to NAME.crt/NAME.key
  * in the certificates' directory.
@@ -98,11 +98,14 @@ export interface IssuedCert {
 export async function issueCert(
   certs: TestCerts,
   name: string,
-  opts: { cn: string; fromOtherCa?: boolean; days?: number; usage?: 'server' | 'client' },
+  opts: { cn: string; fromOtherCa?: boolean; days?: number; usage?: 'server' | 'client'; sans?: string },
 ): Promise<IssuedCert> {
   const dir = certs.dir;
   const p = (f: string) => path.join(dir, f);
   const ca = opts.fromOtherCa ? 'other-ca' : 'ca';
+  // Other SANs than 127.0.0.1/localhost (e.g. IP:127.0.0.2): the server extensions with these names.
+  const ext = opts.sans ? `${name}.ext` : `${opts.usage ?? 'server'}.ext`;
+  if (opts.sans) writeFileSync(p(ext), `subjectAltName=${opts.sans}\nextendedKeyUsage=serverAuth,clientAuth\nbasicConstraints=CA:FALSE\n`);
   await openssl(dir, 'req', ...EC, '-keyout', p(`${name}.key`), '-out', p(`${name}.csr`), '-subj', `/CN=${opts.cn}`);
   await openssl(
     dir,
@@ -120,7 +123,7 @@ export async function issueCert(
     '-days',
     String(opts.days ?? 2),
     '-extfile',
-    p(`${opts.usage ?? 'server'}.ext`),
+    p(ext),
   );
   return { cert: p(`${name}.crt`), key: p(`${name}.key`) };
 }

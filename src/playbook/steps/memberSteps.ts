@@ -10,7 +10,8 @@ import type { Member, MemberListResult, ResponseHeader } from '../../client/type
 import { answers } from '../../recovery/fence.js';
 import { checkCluster, memberList, promoteWhenReady, statusOf, LearnerStalledError, waitCaughtUp, waitHealthy, waitUntil } from '../../ops/memberOps.js';
 import { clusterRuntime, etcdBinary, etcdVersionOf, memberPid, parseRuntimeChoice, resolveRuntime, runtimeOfDataDir } from '../../ops/runtime.js';
-import { logTail, memberSettings, spawnMember, startInstructions, type StartedMember, type StartMemberOptions } from '../../ops/startMember.js';
+import { memberTlsFor, memberTlsProblem, missingTls, NAME_PLACEHOLDER } from '../../ops/memberTls.js';
+import { logTail, memberSettings, spawnMember, startInstructions, type MemberTls, type StartedMember, type StartMemberOptions } from '../../ops/startMember.js';
 import type { RuntimeName } from '../../common/memberCommand.js';
 import { SafetyCheckError, type StepContext, type StepDefinition } from '../stepTypes.js';
 
@@ -162,6 +163,41 @@ async function removeUnstartedLearner(p: Record<string, unknown>, ctx: StepConte
   }
 }
 
+/** The member's own TLS settings: `{name}` in a file setting is its name. */
+function tlsOf(p: Record<string, unknown>): MemberTls | undefined {
+  const file = (k: string) => {
+    const v = p[k];
+    return typeof v === 'string' ? v : undefined;
+  };
+  return memberTlsFor(
+    {
+      certFile: file('cert-file'),
+      keyFile: file('key-file'),
+      trustedCaFile: file('trusted-ca-file'),
+      clientCertAuth: !!p['client-cert-auth'],
+      peerCertFile: file('peer-cert-file'),
+      peerKeyFile: file('peer-key-file'),
+      peerTrustedCaFile: file('peer-trusted-ca-file'),
+      peerClientCertAuth: !!p['peer-client-cert-auth'],
+    },
+    String(p.name),
+  );
+}
+
+/** Before the run: an https:// URL without its certificate, or a member's files that cannot serve its URLs (ops/memberTls.ts). */
+function startTlsProblem(p: Record<string, unknown>): string | undefined {
+  const [name, peerUrl, clientUrl] = [p.name, p['peer-url'], p['client-url']];
+  if (typeof name !== 'string' || typeof peerUrl !== 'string' || typeof clientUrl !== 'string') return undefined;
+  const m = { name, peerUrl, clientUrl };
+  const tls = tlsOf(p);
+  const missing = missingTls(m, tls);
+  if (missing) {
+    const url = missing[0] === 'cert-file' ? clientUrl : peerUrl;
+    return `member ${name}: ${url} is https:// but no certificate is given; set ${missing.join(', ')} (and trusted-ca-file, peer-trusted-ca-file for mutual TLS), each member's own: ${NAME_PLACEHOLDER} in a path is the member's name, e.g. --set ${missing[0]}=/etc/etcd/pki/${NAME_PLACEHOLDER}/${missing[0] === 'cert-file' ? 'server' : 'peer'}.crt`;
+  }
+  return p.remote ? undefined : memberTlsProblem(m, tls); // a remote member's files are on its own host
+}
+
 export const startMember: StepDefinition = {
   type: 'start-member',
   description:
@@ -178,17 +214,18 @@ export const startMember: StepDefinition = {
     'etcd-bin': { type: 'string', default: '', description: 'the etcd binary (default: etcd on PATH)' },
     endpoints: { type: 'list', default: [], description: 'the cluster it joins (to detect its runtime and to remove an unstarted learner)' },
     'member-id': { type: 'string', default: '', description: 'the learner this run added for it (removed again if it never starts)' },
-    'cert-file': { type: 'string', default: '', description: 'TLS: the certificate for its client URL (https://)' },
-    'key-file': { type: 'string', default: '', description: "TLS: the client URL certificate's key" },
+    'cert-file': { type: 'string', default: '', description: "TLS: the certificate for its client URL (https://); {name} is the member's name" },
+    'key-file': { type: 'string', default: '', description: "TLS: the client URL certificate's key ({name}: the member's name)" },
     'trusted-ca-file': { type: 'string', default: '', description: 'TLS: the CA its clients present certificates from' },
     'client-cert-auth': { type: 'bool', default: false, description: 'TLS: clients must present a certificate' },
-    'peer-cert-file': { type: 'string', default: '', description: 'TLS: the certificate for its peer URL (https://)' },
-    'peer-key-file': { type: 'string', default: '', description: "TLS: the peer certificate's key" },
+    'peer-cert-file': { type: 'string', default: '', description: "TLS: the certificate for its peer URL (https://); {name} is the member's name" },
+    'peer-key-file': { type: 'string', default: '', description: "TLS: the peer certificate's key ({name}: the member's name)" },
     'peer-trusted-ca-file': { type: 'string', default: '', description: 'TLS: the CA of its peers' },
     'peer-client-cert-auth': { type: 'bool', default: false, description: 'TLS: peers must present a certificate' },
     remote: { type: 'bool', default: false, description: 'another host starts it: print the command and wait' },
     timeout: timeoutParam(60_000),
   },
+  preflight: startTlsProblem,
   describe: (p) => [
     p.remote
       ? `ask the operator to start ${String(p.name)} on its host and wait for ${String(p['client-url'])}`
@@ -215,16 +252,7 @@ export const startMember: StepDefinition = {
       state: String(p.state) === 'existing' ? 'existing' : 'new',
       ...(p['initial-cluster-token'] ? { initialClusterToken: p['initial-cluster-token'] as string } : {}),
       ...(p['etcd-bin'] ? { etcdBin: p['etcd-bin'] as string } : {}),
-      tls: {
-        certFile: p['cert-file'] as string,
-        keyFile: p['key-file'] as string,
-        trustedCaFile: p['trusted-ca-file'] as string,
-        clientCertAuth: !!p['client-cert-auth'],
-        peerCertFile: p['peer-cert-file'] as string,
-        peerKeyFile: p['peer-key-file'] as string,
-        peerTrustedCaFile: p['peer-trusted-ca-file'] as string,
-        peerClientCertAuth: !!p['peer-client-cert-auth'],
-      },
+      tls: tlsOf(p),
       logFile: path.join(ctx.runDir, `${String(p.name)}.log`),
     });
     const there = await answeringMember(clientUrl, ctx);
