@@ -1,7 +1,7 @@
-// Binary encoding of the core's values (entries, hard state, messages) for the
+// Binary encoding of the core's values (entries and messages) for the
 // disk and the wire. Pure: plain byte arithmetic, no I/O. Integers are big-endian;
 // terms and indexes (numbers < 2^53) take 8 bytes like the bigint node IDs.
-import { EntryType, MessageType, type ConfState, type Entry, type HardState, type Message, type SnapshotMeta } from './types.js';
+import { EntryType, MessageType, type ConfState, type Entry, type Message } from './types.js';
 
 const MESSAGE_TYPES = Object.values(MessageType);
 
@@ -131,25 +131,6 @@ export function readEntry(r: ByteReader): Entry {
   return { term, index, type, data: r.bytes().slice() };
 }
 
-export function encodeEntry(e: Entry): Uint8Array {
-  const w = new ByteWriter(32 + e.data.length);
-  writeEntry(w, e);
-  return w.finish();
-}
-
-export function decodeEntry(b: Uint8Array): Entry {
-  return readEntry(new ByteReader(b));
-}
-
-export function encodeHardState(hs: HardState): Uint8Array {
-  return new ByteWriter(24).num(hs.term).u64(hs.vote).num(hs.commit).finish();
-}
-
-export function decodeHardState(b: Uint8Array): HardState {
-  const r = new ByteReader(b);
-  return { term: r.num(), vote: r.u64(), commit: r.num() };
-}
-
 function writeConf(w: ByteWriter, c: ConfState): void {
   w.u32(c.voters.length);
   for (const v of c.voters) w.u64(v);
@@ -163,18 +144,6 @@ function readConf(r: ByteReader): ConfState {
   const learners: bigint[] = [];
   for (let n = r.u32(); n > 0; n--) learners.push(r.u64());
   return { voters, learners };
-}
-
-export function encodeSnapshotMeta(m: SnapshotMeta): Uint8Array {
-  const w = new ByteWriter(64);
-  w.num(m.index).num(m.term);
-  writeConf(w, m.conf);
-  return w.finish();
-}
-
-export function decodeSnapshotMeta(b: Uint8Array): SnapshotMeta {
-  const r = new ByteReader(b);
-  return { index: r.num(), term: r.num(), conf: readConf(r) };
 }
 
 /**

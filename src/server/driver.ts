@@ -7,7 +7,7 @@
 // A Ready of one entry or none (a light load: nothing to overlap) is fsynced on
 // the loop itself, which spares the two thread wake-ups of the pool on the put's
 // critical path.
-import { MessageType, type Entry, type HardState, type Message, type Ready, type Snapshot, type SoftState } from '../raft/types.js';
+import { type Entry, type HardState, type Message, type Ready, type Snapshot, type SoftState } from '../raft/types.js';
 import type { Raft } from '../raft/raft.js';
 import { failpointSet } from '../common/failpoint.js';
 import type { Metrics } from './metrics.js';
@@ -175,8 +175,4 @@ export class RaftDriver {
     if (this.owedCommitTimer) clearTimeout(this.owedCommitTimer);
     return (this.syncing ?? Promise.resolve()).catch(() => undefined);
   }
-}
-/** Messages the transport must treat specially: snapshots go on their own stream. */
-export function isSnapshot(m: Message): boolean {
-  return m.type === MessageType.Snap;
 }
