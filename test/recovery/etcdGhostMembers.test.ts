@@ -1,0 +1,119 @@
+// Two recoveries of a real etcd 3.4 cluster in a row: the internal replay member
+// (etcd --force-new-cluster under the name lifeboat-replay) and the old members
+// never stay in the recovered cluster's membership. After each recovery `member
+// list` and the member records of a `snapshot save` of the cluster hold exactly
+// the three members the operator chose; the second recovery's survivor offers
+// only them for re-adding.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { EtcdCluster } from '../support/etcdCluster.js';
+import { playbookRun } from '../support/playbookRun.js';
+import { processesUnder, stopProcessesUnder } from '../support/processes.js';
+import { etcdctl, lifeboat, waitFor } from '../support/tools.js';
+
+interface Chosen {
+  name: string;
+  peerUrl: string;
+  clientUrl: string;
+  dataDir: string;
+}
+
+/** name=peerURL of every member `member list` shows, and their IDs (hex). */
+async function liveMembers(endpoint: string): Promise<{ names: string[]; ids: string[] }> {
+  const r = await etcdctl('--endpoints', endpoint, 'member', 'list', '-w', 'json');
+  assert.equal(r.code, 0, r.stderr);
+  const j = JSON.parse(r.stdout.replace(/"ID":(\d+)/g, '"ID":"$1"')) as { members: Array<{ ID: string; name: string; peerURLs: string[] }> };
+  return {
+    names: j.members.map((m) => `${m.name}=${m.peerURLs.join(',')}`).sort(),
+    ids: j.members.map((m) => BigInt(m.ID).toString(16)).sort(),
+  };
+}
+
+/** The member records of a `snapshot save` of the cluster, as `lifeboat snapshot status` reads them from the backend. */
+async function savedMembers(endpoint: string, file: string): Promise<{ names: string[]; ids: string[] }> {
+  const save = await etcdctl('--endpoints', endpoint, 'snapshot', 'save', file);
+  assert.equal(save.code, 0, save.stderr);
+  const s = await lifeboat('snapshot', 'status', file, '-w', 'json');
+  assert.equal(s.code, 0, s.stderr);
+  const j = JSON.parse(s.stdout) as { members: Array<{ id: string; name: string; peerURLs: string[] }> };
+  return { names: j.members.map((m) => `${m.name}=${m.peerURLs.join(',')}`).sort(), ids: j.members.map((m) => BigInt(`0x${m.id}`).toString(16)).sort() };
+}
+
+describe('recovering a real etcd cluster twice in a row', () => {
+  let old: EtcdCluster;
+  before(async () => {
+    old = await EtcdCluster.start({ size: 3, portSeed: 'etcd-ghost-members' });
+  });
+  after(async () => {
+    await stopProcessesUnder(old.dir);
+    await old?.stop();
+  });
+
+  test('after each recovery the membership is exactly the chosen members, live and in the saved snapshot: no lifeboat-replay, no old IDs', async () => {
+    for (let i = 0; i < 20; i++) assert.equal((await etcdctl('--endpoints', old.endpoints, 'put', `k${i}`, `v${i}`)).code, 0);
+    const [m1, m2, m3] = old.members;
+    m2.proc?.kill('SIGKILL');
+    m3.proc?.kill('SIGKILL');
+    await Promise.all([old.stopMember(m2), old.stopMember(m3)]);
+    await old.stopMember(m1);
+    const chosenNames = old.members.map((m) => `${m.name}=${m.peerUrl}`).sort();
+
+    let source = m1.dataDir;
+    let others = [m2.dataDir, m3.dataDir];
+    for (const round of ['first', 'second']) {
+      // The same members on their own URLs each time, in new data dirs.
+      const chosen: Chosen[] = old.members.map((m) => ({
+        name: m.name,
+        peerUrl: m.peerUrl,
+        clientUrl: m.clientUrl,
+        dataDir: path.join(old.dir, `${round}-${m.name}`),
+      }));
+      const [r1, ...rest] = chosen;
+      if (round === 'second') {
+        // What the survivor offers to re-add: the two other members, nothing else.
+        const plan = await lifeboat('recover', 'plan', '--from-data-dir', source, '-w', 'json');
+        assert.equal(plan.code, 0, plan.stderr);
+        const p = JSON.parse(plan.stdout) as { sources: Array<{ report?: { members: Array<{ name: string; peerURLs: string[] }> } }> };
+        assert.deepEqual(
+          p.sources[0].report?.members.map((m) => `${m.name}=${m.peerURLs.join(',')}`).sort(),
+          chosenNames,
+          `${round} survivor's member records`,
+        );
+      }
+      const r = await playbookRun(
+        'recover-from-quorum-loss',
+        {
+          source,
+          'data-dir': r1.dataDir,
+          name: r1.name,
+          'peer-url': r1.peerUrl,
+          'client-url': r1.clientUrl,
+          members: rest.map((m) => `${m.name}=${m.peerUrl},${m.clientUrl},${m.dataDir}`).join(';'),
+          stabilization: '1s',
+          'old-data-dirs': others.join(','),
+        },
+        path.join(old.dir, 'audit.db'),
+        { extra: ['--supervisor', 'none'] },
+      );
+      assert.equal(r.code, 0, r.out);
+
+      const live = await liveMembers(r1.clientUrl);
+      assert.deepEqual(live.names, chosenNames, `${round} recovery: member list`);
+      const saved = await savedMembers(r1.clientUrl, path.join(old.dir, `${round}.db`));
+      assert.deepEqual(saved.names, chosenNames, `${round} recovery: the snapshot's member records`);
+      assert.deepEqual(saved.ids, live.ids, `${round} recovery: the snapshot's member IDs are the live ones`);
+      const got = await etcdctl('--endpoints', r1.clientUrl, 'get', 'k', '--prefix', '--keys-only');
+      assert.equal(got.stdout.split('\n').filter(Boolean).length, 20, `${round} recovery: every key`);
+
+      // Quorum lost again: two recovered members die, the third is stopped and is the next survivor.
+      for (const m of rest) for (const pid of processesUnder(m.dataDir)) process.kill(pid, 'SIGKILL');
+      await stopProcessesUnder(r1.dataDir);
+      await waitFor('the recovered members to stop', () => Promise.resolve(chosen.every((m) => processesUnder(m.dataDir).length === 0)), { timeoutMs: 20_000 });
+      assert.ok(fs.existsSync(path.join(r1.dataDir, 'member')));
+      source = r1.dataDir;
+      others = rest.map((m) => m.dataDir);
+    }
+  });
+});
