@@ -3,12 +3,16 @@
 // never stay in the recovered cluster's membership. After each recovery `member
 // list` and the member records of a `snapshot save` of the cluster hold exactly
 // the three members the operator chose; the second recovery's survivor offers
-// only them for re-adding.
+// only them for re-adding. The hand-off of every member (env file, printed
+// command) says `existing` with the whole membership: restarted from its env file
+// it rejoins, and on a wiped data dir it bootstraps no new cluster.
 import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { EtcdCluster } from '../support/etcdCluster.js';
+import { readEnvFile } from '../support/envFile.js';
 import { playbookRun } from '../support/playbookRun.js';
 import { processesUnder, stopProcessesUnder } from '../support/processes.js';
 import { etcdctl, lifeboat, waitFor } from '../support/tools.js';
@@ -95,7 +99,7 @@ describe('recovering a real etcd cluster twice in a row', () => {
           'old-data-dirs': others.join(','),
         },
         path.join(old.dir, 'audit.db'),
-        { extra: ['--supervisor', 'none'] },
+        { extra: ['--supervisor', 'print'] },
       );
       assert.equal(r.code, 0, r.out);
 
@@ -107,6 +111,33 @@ describe('recovering a real etcd cluster twice in a row', () => {
       const got = await etcdctl('--endpoints', r1.clientUrl, 'get', 'k', '--prefix', '--keys-only');
       assert.equal(got.stdout.split('\n').filter(Boolean).length, 20, `${round} recovery: every key`);
 
+      // Every member's hand-off: `existing`, the whole membership, in the env file and the printed command.
+      for (const m of chosen) {
+        const env = readEnvFile(`${m.dataDir}.env`);
+        assert.equal(env.ETCD_INITIAL_CLUSTER_STATE, 'existing', `${m.name}'s env file`);
+        assert.deepEqual(env.ETCD_INITIAL_CLUSTER.split(',').sort(), chosenNames, `${m.name}'s env file`);
+        const command = new RegExp(`^ {4}command {7}etcd --name ${m.name} .*--initial-cluster (\\S+) --initial-cluster-state existing$`, 'm').exec(r.stdout);
+        assert.deepEqual(command?.[1].split(',').sort(), chosenNames, `${m.name}'s printed command`);
+      }
+      if (round === 'first') {
+        // Restarted from its env file alone, as its unit would, with its data dir: the member serves in its cluster again.
+        await stopProcessesUnder(r1.dataDir);
+        const fromUnit = spawn('etcd', [], { env: { PATH: process.env.PATH ?? '', ...readEnvFile(`${r1.dataDir}.env`) }, stdio: 'ignore' });
+        try {
+          await waitFor(
+            'the member started from its env file to be healthy',
+            async () => (await etcdctl('--endpoints', r1.clientUrl, 'endpoint', 'health')).code === 0,
+            {
+              timeoutMs: 30_000,
+            },
+          );
+          assert.deepEqual((await liveMembers(r1.clientUrl)).ids, live.ids);
+        } finally {
+          fromUnit.kill('SIGTERM');
+          await new Promise((resolve) => fromUnit.once('exit', resolve));
+        }
+      }
+
       // Quorum lost again: two recovered members die, the third is stopped and is the next survivor.
       for (const m of rest) for (const pid of processesUnder(m.dataDir)) process.kill(pid, 'SIGKILL');
       await stopProcessesUnder(r1.dataDir);
@@ -115,5 +146,16 @@ describe('recovering a real etcd cluster twice in a row', () => {
       source = r1.dataDir;
       others = rest.map((m) => m.dataDir);
     }
+
+    // The last survivor's data dir wiped: its unit's settings try to join the (dead) cluster and fail; no new cluster is bootstrapped.
+    const last = path.join(old.dir, 'second-infra1');
+    fs.renameSync(last, `${last}.aside`);
+    const wiped = spawnSync('etcd', [], { env: { PATH: process.env.PATH ?? '', ...readEnvFile(`${last}.env`) }, timeout: 60_000, encoding: 'utf8' });
+    assert.ok(
+      wiped.status !== null && wiped.status !== 0,
+      `etcd on a wiped data dir did not exit with an error (${wiped.status}): ${wiped.stderr.slice(-500)}`,
+    );
+    assert.match(wiped.stderr, /could not retrieve cluster information|cannot fetch cluster info/);
+    assert.ok(!fs.existsSync(path.join(last, 'member', 'wal')), 'a member was bootstrapped on the wiped data dir');
   });
 });
