@@ -7,7 +7,7 @@
 // command) says `existing` with the whole membership: restarted from its env file
 // it rejoins, and on a wiped data dir it bootstraps no new cluster.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -15,7 +15,7 @@ import { EtcdCluster } from '../support/etcdCluster.js';
 import { readEnvFile } from '../support/envFile.js';
 import { playbookRun } from '../support/playbookRun.js';
 import { processesUnder, stopProcessesUnder } from '../support/processes.js';
-import { etcdctl, lifeboat, waitFor } from '../support/tools.js';
+import { ROOT, etcdctl, lifeboat, requireTool, waitFor } from '../support/tools.js';
 
 interface Chosen {
   name: string;
@@ -157,5 +157,94 @@ describe('recovering a real etcd cluster twice in a row', () => {
     );
     assert.match(wiped.stderr, /could not retrieve cluster information|cannot fetch cluster info/);
     assert.ok(!fs.existsSync(path.join(last, 'member', 'wal')), 'a member was bootstrapped on the wiped data dir');
+  });
+});
+
+describe('the recover session offers no stale member record', () => {
+  let c: EtcdCluster;
+  const session = `lifeboat-stale-defaults-${process.pid}`;
+  const tmux = (...args: string[]) => execFileSync('tmux', args, { encoding: 'utf8', timeout: 5000 });
+  const screen = () => tmux('capture-pane', '-t', session, '-p', '-J', '-S', '-1000');
+  before(async () => {
+    requireTool('tmux');
+    c = await EtcdCluster.start({ size: 1, portSeed: 'etcd-ghost-defaults' });
+  });
+  after(async () => {
+    try {
+      tmux('kill-session', '-t', session);
+    } catch {
+      // already gone
+    }
+    await stopProcessesUnder(c.dir);
+    await c?.stop();
+  });
+
+  test('a survivor whose backend holds its own old record (a raw etcd 3.4 restore keeps it) is offered nobody to re-add, not itself', async () => {
+    const m = c.members[0];
+    assert.equal((await etcdctl('--endpoints', m.clientUrl, 'put', 'kept', 'yes')).code, 0);
+    const snap = path.join(c.dir, 'raw.db');
+    assert.equal((await etcdctl('--endpoints', m.clientUrl, 'snapshot', 'save', snap)).code, 0);
+    await c.stopMember(m);
+    // etcdctl's own restore, run once and stopped: its backend keeps the old member's record beside the new one.
+    const survivor = path.join(c.dir, 'survivor');
+    const restore = await etcdctl(
+      'snapshot',
+      'restore',
+      snap,
+      '--data-dir',
+      survivor,
+      '--name',
+      m.name,
+      '--initial-cluster',
+      `${m.name}=${m.peerUrl}`,
+      '--initial-advertise-peer-urls',
+      m.peerUrl,
+    );
+    assert.equal(restore.code, 0, restore.stderr);
+    const urls = ['--listen-peer-urls', m.peerUrl, '--listen-client-urls', m.clientUrl, '--advertise-client-urls', m.clientUrl];
+    const etcd = spawn('etcd', ['--name', m.name, '--data-dir', survivor, ...urls], { stdio: 'ignore' });
+    try {
+      await waitFor('the restored etcd to be healthy', async () => (await etcdctl('--endpoints', m.clientUrl, 'endpoint', 'health')).code === 0, {
+        timeoutMs: 30_000,
+      });
+    } finally {
+      etcd.kill('SIGTERM');
+      await new Promise((resolve) => etcd.once('exit', resolve));
+    }
+    const plan = await lifeboat('recover', 'plan', '--from-data-dir', survivor, '-w', 'json');
+    assert.equal(plan.code, 0, plan.stderr);
+    const records = (JSON.parse(plan.stdout) as { sources: Array<{ report: { members: Array<{ name: string }> } }> }).sources[0].report.members;
+    assert.deepEqual(
+      records.map((r) => r.name),
+      [m.name, m.name],
+      'the survivor holds two records of itself',
+    );
+
+    tmux(
+      'new-session',
+      '-d',
+      '-s',
+      session,
+      '-x',
+      '250',
+      '-y',
+      '50',
+      `${process.execPath} ${path.join(ROOT, 'bin', 'run.js')} recover --from-data-dir ${survivor} --audit-db ${path.join(c.dir, 'audit.db')}; sleep 60`,
+    );
+    const waitScreen = (what: RegExp) =>
+      waitFor(`${what} on the terminal`, () => Promise.resolve(what.test(screen()) ? screen() : undefined), { timeoutMs: 30_000, intervalMs: 200 }).catch(
+        (e: Error) => {
+          throw new Error(`${e.message}; the terminal shows:\n${screen()}`);
+        },
+      );
+    await waitScreen(/Recover from .*\? \(y\/N\)/);
+    tmux('send-keys', '-t', session, 'y', 'Enter');
+    await waitScreen(/New data dir for the recovered member/);
+    tmux('send-keys', '-t', session, 'Enter');
+    await waitScreen(/Client URL of the recovered member/);
+    tmux('send-keys', '-t', session, 'Enter');
+    const members = await waitScreen(/Enter the members, one at a time|Enter other members/);
+    assert.doesNotMatch(members, /Re-add these/, members);
+    assert.match(members, /Re-add nobody/);
   });
 });
