@@ -9,12 +9,15 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { EtcdCluster } from '../support/etcdCluster.js';
 import { readEnvFile } from '../support/envFile.js';
 import { playbookRun } from '../support/playbookRun.js';
+import { freePorts } from '../support/ports.js';
 import { processesUnder, stopProcessesUnder } from '../support/processes.js';
+import { BoltDb } from '../../src/etcdfile/index.js';
 import { ROOT, etcdctl, lifeboat, requireTool, waitFor } from '../support/tools.js';
 
 interface Chosen {
@@ -246,5 +249,69 @@ describe('the recover session offers no stale member record', () => {
     const members = await waitScreen(/Enter the members, one at a time|Enter other members/);
     assert.doesNotMatch(members, /Re-add these/, members);
     assert.match(members, /Re-add nobody/);
+  });
+});
+
+describe('a snapshot whose member records fill their own bbolt page', () => {
+  let dir: string;
+  after(async () => {
+    await stopProcessesUnder(dir);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('recovered from it, the cluster holds only its new member, serves every key and takes writes', async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-etcd-members-page-'));
+    const [peerPort, clientPort] = await freePorts(2, 'etcd-ghost-members-page');
+    const peer = `http://127.0.0.1:${peerPort}`;
+    const client = `http://127.0.0.1:${clientPort}`;
+    // A long name and 40 peer URLs: one record over a quarter page, so bbolt gives the members bucket a page of its own.
+    const name = 'n'.repeat(400);
+    const old = spawn(
+      'etcd',
+      [
+        '--name',
+        name,
+        '--data-dir',
+        path.join(dir, 'old'),
+        '--listen-peer-urls',
+        peer,
+        '--initial-advertise-peer-urls',
+        peer,
+        '--initial-cluster',
+        `${name}=${peer}`,
+        '--listen-client-urls',
+        client,
+        '--advertise-client-urls',
+        client,
+      ],
+      { stdio: 'ignore' },
+    );
+    const snap = path.join(dir, 'backup.db');
+    try {
+      await waitFor('etcd to be healthy', async () => (await etcdctl('--endpoints', client, 'endpoint', 'health')).code === 0, { timeoutMs: 30_000 });
+      const id = (await etcdctl('--endpoints', client, 'member', 'list')).stdout.split(',')[0];
+      const urls = Array.from({ length: 40 }, (_, i) => `http://127.0.0.${i + 1}:${peerPort}`).join(',');
+      assert.equal((await etcdctl('--endpoints', client, 'member', 'update', id, `--peer-urls=${urls}`)).code, 0);
+      assert.equal((await etcdctl('--endpoints', client, 'put', 'kept', 'yes')).code, 0);
+      assert.equal((await etcdctl('--endpoints', client, 'snapshot', 'save', snap)).code, 0);
+    } finally {
+      old.kill('SIGTERM');
+      await new Promise((resolve) => old.once('exit', resolve));
+    }
+    const db = BoltDb.open(snap);
+    assert.notEqual(db.bucket('members')?.root, 0n, 'the members bucket has a page of its own');
+    db.close();
+
+    const r = await playbookRun(
+      'recover-from-quorum-loss',
+      { source: snap, 'data-dir': path.join(dir, 'r1'), name: 'r1', 'peer-url': peer, 'client-url': client, runtime: 'etcd', 'assume-dead': name },
+      path.join(dir, 'audit.db'),
+      { extra: ['--supervisor', 'none'] },
+    );
+    assert.equal(r.code, 0, r.out);
+    assert.deepEqual((await liveMembers(client)).names, [`r1=${peer}`]);
+    assert.equal((await etcdctl('--endpoints', client, 'put', 'after', 'yes')).code, 0);
+    assert.equal((await etcdctl('--endpoints', client, 'get', 'kept', '--print-value-only')).stdout, 'yes\n');
+    assert.deepEqual((await savedMembers(client, path.join(dir, 'after.db'))).names, [`r1=${peer}`]);
   });
 });
