@@ -9,8 +9,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { AuditLog } from '../audit/index.js';
 import { formatInitialCluster } from '../common/initialCluster.js';
-import { parseInitialCluster } from '../server/config.js';
 import { memberCommandLine, memberEnvironment, type MemberSettings, type RuntimeName } from '../common/memberCommand.js';
+import { parseInitialCluster } from '../server/config.js';
 import { envFileOf, envFileText, handOverDataDir, unitNameOf, unitText, writeFileAtomic, type ServiceUser, type SupervisorMode } from '../ops/supervisor.js';
 
 export interface HandoffOptions {
@@ -100,7 +100,12 @@ function setting(o: StartOutputs, key: string): string | undefined {
  */
 function finalMembership(startsInOrder: StartOutputs[]): Map<string, string[]> {
   const last = startsInOrder.at(-1);
-  const out = parseInitialCluster(last ? (setting(last, 'initial-cluster') ?? '') : '');
+  let out = new Map<string, string[]>();
+  try {
+    out = parseInitialCluster(last ? (setting(last, 'initial-cluster') ?? '') : '');
+  } catch {
+    // the member started with it; unreadable here, the started members alone remain
+  }
   for (const o of startsInOrder) {
     const urls = setting(o, 'initial-advertise-peer-urls');
     if (typeof o.name === 'string' && urls) out.set(o.name, urls.split(','));
