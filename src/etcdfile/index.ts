@@ -1,14 +1,15 @@
-// Reading etcd's own files: a read-only bbolt reader, etcd's bucket encodings, the
+// Reading etcd's own files: a read-only bbolt reader (and the one in-place edit of a scratch copy, emptyBoltBuckets), etcd's bucket encodings, the
 // figures `etcdctl snapshot status` prints, the sha256 trailer, and the import of
 // an etcd backend into a Lifeboat KV.
 
 export { BoltDb, type BoltOpenOptions } from './boltDb.js';
+export { emptyBoltBuckets } from './boltEmptyBuckets.js';
 export { BoltFormatError, EtcdDataError, isEtcdFileError } from './boltErrors.js';
 export type { BoltEntry, BucketRef } from './bucketCursor.js';
 export { scanEtcdDb, type EtcdDbSummary, type EtcdRevision, type ScanOptions } from './etcdDbScan.js';
 export { importEtcdDb, type EtcdImportResult } from './etcdImport.js';
 export { looksLikeBolt } from './metaPage.js';
-export { checkTrailer, hasTrailer, requireTrailer, TrailerError, type TrailerCheck } from './shaTrailer.js';
+export { checkTrailer, hasTrailer, requireTrailer, TRAILER_SIZE, TrailerError, type TrailerCheck } from './shaTrailer.js';
 export type { EtcdAlarm, EtcdLease, EtcdMember } from './etcdBuckets.js';
 export { etcdDataDirLock, isEtcdDataDir, readEtcdDataDir, type EtcdDataDirOptions, type EtcdDataDirSummary } from './etcdDataDir.js';
 export type { LockHolder } from './etcdLock.js';

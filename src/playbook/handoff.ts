@@ -8,7 +8,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { AuditLog } from '../audit/index.js';
+import { formatInitialCluster } from '../common/initialCluster.js';
 import { memberCommandLine, memberEnvironment, type MemberSettings, type RuntimeName } from '../common/memberCommand.js';
+import { parseInitialCluster } from '../server/config.js';
 import { envFileOf, envFileText, handOverDataDir, unitNameOf, unitText, writeFileAtomic, type ServiceUser, type SupervisorMode } from '../ops/supervisor.js';
 
 export interface HandoffOptions {
@@ -86,6 +88,44 @@ function oldDataDirs(
   };
 }
 
+/** A start's setting, or undefined. */
+function setting(o: StartOutputs, key: string): string | undefined {
+  return o.settings?.find(([k]) => k === key)?.[1];
+}
+
+/**
+ * The cluster the run leaves: the last member started joined the membership it
+ * was given (every member up to it), and each started member is at its own peer
+ * URLs.
+ */
+function finalMembership(startsInOrder: StartOutputs[]): Map<string, string[]> {
+  const last = startsInOrder.at(-1);
+  let out = new Map<string, string[]>();
+  try {
+    out = parseInitialCluster(last ? (setting(last, 'initial-cluster') ?? '') : '');
+  } catch {
+    // the member started with it; unreadable here, the started members alone remain
+  }
+  for (const o of startsInOrder) {
+    const urls = setting(o, 'initial-advertise-peer-urls');
+    if (typeof o.name === 'string' && urls) out.set(o.name, urls.split(','));
+  }
+  return out;
+}
+
+/**
+ * A handed-over member's cluster exists: its settings say `existing` with the whole
+ * membership, never `new` (started on a wiped data dir, `new` would bootstrap a
+ * fresh one-member cluster of the same name; `existing` joins or fails). With its
+ * data dir present, etcd and Lifeboat ignore both settings.
+ */
+function handedOverSettings(settings: MemberSettings, membership: Map<string, string[]>): MemberSettings {
+  const replaced: Record<string, string> = { 'initial-cluster': formatInitialCluster(membership), 'initial-cluster-state': 'existing' };
+  const out = settings.map(([k, v]) => [k, replaced[k] ?? v] as const);
+  for (const [k, v] of Object.entries(replaced)) if (!settings.some(([key]) => key === k)) out.push([k, v]);
+  return out;
+}
+
 /** Hands the members run `runId` started over to the supervisor; never throws for a file it cannot write (see problems). */
 export function handOffMembers(audit: AuditLog, runId: string, runDir: string, opts: HandoffOptions): Handoff {
   const steps = audit.lastRunState(runId).steps.filter((s) => s.status === 'succeeded' || s.status === 'skipped');
@@ -94,6 +134,7 @@ export function handOffMembers(audit: AuditLog, runId: string, runDir: string, o
     const o = (s.outputs ?? {}) as StartOutputs;
     if (s.type === 'start-member' && typeof o.name === 'string' && typeof o.dataDir === 'string' && Array.isArray(o.settings)) starts.set(o.name, o);
   }
+  const membership = finalMembership(steps.filter((s) => s.type === 'start-member').map((s) => (s.outputs ?? {}) as StartOutputs));
   const restores = steps
     .filter((s) => s.type === 'restore')
     .map((s) => s.inputs as { 'data-dir'?: unknown; source?: unknown })
@@ -108,7 +149,10 @@ export function handOffMembers(audit: AuditLog, runId: string, runDir: string, o
   const units: Array<[string, string]> = [];
   for (const o of starts.values()) {
     const runtime: RuntimeName = o.runtime === 'etcd' ? 'etcd' : 'lifeboat';
-    const settings: MemberSettings = (o.settings ?? []).map(([k, v]) => [String(k), String(v)] as const);
+    const settings = handedOverSettings(
+      (o.settings ?? []).map(([k, v]) => [String(k), String(v)] as const),
+      membership,
+    );
     const m: HandoffMember = {
       name: o.name ?? '',
       runtime,

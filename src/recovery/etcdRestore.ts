@@ -12,6 +12,16 @@
 // to the last entry (one HardState record appended, its CRC continuing the chain),
 // etcd runs once with --force-new-cluster on loopback ports and applies the whole
 // log itself, is stopped cleanly, and its db is restored like a snapshot.
+//
+// Either way the db handed to `snapshot restore` is a scratch copy whose members
+// bucket is emptied first: etcd 3.4's restore keeps it (3.5's etcdutl trims it),
+// so the old members' records — the replay member's, under the survivor's old ID,
+// among them — would stay in the new cluster's backend beside its real members,
+// and come back on the next recovery or on an upgrade to an etcd that reads
+// membership from the backend. The new members write their own records as they
+// start. members_removed keeps the old IDs: none may ever join again, and a backend
+// with removals is not mistaken for a cluster whose members all founded it (the
+// cluster ID `snapshot status` derives).
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -23,7 +33,7 @@ import { formatId as hex } from '../common/ids.js';
 import { memberCommandLine } from '../common/memberCommand.js';
 import { isValidMemberUrl } from '../common/urls.js';
 import { clientFor } from '../client/etcdClient.js';
-import { requireTrailer, TrailerError } from '../etcdfile/index.js';
+import { emptyBoltBuckets, hasTrailer, requireTrailer, TRAILER_SIZE, TrailerError } from '../etcdfile/index.js';
 import { waitUntil } from '../ops/memberOps.js';
 import { etcdBinary, etcdRestoreTool, etcdVersionOf } from '../ops/runtime.js';
 import { logTail } from '../ops/startMember.js';
@@ -75,6 +85,9 @@ function tools(o: EtcdRestoreOptions): { etcd: string; restore: { bin: string; e
   }
   return { etcd, restore, version: v.version };
 }
+
+/** The backend bucket of member records: the new cluster's are written by its members as they start. */
+const MEMBERSHIP_BUCKETS = ['members'];
 
 /** `snapshot restore` of a bbolt file into <dataDir>.part, renamed into place. */
 async function restoreDb(db: string, o: EtcdRestoreOptions, t: ReturnType<typeof tools>, token: string, skipHashCheck: boolean): Promise<void> {
@@ -164,9 +177,23 @@ export async function restoreEtcdSnapshotFile(file: string, o: EtcdRestoreOption
   const t = tools(o);
   const status = await snapshotStatus(file);
   const token = freshToken(o.initialClusterToken);
-  await restoreDb(file, o, t, token, !!o.skipHashCheck);
+  // A scratch copy without the trailer (checked above) whose old membership is emptied.
+  const scratch = `${path.resolve(o.dataDir)}.source.db`;
+  fs.mkdirSync(path.dirname(scratch), { recursive: true });
+  try {
+    fs.copyFileSync(file, scratch);
+    const size = fs.statSync(scratch).size;
+    if (hasTrailer(size)) fs.truncateSync(scratch, size - TRAILER_SIZE);
+    emptyBoltBuckets(scratch, MEMBERSHIP_BUCKETS);
+    await restoreDb(scratch, o, t, token, true);
+  } finally {
+    fs.rmSync(scratch, { force: true });
+  }
   return result(o, token, BigInt(`0x${status.clusterId || '0'}`), status.revision, status.etcd?.liveKeys ?? status.totalKeys, t.version, 0);
 }
+
+/** The name of the internal member that replays a survivor's log; never a member of a recovered cluster. */
+export const REPLAY_MEMBER_NAME = 'lifeboat-replay';
 
 /**
  * Runs etcd --force-new-cluster on a scratch data dir, on loopback ports, until it
@@ -184,7 +211,7 @@ async function replayWithEtcd(etcd: string, scratch: string, walDir: string | un
     ...(walDir ? ['--wal-dir', walDir] : []),
     '--force-new-cluster',
     '--name',
-    'lifeboat-replay',
+    REPLAY_MEMBER_NAME,
     '--listen-client-urls',
     client,
     '--advertise-client-urls',
@@ -257,6 +284,7 @@ export async function restoreEtcdDataDir(src: string, o: EtcdRestoreOptions & { 
     const db = path.join(memberDir(scratch), 'snap', 'db');
     const status = await snapshotStatus(db);
     const token = freshToken(o.initialClusterToken);
+    emptyBoltBuckets(db, MEMBERSHIP_BUCKETS);
     await restoreDb(db, o, t, token, true);
     return result(o, token, o.parentClusterId, status.revision, status.etcd?.liveKeys ?? status.totalKeys, t.version, tail.pastCommit);
   } finally {

@@ -6,6 +6,8 @@ import path from 'node:path';
 import { InputError, RefusedError } from '../common/errors.js';
 import { formatId, parseHexId } from '../common/ids.js';
 import { NAME_PLACEHOLDER } from '../ops/memberTls.js';
+import { REPLAY_MEMBER_NAME } from './etcdRestore.js';
+import type { DataDirReport, InspectedMember } from './inspect.js';
 import { formatOverview, formatPlan, MixedClustersError, planRecovery, type PlanInput, type RecoveryPlan } from './plan.js';
 import { detectSurvivorTls, HOST_ROOT_ENV, TLS_VARIABLES, tlsSearchText, type DetectedTls } from './survivorTls.js';
 
@@ -228,6 +230,19 @@ function newDirBeside(dir: string, name: string): string {
 }
 
 /**
+ * A member record no operator chose, never offered for re-adding: an internal
+ * helper (the replay member etcd recoveries run), another record of the survivor's
+ * own peer URL (an old ID of the same member), or, when the survivor's Raft
+ * configuration is known, a record that is neither a voter nor a learner in it.
+ */
+function isHelperRecord(m: InspectedMember, me: InspectedMember | undefined, report: DataDirReport | undefined): boolean {
+  if (m.name === REPLAY_MEMBER_NAME) return true;
+  if (me && m.peerURLs.some((u) => me.peerURLs.includes(u))) return true;
+  const conf = [...(report?.voters ?? []), ...(report?.learners ?? [])];
+  return conf.length > 0 && !conf.includes(m.id);
+}
+
+/**
  * What the survivor tells about the answers the plan cannot know, offered as the
  * prompts' defaults (never used without a terminal): the new data dir beside the
  * survivor's, the survivor's client URL, and every other old member — its name
@@ -241,7 +256,7 @@ export function recoverDefaults(plan: RecoveryPlan): Record<string, unknown> {
   out['data-dir'] = newDirBeside(best.path, me?.name || path.basename(best.path));
   if (me?.clientURLs[0]) out['client-url'] = me.clientURLs[0];
   const others = (report?.members ?? best.snapshot?.members ?? []).filter(
-    (m) => m.id !== report?.memberId && m.name !== '' && m.peerURLs[0] && m.clientURLs[0],
+    (m) => m.id !== report?.memberId && m.name !== '' && m.peerURLs[0] && m.clientURLs[0] && !isHelperRecord(m, me, report),
   );
   out.members = [...others]
     .sort((a, b) => a.name.localeCompare(b.name))

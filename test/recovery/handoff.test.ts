@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { BIN, LifeboatCluster, ROOT, etcdctl, killByLock, lifeboat, waitFor } from '../support/lifeboatCluster.js';
+import { readEnvFile } from '../support/envFile.js';
 import { freePorts } from '../support/ports.js';
 import { requireTool } from '../support/tools.js';
 
@@ -20,16 +21,6 @@ function uidOf(user: string): number {
     .find((l) => l.startsWith(`${user}:`));
   assert.ok(line, `no user ${user} on this host`);
   return Number(line.split(':')[2]);
-}
-
-/** KEY=VALUE lines of a systemd EnvironmentFile (comments skipped, quotes removed). */
-function readEnvFile(file: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const l of fs.readFileSync(file, 'utf8').split('\n')) {
-    const m = /^([A-Z_]+)=(.*)$/.exec(l);
-    if (m) out[m[1]] = m[2].replace(/^"(.*)"$/, '$1');
-  }
-  return out;
 }
 
 describe('the hand-off to the supervisor', () => {
@@ -118,6 +109,10 @@ describe('the hand-off to the supervisor', () => {
     assert.equal(env.LIFEBOAT_DATA_DIR, newDir);
     assert.equal(env.LIFEBOAT_LISTEN_CLIENT_URLS, clientUrl);
     assert.equal(env.LIFEBOAT_INITIAL_ADVERTISE_PEER_URLS, m1.peerUrl);
+    // The cluster exists: the hand-off never says `new` (the whole membership here is m1).
+    assert.equal(env.LIFEBOAT_INITIAL_CLUSTER_STATE, 'existing');
+    assert.equal(env.LIFEBOAT_INITIAL_CLUSTER, `m1=${m1.peerUrl}`);
+    assert.match(out, new RegExp(`^ {4}command {7}lifeboat server .* --initial-cluster m1=${m1.peerUrl} --initial-cluster-state existing`, 'm'));
     const unit = fs.readFileSync(unitFile, 'utf8');
     assert.equal(fs.statSync(unitFile).mode & 0o777, 0o644);
     assert.match(unit, /^User=nobody$/m);
@@ -151,6 +146,30 @@ describe('the hand-off to the supervisor', () => {
     );
     assert.equal(got, 'yes');
     fromUnit.kill('SIGKILL');
+    await new Promise((r) => fromUnit.once('exit', r));
+
+    // Its data dir wiped, the unit's settings bootstrap no new cluster: the member tries to join, finds no peer and exits.
+    const aside = `${newDir}.aside`;
+    fs.renameSync(newDir, aside);
+    const wiped = spawn(process.execPath, [BIN, 'server'], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    pids.push(wiped.pid ?? 0);
+    let stderr = '';
+    wiped.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => {
+      const timer = setTimeout(() => {
+        wiped.kill('SIGKILL');
+        resolve(null);
+      }, 20_000);
+      wiped.once('exit', (c) => {
+        clearTimeout(timer);
+        resolve(c);
+      });
+    });
+    assert.ok(code !== null && code !== 0, `the member on a wiped data dir kept running or exited 0 (${code}): ${stderr}`);
+    assert.match(stderr, /cannot fetch the cluster's membership from any peer in --initial-cluster/);
+    assert.notEqual((await etcdctl(clientUrl, 'endpoint', 'health')).code, 0, 'a new cluster serves on the member URL');
+    fs.rmSync(newDir, { recursive: true, force: true });
+    fs.renameSync(aside, newDir);
   });
 
   test('an etcd member: ETCD_* env file and a unit running etcd with EnvironmentFile (--supervisor print)', async () => {
@@ -184,6 +203,7 @@ steps:
     assert.equal(env.ETCD_NAME, 'e1');
     assert.equal(env.ETCD_DATA_DIR, dataDir);
     assert.equal(env.ETCD_INITIAL_CLUSTER, `e1=http://127.0.0.1:${peer}`);
+    assert.equal(env.ETCD_INITIAL_CLUSTER_STATE, 'existing');
     assert.ok(!Object.keys(env).some((k) => k.startsWith('LIFEBOAT_')));
     assert.equal(fs.statSync(`${dataDir}.env`).mode & 0o777, 0o600);
     assert.equal(fs.statSync(dataDir).mode & 0o777, 0o700);
