@@ -1,9 +1,11 @@
 import { Flags } from '#oclif-core';
-import { BaseCommand } from '../../src/cli/baseCommand.js';
+import { EtcdCommand } from '../../src/cli/baseCommand.js';
+import { runbookSettings } from '../../src/cli/sessionCommand.js';
+import { shellQuote } from '../../src/common/memberCommand.js';
 import { formatPlan, planRecovery, type RecoveryPlan } from '../../src/recovery/plan.js';
 
-export default class RecoverPlan extends BaseCommand {
-  static override description = `Compare every survivor you have (Lifeboat or etcd data dirs), strictly read-only, and recommend the one that loses the least (highest last term, then index). For each source: cluster and member IDs, members, last term and index, commit and applied index, KV revision, key count and hash, and the entries past the commit index. Says what is kept and what would be lost, and prints the command that applies the plan.`;
+export default class RecoverPlan extends EtcdCommand {
+  static override description = `Compare every survivor you have (Lifeboat or etcd data dirs), strictly read-only, and recommend the one that loses the least (highest last term, then index). For each source: cluster and member IDs, members, last term and index, commit and applied index, KV revision, key count and hash, and the entries past the commit index. Says what is kept and what would be lost, and prints the command that applies the plan, with the connection flags given here (--user, --password-file, --cacert, --cert, --key, …; --user root when the source has etcd's auth enabled).`;
 
   static override examples = [
     '<%= config.bin %> recover plan --from-data-dir /var/lib/lifeboat/m1 --from-data-dir /var/lib/lifeboat/m2',
@@ -29,7 +31,7 @@ export default class RecoverPlan extends BaseCommand {
   };
 
   async run(): Promise<void> {
-    const { flags } = await this.parse(RecoverPlan);
+    const { flags, metadata } = await this.parse(RecoverPlan);
     const plan = await planRecovery({
       dataDirs: flags['from-data-dir'] ?? [],
       walDirs: flags['wal-dir'] ?? [],
@@ -37,6 +39,15 @@ export default class RecoverPlan extends BaseCommand {
       snapshots: flags['from-snapshot'] ?? [],
       discardUncommitted: flags['discard-uncommitted'],
     });
+    // The command applying the plan connects as the run will: the connection flags given here, and root's where the source has auth.
+    const runbook = runbookSettings(flags, metadata, ['from-data-dir', 'from-inspect', 'wal-dir', 'from-snapshot', 'discard-uncommitted', 'write-out']);
+    const best = plan.sources[plan.recommended];
+    if ((best?.report?.authEnabled || best?.snapshot?.etcd?.authEnabled) && flags.user === undefined) {
+      runbook.flags.push('--user', 'root');
+      runbook.env.push('LIFEBOAT_PASSWORD');
+    }
+    if (runbook.flags.length > 0) plan.command = `${plan.command} ${runbook.flags.map((w) => shellQuote(w)).join(' ')}`;
+    if (runbook.env.length > 0) plan.command = `${plan.command}   # secrets from the environment: ${runbook.env.join(', ')}`;
     this.print(flags['write-out'], plan, (p: RecoveryPlan) => formatPlan(p));
   }
 }

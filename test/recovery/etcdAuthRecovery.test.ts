@@ -10,7 +10,7 @@ import { EtcdCluster } from '../support/etcdCluster.js';
 import { freePorts } from '../support/ports.js';
 import { stopProcessesUnder } from '../support/processes.js';
 import { playbookRun } from '../support/playbookRun.js';
-import { etcdctl, failsWithOneLine } from '../support/tools.js';
+import { etcdctl, failsWithOneLine, lifeboat } from '../support/tools.js';
 
 describe('recovering an etcd cluster with auth enabled', () => {
   let old: EtcdCluster;
@@ -56,6 +56,16 @@ describe('recovering an etcd cluster with auth enabled', () => {
       members: others.map((m) => `${m.name}=${m.peerUrl},${m.clientUrl},${m.dataDir}`).join(';'),
       stabilization: '1s',
     };
+    // The plan's command applying it logs in as root (the source has auth), the password by its environment variable.
+    const planned = await lifeboat('recover', 'plan', '--from-snapshot', snap, '--dial-timeout', '3s');
+    assert.equal(planned.code, 0, planned.stderr);
+    const apply = /Apply it with:\n {2}(.*)/.exec(planned.stdout)?.[1] ?? '';
+    assert.match(
+      apply,
+      /^lifeboat playbook run recover-from-quorum-loss .* --dial-timeout 3000ms --user root {3}# secrets from the environment: LIFEBOAT_PASSWORD$/,
+      apply,
+    );
+
     // No password from the environment: only what the run is given.
     const env = { ...process.env, ETCDCTL_PASSWORD: '', LIFEBOAT_PASSWORD: '' };
     const runPlaybook = (extra: string[]) => playbookRun('recover-from-quorum-loss', sets, path.join(old.dir, 'audit.db'), { extra, env, timeoutMs: 180_000 });
