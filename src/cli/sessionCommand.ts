@@ -9,6 +9,7 @@ import type { RunbookSettings, SessionResult } from '../playbook/session.js';
 import { EtcdCommand, type WriteOut } from './baseCommand.js';
 export { connectionFromFlags } from './baseCommand.js';
 import { EXIT, exitCodeFor } from './exitCodes.js';
+import { silenceTlsServerNameWarning } from './warnings.js';
 
 export const playbookYesFlag = Flags.boolean({
   char: 'y',
@@ -104,6 +105,12 @@ export function exitIfInvalid(cmd: Command, err: unknown): void {
 
 /** A command that runs a playbook session: prints its result, ends with its error (exit code from the run's outcome), and prints a refused playbook. */
 export abstract class SessionCommand extends EtcdCommand {
+  /** A run's clients (its password check, its steps) dial IP addresses over TLS too: no DEP0123 in its output. */
+  override async init(): Promise<void> {
+    await super.init();
+    silenceTlsServerNameWarning();
+  }
+
   protected async printSession(writeOut: WriteOut, session: Promise<SessionResult>): Promise<void> {
     const result = await session;
     this.print(writeOut, result, { simple: (r: SessionResult) => r.text, json: (r: SessionResult) => r.json });

@@ -14,7 +14,8 @@ import { EtcdCluster } from '../support/etcdCluster.js';
 import { BIN, waitFor } from '../support/lifeboatCluster.js';
 import { freePorts } from '../support/ports.js';
 import { stopProcessesUnder } from '../support/processes.js';
-import { etcdctl, lifeboat, requireTool, run } from '../support/tools.js';
+import { playbookRun } from '../support/playbookRun.js';
+import { etcdctl, failsWithOneLine, lifeboat, requireTool, run } from '../support/tools.js';
 
 const ROOT_PW = 'root-pw-7f3a';
 const tmux = (...args: string[]) => execFileSync('tmux', args, { encoding: 'utf8' });
@@ -140,6 +141,20 @@ describe('lifeboat playbook run recover-from-quorum-loss at a terminal, with aut
     });
     assert.equal(again.code, 0, `${line}\n${again.stdout}\n${again.stderr}`);
     assert.equal((await etcdctl(...get, 'get', '/registry/kept', '--print-value-only')).stdout, 'yes\n');
+
+    // Against a live cluster the password is checked by logging in, before the first step: wrong, one line, exit 2.
+    const env = { ...process.env, LIFEBOAT_PASSWORD: '', ETCDCTL_PASSWORD: '' };
+    const nospace = (extra: string[]) => playbookRun('recover-from-nospace', { endpoints: clientUrl }, auditDb, { extra: [...tls, ...extra], env });
+    const runs = async () => (JSON.parse((await lifeboat('audit', 'list', '--audit-db', auditDb, '-w', 'json')).stdout) as unknown[]).length;
+    const before = await runs();
+    const wrong = await nospace(['--user', 'root:not-the-password']);
+    failsWithOneLine(wrong, 2, 'wrong password for user root', 'refused it');
+    assert.ok(!wrong.out.includes('not-the-password'), wrong.out);
+    assert.equal(await runs(), before, 'a run was recorded for a wrong password');
+    const pwFile = path.join(old.dir, 'root.pw');
+    fs.writeFileSync(pwFile, `${ROOT_PW}\n`, { mode: 0o600 });
+    const good = await nospace(['--user', 'root', '--password-file', pwFile]);
+    assert.equal(good.code, 0, good.out);
     await stopProcessesUnder(dataDir);
   });
 });
