@@ -1,7 +1,16 @@
 import { Args, Flags } from '#oclif-core';
 import { auditDbFlag } from '../../src/cli/auditFlags.js';
 import { terminalSessionIo } from '../../src/cli/sessionIo.js';
-import { connectionFromFlags, flagGiven, playbookYesFlag, SessionCommand, supervisorFlags, supervisorFromFlags } from '../../src/cli/sessionCommand.js';
+import {
+  connectionFromFlags,
+  flagGiven,
+  playbookYesFlag,
+  runbookSettings,
+  RUNBOOK_SKIP,
+  SessionCommand,
+  supervisorFlags,
+  supervisorFromFlags,
+} from '../../src/cli/sessionCommand.js';
 import { resumePlaybookSession } from '../../src/playbook/session.js';
 
 export default class PlaybookResume extends SessionCommand {
@@ -46,6 +55,7 @@ export default class PlaybookResume extends SessionCommand {
         explicit: { endpoints: flagGiven(metadata, 'endpoints'), connection: connectionGiven },
         json: flags['write-out'] === 'json',
         supervisor: supervisorFromFlags(flags),
+        runbook: runbookSettings(flags, metadata, [...RUNBOOK_SKIP]),
         io: terminalSessionIo({ json: flags['write-out'] === 'json' }),
       }),
     );

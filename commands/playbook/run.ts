@@ -6,6 +6,8 @@ import {
   flagGiven,
   playbookYesFlag,
   reasonFlag,
+  runbookSettings,
+  RUNBOOK_SKIP,
   SessionCommand,
   supervisorFlags,
   supervisorFromFlags,
@@ -55,6 +57,7 @@ export default class PlaybookRun extends SessionCommand {
         endpointsGiven: flagGiven(metadata, 'endpoints'),
         json: flags['write-out'] === 'json',
         supervisor: supervisorFromFlags(flags),
+        runbook: runbookSettings(flags, metadata, [...RUNBOOK_SKIP]),
         io: terminalSessionIo({ json: flags['write-out'] === 'json' }),
       }),
     );

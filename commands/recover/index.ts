@@ -6,6 +6,8 @@ import {
   flagGiven,
   playbookYesFlag,
   reasonFlag,
+  runbookSettings,
+  RUNBOOK_SKIP,
   SessionCommand,
   supervisorFlags,
   supervisorFromFlags,
@@ -52,6 +54,7 @@ export default class Recover extends SessionCommand {
         endpointsGiven: flagGiven(metadata, 'endpoints'),
         json: flags['write-out'] === 'json',
         supervisor: supervisorFromFlags(flags),
+        runbook: runbookSettings(flags, metadata, [...RUNBOOK_SKIP, 'from-data-dir', 'from-snapshot', 'discard-uncommitted']),
       }),
     );
   }

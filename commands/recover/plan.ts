@@ -1,9 +1,11 @@
 import { Flags } from '#oclif-core';
-import { BaseCommand } from '../../src/cli/baseCommand.js';
+import { EtcdCommand } from '../../src/cli/baseCommand.js';
+import { runbookSettings } from '../../src/cli/sessionCommand.js';
+import { shellQuote } from '../../src/common/memberCommand.js';
 import { formatOverview, formatPlan, MixedClustersError, planRecovery, type PlanOverview, type RecoveryPlan } from '../../src/recovery/plan.js';
 
-export default class RecoverPlan extends BaseCommand {
-  static override description = `Compare every survivor you have (Lifeboat or etcd data dirs), strictly read-only, and recommend the one that loses the least (highest last term, then index). Sources of different clusters (different cluster IDs) are never compared: the plan groups them by cluster and refuses to choose between clusters (exit 3, showing what each holds) until you name one with --cluster-id; it then compares only that cluster's sources, and Lost lists the other clusters' keys. For each source: cluster and member IDs, members, last term and index, commit and applied index, KV revision, key count and hash, and the entries past the commit index. Says what is kept and what would be lost, and prints the command that applies the plan.`;
+export default class RecoverPlan extends EtcdCommand {
+  static override description = `Compare every survivor you have (Lifeboat or etcd data dirs), strictly read-only, and recommend the one that loses the least (highest last term, then index). Sources of different clusters (different cluster IDs) are never compared: the plan groups them by cluster and refuses to choose between clusters (exit 3, showing what each holds) until you name one with --cluster-id; it then compares only that cluster's sources, and Lost lists the other clusters' keys. For each source: cluster and member IDs, members, last term and index, commit and applied index, KV revision, key count and hash, and the entries past the commit index. Says what is kept and what would be lost, and prints the command that applies the plan, with the connection flags given here (--user, --password-file, --cacert, --cert, --key, …; --user root when the source has etcd's auth enabled).`;
 
   static override examples = [
     '<%= config.bin %> recover plan --from-data-dir /var/lib/lifeboat/m1 --from-data-dir /var/lib/lifeboat/m2',
@@ -33,7 +35,7 @@ export default class RecoverPlan extends BaseCommand {
   };
 
   async run(): Promise<void> {
-    const { flags } = await this.parse(RecoverPlan);
+    const { flags, metadata } = await this.parse(RecoverPlan);
     let plan: RecoveryPlan;
     try {
       plan = await planRecovery({
@@ -49,6 +51,23 @@ export default class RecoverPlan extends BaseCommand {
       if (e instanceof MixedClustersError) this.print(flags['write-out'], { ...e.overview, refused: e.message }, (o: PlanOverview) => formatOverview(o));
       throw e;
     }
+    // The command applying the plan connects as the run will: the connection flags given here, and root's where the source has auth.
+    const runbook = runbookSettings(flags, metadata, [
+      'from-data-dir',
+      'from-inspect',
+      'wal-dir',
+      'from-snapshot',
+      'discard-uncommitted',
+      'cluster-id',
+      'write-out',
+    ]);
+    const best = plan.sources[plan.recommended];
+    if ((best?.report?.authEnabled || best?.snapshot?.etcd?.authEnabled) && flags.user === undefined) {
+      runbook.flags.push('--user', 'root');
+      runbook.env.push('LIFEBOAT_PASSWORD');
+    }
+    if (runbook.flags.length > 0) plan.command = `${plan.command} ${runbook.flags.map((w) => shellQuote(w)).join(' ')}`;
+    if (runbook.env.length > 0) plan.command = `${plan.command}   # secrets from the environment: ${runbook.env.join(', ')}`;
     this.print(flags['write-out'], plan, (p: RecoveryPlan) => formatPlan(p));
   }
 }

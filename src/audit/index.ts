@@ -11,3 +11,4 @@ export { AuditDbMissingError } from './schema.js';
 export * from './types.js';
 export { DRILL_PLAYBOOK, DRILL_RESULT_EVENT, drillHistory, drillSummaryOf, readDrillHistory, runKind } from './drillRuns.js';
 export type { DrillCheck, DrillHistory, DrillHistoryEntry, DrillPhase, DrillSummary, RunKind } from './drillRuns.js';
+export { operatorWaits, ownTime } from './operatorWait.js';

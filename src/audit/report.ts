@@ -10,6 +10,7 @@ import { AuditDbMissingError } from './schema.js';
 import { Redactor } from './redact.js';
 import { isSecretDigest } from './secretDigest.js';
 import { drillSummaryOf, runKind, type DrillSummary } from './drillRuns.js';
+import { operatorWaits } from './operatorWait.js';
 import { COMPLETED_STEP_STATUSES, type EventRecord, type RunMark, type RunRecord, type StepRecord, type StepStatus, type VerifyResult } from './types.js';
 
 /** How a step shows in a report: `unfinished` when a later attempt replaced it or the run ended around it; `skipped` also for a step a resume found done. */
@@ -40,7 +41,10 @@ export interface ReportStep {
   startedAt: string;
   /** ms from its session's start */
   offsetMs: number;
+  /** wall time from start to end, the operator's waits included */
   durationMs: number | null;
+  /** of durationMs, the time spent waiting for the operator to answer the step's questions */
+  waitMs: number;
   inputs: unknown;
   outputs: unknown;
   error: string | null;
@@ -126,7 +130,7 @@ export function buildRunReport(log: AuditReader, runId: string, now: Date = new 
   const stepIdOf = (seq: number | null) => (seq === null ? null : (stepsBySeq.get(seq)?.stepId ?? null));
 
   const sessions = buildSessions(run, timeline, marks, redact);
-  const steps = buildSteps(run, [...stepsBySeq.values()], sessions, marks, redact);
+  const steps = buildSteps(run, [...stepsBySeq.values()], sessions, marks, redact, operatorWaits(events));
 
   const playbookEvent = events.find((e) => e.kind === 'playbook');
   const playbookData = asRecord(playbookEvent?.data);
@@ -219,7 +223,14 @@ function sessionOfSeq(starts: number[], seq: number): number {
   return i;
 }
 
-function buildSteps(run: RunRecord, attempts: StepRecord[], sessions: ReportSession[], marks: RunMark[], redact: Redactor): ReportStep[] {
+function buildSteps(
+  run: RunRecord,
+  attempts: StepRecord[],
+  sessions: ReportSession[],
+  marks: RunMark[],
+  redact: Redactor,
+  waits: Map<number, number>,
+): ReportStep[] {
   const starts = [run.startSeq, ...marks.filter((m) => m.kind === 'run.resume').map((m) => m.seq)];
   const latestSeq = new Map<number, number>();
   for (const s of attempts) latestSeq.set(s.ordinal, s.seq);
@@ -243,6 +254,7 @@ function buildSteps(run: RunRecord, attempts: StepRecord[], sessions: ReportSess
           startedAt: session.startedAt,
           offsetMs: 0,
           durationMs: null,
+          waitMs: 0,
           outputs: redact.value(s.outputs),
           error: null,
           note: `done in attempt ${s.attempt}`,
@@ -260,6 +272,7 @@ function buildSteps(run: RunRecord, attempts: StepRecord[], sessions: ReportSess
         startedAt: s.startedAt,
         offsetMs: Date.parse(s.startedAt) - Date.parse(session.startedAt),
         durationMs: s.durationMs,
+        waitMs: waits.get(s.seq) ?? 0,
         outputs: redact.value(s.outputs),
         error: s.error === null ? null : redact.text(s.error),
         note: superseded ? 'run again in a later attempt' : unfinished ? 'the process stopped before the step ended' : null,

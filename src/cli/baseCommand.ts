@@ -63,6 +63,7 @@ export abstract class EtcdCommand extends BaseCommand {
     'command-timeout': oclifDuration('command-timeout', CONNECTION_FLAGS['command-timeout']),
     user: oclifString('user', CONNECTION_FLAGS.user),
     password: oclifString('password', CONNECTION_FLAGS.password),
+    'password-file': oclifString('password-file', CONNECTION_FLAGS['password-file']),
     cacert: oclifString('cacert', CONNECTION_FLAGS.cacert),
     cert: oclifString('cert', CONNECTION_FLAGS.cert),
     key: oclifString('key', CONNECTION_FLAGS.key),

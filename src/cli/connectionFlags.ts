@@ -2,9 +2,11 @@
 // timeouts, auth, TLS, --debug) and --write-out, as plain data (flagParser.ts),
 // and the connection options they give. oclif's flags are built from these
 // tables (baseCommand.ts); `lifeboat snapshot save` parses them without oclif.
+import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from '../client/etcdClient.js';
 import { InputError } from '../common/errors.js';
 import { envName, type FlagSpec } from './flagParser.js';
+import { askOnTerminal } from './terminalPrompt.js';
 
 export const WRITE_OUT_FORMATS = ['simple', 'json', 'table'] as const;
 export type WriteOut = (typeof WRITE_OUT_FORMATS)[number];
@@ -41,6 +43,7 @@ export const CONNECTION_FLAGS = {
   'command-timeout': durationSpec('command-timeout', 5000, '5s', 'deadline of each request, e.g. 5s', true),
   user: str('user', 'etcd auth: username[:password] (without a password: --password, or asked on a terminal)', true),
   password: str('password', 'etcd auth: the password of --user (LIFEBOAT_PASSWORD or ETCDCTL_PASSWORD keep it off the command line)'),
+  'password-file': str('password-file', 'etcd auth: read the password of --user from the first line of FILE (wins over --password)'),
   cacert: str('cacert', 'verify servers with this CA bundle (PEM)', true),
   cert: str('cert', 'client certificate (PEM), for servers with client-cert auth', true),
   key: str('key', 'client private key (PEM), with --cert', true),
@@ -59,6 +62,7 @@ export interface ConnectionFlags {
   'command-timeout': number;
   user?: string;
   password?: string;
+  'password-file'?: string;
   cacert?: string;
   cert?: string;
   key?: string;
@@ -92,7 +96,29 @@ export function connectionFromFlags(flags: ConnectionFlags): ConnectionOptions {
  * goes nowhere but the Authenticate call: no log, no error message.
  */
 function credentialsFromFlags(flags: ConnectionFlags): Pick<ConnectionOptions, 'credentials'> {
-  return credentialsFor(flags.user, flags.password, process.env.ETCDCTL_PASSWORD || undefined, '--user', '--password, NAME:PASSWORD or ETCDCTL_PASSWORD');
+  const password = flags['password-file'] !== undefined ? readPasswordFile(flags['password-file']) : flags.password;
+  return credentialsFor(
+    flags.user,
+    password,
+    process.env.ETCDCTL_PASSWORD || undefined,
+    '--user',
+    '--password, --password-file, NAME:PASSWORD or ETCDCTL_PASSWORD',
+  );
+}
+
+/** A secret read as etcd's tools read one from a file: its first line, the line break stripped. Its text is never shown. */
+export function readPasswordFile(file: string): string {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'a directory' : (code ?? 'unreadable');
+    throw new InputError(`--password-file ${file}: cannot read it (${why}); give a readable file with the password on its first line`);
+  }
+  const first = text.split(/\r?\n/)[0];
+  if (first === '') throw new InputError(`--password-file ${file}: its first line is empty; put the password on the first line`);
+  return first;
 }
 
 /**
@@ -123,5 +149,5 @@ export function credentialsFor(
 
 async function askPassword(user: string): Promise<string> {
   const { password } = await import('@inquirer/prompts');
-  return password({ message: `Password of ${user}:` });
+  return askOnTerminal((context) => password({ message: `Password of ${user}:` }, context));
 }

@@ -7,7 +7,7 @@ import { decideRecovery, RECOVER_PLAYBOOK, type RecoverAsk, type RecoverInput } 
 import { terminalSessionIo } from './sessionIo.js';
 
 export type RecoverRequest = RecoverInput &
-  Pick<PlaybookRunRequest, 'reason' | 'auditDb' | 'connection' | 'endpoints' | 'endpointsGiven' | 'json' | 'supervisor'>;
+  Pick<PlaybookRunRequest, 'reason' | 'auditDb' | 'connection' | 'endpoints' | 'endpointsGiven' | 'json' | 'supervisor' | 'runbook'>;
 
 /** The terminal's questions, each answer's time kept (by question) so the audit log records when it was given. */
 function terminalAsk(answeredAt: Map<string, string>): RecoverAsk {
@@ -51,5 +51,6 @@ export async function recoverSession(req: RecoverRequest, ask: (answeredAt: Map<
     events: events.map((e) => ({ ...e, at: answeredAt.get(e.kind === 'plan' ? SHOWN : e.message) ?? decidedAt })),
     promptDefaults,
     ...(req.supervisor ? { supervisor: req.supervisor } : {}),
+    ...(req.runbook ? { runbook: req.runbook } : {}),
   });
 }

@@ -1,12 +1,15 @@
 // What the `playbook` and `recover` commands share: the flags of a run, the
 // connection they hand to steps, printing a session's result and ending with the
 // exit code of its outcome, and printing a refused playbook one problem per line.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { Flags, type Command } from '#oclif-core';
 import { PlaybookInvalidError } from '../playbook/errors.js';
-import type { SessionResult } from '../playbook/session.js';
+import type { RunbookSettings, SessionResult } from '../playbook/session.js';
 import { EtcdCommand, type WriteOut } from './baseCommand.js';
 export { connectionFromFlags } from './baseCommand.js';
 import { EXIT, exitCodeFor } from './exitCodes.js';
+import { silenceTlsServerNameWarning } from './warnings.js';
 
 export const playbookYesFlag = Flags.boolean({
   char: 'y',
@@ -54,6 +57,42 @@ export function flagGiven(metadata: { flags: Record<string, { setFromDefault?: b
 }
 
 /**
+ * Every flag the operator gave (on the command line or through its environment
+ * variable), but those in `skip`, as a runbook line's words: a path that exists
+ * made absolute (the line may run from anywhere), a duration in ms. The password's
+ * text never: --password-file by its path, else LIFEBOAT_PASSWORD is named, as
+ * --user NAME:PASSWORD is cut to --user NAME.
+ */
+export function runbookSettings(
+  flags: Record<string, unknown>,
+  metadata: { flags: Record<string, { setFromDefault?: boolean } | undefined> },
+  skip: readonly string[],
+): RunbookSettings {
+  const words: string[] = [];
+  const env: string[] = [];
+  // oclif keeps metadata only for flags it filled in (setFromDefault): a flag without any was given, if it has a value.
+  const given = (name: string) => flags[name] !== undefined && metadata.flags[name]?.setFromDefault !== true;
+  for (const name of Object.keys(flags).sort()) {
+    if (skip.includes(name) || name === 'debug' || name === 'password' || !given(name)) continue;
+    const value = flags[name];
+    if (name === 'user') {
+      words.push('--user', String(value).split(':')[0]);
+      continue;
+    }
+    for (const v of Array.isArray(value) ? value : [value]) {
+      if (typeof v === 'boolean') words.push(v ? `--${name}` : `--${name}=false`);
+      else if (typeof v === 'number') words.push(`--${name}`, `${v}ms`);
+      else if (typeof v === 'string') words.push(`--${name}`, v !== '' && existsSync(v) ? path.resolve(v) : v);
+    }
+  }
+  if (given('user') && !given('password-file')) env.push('LIFEBOAT_PASSWORD');
+  return { flags: words, env };
+}
+
+/** Flags of a run that a runbook line of `playbook run` does not take or sets itself. */
+export const RUNBOOK_SKIP = ['set', 'vars', 'yes', 'reason', 'audit-db', 'dry-run', 'write-out'] as const;
+
+/**
  * A refused playbook: one line per problem (file:line:col: field: message) on
  * stderr, then exit 2. Returns (doing nothing) for any other error.
  */
@@ -66,6 +105,12 @@ export function exitIfInvalid(cmd: Command, err: unknown): void {
 
 /** A command that runs a playbook session: prints its result, ends with its error (exit code from the run's outcome), and prints a refused playbook. */
 export abstract class SessionCommand extends EtcdCommand {
+  /** A run's clients (its password check, its steps) dial IP addresses over TLS too: no DEP0123 in its output. */
+  override async init(): Promise<void> {
+    await super.init();
+    silenceTlsServerNameWarning();
+  }
+
   protected async printSession(writeOut: WriteOut, session: Promise<SessionResult>): Promise<void> {
     const result = await session;
     this.print(writeOut, result, { simple: (r: SessionResult) => r.text, json: (r: SessionResult) => r.json });

@@ -413,13 +413,18 @@ class PlaybookRun {
           );
         }
         let answer: boolean;
+        // The operator's time to answer is recorded with the answer: the step's own time is its duration less this.
+        const asked = Date.now();
         try {
           answer = await ui.ask(this.shown.text(question), this.signal);
         } catch (err) {
-          audit.recordPrompt(this.runId, question, null, { step: ref, data: { answeredBy: 'nobody: the prompt was interrupted' } });
+          audit.recordPrompt(this.runId, question, null, {
+            step: ref,
+            data: { answeredBy: 'nobody: the prompt was interrupted', waitedMs: Date.now() - asked },
+          });
           throw err;
         }
-        audit.recordPrompt(this.runId, question, answer, { step: ref });
+        audit.recordPrompt(this.runId, question, answer, { step: ref, data: { waitedMs: Date.now() - asked } });
         ui.event('answered', this.shown.text(`${question} ${answer ? 'yes' : 'no'}`));
         return answer;
       },

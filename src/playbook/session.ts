@@ -11,6 +11,7 @@ import { InputError, RefusedError } from '../common/errors.js';
 import { shellQuote } from '../common/memberCommand.js';
 import { SECRET_MARK, SecretScrubber } from '../audit/secretDigest.js';
 import { lookupServiceUser, SUPERVISOR_MODES, type ServiceUser, type SupervisorMode } from '../ops/supervisor.js';
+import { settleCredentials, type CredentialCheck } from './credentials.js';
 import { entryProblem, variableChecks } from './entryChecks.js';
 import { handOffMembers, type Handoff } from './handoff.js';
 import { dryRunJson, formatDryRun } from './dryRun.js';
@@ -67,6 +68,16 @@ interface CommonRequest {
   env?: NodeJS.ProcessEnv;
   /** handing the members the run starts to a supervisor (default: print) */
   supervisor?: SupervisorRequest;
+  /** the flags the run was given, for the runbook line it prints */
+  runbook?: RunbookSettings;
+}
+
+/** The settings a run was given, for its runbook line (scriptedEquivalent). */
+export interface RunbookSettings {
+  /** command-line words: every flag given, paths made absolute, no secret's text */
+  flags: string[];
+  /** environment variables the line reads its secrets from (LIFEBOAT_PASSWORD) */
+  env: string[];
 }
 
 /** --supervisor, --unit-dir, --service-user */
@@ -184,6 +195,8 @@ export async function runPlaybookSession(req: PlaybookRunRequest): Promise<Sessi
     return { text: shown.text(formatDryRun(pb, shownBound, shownPlan)), json: dryRunJson(pb, shownBound, shownPlan) };
   }
 
+  // The password is asked (if it must be) and checked now, before the reason and the first step: never mid-run.
+  const connection = await cancellable(() => settleCredentials(req.connection, credentialCheck(bound.values, req.endpointsGiven ? req.endpoints : undefined)));
   let reason = req.reason?.trim() ?? '';
   let reasonPrompt: string | undefined;
   let reasonAt: string | undefined;
@@ -208,13 +221,13 @@ export async function runPlaybookSession(req: PlaybookRunRequest): Promise<Sessi
         ...(reasonPrompt ? { reasonPrompt } : {}),
         ...(reasonAt ? { reasonAt } : {}),
         yes: req.yes ?? false,
-        connection: req.connection,
+        connection,
         ...(req.endpoints !== undefined ? { endpoints: req.endpoints } : {}),
         signal,
         startEvents: [...testStepEvents(library), ...(req.events ?? [])],
       }),
     );
-    const equivalent = interactive || result.outcome !== 'succeeded' ? scriptedEquivalent(req.target, pb, bound, reason, req.auditDb) : undefined;
+    const equivalent = interactive || result.outcome !== 'succeeded' ? scriptedEquivalent(req.target, pb, bound, reason, req.auditDb, req.runbook) : undefined;
     return summarize(result, audit, { handoff: handOffMembers(audit, result.runId, result.runDir, supervisor), equivalent });
   } finally {
     audit.close();
@@ -269,10 +282,11 @@ export async function resumePlaybookSession(req: PlaybookResumeRequest): Promise
         `run ${req.runId} was made as user ${recordedConn.user}: give --user ${recordedConn.user} again (its password from --password, LIFEBOAT_PASSWORD or ETCDCTL_PASSWORD, or asked on a terminal)`,
       );
     const { user: _user, ...recordedRest } = recordedConn ?? {};
-    const connection =
+    const chosen =
       req.explicit?.connection || !recordedConn
         ? req.connection
         : { ...(recordedRest as Connection), ...(req.connection.credentials ? { credentials: req.connection.credentials } : {}) };
+    const connection = await cancellable(() => settleCredentials(chosen, credentialCheck(bound.values, endpoints)));
     const plan = planRun(pb, library.library, bound.values, endpoints);
     throwScrubbed(() => plan.problems.throwIfAny(), secretsShown(pb, bound, connection));
     throwScrubbed(() => throwPreflight(plan, library), secretsShown(pb, bound, connection));
@@ -301,11 +315,20 @@ export async function resumePlaybookSession(req: PlaybookResumeRequest): Promise
         ],
       }),
     );
-    const equivalent = result.outcome !== 'succeeded' ? scriptedEquivalent(rec.file, pb, bound, rec.run.reason, req.auditDb) : undefined;
+    const equivalent = result.outcome !== 'succeeded' ? scriptedEquivalent(rec.file, pb, bound, rec.run.reason, req.auditDb, req.runbook) : undefined;
     return summarize(result, audit, { handoff: handOffMembers(audit, result.runId, result.runDir, supervisor), equivalent });
   } finally {
     audit.close();
   }
+}
+
+/** Where the run's password is checked: its recovery source (a variable named source) if it exists, else its cluster. */
+function credentialCheck(values: Record<string, unknown>, endpoints: string | undefined): CredentialCheck {
+  const source = values.source;
+  if (typeof source === 'string' && source !== '' && existsSync(source)) return { source: path.resolve(source) };
+  const ep = values.endpoints;
+  if (typeof ep === 'string' || Array.isArray(ep)) return { endpoints: ep as string | string[] };
+  return endpoints !== undefined ? { endpoints } : {};
 }
 
 function makeView(req: CommonRequest, interactive: boolean): RunView {
@@ -382,26 +405,42 @@ function throwScrubbed(fn: () => void, shown: SecretScrubber): void {
 
 /**
  * The same run, scripted: `lifeboat playbook run NAME --yes --reason … --set …`
- * with every variable not left at its default; secrets (by type or name) are
- * left out, a secret variable's environment variable named instead.
+ * with every flag the run was given (`runbook`) and every variable not left at its
+ * default, shell-quoted, so that it runs as printed. A secret's text is never in
+ * it: a secret variable is read from its environment variable, the password from
+ * --password-file or LIFEBOAT_PASSWORD, named after the line.
  */
-export function scriptedEquivalent(target: string, pb: Playbook, bound: BoundVariables, reason: string, auditDb?: string): string {
+export function scriptedEquivalent(
+  target: string,
+  pb: Playbook,
+  bound: BoundVariables,
+  reason: string,
+  auditDb?: string,
+  runbook: RunbookSettings = { flags: [], env: [] },
+): string {
   const shipped = path.dirname(pb.absPath) === shippedPlaybooksDir() ? pb.name : pb.absPath;
   const words = ['lifeboat', 'playbook', 'run', shipped === target ? target : shipped, '--yes', '--reason', reason];
   if (auditDb !== undefined) words.push('--audit-db', path.resolve(auditDb));
-  const secrets: string[] = [];
+  words.push(...runbook.flags);
+  const env = [...runbook.env];
+  const leftOut: string[] = [];
   for (const d of pb.variables) {
     const v = bound.values[d.name];
     if (v === undefined || (d.hasDefault && JSON.stringify(v) === JSON.stringify(d.default))) continue;
     if (hiddenVariable(d)) {
-      secrets.push(d.type === 'secret' ? `${d.name} (or ${secretEnvName(d.name)}=…)` : d.name);
+      if (d.type === 'secret') env.push(secretEnvName(d.name));
+      else leftOut.push(d.name);
       continue;
     }
     const text = Array.isArray(v) && v.length === 0 ? '' : formatValue(v, d.type, d.items);
     words.push('--set', `${d.name}=${d.type === 'list' && d.items === 'member' ? text.replace(/; /g, ';') : text}`);
   }
+  const notes = [
+    ...(env.length > 0 ? [`secrets from the environment: ${env.join(', ')}`] : []),
+    ...(leftOut.length > 0 ? [`plus --set for ${leftOut.join(', ')} (secrets, left out)`] : []),
+  ];
   const line = words.map((w) => shellQuote(w)).join(' ');
-  return secrets.length > 0 ? `${line}   # plus --set for ${secrets.join(', ')} (secrets, left out)` : line;
+  return notes.length > 0 ? `${line}   # ${notes.join('; ')}` : line;
 }
 
 function summarize(r: RunResult, audit: AuditLog, extra: { handoff?: Handoff; equivalent?: string | undefined } = {}): SessionResult {

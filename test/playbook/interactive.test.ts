@@ -166,7 +166,7 @@ steps:
     // The pane wraps at 200 columns: read it as one line.
     const joined = end.replace(/\n/g, '');
     assert.ok(!joined.includes(secret.slice(0, 6)), end);
-    assert.match(joined, /# plus --set for token \(or LIFEBOAT_SECRET_TOKEN=…\) \(secrets, left out\)/);
+    assert.match(joined, /# secrets from the environment: LIFEBOAT_SECRET_TOKEN/);
     const audit = AuditLog.open(db, { readonly: true });
     try {
       const [run] = audit.runs();

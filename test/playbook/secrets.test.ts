@@ -118,7 +118,7 @@ steps:
     assert.match(r.stdout, /token = <redacted> {2}\(--set\)/);
     assert.match(r.stdout, /Log in with <redacted>/);
     assert.match(r.stderr, /needs confirmation \("Really use <redacted>\?"\)/);
-    assert.match(r.stdout, /The same run, scripted.*# plus --set for token \(or LIFEBOAT_SECRET_TOKEN=…\) \(secrets, left out\)/);
+    assert.match(r.stdout, /The same run, scripted.*# secrets from the environment: LIFEBOAT_SECRET_TOKEN$/m);
     firstRun = runIdOf(r.stdout);
     assert.match(String(recordedToken(firstRun)), DIGEST);
   });

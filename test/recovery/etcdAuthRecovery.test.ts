@@ -10,7 +10,7 @@ import { EtcdCluster } from '../support/etcdCluster.js';
 import { freePorts } from '../support/ports.js';
 import { stopProcessesUnder } from '../support/processes.js';
 import { playbookRun } from '../support/playbookRun.js';
-import { etcdctl } from '../support/tools.js';
+import { etcdctl, failsWithOneLine, lifeboat } from '../support/tools.js';
 
 describe('recovering an etcd cluster with auth enabled', () => {
   let old: EtcdCluster;
@@ -56,6 +56,16 @@ describe('recovering an etcd cluster with auth enabled', () => {
       members: others.map((m) => `${m.name}=${m.peerUrl},${m.clientUrl},${m.dataDir}`).join(';'),
       stabilization: '1s',
     };
+    // The plan's command applying it logs in as root (the source has auth), the password by its environment variable.
+    const planned = await lifeboat('recover', 'plan', '--from-snapshot', snap, '--dial-timeout', '3s');
+    assert.equal(planned.code, 0, planned.stderr);
+    const apply = /Apply it with:\n {2}(.*)/.exec(planned.stdout)?.[1] ?? '';
+    assert.match(
+      apply,
+      /^lifeboat playbook run recover-from-quorum-loss .* --dial-timeout 3000ms --user root {3}# secrets from the environment: LIFEBOAT_PASSWORD$/,
+      apply,
+    );
+
     // No password from the environment: only what the run is given.
     const env = { ...process.env, ETCDCTL_PASSWORD: '', LIFEBOAT_PASSWORD: '' };
     const runPlaybook = (extra: string[]) => playbookRun('recover-from-quorum-loss', sets, path.join(old.dir, 'audit.db'), { extra, env, timeoutMs: 180_000 });
@@ -65,7 +75,19 @@ describe('recovering an etcd cluster with auth enabled', () => {
     assert.match(refused.stdout + refused.stderr, /auth enabled.*--user root/);
     assert.ok(!fs.existsSync(first.dataDir), 'something was built before the refusal');
 
-    const r = await runPlaybook(['--user', 'root:rootpw']);
+    // A wrong password is said to be wrong before any step, checked against the snapshot's own auth store (the cluster is down).
+    const wrong = await runPlaybook(['--user', 'root:not-rootpw']);
+    failsWithOneLine(wrong, 2, 'wrong password for user root');
+    assert.ok(wrong.ms < 20_000, `refused after ${wrong.ms} ms`);
+    assert.doesNotMatch(wrong.out, /Running playbook|not-rootpw/);
+    assert.ok(!fs.existsSync(first.dataDir), 'something was built before the wrong password was refused');
+    const missing = await runPlaybook(['--user', 'root', '--password-file', path.join(old.dir, 'no-such-file')]);
+    failsWithOneLine(missing, 2, '--password-file', 'no such file');
+
+    // The password from a file, as etcd's tools read secrets: its first line.
+    const pwFile = path.join(old.dir, 'root.pw');
+    fs.writeFileSync(pwFile, 'rootpw\nsecond line ignored\n', { mode: 0o600 });
+    const r = await runPlaybook(['--user', 'root', '--password-file', pwFile]);
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
     const endpoints = members.map((m) => m.clientUrl).join(',');
     const list = await etcdctl('--endpoints', endpoints, '--user', 'root:rootpw', 'member', 'list');

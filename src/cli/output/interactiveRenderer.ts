@@ -1,18 +1,21 @@
 // The interactive view of a run (a RunView): a listr2 task list of every step with
-// its live progress and notes, for-each groups as subtasks, and confirmations asked
-// inside the list (an inquirer adapter, so the prompt does not fight the redraws).
+// its live progress and notes, for-each groups as subtasks, and every question asked
+// during the run (a step's confirmation, a password first needed mid-run) drawn
+// inside the list under the step that asks (an inquirer adapter, so the prompt does
+// not fight the redraws: listr2 draws it and leaves it on screen until answered).
 import { confirm } from '@inquirer/prompts';
-import { Listr, ListrPromptAdapter, ListrTaskEventType, type ListrTask } from 'listr2';
+import { Listr, ListrPromptAdapter, ListrTaskEventType, type ListrTask, type ListrTaskWrapper } from 'listr2';
 import { stepLabel, type ExecNode, type RunView, type StepUi } from '../../playbook/runView.js';
+import { hostPrompts, type Prompt, type PromptHost } from '../terminalPrompt.js';
 
-/** Draws an @inquirer/prompts confirm inside a listr2 task. */
-class ConfirmAdapter extends ListrPromptAdapter {
-  async run<T = boolean>(question: string, signal: AbortSignal): Promise<T> {
+/** Draws an @inquirer/prompts prompt inside a listr2 task. */
+class InquirerAdapter extends ListrPromptAdapter {
+  async run<T>(prompt: Prompt<T>, signal?: AbortSignal): Promise<T> {
     this.reportStarted();
     try {
-      const answer = await confirm({ message: question, default: false }, { output: this.wrapper.stdout(ListrTaskEventType.PROMPT), signal });
+      const answer = await prompt({ output: this.wrapper.stdout(ListrTaskEventType.PROMPT), ...(signal ? { signal } : {}) });
       this.reportCompleted();
-      return answer as T;
+      return answer;
     } catch (err) {
       this.reportFailed();
       throw err;
@@ -20,8 +23,14 @@ class ConfirmAdapter extends ListrPromptAdapter {
   }
 }
 
-export class InteractiveRenderer implements RunView {
+type Task = ListrTaskWrapper<unknown, never, never>;
+
+export class InteractiveRenderer implements RunView, PromptHost {
   readonly interactive = true;
+  /** the step running now: a question asked meanwhile is drawn under it */
+  private current: Task | undefined;
+  /** questions are asked one at a time (listr2 draws one prompt) */
+  private asking: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly write: (line: string) => void = (l) => process.stdout.write(`${l}\n`)) {}
 
@@ -29,7 +38,22 @@ export class InteractiveRenderer implements RunView {
     this.write(line);
   }
 
+  ask<T>(prompt: Prompt<T>, signal?: AbortSignal): Promise<T> {
+    const asked = this.asking.then(() => (this.current ? this.current.prompt(InquirerAdapter).run<T>(prompt, signal) : prompt(signal ? { signal } : {})));
+    this.asking = asked.catch(() => undefined);
+    return asked;
+  }
+
   async run(nodes: ExecNode[]): Promise<void> {
+    const unhost = hostPrompts(this);
+    try {
+      await this.list(nodes);
+    } finally {
+      unhost();
+    }
+  }
+
+  private async list(nodes: ExecNode[]): Promise<void> {
     await new Listr(
       nodes.map((n) => this.task(n)),
       {
@@ -61,6 +85,7 @@ export class InteractiveRenderer implements RunView {
       title: stepLabel(node.id, node.title),
       rendererOptions: { persistentOutput: true, outputBar: 5 },
       task: async (_ctx, task) => {
+        this.current = task;
         let label = stepLabel(node.id, node.title);
         const ui: StepUi = {
           setTitle: (t) => {
@@ -74,14 +99,18 @@ export class InteractiveRenderer implements RunView {
           event: (kind, message) => {
             task.output = `${kind}: ${message}`;
           },
-          ask: (question, signal) => task.prompt(ConfirmAdapter).run<boolean>(question, signal),
+          ask: (question, signal) => this.ask((context) => confirm({ message: question, default: false }, context), signal),
           // A step done in an earlier attempt (a resumed run) is done, not a warning:
           // listr2 draws skipped tasks with ⚠, so it completes with ✔ and says so.
           reuseRecorded: (reason) => {
             task.title = `${label} (${reason}: skipped, its recorded outputs reused)`;
           },
         };
-        await node.run(ui);
+        try {
+          await node.run(ui);
+        } finally {
+          this.current = undefined;
+        }
       },
     };
   }

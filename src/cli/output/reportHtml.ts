@@ -4,6 +4,7 @@
 // the prompts and answers, the variables (secrets masked), the plan shown, and
 // the chain's verification.
 import type { ReportSession, ReportStep, RunReport } from '../../audit/report.js';
+import { ownTime } from '../../audit/operatorWait.js';
 import { formatDuration } from './timelineOutput.js';
 import { chainSummary, clusterChange, outcomeLabel, valueText } from './reportText.js';
 import { drillSectionHtml } from './reportDrill.js';
@@ -159,14 +160,14 @@ function chartSvg(s: ReportSession, steps: ReportStep[]): string {
     const y = c.top + i * c.row;
     const x0 = c.gutter + (x.offsetMs / span) * plot;
     const w = x.status === 'skipped' ? 16 : Math.max(3, ((x.durationMs ?? 0) / span) * plot);
-    const label = x.durationMs === null ? x.status : formatDuration(x.durationMs);
+    const label = x.durationMs === null ? x.status : stepTime(x);
     const by = y + c.row / 2 + 4;
     let text: string;
     if (w > 70) text = `<text class="in-bar" x="${n(x0 + w - 4)}" y="${n(by)}" text-anchor="end">${esc(label)}</text>`;
     else if (x0 + w + 6 + label.length * 10 < c.width) text = `<text x="${n(x0 + w + 4)}" y="${n(by)}">${esc(label)}</text>`;
     else text = `<text x="${n(x0 - 4)}" y="${n(by)}" text-anchor="end">${esc(label)}</text>`;
     const ord = x.attempt > 1 ? `${x.ordinal}·${x.attempt}` : String(x.ordinal);
-    return `<g class="bar" data-step-id="${esc(x.stepId)}" data-status="${x.status}"><title>${esc(stepTitle(x))}: ${x.status}${x.durationMs === null ? '' : `, ${formatDuration(x.durationMs)}`}${x.note ? ` (${esc(x.note)})` : ''}</title>
+    return `<g class="bar" data-step-id="${esc(x.stepId)}" data-status="${x.status}"><title>${esc(stepTitle(x))}: ${x.status}${x.durationMs === null ? '' : `, ${stepTime(x)}`}${x.note ? ` (${esc(x.note)})` : ''}</title>
 <text x="${c.gutter - 6}" y="${n(by)}" text-anchor="end">${esc(ord)}</text>
 <rect class="${x.status}"${x.status === 'skipped' ? ` fill="url(#hatch-${s.index})"` : ''} x="${n(x0)}" y="${n(y + (c.row - c.bar) / 2)}" width="${n(w)}" height="${c.bar}" rx="2"/>${text}</g>`;
   });
@@ -184,6 +185,12 @@ ${ticks.join('')}
 </svg>`;
 }
 
+/** A step's own time, and apart the operator's time to answer its questions. */
+function stepTime(x: ReportStep): string {
+  const took = x.durationMs ?? 0;
+  return x.waitMs > 0 ? `${formatDuration(ownTime(took, x.waitMs))} + ${formatDuration(x.waitMs)} waiting for the operator` : formatDuration(took);
+}
+
 function stepTable(steps: ReportStep[]): string {
   const rows = steps.map((x) => {
     const detail: string[] = [];
@@ -193,8 +200,13 @@ function stepTable(steps: ReportStep[]): string {
     if (!isEmpty(x.inputs)) io.push(`inputs <pre>${esc(JSON.stringify(x.inputs, null, 2))}</pre>`);
     if (!isEmpty(x.outputs)) io.push(`outputs <pre>${esc(JSON.stringify(x.outputs, null, 2))}</pre>`);
     if (io.length > 0) detail.push(`<details><summary>inputs and outputs</summary>${io.join('')}</details>`);
-    const duration = x.durationMs === null ? '—' : formatDuration(x.durationMs);
-    return `<tr class="step ${x.status}" data-step-id="${esc(x.stepId)}" data-status="${x.status}" data-attempt="${x.attempt}" data-duration-ms="${x.durationMs ?? ''}">
+    const duration =
+      x.durationMs === null
+        ? '—'
+        : x.waitMs > 0
+          ? `${formatDuration(ownTime(x.durationMs, x.waitMs))}<div class="muted">+ ${formatDuration(x.waitMs)} waiting for the operator</div>`
+          : formatDuration(x.durationMs);
+    return `<tr class="step ${x.status}" data-step-id="${esc(x.stepId)}" data-status="${x.status}" data-attempt="${x.attempt}" data-duration-ms="${x.durationMs ?? ''}" data-wait-ms="${x.waitMs}">
 <td>${x.ordinal}</td><td><div><b>${esc(x.stepId)}</b>${x.name !== x.stepId ? ` ${esc(x.name)}` : ''} <span class="muted">[${esc(x.type)}]${x.attempt > 1 ? ` attempt ${x.attempt}` : ''}</span></div>${detail.join('')}</td>
 <td class="when mono">${esc(x.startedAt.slice(11, 23))}</td><td class="duration">${duration}</td><td class="status"><span class="badge ${x.status}">${x.status}</span></td></tr>`;
   });

@@ -1,5 +1,6 @@
 // `lifeboat audit report --markdown`: the same report as Markdown (GitHub
 // flavour: tables), to paste into a ticket or a post-mortem.
+import { ownTime } from '../../audit/operatorWait.js';
 import type { ReportStep, RunReport } from '../../audit/report.js';
 import { formatDuration } from './timelineOutput.js';
 import { chainSummary, clusterChange, outcomeLabel, valueText } from './reportText.js';
@@ -107,7 +108,12 @@ export function renderReportMarkdown(r: RunReport): string {
 function stepRow(x: ReportStep, marks: Record<string, string>): string {
   const title = `\`${x.stepId}\`${x.name !== x.stepId ? ` ${cell(x.name)}` : ''}${x.attempt > 1 ? ` (attempt ${x.attempt})` : ''}`;
   const status = `${marks[x.status] ?? x.status}${x.note ? ` (${cell(x.note)})` : ''}`;
-  const took = x.durationMs === null ? '—' : formatDuration(x.durationMs);
+  const took =
+    x.durationMs === null
+      ? '—'
+      : x.waitMs > 0
+        ? `${formatDuration(ownTime(x.durationMs, x.waitMs))} (+ ${formatDuration(x.waitMs)} waiting for the operator)`
+        : formatDuration(x.durationMs);
   return `| ${x.ordinal} | ${title} | ${x.type} | ${x.startedAt.slice(11, 23)} | ${took} | ${status} |`;
 }
 

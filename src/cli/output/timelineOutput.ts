@@ -1,6 +1,7 @@
 // `lifeboat audit show`: one run as a readable timeline — a header, then its
 // steps, prompts, notes, resumes and end in the order they were written.
 import type { Renderer } from '../baseCommand.js';
+import { operatorWaits, ownTime } from '../../audit/operatorWait.js';
 import type { EventRecord, RunMark, RunRecord, StepRecord, TimelineEntry } from '../../audit/types.js';
 
 export interface RunTimeline {
@@ -11,15 +12,27 @@ export interface RunTimeline {
 export const timelineOutput: Renderer<RunTimeline> = {
   simple: renderTimeline,
   table: renderTimeline,
-  json: ({ run, timeline }) => ({
-    run,
-    timeline: timeline.map((e) =>
-      e.type === 'step' ? { entry: 'step', ...e.step } : e.type === 'event' ? { entry: 'event', ...e.event } : { entry: 'run', ...e.mark },
-    ),
-  }),
+  json: ({ run, timeline }) => {
+    const waits = waitsOf(timeline);
+    return {
+      run,
+      timeline: timeline.map((e) =>
+        e.type === 'step'
+          ? { entry: 'step', ...e.step, waitMs: waits.get(e.step.seq) ?? 0 }
+          : e.type === 'event'
+            ? { entry: 'event', ...e.event }
+            : { entry: 'run', ...e.mark },
+      ),
+    };
+  },
 };
 
 const INDENT = ' '.repeat(14);
+
+/** Each step's time spent waiting for the operator (its prompts' answers), by its start seq. */
+function waitsOf(timeline: TimelineEntry[]): Map<number, number> {
+  return operatorWaits(timeline.flatMap((e) => (e.type === 'event' ? [e.event] : [])));
+}
 
 export function renderTimeline({ run, timeline }: RunTimeline): string {
   const lines: string[] = [];
@@ -42,20 +55,27 @@ export function renderTimeline({ run, timeline }: RunTimeline): string {
   const day = run.startedAt.slice(0, 10);
   const when = (iso: string) => (iso.startsWith(day) ? iso.slice(11, 23) : iso.slice(0, 23).replace('T', ' '));
   const superseded = supersededSteps(timeline);
+  const waits = waitsOf(timeline);
   for (const entry of timeline) {
-    if (entry.type === 'step') stepLines(entry.step, run, superseded, when, lines);
+    if (entry.type === 'step') stepLines(entry.step, run, superseded, when, lines, waits.get(entry.step.seq) ?? 0);
     else if (entry.type === 'event') eventLines(entry.event, when, lines);
     else markLines(entry.mark, when, lines);
   }
   return lines.join('\n');
 }
 
-function stepLines(s: StepRecord, run: RunRecord, superseded: Set<number>, when: (iso: string) => string, lines: string[]) {
+function stepLines(s: StepRecord, run: RunRecord, superseded: Set<number>, when: (iso: string) => string, lines: string[], waitMs: number) {
   const title = s.name !== s.stepId ? `${s.stepId} "${s.name}"` : s.stepId;
   const attempt = s.attempt > 1 ? ` (attempt ${s.attempt})` : '';
   let status: string = s.status;
   if (s.status === 'running' && (run.outcome !== 'running' || superseded.has(s.seq))) status = 'unfinished';
-  const took = s.durationMs !== null ? `  ${formatDuration(s.durationMs)}` : '';
+  // The step's own time; the operator's time to answer its questions is shown apart.
+  const took =
+    s.durationMs === null
+      ? ''
+      : waitMs > 0
+        ? `  ${formatDuration(ownTime(s.durationMs, waitMs))} (+ ${formatDuration(waitMs)} waiting for the operator)`
+        : `  ${formatDuration(s.durationMs)}`;
   lines.push(`${when(s.startedAt).padEnd(12)}  step ${s.ordinal} ${title} [${s.type}]${attempt}  ${status}${took}`);
   if (!isEmpty(s.inputs)) lines.push(`${INDENT}inputs  ${JSON.stringify(s.inputs)}`);
   if (!isEmpty(s.outputs)) lines.push(`${INDENT}outputs ${JSON.stringify(s.outputs)}`);
