@@ -139,6 +139,18 @@ describe('snapshot and data dir commands', () => {
     assert.equal(t.code, 1);
     assert.match(t.stderr, /truncated|no sha256 trailer/);
     assert.match(t.stderr, /copy it again or save a new one/);
+    // restore says truncated too (not "no sha256 trailer; use --skip-hash-check"), with or without the flag.
+    for (const skip of [[], ['--skip-hash-check']]) {
+      const r = await lifeboat('snapshot', 'restore', truncated, '--data-dir', fresh, ...common, ...skip);
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(
+        r.stderr,
+        new RegExp(
+          `^Error: snapshot ${truncated} is truncated \\(its header says \\d+ pages of \\d+ bytes \\(\\d+ bytes\\), the file has 5000 bytes\\); copy it again or save a new one\n$`,
+        ),
+      );
+      assert.ok(!fs.existsSync(fresh) && !fs.existsSync(`${fresh}.part`));
+    }
 
     const corrupt = path.join(c.dir, 'corrupt.db');
     const bytes = Buffer.from(fs.readFileSync(snap));
