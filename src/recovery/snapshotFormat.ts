@@ -6,7 +6,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { KvStore } from '../kv/index.js';
-import { InputError } from '../common/errors.js';
+import { InputError, RefusedError } from '../common/errors.js';
+import { fencedDataDirProblem } from './fenceRecord.js';
 import { boltTruncation, checkTrailer, looksLikeBolt, scanEtcdDb, type EtcdDbSummary } from '../etcdfile/index.js';
 import { clusterIdFor } from '../storage/identity.js';
 
@@ -35,6 +36,16 @@ function sqliteTruncation(head: Buffer, size: number): string | undefined {
   if (pageSize < 512 || pages === 0 || head.readUInt32BE(24) !== head.readUInt32BE(92)) return undefined;
   const want = pageSize * pages;
   return size < want ? `its header says ${pages} pages of ${pageSize} bytes (${want} bytes), the file has ${size} bytes` : undefined;
+}
+
+/** A directory given where a snapshot file is expected: a fenced data dir says so (exit 3), any other is bad input (exit 2). */
+export function refuseDirectory(file: string): void {
+  if (!fs.statSync(file).isDirectory()) return;
+  const fenced = fencedDataDirProblem(file);
+  if (fenced) throw new RefusedError(`${file} is a directory, not a snapshot file: ${fenced}`);
+  throw new InputError(
+    `${file} is a directory, not a snapshot file; give the file itself (an etcd data dir's is ${path.join(file, 'member', 'snap', 'db')}; for a data dir use 'lifeboat datadir inspect ${file}')`,
+  );
 }
 
 /** The error for a truncated snapshot: what is missing and what to do, one line. */
@@ -177,11 +188,7 @@ function etcdStatus(file: string, kind: SnapshotKind): SnapshotStatus {
  */
 export async function snapshotStatus(file: string): Promise<SnapshotStatus> {
   if (!fs.existsSync(file)) throw new InputError(`snapshot ${file} does not exist; check the path`);
-  if (fs.statSync(file).isDirectory()) {
-    throw new InputError(
-      `${file} is a directory, not a snapshot file; give the file itself (an etcd data dir's is ${path.join(file, 'member', 'snap', 'db')}; for a data dir use 'lifeboat datadir inspect ${file}')`,
-    );
-  }
+  refuseDirectory(file);
   const kind = snapshotKind(file);
   if (kind.truncated !== undefined) throw truncatedSnapshotError(file, kind);
   if (kind.format === 'etcd') return etcdStatus(file, kind);
