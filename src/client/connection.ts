@@ -4,6 +4,7 @@ import * as grpc from '#grpc-js';
 import { service } from '../proto/grpcClients.js';
 import type { Endpoint } from './endpoints.js';
 import { connectReason, isTlsReason, unreachableError } from './errors.js';
+import { peerPortError } from './peerPort.js';
 import type { TlsMaterial } from './tls.js';
 
 // grpc-js builds each service's methods from the .proto at run time, so its types
@@ -81,8 +82,10 @@ export class Connection {
         // The channel keeps its last connection error to itself; a fail-fast call
         // made now is refused at once and carries it in its details.
         reason = (await this.lastError(deadline)) ?? reason;
-        // A certificate problem does not go away by retrying: report it at once.
-        if (reason !== undefined && isTlsReason(reason)) throw unreachableError(this.endpoint.text, dialTimeoutMs, reason);
+        // A certificate problem does not go away by retrying: report it at once, unless the endpoint is a
+        // member's peer port (etcd's closes a TLS connection that brings gRPC), which the error then says.
+        if (reason !== undefined && isTlsReason(reason))
+          throw (await peerPortError(this.endpoint, this.tls)) ?? unreachableError(this.endpoint.text, dialTimeoutMs, reason);
         state = this.channel.getConnectivityState(false);
         if (state === READY) return;
       }
