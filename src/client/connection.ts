@@ -1,5 +1,6 @@
 // One gRPC channel to one endpoint, with etcd's KV, Cluster, Maintenance and Watch services on it, and a dial
 // that either reaches READY within the dial timeout or explains why not.
+import net from 'node:net';
 import * as grpc from '#grpc-js';
 import { service } from '../proto/grpcClients.js';
 import type { Endpoint } from './endpoints.js';
@@ -37,6 +38,29 @@ export const CHANNEL_OPTIONS: grpc.ChannelOptions = {
 
 const { READY, TRANSIENT_FAILURE, SHUTDOWN } = grpc.connectivityState;
 
+/** What grpc-js's secure connector keeps for tls.connect (channel-credentials.js). */
+type SecureConnector = { connectionOptions?: { servername?: string } };
+type MakesConnectors = { _createSecureConnector: (...args: unknown[]) => SecureConnector };
+
+/**
+ * grpc-js sets the TLS ServerName (SNI) to the endpoint's host even when it is an
+ * IP address, which RFC 6066 forbids and Node warns about (DEP0123) in the middle
+ * of a command's output. Its connector's options are left without it for an IP:
+ * tls.connect then checks the certificate against `host`, the same IP, so the
+ * IP SAN is still verified (the TLS tests connect to 127.0.0.1 certificates).
+ */
+function withoutIpServerName(credentials: grpc.ChannelCredentials): grpc.ChannelCredentials {
+  const c = credentials as unknown as MakesConnectors;
+  const make = c._createSecureConnector.bind(c);
+  c._createSecureConnector = (...args: unknown[]) => {
+    const connector = make(...args);
+    const o = connector.connectionOptions;
+    if (o?.servername !== undefined && net.isIP(o.servername) !== 0) delete o.servername;
+    return connector;
+  };
+  return credentials;
+}
+
 export class Connection {
   readonly channel: grpc.Channel;
   readonly kv: UnaryMethods;
@@ -53,7 +77,7 @@ export class Connection {
     /** undefined: plaintext */
     readonly tls: TlsMaterial | undefined,
   ) {
-    const credentials = tls ? grpc.credentials.createFromSecureContext(tls.secureContext, tls.verify) : grpc.credentials.createInsecure();
+    const credentials = tls ? withoutIpServerName(grpc.credentials.createFromSecureContext(tls.secureContext, tls.verify)) : grpc.credentials.createInsecure();
     this.channel = new grpc.Channel(endpoint.address, credentials, CHANNEL_OPTIONS);
     const make = (name: string) => {
       const Ctor = service(name);

@@ -98,10 +98,12 @@ export interface IssuedCert {
 export async function issueCert(
   certs: TestCerts,
   name: string,
-  opts: { cn: string; fromOtherCa?: boolean; days?: number; usage?: 'server' | 'client' },
+  opts: { cn: string; fromOtherCa?: boolean; days?: number; usage?: 'server' | 'client'; san?: string },
 ): Promise<IssuedCert> {
   const dir = certs.dir;
   const p = (f: string) => path.join(dir, f);
+  // Other names than 127.0.0.1/localhost (e.g. 'IP:10.9.9.9'): a server certificate that does not name the host.
+  if (opts.san) writeFileSync(p(`${name}.ext`), `subjectAltName=${opts.san}\nextendedKeyUsage=serverAuth,clientAuth\nbasicConstraints=CA:FALSE\n`);
   const ca = opts.fromOtherCa ? 'other-ca' : 'ca';
   await openssl(dir, 'req', ...EC, '-keyout', p(`${name}.key`), '-out', p(`${name}.csr`), '-subj', `/CN=${opts.cn}`);
   await openssl(
@@ -120,7 +122,7 @@ export async function issueCert(
     '-days',
     String(opts.days ?? 2),
     '-extfile',
-    p(`${opts.usage ?? 'server'}.ext`),
+    p(opts.san ? `${name}.ext` : `${opts.usage ?? 'server'}.ext`),
   );
   return { cert: p(`${name}.crt`), key: p(`${name}.key`) };
 }
