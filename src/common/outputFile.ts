@@ -24,6 +24,16 @@ export function refuseExistingOutput(file: string, force: boolean, what: string)
   );
 }
 
+/** "FILE already exists (an etcd snapshot, 20512 bytes, modified …)" when something is at `file`; undefined when nothing is. */
+export function existingOutput(file: string): string | undefined {
+  try {
+    const st = fs.statSync(file);
+    return `${file} already exists (${st.isDirectory() ? 'a directory' : describeExisting(file, st)})`;
+  } catch {
+    return undefined;
+  }
+}
+
 const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
 const BOLT_MAGIC = 0xed0cdaed;
 const GZIP_MAGIC = Buffer.from([0x1f, 0x8b]);
