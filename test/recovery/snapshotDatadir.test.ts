@@ -132,6 +132,13 @@ describe('snapshot and data dir commands', () => {
     const missing = await lifeboat('snapshot', 'restore', path.join(c.dir, 'nope.db'), '--data-dir', fresh, ...common);
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /does not exist/);
+    // A data dir given as the snapshot: one line saying so, exit 2 (was a raw EISDIR, exit 1).
+    const dirGiven = await lifeboat('snapshot', 'restore', c.members[0].dataDir, '--data-dir', fresh, ...common);
+    assert.equal(dirGiven.code, 2, dirGiven.stderr);
+    assert.equal(
+      dirGiven.stderr,
+      `Error: ${c.members[0].dataDir} is a directory, not a snapshot file; give the file itself (an etcd data dir's is ${path.join(c.members[0].dataDir, 'member', 'snap', 'db')}; for a data dir use 'lifeboat datadir inspect ${c.members[0].dataDir}')\n`,
+    );
 
     const truncated = path.join(c.dir, 'truncated.db');
     fs.writeFileSync(truncated, fs.readFileSync(snap).subarray(0, 5000));
