@@ -9,12 +9,13 @@ import { renderReportMarkdown } from '../../src/cli/output/reportMarkdown.js';
 import { writeReportFile } from '../../src/cli/output/reportFile.js';
 import { toJson } from '../../src/cli/output/json.js';
 import { InputError } from '../../src/common/errors.js';
+import { FORCE_FLAG_DESCRIPTION, refuseExistingOutput } from '../../src/common/outputFile.js';
 
 export default class AuditReport extends BaseCommand {
   static override summary = 'Write one run as a self-contained HTML page, or as Markdown.';
 
   static override description =
-    "One run as a report: outcome, reason, who and when; the cluster and member IDs before and after; a timeline chart of every step attempt with its duration and status; the prompts and answers; the variables (values whose names look like a password, token or key masked everywhere); the recover plan it showed; and the audit chain's verification and head. A drill's report adds its recovery time per phase as a bar chart (a table in Markdown). --drills instead reports every drill's recovery time over time (a chart and a table; Markdown: a table). HTML (one file: inline CSS and SVG, nothing fetched) goes to stdout unless --html FILE or --out FILE is given; --markdown prints Markdown for tickets and post-mortems; -w json prints the report's data.";
+    "One run as a report: outcome, reason, who and when; the cluster and member IDs before and after; a timeline chart of every step attempt with its duration and status; the prompts and answers; the variables (values whose names look like a password, token or key masked everywhere); the recover plan it showed; and the audit chain's verification and head. A drill's report adds its recovery time per phase as a bar chart (a table in Markdown). --drills instead reports every drill's recovery time over time (a chart and a table; Markdown: a table). HTML (one file: inline CSS and SVG, nothing fetched) goes to stdout unless --html FILE or --out FILE is given; an existing FILE is refused (exit 3) unless --force; --markdown prints Markdown for tickets and post-mortems; -w json prints the report's data.";
 
   static override examples = [
     '<%= config.bin %> audit report r-20261122-083015-3f2a --html report.html',
@@ -28,9 +29,18 @@ export default class AuditReport extends BaseCommand {
   };
 
   static override flags = {
-    html: Flags.string({ description: 'write the HTML page to FILE (via FILE.tmp, then renamed)', helpValue: 'FILE', exclusive: ['markdown', 'out'] }),
+    html: Flags.string({
+      description: 'write the HTML page to FILE (via FILE.tmp, then renamed; an existing FILE needs --force)',
+      helpValue: 'FILE',
+      exclusive: ['markdown', 'out'],
+    }),
     markdown: Flags.boolean({ description: 'Markdown instead of HTML (to stdout, or to --out FILE)', exclusive: ['html'] }),
-    out: Flags.string({ description: 'write to FILE instead of stdout (via FILE.tmp, then renamed)', helpValue: 'FILE', exclusive: ['html'] }),
+    out: Flags.string({
+      description: 'write to FILE instead of stdout (via FILE.tmp, then renamed; an existing FILE needs --force)',
+      helpValue: 'FILE',
+      exclusive: ['html'],
+    }),
+    force: Flags.boolean({ description: FORCE_FLAG_DESCRIPTION, default: false }),
     drills: Flags.boolean({ description: "every drill's recovery time over time, instead of one run", default: false }),
     'audit-db': auditDbFlag,
   };
@@ -42,6 +52,8 @@ export default class AuditReport extends BaseCommand {
     }
     if (flags.drills && args.run_id !== undefined)
       throw new InputError(`give a run ID or --drills, not both (--drills reports every drill; ${args.run_id} is one run)`);
+    const file = flags.html ?? flags.out;
+    if (file !== undefined) refuseExistingOutput(file, flags.force, flags.html === undefined ? '--out' : '--html');
     let text: string;
     if (flags.drills) {
       const history = readDrillHistory(flags['audit-db']);
@@ -51,7 +63,6 @@ export default class AuditReport extends BaseCommand {
       const report = readRunReport(flags['audit-db'], args.run_id);
       text = flags['write-out'] === 'json' ? `${toJson(report)}\n` : flags.markdown ? renderReportMarkdown(report) : renderReportHtml(report);
     }
-    const file = flags.html ?? flags.out;
     if (file === undefined) process.stdout.write(text);
     else writeReportFile(file, text);
   }

@@ -14,7 +14,7 @@ import {
 import { resumePlaybookSession } from '../../src/playbook/session.js';
 
 export default class PlaybookResume extends SessionCommand {
-  static override description = `Continue an interrupted, failed or refused run at its first step not completed, with the variables it recorded (--set changes one that no completed step used). Completed steps are not run again; the interrupted one is (steps are idempotent). Refused if the playbook file changed since the run started (both sha256 hashes are named) or another process is still running it. The connection flags default to the ones the run recorded.`;
+  static override description = `Continue an interrupted, failed or refused run at its first step not completed, with the variables it recorded (--set changes one that no completed step used). Completed steps are not run again (except the probe that old members are down, fence-old-members, until the run has started a member); the interrupted one is (steps are idempotent). Refused if the playbook file changed since the run started (both sha256 hashes are named) or another process is still running it. The connection flags default to the ones the run recorded.`;
 
   static override examples = [
     '<%= config.bin %> playbook resume r-20260312-031502-9c1e',

@@ -6,18 +6,23 @@ import { saveSnapshot } from '../client/snapshotSave.js';
 import { resolveTarget, type ClientTarget } from '../client/target.js';
 import { CONNECTION_FLAGS, connectionFromFlags, WRITE_OUT_FLAG, type ConnectionFlags, type WriteOut } from './connectionFlags.js';
 import { EXIT, tagCommandError } from './exitCodes.js';
-import { parseFlags } from './flagParser.js';
+import { parseFlags, type FlagSpec } from './flagParser.js';
 import { snapshotSaveOutput } from './output/maintenance.js';
 import { render } from './output/render.js';
 import { progressBar } from './progressBar.js';
 import { silenceTlsServerNameWarning } from './warnings.js';
+import { FORCE_FLAG_DESCRIPTION, refuseExistingOutput } from '../common/outputFile.js';
 
 // bin/run.js maps a failure to its exit code with this module's exitFor: the
 // bundle's error classes are its own (serverEntry.ts says more).
 export { exitFor } from './exitCodes.js';
 
-/** Saves the snapshot to `file` with a progress bar on a terminal, then prints what was saved. */
-export async function saveAndPrint(target: ClientTarget, file: string, writeOut: WriteOut, log: (line: string) => void): Promise<void> {
+export const FORCE_FLAG = { type: 'boolean', description: FORCE_FLAG_DESCRIPTION, default: false } as const satisfies FlagSpec;
+
+/** Saves the snapshot to `file` (an existing one only with `force`) with a progress bar on a terminal, then prints what was saved. */
+export async function saveAndPrint(target: ClientTarget, file: string, force: boolean, writeOut: WriteOut, log: (line: string) => void): Promise<void> {
+  // Before connecting: the file there may be the only pre-disaster snapshot.
+  refuseExistingOutput(file, force, 'snapshot file');
   const bar = progressBar('snapshot');
   try {
     const saved = await saveSnapshot(target, file, { onProgress: (done, total) => bar.update(done, total) });
@@ -32,10 +37,14 @@ export async function saveAndPrint(target: ClientTarget, file: string, writeOut:
 /** Runs `lifeboat snapshot save` from its arguments (after `snapshot save`); resolves to the exit code. Errors throw tagged as oclif's would be. */
 export async function main(argv: string[]): Promise<number> {
   try {
-    const { flags, args } = parseFlags(argv, { 'write-out': WRITE_OUT_FLAG, ...CONNECTION_FLAGS }, { commandId: 'snapshot:save', args: ['file'] });
+    const { flags, args } = parseFlags(
+      argv,
+      { 'write-out': WRITE_OUT_FLAG, force: FORCE_FLAG, ...CONNECTION_FLAGS },
+      { commandId: 'snapshot:save', args: ['file'] },
+    );
     silenceTlsServerNameWarning();
     const target = resolveTarget({ ...connectionFromFlags(flags as unknown as ConnectionFlags), endpoints: flags.endpoints as string });
-    await saveAndPrint(target, args[0], flags['write-out'] as WriteOut, (line) => process.stdout.write(`${line}\n`));
+    await saveAndPrint(target, args[0], flags.force === true, flags['write-out'] as WriteOut, (line) => process.stdout.write(`${line}\n`));
     return EXIT.OK;
   } catch (err) {
     tagCommandError(err, 'snapshot:save');

@@ -4,8 +4,9 @@ let installed = false;
 
 /**
  * grpc-js sets the TLS ServerName to the endpoint's host even when it is an IP
- * address, and Node warns about it (DEP0123) on every connection. Drop that one
- * warning; every other warning still prints.
+ * address, and Node warns about it (DEP0123) on every connection. The client's
+ * connections no longer set it for an IP (client/connection.ts); this drops that
+ * one warning from any other path too. Every other warning still prints.
  */
 export function silenceTlsServerNameWarning(): void {
   if (installed) return;

@@ -1,9 +1,11 @@
 // One gRPC channel to one endpoint, with etcd's KV, Cluster, Maintenance and Watch services on it, and a dial
 // that either reaches READY within the dial timeout or explains why not.
+import net from 'node:net';
 import * as grpc from '#grpc-js';
 import { service } from '../proto/grpcClients.js';
 import type { Endpoint } from './endpoints.js';
 import { connectReason, isTlsReason, unreachableError } from './errors.js';
+import { peerPortError } from './peerPort.js';
 import type { TlsMaterial } from './tls.js';
 
 // grpc-js builds each service's methods from the .proto at run time, so its types
@@ -36,6 +38,29 @@ export const CHANNEL_OPTIONS: grpc.ChannelOptions = {
 
 const { READY, TRANSIENT_FAILURE, SHUTDOWN } = grpc.connectivityState;
 
+/** What grpc-js's secure connector keeps for tls.connect (channel-credentials.js). */
+type SecureConnector = { connectionOptions?: { servername?: string } };
+type MakesConnectors = { _createSecureConnector: (...args: unknown[]) => SecureConnector };
+
+/**
+ * grpc-js sets the TLS ServerName (SNI) to the endpoint's host even when it is an
+ * IP address, which RFC 6066 forbids and Node warns about (DEP0123) in the middle
+ * of a command's output. Its connector's options are left without it for an IP:
+ * tls.connect then checks the certificate against `host`, the same IP, so the
+ * IP SAN is still verified (the TLS tests connect to 127.0.0.1 certificates).
+ */
+function withoutIpServerName(credentials: grpc.ChannelCredentials): grpc.ChannelCredentials {
+  const c = credentials as unknown as MakesConnectors;
+  const make = c._createSecureConnector.bind(c);
+  c._createSecureConnector = (...args: unknown[]) => {
+    const connector = make(...args);
+    const o = connector.connectionOptions;
+    if (o?.servername !== undefined && net.isIP(o.servername) !== 0) delete o.servername;
+    return connector;
+  };
+  return credentials;
+}
+
 export class Connection {
   readonly channel: grpc.Channel;
   readonly kv: UnaryMethods;
@@ -52,7 +77,7 @@ export class Connection {
     /** undefined: plaintext */
     readonly tls: TlsMaterial | undefined,
   ) {
-    const credentials = tls ? grpc.credentials.createFromSecureContext(tls.secureContext, tls.verify) : grpc.credentials.createInsecure();
+    const credentials = tls ? withoutIpServerName(grpc.credentials.createFromSecureContext(tls.secureContext, tls.verify)) : grpc.credentials.createInsecure();
     this.channel = new grpc.Channel(endpoint.address, credentials, CHANNEL_OPTIONS);
     const make = (name: string) => {
       const Ctor = service(name);
@@ -81,8 +106,10 @@ export class Connection {
         // The channel keeps its last connection error to itself; a fail-fast call
         // made now is refused at once and carries it in its details.
         reason = (await this.lastError(deadline)) ?? reason;
-        // A certificate problem does not go away by retrying: report it at once.
-        if (reason !== undefined && isTlsReason(reason)) throw unreachableError(this.endpoint.text, dialTimeoutMs, reason);
+        // A certificate problem does not go away by retrying: report it at once, unless the endpoint is a
+        // member's peer port (etcd's closes a TLS connection that brings gRPC), which the error then says.
+        if (reason !== undefined && isTlsReason(reason))
+          throw (await peerPortError(this.endpoint, this.tls)) ?? unreachableError(this.endpoint.text, dialTimeoutMs, reason);
         state = this.channel.getConnectivityState(false);
         if (state === READY) return;
       }

@@ -15,6 +15,7 @@ import { Connection, type UnaryMethods } from './connection.js';
 import type { Endpoint } from './endpoints.js';
 import { ErrAuthNotEnabled } from '../api/errors.js';
 import { EtcdClientError, callError } from './errors.js';
+import { peerPortError } from './peerPort.js';
 import { formatDuration } from '../common/durations.js';
 import { toBytes } from './keyRange.js';
 import { endpointTls, resolveTarget, type ClientTarget, type ConnectionOptions, type EtcdClientOptions } from './target.js';
@@ -390,7 +391,14 @@ export class EtcdClient {
         const took = Date.now() - started;
         if (err) {
           this.options.debug?.(`← ${name} ${ep} ${grpc.status[err.code] ?? err.code} (${took}ms): ${err.details}`);
-          reject(callError(err, ep, this.commandTimeoutMs));
+          const mapped = callError(err, ep, this.commandTimeoutMs);
+          // The etcd API unimplemented: a Lifeboat member's peer port given as a client endpoint says so.
+          if (err.code === grpc.status.UNIMPLEMENTED)
+            peerPortError(conn.endpoint, conn.tls).then(
+              (peer) => reject(peer ?? mapped),
+              () => reject(mapped),
+            );
+          else reject(mapped);
         } else {
           this.options.debug?.(`← ${name} ${ep} OK (${took}ms)`);
           resolve({ res: res as R, endpoint: ep });

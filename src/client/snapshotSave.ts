@@ -9,6 +9,7 @@ import type http2 from 'node:http2';
 import path from 'node:path';
 import { ErrAuthNotEnabled } from '../api/errors.js';
 import { EtcdClientError, callError } from './errors.js';
+import { peerPortError } from './peerPort.js';
 import { InputError } from '../common/errors.js';
 import { formatDuration } from '../common/durations.js';
 import { ProtoReader, ProtoWriter } from '../common/protobufWire.js';
@@ -106,8 +107,10 @@ export async function saveSnapshot(target: ClientTarget, file: string, opts: Sav
   const part = `${out}.part`;
   const t0 = monotonicMs();
   const dialStart = Date.now();
-  const session = await dialSession(ep, endpointTls(target, ep), target.dialTimeoutMs).catch((e: Error) => {
+  const session = await dialSession(ep, endpointTls(target, ep), target.dialTimeoutMs).catch(async (e: Error) => {
     target.debug?.(`dial ${endpoint}: ${e.message}`);
+    // A TLS failure at a member's peer port (etcd's closes a TLS connection that brings gRPC): say it is one.
+    if (e instanceof EtcdClientError && e.kind === 'tls') throw (await peerPortError(ep, endpointTls(target, ep))) ?? e;
     throw e;
   });
   target.debug?.(`dial ${endpoint}: connected in ${Date.now() - dialStart}ms`);

@@ -62,7 +62,12 @@ export function prometheusText(s: DrillSummary, endedAt: Date, lastSuccess: numb
   return `${out.join('\n')}\n`;
 }
 
-/** Writes FILE.tmp, fsyncs it and renames it over FILE. */
+/**
+ * Writes FILE.tmp, fsyncs it and renames it over FILE. No --force here, unlike the
+ * other named outputs: a textfile collector's file is meant to be rewritten by
+ * every run (node_exporter reads the latest), and it holds nothing the audit log
+ * does not (the previous last-success time is carried over).
+ */
 export function writePrometheusFile(file: string, text: string): void {
   const tmp = `${file}.tmp`;
   try {

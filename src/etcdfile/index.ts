@@ -8,7 +8,7 @@ export { BoltFormatError, EtcdDataError, isEtcdFileError } from './boltErrors.js
 export type { BoltEntry, BucketRef } from './bucketCursor.js';
 export { scanEtcdDb, type EtcdDbSummary, type EtcdRevision, type ScanOptions } from './etcdDbScan.js';
 export { importEtcdDb, type EtcdImportResult } from './etcdImport.js';
-export { looksLikeBolt } from './metaPage.js';
+export { boltTruncation, looksLikeBolt } from './metaPage.js';
 export { checkTrailer, hasTrailer, requireTrailer, TRAILER_SIZE, TrailerError, type TrailerCheck } from './shaTrailer.js';
 export type { EtcdAlarm, EtcdLease, EtcdMember } from './etcdBuckets.js';
 export { etcdDataDirLock, isEtcdDataDir, readEtcdDataDir, type EtcdDataDirOptions, type EtcdDataDirSummary } from './etcdDataDir.js';

@@ -148,6 +148,8 @@ export function chooseMeta(fd: number, file: string, fileSize: number): ChosenMe
   return chosen;
 }
 
+const TRUNCATED = 'truncated: ';
+
 function checkMeta(m: BoltMeta, file: string, fileSize: number): void {
   const at = m.page * m.pageSize + PAGE_HEADER_SIZE;
   const pages = BigInt(Math.floor(fileSize / m.pageSize));
@@ -155,7 +157,7 @@ function checkMeta(m: BoltMeta, file: string, fileSize: number): void {
   if (m.pgid > pages) {
     throw new BoltFormatError(
       file,
-      `truncated: meta page ${m.page} says ${m.pgid} pages of ${m.pageSize} bytes (${m.pgid * BigInt(m.pageSize)} bytes), the file has ${fileSize} bytes`,
+      `${TRUNCATED}meta page ${m.page} says ${m.pgid} pages of ${m.pageSize} bytes (${m.pgid * BigInt(m.pageSize)} bytes), the file has ${fileSize} bytes`,
       m.page,
       at + 40,
     );
@@ -165,6 +167,21 @@ function checkMeta(m: BoltMeta, file: string, fileSize: number): void {
   }
   if (m.freelist !== NO_FREELIST && (m.freelist < 2n || m.freelist >= m.pgid)) {
     throw new BoltFormatError(file, `meta page ${m.page}: freelist page ${m.freelist} is outside pages 2..${m.pgid - 1n}`, m.page, at + 32);
+  }
+}
+
+/**
+ * How a bbolt file falls short of the size its meta page gives (a truncated copy:
+ * "meta page 0 says 5 pages of 4096 bytes (20480 bytes), the file has 16416 bytes"),
+ * or undefined when it does not (or is damaged in some other way, reported when read).
+ */
+export function boltTruncation(fd: number, file: string, fileSize: number): string | undefined {
+  try {
+    chooseMeta(fd, file, fileSize);
+    return undefined;
+  } catch (err) {
+    if (err instanceof BoltFormatError && err.detail.startsWith(TRUNCATED)) return err.detail.slice(TRUNCATED.length);
+    return undefined;
   }
 }
 

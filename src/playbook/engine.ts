@@ -313,6 +313,11 @@ class PlaybookRun {
     };
   }
 
+  /** Whether the run being resumed attempted a step of one of `types` after position `ordinal`. */
+  private attemptedSince(ordinal: number, types: readonly string[]): boolean {
+    return [...(this.o.resume?.latest.values() ?? [])].some((s) => s.ordinal > ordinal && types.includes(s.type));
+  }
+
   private async runStep(n: StepNode, scope: RunScope, stableId: string, ui: StepUi): Promise<void> {
     const { audit } = this.o;
     const ordinal = ++this.ordinal;
@@ -330,14 +335,16 @@ class PlaybookRun {
         title,
       );
     }
-    if (prior && (prior.status === 'succeeded' || prior.status === 'skipped')) {
+    const def = this.o.library[n.type];
+    const recheck = prior?.status === 'succeeded' && def?.recheckOnResume !== undefined && !this.attemptedSince(ordinal, def.recheckOnResume.until);
+    if (recheck) ui.progress(`checking again: the answer of attempt ${prior.attempt} may be stale`);
+    else if (prior && (prior.status === 'succeeded' || prior.status === 'skipped')) {
       scope.setOutputs(n.id, normalizeOutputs(prior.outputs));
       this.skipped.push(stableId);
       ui.reuseRecorded(`done in attempt ${prior.attempt}`);
       return;
     }
 
-    const def = this.o.library[n.type];
     const resolved = def
       ? resolveParams(n, def, scope, this.o.endpoints)
       : ({ ok: false, origin: n.typeOrigin, error: `unknown step type ${n.type}` } as const);

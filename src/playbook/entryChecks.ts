@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { runtimeOfDataDir } from '../ops/runtime.js';
 import { snapshotKind } from '../recovery/snapshotFormat.js';
+import { fencedDataDirProblem } from '../recovery/fenceRecord.js';
 import { parseTemplate } from './interpolate.js';
 import type { PlanNode, Playbook } from './schema.js';
 import type { EntryCheck } from './stepTypes.js';
@@ -130,7 +131,10 @@ function sourceProblem(p: string): string | undefined {
   if (st.isDirectory()) {
     try {
       if (!runtimeOfDataDir(p))
-        return `${p} is a directory but not a member's data dir (no member/ with a Lifeboat or etcd backend in it); name the survivor's --data-dir`;
+        return (
+          fencedDataDirProblem(p) ??
+          `${p} is a directory but not a member's data dir (no member/ with a Lifeboat or etcd backend in it); name the survivor's --data-dir`
+        );
     } catch (e) {
       return (e as Error).message;
     }

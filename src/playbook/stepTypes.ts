@@ -87,4 +87,11 @@ export interface StepDefinition {
    * interruption: check first whether the work is already done.
    */
   run(params: Record<string, unknown>, ctx: StepContext): Promise<Record<string, unknown>>;
+  /**
+   * A safety check whose answer goes stale (are the old members still down?): a
+   * resumed run runs it again instead of reusing the earlier attempt's answer, until
+   * the run has attempted a step of one of these types (after a member was started,
+   * its own URLs would answer the check).
+   */
+  recheckOnResume?: { until: readonly string[] };
 }

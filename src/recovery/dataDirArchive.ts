@@ -10,6 +10,7 @@ import { DataDirLockedError } from '../storage/errors.js';
 import { RaftStorage } from '../storage/raftStorage.js';
 import { etcdDataDirLock } from '../etcdfile/index.js';
 import { runtimeOfDataDir } from '../ops/runtime.js';
+import { fencedDataDirProblem } from './fenceRecord.js';
 
 export const MANIFEST = 'lifeboat-manifest.json';
 
@@ -69,6 +70,8 @@ export interface PackResult {
 
 /** Packs a stopped member's data dir. A running member (its lock held) is refused. */
 export async function packDataDir(dataDir: string, out: string): Promise<PackResult> {
+  const fenced = runtimeOfDataDir(dataDir) === undefined ? fencedDataDirProblem(dataDir) : undefined;
+  if (fenced) throw new RefusedError(fenced);
   if (!fs.existsSync(path.join(dataDir, 'member'))) throw new InputError(`${dataDir} holds no member data (no member/ directory); check the path`);
   // Holding the lock while packing also proves a Lifeboat member is stopped; an etcd
   // member's own locks (on its WAL) show whether it runs.

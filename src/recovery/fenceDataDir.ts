@@ -21,33 +21,13 @@ import { readMarker, writeMarker } from '../storage/markers.js';
 import { DataDirLockedError } from '../storage/errors.js';
 import { runtimeOfDataDir } from '../ops/runtime.js';
 import { etcdDataDirLock } from '../etcdfile/index.js';
-import type { RuntimeName } from '../common/memberCommand.js';
+import { readFenceRecord, recordPath, RECORD, type FenceRecord } from './fenceRecord.js';
 
-const RECORD = 'lifeboat-fence.json';
-
-export interface FenceRecord {
-  runtime: RuntimeName;
-  supersededBy: string;
-  at: string;
-  /** etcd: where member/ was moved (relative to the data dir) */
-  movedTo?: string;
-}
+export { fenceDescription, fencedDataDirProblem, readFenceRecord, type FenceRecord } from './fenceRecord.js';
 
 export interface FenceOutcome extends FenceRecord {
   dataDir: string;
   alreadyFenced: boolean;
-}
-
-function recordPath(dir: string): string {
-  return path.join(dir, RECORD);
-}
-
-export function readFenceRecord(dir: string): FenceRecord | undefined {
-  try {
-    return JSON.parse(fs.readFileSync(recordPath(dir), 'utf8')) as FenceRecord;
-  } catch {
-    return undefined;
-  }
 }
 
 const nodeFs = new NodeFileSystem();

@@ -9,7 +9,8 @@
 // of kv.db and kv.db-wal in a temp dir; etcd's files are opened for reading only.
 import fs from 'node:fs';
 import path from 'node:path';
-import { InputError } from '../common/errors.js';
+import { InputError, RefusedError } from '../common/errors.js';
+import { fencedDataDirProblem } from './fenceRecord.js';
 import { runtimeOfDataDir } from '../ops/runtime.js';
 import { etcdDataDirLock, kvText, readEtcdDataDir, type EntryDescription } from '../etcdfile/index.js';
 import { decodeRequest } from '../kv/requestCodec.js';
@@ -187,6 +188,9 @@ function uncommittedOf(listed: ListedEntry[], confChanges: number): DataDirRepor
 export function dataDirRuntime(dataDir: string): 'lifeboat' | 'etcd' {
   const runtime = runtimeOfDataDir(dataDir);
   if (runtime) return runtime;
+  // An etcd data dir once fenced has only an empty member/ and proxy/ left: say so, not "check the path".
+  const fenced = fencedDataDirProblem(dataDir);
+  if (fenced) throw new RefusedError(fenced);
   throw new StorageError(
     `data dir ${dataDir} is neither Lifeboat's (no ${metaPath(dataDir)}) nor etcd's (no ${path.join(memberDir(dataDir), 'snap', 'db')}); check the path`,
   );
@@ -198,7 +202,7 @@ export function dataDirRuntime(dataDir: string): 'lifeboat' | 'etcd' {
  * error (DataDirLockedError) says so.
  */
 export async function inspectDataDir(dataDir: string, opts: InspectOptions = {}): Promise<DataDirReport> {
-  if (!fs.existsSync(dataDir)) throw new StorageError(`data dir ${dataDir} does not exist; check the path`);
+  if (!fs.existsSync(dataDir)) throw new InputError(`data dir ${dataDir} does not exist; check the path`);
   const runtime = dataDirRuntime(dataDir);
   if (runtime === 'etcd') {
     const dirs = opts.walDir === undefined ? [memberDir(dataDir)] : [memberDir(dataDir), opts.walDir];

@@ -10,6 +10,7 @@ import { formatId, parseHexId } from '../common/ids.js';
 import { DataDirLockedError } from '../storage/errors.js';
 import { inspectDataDir, type DataDirReport } from './inspect.js';
 import { snapshotStatus, type SnapshotStatus } from './snapshotFormat.js';
+import { fencedDataDirProblem } from './fenceRecord.js';
 
 export type SourceKind = 'data-dir' | 'inspect' | 'snapshot';
 
@@ -21,8 +22,10 @@ export interface PlanSource {
   snapshot?: SnapshotStatus;
   /** Why this source cannot be used (damaged, locked, unreadable). */
   error?: string;
-  /** The source is a data dir a running member holds. */
-  locked?: boolean;
+  /** Refused by a safety check: a data dir a running member holds, or a fenced one. */
+  refused?: boolean;
+  /** The path given is not there (or not a source at all): bad input. */
+  badInput?: boolean;
   /**
    * Seconds since the snapshot was taken, when the plan was made: a snapshot file's
    * modification time; a data dir's newest Raft snapshot file. null: a data dir
@@ -127,6 +130,13 @@ function ageText(s: PlanSource): string {
   return `${formatAge(s.snapshotAgeSeconds)} (taken ${s.snapshotTakenAt})`;
 }
 
+/** How a source's error ends the plan when no source is usable: refused (exit 3), bad input such as a missing path (exit 2), or neither. */
+function errorClass(e: unknown): Pick<PlanSource, 'refused' | 'badInput'> {
+  if (e instanceof DataDirLockedError || e instanceof RefusedError) return { refused: true };
+  if (e instanceof InputError || (e as NodeJS.ErrnoException).code === 'ENOENT') return { badInput: true };
+  return {};
+}
+
 async function load(input: PlanInput): Promise<PlanSource[]> {
   const out: PlanSource[] = [];
   const now = Date.now();
@@ -142,7 +152,7 @@ async function load(input: PlanInput): Promise<PlanSource[]> {
       const report = await inspectDataDir(dir, { walDir });
       out.push(withAge({ kind: 'data-dir', path: path.resolve(dir), report }, report.snapshotTakenAt, now));
     } catch (e) {
-      out.push({ kind: 'data-dir', path: path.resolve(dir), error: (e as Error).message, ...(e instanceof DataDirLockedError ? { locked: true } : {}) });
+      out.push({ kind: 'data-dir', path: path.resolve(dir), error: (e as Error).message, ...errorClass(e) });
     }
   }
   for (const file of input.inspectFiles) {
@@ -159,7 +169,7 @@ async function load(input: PlanInput): Promise<PlanSource[]> {
       report.runtime ??= 'lifeboat';
       out.push(withAge({ kind: 'inspect', path: path.resolve(file), report }, report.snapshotTakenAt, now));
     } catch (e) {
-      out.push({ kind: 'inspect', path: path.resolve(file), error: `${file}: ${(e as Error).message.split('\n')[0]}` });
+      out.push({ kind: 'inspect', path: path.resolve(file), error: `${file}: ${(e as Error).message.split('\n')[0]}`, ...errorClass(e) });
     }
   }
   for (const file of input.snapshots) {
@@ -167,7 +177,7 @@ async function load(input: PlanInput): Promise<PlanSource[]> {
       const snapshot = await snapshotStatus(file);
       out.push(withAge({ kind: 'snapshot', path: path.resolve(file), snapshot }, fs.statSync(file).mtime.toISOString(), now));
     } catch (e) {
-      out.push({ kind: 'snapshot', path: path.resolve(file), error: (e as Error).message });
+      out.push({ kind: 'snapshot', path: path.resolve(file), error: (e as Error).message, ...errorClass(e) });
     }
   }
   return out;
@@ -289,8 +299,8 @@ export async function planRecovery(input: PlanInput): Promise<RecoveryPlan> {
   const sources = await load(input);
   if (sources.every((s) => s.error)) {
     const message = `no usable source: ${sources.map((s) => s.error).join('; ')}`;
-    // A running member's data dir is a refusal (exit 3), as everywhere else.
-    throw sources.some((s) => s.locked) ? new RefusedError(message) : new Error(message);
+    // A running member's (or a fenced) data dir is a refusal (exit 3), as everywhere else; paths that are not there, bad input (exit 2).
+    throw sources.some((s) => s.refused) ? new RefusedError(message) : sources.every((s) => s.badInput) ? new InputError(message) : new Error(message);
   }
   const warnings: string[] = [];
   for (const s of sources) if (s.error) warnings.push(`${s.path} cannot be used: ${s.error}`);
@@ -366,7 +376,9 @@ export async function planRecovery(input: PlanInput): Promise<RecoveryPlan> {
         `the survivor's etcd v2-API data (${v2.snapshotKeys ?? 0} v2 keys in its snapshot file, ${v2.walKeyRequests} v2 key requests in its WAL): a v3 restore does not carry the v2 store`,
       );
     for (const d of r.damage) warnings.push(`${best.s.path}: ${d}`);
-    for (const m of r.markers) warnings.push(`${best.s.path} is marked ${m}`);
+    // A fenced Lifeboat data dir still reads (its superseded marker): say whose fence it is and how to undo it.
+    const fenced = r.runtime === 'lifeboat' ? fencedDataDirProblem(best.s.path) : undefined;
+    for (const m of r.markers) warnings.push(m === 'superseded' && fenced ? fenced : `${best.s.path} is marked ${m}`);
     if (best.s.kind === 'inspect')
       warnings.push(`the recommended survivor is on another host: copy its data dir here (lifeboat datadir pack / unpack) and plan again with --from-data-dir`);
   } else {

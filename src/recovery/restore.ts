@@ -15,7 +15,8 @@ import { kvPath } from '../storage/layout.js';
 import { RaftStorage } from '../storage/raftStorage.js';
 import { isValidMemberUrl } from '../common/urls.js';
 import { importEtcdDb, requireTrailer, TrailerError } from '../etcdfile/index.js';
-import { derivedEtcdClusterId, snapshotKind } from './snapshotFormat.js';
+import { derivedEtcdClusterId, refuseDirectory, snapshotKind, truncatedSnapshotError } from './snapshotFormat.js';
+import { fenceDescription } from './fenceRecord.js';
 import { NodeFileSystem } from '../storage/fileSystem.js';
 import { copyKvFiles } from './kvCopy.js';
 
@@ -63,7 +64,10 @@ function checkOptions(o: RestoreOptions): void {
     throw new InputError(`--bump-revision ${o.bumpRevision} must be a whole number >= 0`);
   }
   if (fs.existsSync(o.dataDir) && fs.readdirSync(o.dataDir).length > 0) {
-    throw new RefusedError(`data dir ${o.dataDir} is not empty; restore into a new directory (or move ${o.dataDir} aside first)`);
+    const fenced = fenceDescription(o.dataDir);
+    throw new RefusedError(
+      `data dir ${o.dataDir} is not empty${fenced ? `: it is ${fenced}` : ''}; restore into a new directory (or move ${o.dataDir} aside first)`,
+    );
   }
 }
 
@@ -150,7 +154,10 @@ async function buildAtomically(o: RestoreOptions, build: (part: string) => Promi
 export async function restoreSnapshot(file: string, o: RestoreOptions): Promise<RestoreResult> {
   checkOptions(o);
   if (!fs.existsSync(file)) throw new InputError(`snapshot ${file} does not exist; check the path`);
+  refuseDirectory(file);
   const kind = snapshotKind(file);
+  // Before the trailer checks: a cut-off copy has no trailer either, but --skip-hash-check is not the answer.
+  if (kind.truncated !== undefined) throw truncatedSnapshotError(file, kind);
   if (kind.format === 'etcd') return restoreEtcdFile(file, o);
   if (kind.format !== 'lifeboat')
     throw new InputError(

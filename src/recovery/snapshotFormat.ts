@@ -6,8 +6,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { AuthState, KvStore } from '../kv/index.js';
-import { InputError } from '../common/errors.js';
-import { checkTrailer, looksLikeBolt, scanEtcdDb, type EtcdDbSummary } from '../etcdfile/index.js';
+import { InputError, RefusedError } from '../common/errors.js';
+import { fencedDataDirProblem } from './fenceRecord.js';
+import { boltTruncation, checkTrailer, looksLikeBolt, scanEtcdDb, type EtcdDbSummary } from '../etcdfile/index.js';
 import { clusterIdFor } from '../storage/identity.js';
 
 const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
@@ -19,28 +20,69 @@ export interface SnapshotKind {
   /** Ends in a 32-byte sha256 of the rest (size % 512 == 32). */
   hasTrailer: boolean;
   detail: string;
+  /** Set when the file is shorter than its own header says: how much shorter. */
+  truncated?: string;
+}
+
+/**
+ * A SQLite file's size from its header (page size × page count, when the count is
+ * valid: its change counter equals the version-valid-for number) against the file's.
+ */
+function sqliteTruncation(head: Buffer, size: number): string | undefined {
+  if (head.length < 100) return undefined;
+  const raw = head.readUInt16BE(16);
+  const pageSize = raw === 1 ? 65536 : raw;
+  const pages = head.readUInt32BE(28);
+  if (pageSize < 512 || pages === 0 || head.readUInt32BE(24) !== head.readUInt32BE(92)) return undefined;
+  const want = pageSize * pages;
+  return size < want ? `its header says ${pages} pages of ${pageSize} bytes (${want} bytes), the file has ${size} bytes` : undefined;
+}
+
+/** A directory given where a snapshot file is expected: a fenced data dir says so (exit 3), any other is bad input (exit 2). */
+export function refuseDirectory(file: string): void {
+  if (!fs.statSync(file).isDirectory()) return;
+  const fenced = fencedDataDirProblem(file);
+  if (fenced) throw new RefusedError(`${file} is a directory, not a snapshot file: ${fenced}`);
+  throw new InputError(
+    `${file} is a directory, not a snapshot file; give the file itself (an etcd data dir's is ${path.join(file, 'member', 'snap', 'db')}; for a data dir use 'lifeboat datadir inspect ${file}')`,
+  );
+}
+
+/** The error for a truncated snapshot: what is missing and what to do, one line. */
+export function truncatedSnapshotError(file: string, kind: SnapshotKind): Error {
+  return new Error(`snapshot ${file} is truncated (${kind.truncated ?? `${kind.size} bytes`}); copy it again or save a new one`);
 }
 
 export function snapshotKind(file: string): SnapshotKind {
   const size = fs.statSync(file).size;
   const fd = fs.openSync(file, 'r');
-  const head = Buffer.alloc(32);
+  const head = Buffer.alloc(100);
   let bolt = false;
+  let truncated: string | undefined;
   try {
-    fs.readSync(fd, head, 0, 32, 0);
+    const n = fs.readSync(fd, head, 0, head.length, 0);
     // meta page 0 damaged: meta page 1 may still say bbolt
     bolt = head.readUInt32LE(16) === BBOLT_MAGIC || (!head.subarray(0, 16).equals(SQLITE_MAGIC) && looksLikeBolt(fd, size));
+    // Shorter than its header says: a cut-off copy, not a raw database without a trailer.
+    truncated = bolt ? boltTruncation(fd, file, size) : sqliteTruncation(head.subarray(0, n), size);
   } finally {
     fs.closeSync(fd);
   }
   const hasTrailer = size % 512 === 32;
-  if (head.subarray(0, 16).equals(SQLITE_MAGIC)) return { format: 'lifeboat', size, hasTrailer, detail: 'Lifeboat snapshot' };
+  const cut = truncated === undefined ? {} : { truncated };
+  if (head.subarray(0, 16).equals(SQLITE_MAGIC)) return { format: 'lifeboat', size, hasTrailer, detail: 'Lifeboat snapshot', ...cut };
   if (bolt)
     return {
       format: 'etcd',
       size,
       hasTrailer,
-      detail: hasTrailer ? 'etcd (bbolt) snapshot' : 'etcd (bbolt) database without a sha256 trailer (a raw member/snap/db?)',
+      detail:
+        truncated !== undefined
+          ? `a truncated etcd (bbolt) snapshot: ${truncated}`
+          : hasTrailer
+            ? 'etcd (bbolt) snapshot'
+            : 'etcd (bbolt) database without a sha256 trailer (a raw member/snap/db?)',
+      ...cut,
     };
   return { format: 'unknown', size, hasTrailer, detail: size < 32 ? `only ${size} bytes` : 'neither a Lifeboat nor an etcd snapshot' };
 }
@@ -149,12 +191,9 @@ function etcdStatus(file: string, kind: SnapshotKind): SnapshotStatus {
  */
 export async function snapshotStatus(file: string): Promise<SnapshotStatus> {
   if (!fs.existsSync(file)) throw new InputError(`snapshot ${file} does not exist; check the path`);
-  if (fs.statSync(file).isDirectory()) {
-    throw new InputError(
-      `${file} is a directory, not a snapshot file; give the file itself (an etcd data dir's is ${path.join(file, 'member', 'snap', 'db')}; for a data dir use 'lifeboat datadir inspect ${file}')`,
-    );
-  }
+  refuseDirectory(file);
   const kind = snapshotKind(file);
+  if (kind.truncated !== undefined) throw truncatedSnapshotError(file, kind);
   if (kind.format === 'etcd') return etcdStatus(file, kind);
   if (kind.format !== 'lifeboat')
     throw new InputError(

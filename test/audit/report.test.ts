@@ -2,7 +2,7 @@
 // fails, then a resume that succeeds): Markdown and HTML output, where they go,
 // secrets masked, errors; and the report of a recover plan and of a broken chain.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { AuditLog } from '../../src/audit/index.js';
@@ -79,6 +79,23 @@ describe('audit report of a playbook run that failed, then was resumed and succe
     assert.equal(m.code, EXIT.OK, m.stderr);
     assert.match(readFileSync(md, 'utf8'), /^## Run /);
     assert.ok(!existsSync(`${md}.tmp`));
+  });
+
+  test('--html and --out refuse an existing FILE (left byte-identical) unless --force', () => {
+    for (const [flag, name] of [
+      ['--html', 'kept.html'],
+      ['--out', 'kept.md'],
+    ]) {
+      const file = made.dir.path(name);
+      writeFileSync(file, 'the post-mortem notes\n');
+      const refused = report(flag, file);
+      failsWithOneLine({ ...refused, ms: 0 }, EXIT.REFUSED, `${flag} ${file} already exists`);
+      assert.match(refused.stderr, /--force/);
+      assert.equal(readFileSync(file, 'utf8'), 'the post-mortem notes\n');
+      const forced = report(flag, file, '--force');
+      assert.equal(forced.code, EXIT.OK, forced.stderr);
+      assert.notEqual(readFileSync(file, 'utf8'), 'the post-mortem notes\n');
+    }
   });
 
   test('--html with --markdown is a usage error', () => {

@@ -120,4 +120,22 @@ describe('lifeboat drill on an etcd cluster', () => {
     assert.deepEqual(result.data?.sample, { compared: 195, skipped: 5 });
     assert.deepEqual(await sourceView(endpoints), before);
   });
+
+  test('a truncated etcdctl snapshot fails its snapshot check as truncated (not as a raw member/snap/db), before anything is restored', async () => {
+    const whole = path.join(dir, 'whole.db');
+    const saved = await etcdctl('--endpoints', endpoints[0], 'snapshot', 'save', whole);
+    assert.equal(saved.code, 0, saved.stderr);
+    const cut = path.join(dir, 'cut.db');
+    fs.writeFileSync(cut, fs.readFileSync(whole).subarray(0, fs.statSync(whole).size - 5000));
+    const r = await drill('--endpoints', endpoints.join(','), '--from-snapshot', cut, '--audit-db', auditDb, '-w', 'json');
+    assert.equal(r.code, 1, `${r.stdout}\n${r.stderr}`);
+    const result = JSON.parse(r.stdout) as DrillResult;
+    assert.deepEqual(
+      result.checks.map((c) => [c.name, c.ok]),
+      [['snapshot', false]],
+    );
+    assert.match(result.checks[0].detail, new RegExp(`snapshot ${cut} is truncated \\(meta page \\d says \\d+ pages .*\\); copy it again or save a new one`));
+    assert.doesNotMatch(result.checks[0].detail, /skip-hash-check|raw member/);
+    assert.deepEqual(result.phases, []);
+  });
 });

@@ -47,6 +47,30 @@ describe('snapshot and data dir commands', () => {
     assert.match(dir.stderr, new RegExp(`${path.dirname(snap)} is a directory, not a snapshot file`));
   });
 
+  test('snapshot save refuses an existing FILE (left byte-identical) unless --force, which replaces it whole', async () => {
+    // The only pre-disaster backup, from last year: a copy of the first test's snapshot, dated 2020.
+    const file = path.join(c.dir, 'only-backup.db');
+    fs.copyFileSync(snap, file);
+    const lastYear = new Date('2020-06-01T00:00:00Z');
+    fs.utimesSync(file, lastYear, lastYear);
+    const old = fs.readFileSync(file);
+    const refused = await lifeboat('snapshot', 'save', file, '--endpoints', c.members[0].client);
+    assert.equal(refused.code, 3, refused.stderr);
+    assert.equal(refused.stderr.trim().split('\n').length, 1, refused.stderr);
+    const said = `snapshot file ${file} already exists (a Lifeboat snapshot, ${old.length} bytes, modified 2020-06-01T00:00:00Z); refusing to replace it: pass --force`;
+    assert.ok(refused.stderr.includes(said), refused.stderr);
+    assert.ok(fs.readFileSync(file).equals(old), 'the existing snapshot changed');
+    assert.equal(fs.statSync(file).mtime.getTime(), lastYear.getTime());
+    assert.ok(!fs.existsSync(`${file}.part`));
+    const forced = await lifeboat('snapshot', 'save', file, '--force', '--endpoints', c.members[0].client);
+    assert.equal(forced.code, 0, forced.stderr);
+    assert.ok(fs.statSync(file).mtime.getTime() > lastYear.getTime(), '--force did not replace it');
+    assert.ok(!fs.existsSync(`${file}.part`));
+    const status = await lifeboat('snapshot', 'status', file, '-w', 'json');
+    assert.equal(status.code, 0, status.stderr);
+    assert.equal(JSON.parse(status.stdout).totalKey, 50);
+  });
+
   test('restore: a new one-member cluster with a new cluster ID, every key, the revision bumped', async () => {
     const target = path.join(c.dir, 'restored');
     const r = await lifeboat(
@@ -108,6 +132,13 @@ describe('snapshot and data dir commands', () => {
     const missing = await lifeboat('snapshot', 'restore', path.join(c.dir, 'nope.db'), '--data-dir', fresh, ...common);
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /does not exist/);
+    // A data dir given as the snapshot: one line saying so, exit 2 (was a raw EISDIR, exit 1).
+    const dirGiven = await lifeboat('snapshot', 'restore', c.members[0].dataDir, '--data-dir', fresh, ...common);
+    assert.equal(dirGiven.code, 2, dirGiven.stderr);
+    assert.equal(
+      dirGiven.stderr,
+      `Error: ${c.members[0].dataDir} is a directory, not a snapshot file; give the file itself (an etcd data dir's is ${path.join(c.members[0].dataDir, 'member', 'snap', 'db')}; for a data dir use 'lifeboat datadir inspect ${c.members[0].dataDir}')\n`,
+    );
 
     const truncated = path.join(c.dir, 'truncated.db');
     fs.writeFileSync(truncated, fs.readFileSync(snap).subarray(0, 5000));
@@ -115,6 +146,18 @@ describe('snapshot and data dir commands', () => {
     assert.equal(t.code, 1);
     assert.match(t.stderr, /truncated|no sha256 trailer/);
     assert.match(t.stderr, /copy it again or save a new one/);
+    // restore says truncated too (not "no sha256 trailer; use --skip-hash-check"), with or without the flag.
+    for (const skip of [[], ['--skip-hash-check']]) {
+      const r = await lifeboat('snapshot', 'restore', truncated, '--data-dir', fresh, ...common, ...skip);
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(
+        r.stderr,
+        new RegExp(
+          `^Error: snapshot ${truncated} is truncated \\(its header says \\d+ pages of \\d+ bytes \\(\\d+ bytes\\), the file has 5000 bytes\\); copy it again or save a new one\n$`,
+        ),
+      );
+      assert.ok(!fs.existsSync(fresh) && !fs.existsSync(`${fresh}.part`));
+    }
 
     const corrupt = path.join(c.dir, 'corrupt.db');
     const bytes = Buffer.from(fs.readFileSync(snap));
@@ -158,6 +201,15 @@ describe('snapshot and data dir commands', () => {
     const before = JSON.parse((await lifeboat('datadir', 'inspect', m1.dataDir, '-w', 'json')).stdout);
     const packed = await lifeboat('datadir', 'pack', m1.dataDir, '--out', archive);
     assert.equal(packed.code, 0, packed.stderr);
+    // Packing again onto the archive is refused (it stays as it was) unless --force.
+    const archiveBytes = fs.readFileSync(archive);
+    const packAgain = await lifeboat('datadir', 'pack', m1.dataDir, '--out', archive);
+    assert.equal(packAgain.code, 3, packAgain.stderr);
+    assert.match(packAgain.stderr, new RegExp(`--out ${archive} already exists \\(a gzip archive, \\d+ bytes, .*--force`));
+    assert.ok(fs.readFileSync(archive).equals(archiveBytes));
+    const forced = await lifeboat('datadir', 'pack', m1.dataDir, '--out', archive, '--force');
+    assert.equal(forced.code, 0, forced.stderr);
+    assert.ok(!fs.existsSync(`${archive}.part`));
     const moved = path.join(c.dir, 'moved');
     const unpacked = await lifeboat('datadir', 'unpack', archive, '--data-dir', moved);
     assert.equal(unpacked.code, 0, unpacked.stderr);

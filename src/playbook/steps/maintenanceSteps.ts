@@ -1,9 +1,17 @@
 // Steps for space and data-dir maintenance: compact, defrag (one member at a
 // time), disarm-alarm, check-writes, pack-data-dir, unpack-data-dir.
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { packDataDir, unpackDataDir } from '../../recovery/dataDirArchive.js';
 import { clientFor } from '../../client/etcdClient.js';
 import { findLeader, memberList } from '../../ops/memberOps.js';
-import type { StepDefinition } from '../stepTypes.js';
+import { SafetyCheckError, type StepDefinition } from '../stepTypes.js';
+import { existingOutput } from '../../common/outputFile.js';
+
+function sha256Of(file: string): string {
+  return createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+}
 
 const endpointsParam = { type: 'list' as const, required: true, description: 'client URLs of the cluster' };
 
@@ -100,7 +108,16 @@ export const packDataDirStep: StepDefinition = {
   params: { 'data-dir': { type: 'path', required: true, description: 'the data dir' }, out: { type: 'path', required: true, description: 'the archive' } },
   describe: (p) => [`pack ${String(p['data-dir'])} into ${String(p.out)}`],
   async run(p, ctx) {
-    const r = await packDataDir(String(p['data-dir']), String(p.out));
+    const out = String(p.out);
+    // Never over a file this run did not write (it may be the only copy of something); an archive an
+    // earlier attempt of this run wrote (its sha256 recorded in the run dir) is packed again.
+    const mine = path.join(ctx.runDir, `packed-${createHash('sha256').update(path.resolve(out)).digest('hex').slice(0, 16)}.sha256`);
+    const there = existingOutput(out);
+    if (there !== undefined && !(fs.existsSync(mine) && fs.readFileSync(mine, 'utf8') === sha256Of(out))) {
+      throw new SafetyCheckError(`archive ${there}, not written by this run; move it away, or give the archive another path`);
+    }
+    const r = await packDataDir(String(p['data-dir']), out);
+    fs.writeFileSync(mine, r.sha256);
     ctx.progress(`${r.files} files, ${r.bytes} bytes`);
     return { ...r };
   },

@@ -145,7 +145,9 @@ export const inspectSources: StepDefinition = {
 
 export const fenceOldMembers: StepDefinition = {
   type: 'fence-old-members',
-  description: "Probe every old member's peer and client URLs; refuse to go on if any answers (--assume-dead names the ones to treat as dead anyway).",
+  description:
+    "Probe every old member's peer and client URLs; refuse to go on if any answers (--assume-dead names the ones to treat as dead anyway). A resumed run probes again until it has started a member.",
+  recheckOnResume: { until: ['start-member', 'add-learner'] },
   params: {
     source: { type: 'path', required: true, description: 'the recovery source (its member list is the old cluster)' },
     'assume-dead': { type: 'list', default: [], description: 'old member IDs (hex) or names to treat as dead even if they answer' },
