@@ -2,6 +2,7 @@
 // (sources, the go-ahead), prints the plan on stdout, then runs the
 // recover-from-quorum-loss playbook session with what the plan decided.
 import { confirm, input } from '@inquirer/prompts';
+import { settleCredentials } from '../playbook/credentials.js';
 import { runPlaybookSession, type PlaybookRunRequest, type SessionResult } from '../playbook/session.js';
 import { decideRecovery, RECOVER_PLAYBOOK, type RecoverAsk, type RecoverInput } from '../recovery/recoverSession.js';
 import { terminalSessionIo } from './sessionIo.js';
@@ -31,7 +32,14 @@ const SHOWN = '(the plan was shown)';
 export async function recoverSession(req: RecoverRequest, ask: (answeredAt: Map<string, string>) => RecoverAsk = terminalAsk): Promise<SessionResult> {
   const answeredAt = new Map<string, string>();
   const decidedAt = new Date().toISOString();
-  const { sets, events, promptDefaults } = await decideRecovery(req, ask(answeredAt));
+  // The password is the first question (nothing is drawn yet), and is checked against the survivor's
+  // own auth store as soon as the plan has chosen it: a wrong one is said before any other question.
+  const creds = req.connection.credentials;
+  const connection =
+    creds && typeof creds.password !== 'string' ? { ...req.connection, credentials: { user: creds.user, password: await creds.password() } } : req.connection;
+  const { sets, events, promptDefaults } = await decideRecovery(req, ask(answeredAt), async (source) => {
+    await settleCredentials(connection, { source });
+  });
   // What the plan filled in is the plan's, not the operator's --set (which wins, and stays labelled --set).
   const planned = sets.filter((s) => !req.sets.includes(s));
   return runPlaybookSession({
@@ -42,7 +50,7 @@ export async function recoverSession(req: RecoverRequest, ask: (answeredAt: Map<
     dryRun: false,
     ...(req.reason !== undefined ? { reason: req.reason } : {}),
     ...(req.auditDb !== undefined ? { auditDb: req.auditDb } : {}),
-    connection: req.connection,
+    connection,
     ...(req.endpoints !== undefined ? { endpoints: req.endpoints } : {}),
     ...(req.endpointsGiven !== undefined ? { endpointsGiven: req.endpointsGiven } : {}),
     ...(req.json !== undefined ? { json: req.json } : {}),

@@ -302,6 +302,10 @@ export async function planRecovery(input: PlanInput): Promise<RecoveryPlan> {
     // A running member's (or a fenced) data dir is a refusal (exit 3), as everywhere else; paths that are not there, bad input (exit 2).
     throw sources.some((s) => s.refused) ? new RefusedError(message) : sources.every((s) => s.badInput) ? new InputError(message) : new Error(message);
   }
+  // A survivor named but not there is a typo until shown otherwise: planning without it could recommend a worse one.
+  const missing = sources.filter((s) => s.error !== undefined && !fs.existsSync(s.path));
+  if (missing.length > 0)
+    throw new InputError(`${missing.map((s) => s.error).join('; ')} (the plan compares every source you name: fix the path or leave it out)`);
   const warnings: string[] = [];
   for (const s of sources) if (s.error) warnings.push(`${s.path} cannot be used: ${s.error}`);
   const clusters = groupByCluster(sources);

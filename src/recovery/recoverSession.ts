@@ -64,7 +64,11 @@ export interface RecoverDecision {
  * plan and asks for the go-ahead (--yes gives it). Throws RefusedError when
  * there is nothing to recover from or no go-ahead: nothing was changed.
  */
-export async function decideRecovery(req: RecoverInput, ask: RecoverAsk): Promise<RecoverDecision> {
+/**
+ * `checkCredentials` is called with the chosen source (a data dir or snapshot) as soon as the plan has
+ * chosen it, before the plan is shown: the operator's password is checked against its auth store then.
+ */
+export async function decideRecovery(req: RecoverInput, ask: RecoverAsk, checkCredentials?: (source: string) => Promise<void>): Promise<RecoverDecision> {
   // The session's own questions, the plan it showed and the go-ahead belong in the run's audit record too.
   const events: SessionEvent[] = [];
   let dataDirs = req.dataDirs;
@@ -94,6 +98,7 @@ export async function decideRecovery(req: RecoverInput, ask: RecoverAsk): Promis
     plan = await planRecovery({ ...planInput, clusterId: await askCluster(e, ask, events) });
   }
   const best = plan.sources[plan.recommended];
+  if (checkCredentials && best.kind !== 'inspect') await checkCredentials(best.path);
   const tls = survivorTls(plan, req.sets);
   const planText = [formatPlan(plan), ...(tls.line ? [tls.line] : [])].join('\n');
   ask.show(planText);

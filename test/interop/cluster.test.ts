@@ -306,7 +306,8 @@ test('snapshot save: one endpoint only; the file has the sha256 trailer and matc
   assert.ok(status.totalKey >= live, `etcdctl totalKey ${status.totalKey} ≥ live keys ${live}`);
   assert.equal(status.totalSize, db.length);
 
-  const json = parseJsonIds(ok(await lifeboat('snapshot', 'save', file, ...first, '-w', 'json'))) as {
+  // Saved again onto the same file: --force, or it is refused (the file may be the only backup).
+  const json = parseJsonIds(ok(await lifeboat('snapshot', 'save', file, '--force', ...first, '-w', 'json'))) as {
     size: number;
     sha256: string;
     revision: number;

@@ -129,5 +129,13 @@ describe('a fenced data dir is named as fenced, with its record and the way back
       assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
     }
     assert.equal((await lifeboat('recover', 'plan', '--from-snapshot', snap)).code, 0);
+    // Beside a good source too: a survivor that is not there may be the best one, mistyped; the plan is not made without it.
+    const beside = await lifeboat('recover', 'plan', '--from-snapshot', snap, '--from-data-dir', missing);
+    assert.equal(beside.code, 2, beside.stderr);
+    assert.equal(beside.stdout, '');
+    assert.match(
+      beside.stderr,
+      new RegExp(`^Error: data dir ${missing} does not exist; check the path \\(the plan compares every source you name: fix the path or leave it out\\)\n$`),
+    );
   });
 });
