@@ -10,9 +10,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import tls from 'node:tls';
 import { after, before, describe, test } from 'node:test';
-import { issueCert, makeCerts, type TestCerts } from '../support/certs.js';
+import { issueCert, makeCerts, servedCertificate, type TestCerts } from '../support/certs.js';
 import { freePorts } from '../support/ports.js';
 import { stopProcessesUnder } from '../support/processes.js';
 import { etcdctl, failsWithOneLine, requireEtcdTools, requireTool, ROOT, run, stopProcess, waitFor } from '../support/tools.js';
@@ -20,28 +19,6 @@ import { treeState } from './treeState.js';
 
 const NAMES = ['m1', 'm2', 'm3'];
 const host = (i: number) => `127.0.0.${i + 1}`;
-
-/** The certificate a TLS server at `url` presents. */
-function servedCert(url: string, certs: TestCerts): Promise<tls.PeerCertificate> {
-  const u = new URL(url);
-  return new Promise((resolve, reject) => {
-    const s = tls.connect({
-      host: u.hostname,
-      port: Number(u.port),
-      ca: readFileSync(certs.ca),
-      cert: readFileSync(certs.clientCert),
-      key: readFileSync(certs.clientKey),
-      ALPNProtocols: ['h2'],
-    });
-    s.setTimeout(5000, () => s.destroy(new Error(`no TLS handshake with ${url} in 5 s`)));
-    s.once('secureConnect', () => {
-      const c = s.getPeerCertificate();
-      s.end();
-      resolve(c);
-    });
-    s.once('error', reject);
-  });
-}
 
 describe('recovery of an etcd cluster with a certificate per member', () => {
   let dir: string;
@@ -223,10 +200,10 @@ describe('recovery of an etcd cluster with a certificate per member', () => {
     assert.equal(list.stdout.split('\n').filter((l) => l.includes(', started, ') && l.endsWith(', false')).length, 3, list.stdout);
     for (const [i, m] of fresh.entries()) {
       assert.equal((await etcdctl('--endpoints', m.clientUrl, ...clientTls, 'get', '/registry/k19', '--print-value-only', '--consistency=s')).stdout, 'v19\n');
-      const client = await servedCert(m.clientUrl, certs);
+      const client = await servedCertificate(m.clientUrl, certs);
       assert.equal(client.subject.CN, m.name, `${m.name}'s client URL serves ${String(client.subject.CN)}'s certificate`);
       assert.equal(client.subjectaltname, `IP Address:${host(i)}`);
-      const peer = await servedCert(m.peerUrl, certs);
+      const peer = await servedCertificate(m.peerUrl, certs);
       assert.equal(peer.subject.CN, `${m.name}-peer`, `${m.name}'s peer URL serves ${String(peer.subject.CN)}'s certificate`);
       // The hand-off env file names the member's own files, and no other member's.
       const envFile = readFileSync(`${m.dataDir}.env`, 'utf8');

@@ -2,7 +2,8 @@
 // certificate for 127.0.0.1/localhost, a client certificate, and a second,
 // unrelated CA (for "wrong CA" cases); issueCert() makes more from either CA
 // (a given CN, server or client use, already expired with negative days).
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import tls from 'node:tls';
 import path from 'node:path';
 import { run } from './tools.js';
 
@@ -126,4 +127,26 @@ export async function issueCert(
     p(ext),
   );
   return { cert: p(`${name}.crt`), key: p(`${name}.key`) };
+}
+
+/** The certificate a TLS server at `url` presents to a client of the test CA (5 s at most). */
+export function servedCertificate(url: string, certs: TestCerts): Promise<tls.PeerCertificate> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const s = tls.connect({
+      host: u.hostname,
+      port: Number(u.port),
+      ca: readFileSync(certs.ca),
+      cert: readFileSync(certs.clientCert),
+      key: readFileSync(certs.clientKey),
+      ALPNProtocols: ['h2'],
+    });
+    s.setTimeout(5000, () => s.destroy(new Error(`no TLS handshake with ${url} in 5 s`)));
+    s.once('secureConnect', () => {
+      const c = s.getPeerCertificate();
+      s.end();
+      resolve(c);
+    });
+    s.once('error', reject);
+  });
 }

@@ -9,9 +9,8 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import tls from 'node:tls';
 import { after, before, describe, test } from 'node:test';
-import { issueCert, makeCerts, type TestCerts } from '../support/certs.js';
+import { issueCert, makeCerts, servedCertificate, type TestCerts } from '../support/certs.js';
 import { BIN, type MemberProc } from '../support/lifeboatCluster.js';
 import { playbookRun } from '../support/playbookRun.js';
 import { stopProcessesUnder } from '../support/processes.js';
@@ -22,26 +21,7 @@ import { TlsCluster } from './tlsCluster.js';
 const NAMES = ['m1', 'm2', 'm3'];
 
 /** The CN of the certificate a TLS server at `url` presents. */
-function servedCn(url: string, certs: TestCerts): Promise<string> {
-  const u = new URL(url);
-  return new Promise((resolve, reject) => {
-    const s = tls.connect({
-      host: u.hostname,
-      port: Number(u.port),
-      ca: readFileSync(certs.ca),
-      cert: readFileSync(certs.clientCert),
-      key: readFileSync(certs.clientKey),
-      ALPNProtocols: ['h2'],
-    });
-    s.setTimeout(5000, () => s.destroy(new Error(`no TLS handshake with ${url} in 5 s`)));
-    s.once('secureConnect', () => {
-      const cn = String(s.getPeerCertificate().subject.CN);
-      s.end();
-      resolve(cn);
-    });
-    s.once('error', reject);
-  });
-}
+const servedCn = async (url: string, certs: TestCerts) => String((await servedCertificate(url, certs)).subject.CN);
 
 describe('recovery of a Lifeboat cluster with a certificate per member', () => {
   let certs: TestCerts;
