@@ -316,13 +316,13 @@ test('snapshot save: one endpoint only; the file has the sha256 trailer and matc
   assert.equal(json.sha256, createHash('sha256').update(readFileSync(file)).digest('hex'));
 
   // bin/run.js runs snapshot save without oclif: the flag forms oclif takes, and etcdctl's variables, work the same.
-  const inline = parseJsonIds(ok(await lifeboat('snapshot', 'save', `--endpoints=${first[1]}`, '-wjson', '--command-timeout=30s', file))) as {
+  const inline = parseJsonIds(ok(await lifeboat('snapshot', 'save', `--endpoints=${first[1]}`, '-wjson', '--command-timeout=30s', '--force=true', file))) as {
     keyCount: number;
   };
   assert.equal(inline.keyCount, live);
   const env: NodeJS.ProcessEnv = { ...process.env, ETCDCTL_ENDPOINTS: first[1], ETCDCTL_COMMAND_TIMEOUT: '30s' };
   for (const k of Object.keys(env)) if (k.startsWith('LIFEBOAT_')) delete env[k];
-  const fromEnv = await run(process.execPath, [path.join(ROOT, 'bin', 'run.js'), 'snapshot', 'save', '-w', 'table', file], { env });
+  const fromEnv = await run(process.execPath, [path.join(ROOT, 'bin', 'run.js'), 'snapshot', 'save', '-w', 'table', '--force', file], { env });
   assert.equal(fromEnv.code, 0, fromEnv.stderr);
   assert.match(fromEnv.stdout, /\| +PATH +\| +SIZE +\|/);
   const other = path.join(cluster.dir, 'not-written.db');
