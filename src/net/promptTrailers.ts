@@ -5,16 +5,20 @@
 // peers' acks and the next commit's appends). A 1-client put waited for it on every
 // call. From inside the 'wantTrailers' callback nghttp2 takes trailers at once, and the
 // stream's native handle does just that: it is what sendTrailers' deferred step calls.
-// That handle is a Node internal, checked here: it is used on Node 20 only, where its
-// header-list format (`name\0value\0flags` per field, and the count) was read; anywhere
-// else, or when the handle is not found, sendTrailers does it.
+// That handle is a Node internal, checked here: it is used on the Node lines whose
+// header-list format (`name\0value\0flags` per field, and the count) was read (20, 22,
+// 24, 26: the same there); on any other, or when the handle is not found, sendTrailers
+// does it. test/net/promptTrailers.test.ts sends trailers both ways on the Node it runs
+// on and fails if a supported line no longer has the handle.
 import type http2 from 'node:http2';
 
 type TrailerHandle = { trailers(list: [string, number]): number };
 
+/** The Node lines whose stream handle was read for its header-list format. */
+export const PROMPT_TRAILER_NODE_MAJORS: readonly number[] = [20, 22, 24, 26];
 const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
 /** The handle's symbol, found on the first stream; null once looked for in vain. */
-let handleSymbol: symbol | null | undefined = NODE_MAJOR === 20 ? undefined : null;
+let handleSymbol: symbol | null | undefined = PROMPT_TRAILER_NODE_MAJORS.includes(NODE_MAJOR) ? undefined : null;
 
 function handleOf(stream: http2.ServerHttp2Stream): TrailerHandle | undefined {
   if (handleSymbol === undefined) handleSymbol = Object.getOwnPropertySymbols(stream).find((s) => s.description === 'kHandle') ?? null;
@@ -37,13 +41,24 @@ function headerList(trailers: Record<string, string>): [string, number] {
 /**
  * Responds to `stream` with `headers`, then sends `trailers()` right after the last
  * DATA frame (the stream's end). `trailers` is read when they go, so a call may set its
- * status up to then.
+ * status up to then. `prompt` false takes Node's public sendTrailers() (the tests'
+ * check of the fallback).
  */
-export function respondWithTrailers(stream: http2.ServerHttp2Stream, headers: http2.OutgoingHttpHeaders, trailers: () => Record<string, string>): void {
+export function respondWithTrailers(
+  stream: http2.ServerHttp2Stream,
+  headers: http2.OutgoingHttpHeaders,
+  trailers: () => Record<string, string>,
+  prompt = true,
+): void {
   stream.respond(headers, { waitForTrailers: true });
   stream.once('wantTrailers', () => {
-    const handle = handleOf(stream);
+    const handle = prompt ? handleOf(stream) : undefined;
     if (!handle) return stream.sendTrailers(trailers());
     if (handle.trailers(headerList(trailers())) < 0) stream.destroy();
   });
+}
+
+/** Whether trailers on `stream` take the prompt path (the handle is there and supported on this Node). */
+export function promptTrailersOn(stream: http2.ServerHttp2Stream): boolean {
+  return handleOf(stream) !== undefined;
 }
