@@ -115,6 +115,13 @@ describe('a client deadline (grpc-timeout)', () => {
     assert.deepEqual([queued.code, queued.details], [4, 'context deadline exceeded']);
     assert.ok(queued.ms >= 900 && queued.ms < 1500, `answered after ${queued.ms} ms`);
     await waitFor('the waiter of the queued put to be released', async () => (await pending(leader)) === 0, 500, 50);
+    // The same through etcdctl, whose deadline the member now keeps too.
+    const start = Date.now();
+    const viaEtcdctl = await etcdctl(leader.client, 'put', 'etcdctl-queued', 'v', '--command-timeout=1s');
+    assert.notEqual(viaEtcdctl.code, 0);
+    assert.match(viaEtcdctl.stderr, /context deadline exceeded/);
+    assert.ok(Date.now() - start < 1500, `etcdctl answered after ${Date.now() - start} ms`);
+    await waitFor('the waiter of the etcdctl put to be released', async () => (await pending(leader)) === 0, 500, 50);
 
     // The quorum comes back well within the member's own request timeout (6 s here), which alone would have proposed it.
     for (const m of others) c.spawn(m, ['--listen-metrics-urls', metrics.get(m)!]);
@@ -127,6 +134,7 @@ describe('a client deadline (grpc-timeout)', () => {
     for (const m of c.members) {
       await waitFor(`${m.name} to apply the write`, async () => (await versionOf(m, 'after')) === 1);
       assert.equal(await versionOf(m, 'queued'), 0, `${m.name}: a put proposed after its deadline`);
+      assert.equal(await versionOf(m, 'etcdctl-queued'), 0, `${m.name}: etcdctl's put proposed after its deadline`);
       assert.ok((await versionOf(m, 'proposed')) <= 1, `${m.name}: the proposed put applied more than once`);
     }
     for (const m of c.members) assert.equal(await pending(m), 0, `${m.name}: proposals left pending`);
