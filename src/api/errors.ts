@@ -7,6 +7,7 @@
 import { KvError, type KvErrorKind } from '../kv/errors.js';
 import { MemberError, type MemberErrorKind } from '../common/memberErrors.js';
 import { AuthError, type AuthErrorKind } from '../kv/authErrors.js';
+import { DEADLINE_EXCEEDED_DETAILS } from '../net/callDeadline.js';
 
 /** gRPC status codes (google.golang.org/grpc/codes), numbered as on the wire. */
 export enum GrpcCode {
@@ -91,6 +92,8 @@ export const ErrNoLeader = e(GrpcCode.Unavailable, 'etcdserver: no leader');
 export const ErrBadLeaderTransferee = e(GrpcCode.FailedPrecondition, 'etcdserver: bad leader transferee');
 export const ErrLearnerNotSupported = e(GrpcCode.Unavailable, 'etcdserver: rpc not supported for learner');
 export const ErrTimeout = e(GrpcCode.Unavailable, 'etcdserver: request timed out');
+/** A client's deadline (grpc-timeout) passed: etcd's ErrGRPCDeadlineExceeded. */
+export const ErrDeadlineExceeded = e(GrpcCode.DeadlineExceeded, DEADLINE_EXCEEDED_DETAILS);
 export const ErrTimeoutLeaderTransfer = e(GrpcCode.Unavailable, 'etcdserver: request timed out, leader transfer took too long');
 export const ErrStopped = e(GrpcCode.Unavailable, 'etcdserver: server stopped');
 export const ErrLeaderChanged = e(GrpcCode.Unavailable, 'etcdserver: leader changed');
@@ -160,6 +163,7 @@ const MEMBER_ERRORS: Record<MemberErrorKind, EtcdError | GrpcCode> = {
   noLeader: ErrNoLeader,
   notLeader: ErrNotLeader,
   timeout: ErrTimeout,
+  deadlineExceeded: ErrDeadlineExceeded,
   timeoutLeaderTransfer: ErrTimeoutLeaderTransfer,
   stopped: ErrStopped,
   badLeaderTransferee: ErrBadLeaderTransferee,

@@ -71,10 +71,11 @@ export interface EtcdBackend {
   /** Throws unless auth is off or `ai` holds the root role (etcd's IsAdminPermitted). */
   requireAdmin(ai: AuthInfo | undefined): void;
   range(r: RangeRequest, ai?: AuthInfo): Promise<RangeResponse>;
-  put(r: PutRequest, ai?: AuthInfo): Promise<PutResponse>;
-  deleteRange(r: DeleteRangeRequest, ai?: AuthInfo): Promise<DeleteRangeResponse>;
-  txn(r: TxnRequest, ai?: AuthInfo): Promise<TxnResponse>;
-  compact(r: CompactionRequest): Promise<void>;
+  /** The writes: `deadline`, the client's (Date.now() scale), is when the request is no longer proposed nor waited for. */
+  put(r: PutRequest, ai?: AuthInfo, deadline?: number): Promise<PutResponse>;
+  deleteRange(r: DeleteRangeRequest, ai?: AuthInfo, deadline?: number): Promise<DeleteRangeResponse>;
+  txn(r: TxnRequest, ai?: AuthInfo, deadline?: number): Promise<TxnResponse>;
+  compact(r: CompactionRequest, deadline?: number): Promise<void>;
   memberAdd(peerURLs: string[], isLearner: boolean): Promise<{ member: Member; members: Member[] }>;
   memberRemove(id: bigint): Promise<Member[]>;
   memberUpdate(id: bigint, peerURLs: string[]): Promise<Member[]>;
@@ -132,11 +133,11 @@ function unary<Req>(fn: (req: Req) => Promise<unknown>): UnaryHandler<Req> {
   };
 }
 
-/** A unary handler that first learns who calls; errors become etcd statuses. */
-function authed<Req>(b: EtcdBackend, fn: (req: Req, ai: AuthInfo | undefined) => Promise<unknown>): UnaryHandler<Req> {
+/** A unary handler that first learns who calls (`fn` gets the call's deadline too); errors become etcd statuses. */
+function authed<Req>(b: EtcdBackend, fn: (req: Req, ai: AuthInfo | undefined, deadline: number) => Promise<unknown>): UnaryHandler<Req> {
   return (call, cb) => {
     b.authInfo(callerOf(call))
-      .then((ai) => fn(call.request, ai))
+      .then((ai) => fn(call.request, ai, call.deadline))
       .then(
         (r) => cb(null, r),
         (e) => cb(toStatus(e)),
@@ -224,10 +225,10 @@ export function registerEtcdServices(server: GrpcServer, b: EtcdBackend): void {
   const h = (rev: number) => b.header(rev);
   // A learner serves only Status and serializable Range (SEMANTICS.md "Leadership").
   const voterOnly =
-    <Req, T>(fn: (req: Req, ai: AuthInfo | undefined) => Promise<T>) =>
-    (req: Req, ai?: AuthInfo) => {
+    <Req, T>(fn: (req: Req, ai: AuthInfo | undefined, deadline?: number) => Promise<T>) =>
+    (req: Req, ai?: AuthInfo, deadline?: number) => {
       if (b.isLearner()) return Promise.reject(ErrLearnerNotSupported);
-      return fn(req, ai);
+      return fn(req, ai, deadline);
     };
   /** The membership changes need the root role (etcd's checkMembershipOperationPermission). */
   const admin =
@@ -245,21 +246,21 @@ export function registerEtcdServices(server: GrpcServer, b: EtcdBackend): void {
     }),
     Put: authed(
       b,
-      voterOnly(async (w: WirePutRequest, ai) => putToWire(await b.put(putFromWire(w), ai), h)),
+      voterOnly(async (w: WirePutRequest, ai, deadline) => putToWire(await b.put(putFromWire(w), ai, deadline), h)),
     ),
     DeleteRange: authed(
       b,
-      voterOnly(async (w: WireDeleteRangeRequest, ai) => deleteRangeToWire(await b.deleteRange(deleteRangeFromWire(w), ai), h)),
+      voterOnly(async (w: WireDeleteRangeRequest, ai, deadline) => deleteRangeToWire(await b.deleteRange(deleteRangeFromWire(w), ai, deadline), h)),
     ),
     Txn: authed(
       b,
-      voterOnly(async (w: WireTxnRequest, ai) => txnToWire(await b.txn(txnFromWire(w), ai), h)),
+      voterOnly(async (w: WireTxnRequest, ai, deadline) => txnToWire(await b.txn(txnFromWire(w), ai, deadline), h)),
     ),
     // etcd 3.4 checks no permission for a compaction (only the token's validity).
     Compact: authed(
       b,
-      voterOnly(async (w: WireCompactionRequest) => {
-        await b.compact(compactionFromWire(w));
+      voterOnly(async (w: WireCompactionRequest, _ai, deadline) => {
+        await b.compact(compactionFromWire(w), deadline);
         return { header: h(b.currentRevision()) };
       }),
     ),

@@ -9,6 +9,8 @@ export type MemberErrorKind =
   | 'noLeader'
   | 'notLeader'
   | 'timeout'
+  /** The client's deadline (grpc-timeout) passed first. */
+  | 'deadlineExceeded'
   | 'timeoutLeaderTransfer'
   | 'stopped'
   | 'badLeaderTransferee'
@@ -46,6 +48,8 @@ export const ErrNoSpace = e('noSpace', 'mvcc: database space exceeded');
 export const ErrNoLeader = e('noLeader', 'etcdserver: no leader');
 export const ErrNotLeader = e('notLeader', 'etcdserver: not leader');
 export const ErrTimeout = e('timeout', 'etcdserver: request timed out');
+/** The client's deadline passed before the request was proposed or applied (Go's context.DeadlineExceeded). */
+export const ErrDeadlineExceeded = e('deadlineExceeded', 'context deadline exceeded');
 export const ErrTimeoutLeaderTransfer = e('timeoutLeaderTransfer', 'etcdserver: request timed out, leader transfer took too long');
 export const ErrStopped = e('stopped', 'etcdserver: server stopped');
 export const ErrBadLeaderTransferee = e('badLeaderTransferee', 'etcdserver: bad leader transferee');

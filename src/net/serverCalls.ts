@@ -7,11 +7,13 @@
 // messages, trailers with grpc-status and grpc-message; an error before any
 // message as a trailers-only response. A message whose serializer gives it in
 // parts (src/proto/messageParts.ts: a snapshot's chunks) is written part by
-// part, its large field never copied.
+// part, its large field never copied. A unary call honours the client's
+// grpc-timeout (callDeadline.ts): one timer, only for a call that sends one.
 import { EventEmitter } from 'node:events';
 import http2 from 'node:http2';
 import { framed, GRPC_CONTENT_TYPE, InflatedTooLarge, messageBody, messagePrefix, MessageReader, MessageTooLarge, type RawMessage } from './grpcMessages.js';
 import { respondWithTrailers } from './promptTrailers.js';
+import { DEADLINE_EXCEEDED_DETAILS, NO_DEADLINE, parseGrpcTimeout } from './callDeadline.js';
 import { GrpcCode } from '../api/errors.js';
 
 export type CallKind = 'unary' | 'serverStream' | 'clientStream' | 'bidi';
@@ -38,7 +40,7 @@ export interface CallStatus {
   details: string;
 }
 
-const { OK, Unknown: UNKNOWN, ResourceExhausted: RESOURCE_EXHAUSTED, Internal: INTERNAL } = GrpcCode;
+const { OK, Unknown: UNKNOWN, DeadlineExceeded: DEADLINE_EXCEEDED, ResourceExhausted: RESOURCE_EXHAUSTED, Internal: INTERNAL } = GrpcCode;
 
 const RESPONSE_HEADERS = {
   ':status': 200,
@@ -83,6 +85,8 @@ function statusOf(err: unknown): CallStatus {
 /** What every handler reads of a call (api/caller.ts): its request, metadata by key, the peer's address. */
 class ServerCall<Req = unknown> extends EventEmitter {
   readonly metadata: CallMetadata;
+  /** When the client stops waiting (Date.now() scale; NO_DEADLINE without grpc-timeout): work for it is not started after it. */
+  deadline = NO_DEADLINE;
   constructor(
     readonly request: Req,
     headers: http2.IncomingHttpHeaders,
@@ -163,7 +167,20 @@ export type UnaryCall<Req> = ServerCall<Req>;
 export type UnaryHandler<Req> = (call: UnaryCall<Req>, reply: Reply) => void;
 
 export function serveUnary(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, h: Handler, maxReceive: number): void {
+  const timeout = headers['grpc-timeout'];
+  let deadline = NO_DEADLINE;
+  if (timeout !== undefined) {
+    const ms = parseGrpcTimeout(String(timeout));
+    // As grpc-js: a malformed value is refused.
+    if (ms === undefined) return respondStatus(stream, INTERNAL, `Invalid grpc-timeout value "${String(timeout)}"`);
+    deadline = Date.now() + ms;
+    // The answer once the client stops waiting; a later reply finds the stream ended (usable() is false).
+    const timer = setTimeout(respondStatus, ms, stream, DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_DETAILS);
+    stream.once('close', () => clearTimeout(timer));
+  }
   readRequest(stream, headers, h, maxReceive, (request) => {
+    // Already too late (the request was slow to arrive): the handler is not run at all.
+    if (deadline !== NO_DEADLINE && Date.now() >= deadline) return respondStatus(stream, DEADLINE_EXCEEDED, DEADLINE_EXCEEDED_DETAILS);
     const reply = (err: unknown, value?: unknown) => {
       if (err) {
         const status = statusOf(err);
@@ -177,8 +194,10 @@ export function serveUnary(stream: http2.ServerHttp2Stream, headers: http2.Incom
       }
       respondMessage(stream, message);
     };
+    const call = new ServerCall(request, headers, stream);
+    call.deadline = deadline;
     try {
-      h.func(new ServerCall(request, headers, stream) as never, reply);
+      h.func(call as never, reply);
     } catch (e) {
       reply(e);
     }

@@ -206,7 +206,7 @@ export class Member {
       cfg: p.cfg,
       clusterId: () => this.peerHost.clusterId(),
       readIndex: () => this.reads.read(),
-      proposeKv: (req: KvRequest, who?: AuthInfo) => this.proposeKv(req, who),
+      proposeKv: (req: KvRequest, who?: AuthInfo, deadline?: number) => this.proposeKv(req, who, deadline),
       auth: this.auth,
       proposeServer: (req: ServerRequest) => this.proposeServer(req),
       transferLeader: (target: bigint) => this.driver.with((r) => r.transferLeader(target)),
@@ -477,9 +477,9 @@ export class Member {
 
   // ---- proposals -------------------------------------------------------------
 
-  private async proposeKv(req: KvRequest, who?: AuthInfo): Promise<KvApplyResult> {
+  private async proposeKv(req: KvRequest, who?: AuthInfo, deadline?: number): Promise<KvApplyResult> {
     if (spaceExceeded(req, this.kv.cluster.alarms())) throw ErrNoSpace;
-    const out = await this.proposer.propose((id) => encodeRequest(req, id, who));
+    const out = await this.proposer.propose((id) => encodeRequest(req, id, who), deadline);
     if (out.error) throw out.error;
     const r = out.kv!;
     if ('error' in r && r.error) throw r.error;

@@ -22,13 +22,13 @@ export class PendingProposals<T = unknown> {
     return this.prefix | this.counter;
   }
 
-  /** Waits for `id` to be resolved; rejects with etcd's timeout after timeoutMs. */
-  wait(id: bigint, timeoutError: MemberError = ErrTimeout): Promise<T> {
+  /** Waits for `id` to be resolved; rejects with `timeoutError` (etcd's timeout) after `timeoutMs` (the request timeout). */
+  wait(id: bigint, timeoutError: MemberError = ErrTimeout, timeoutMs = this.timeoutMs): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters.delete(id);
         reject(timeoutError);
-      }, this.timeoutMs);
+      }, timeoutMs);
       this.waiters.set(id, { resolve, reject, timer });
     });
   }

@@ -2,8 +2,11 @@
 // (carried in its entry, or in a conf change's context) and waits, bounded by the
 // request timeout, until apply.ts hands back its outcome. A proposal made while
 // there is no leader waits for one (until its own deadline) instead of failing;
-// Raft's other refusals become etcd's errors.
-import { confChangeRefused, ErrConfChangePending, ErrNotLeader, ErrStopped, proposalRefused } from '../common/memberErrors.js';
+// Raft's other refusals become etcd's errors. A client's deadline (grpc-timeout)
+// bounds the wait when it comes first: a request already past it is not
+// proposed; one proposed may still apply, once, but its waiter is released at
+// the deadline (a later apply finds no waiter).
+import { confChangeRefused, ErrConfChangePending, ErrDeadlineExceeded, ErrNotLeader, ErrStopped, proposalRefused } from '../common/memberErrors.js';
 import type { Member as MemberInfo } from '../kv/types.js';
 import type { Raft } from '../raft/raft.js';
 import { RaftError, type ConfChange } from '../raft/types.js';
@@ -31,14 +34,24 @@ export class Proposer {
     this.pending = new PendingProposals(requestTimeoutMs);
   }
 
-  /** Proposes the entry `encode` makes with the request ID; resolves once it is applied. */
-  propose(encode: (id: bigint) => Uint8Array): Promise<ApplyOutcome> {
+  /**
+   * Proposes the entry `encode` makes with the request ID; resolves once it is
+   * applied. `deadline`: the client's (Date.now() scale), if it has one.
+   */
+  propose(encode: (id: bigint) => Uint8Array, deadline = Infinity): Promise<ApplyOutcome> {
     if (this.host.stopping()) return Promise.reject(ErrStopped);
     const metrics = this.host.metrics;
+    const now = Date.now();
+    // The client stops waiting before the request timeout: nothing is proposed past its deadline, nor waited for.
+    const clientFirst = deadline < now + this.requestTimeoutMs;
+    if (clientFirst && deadline <= now) {
+      metrics.proposalsFailed++;
+      return Promise.reject(ErrDeadlineExceeded);
+    }
     const id = this.pending.nextId();
-    const done = this.pending.wait(id);
+    const done = clientFirst ? this.pending.wait(id, ErrDeadlineExceeded, deadline - now) : this.pending.wait(id);
     metrics.proposalsPending++;
-    this.proposeData(encode(id), id, Date.now() + this.requestTimeoutMs);
+    this.proposeData(encode(id), id, clientFirst ? deadline : now + this.requestTimeoutMs);
     return done
       .finally(() => metrics.proposalsPending--)
       .catch((e) => {

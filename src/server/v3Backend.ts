@@ -50,8 +50,8 @@ export interface V3Host {
   leader(): bigint;
   /** Resolves once this member has applied up to the leader's commit index at the call (ReadIndex). */
   readIndex(): Promise<void>;
-  /** Proposes a KV write on behalf of `who` (checked at apply); resolves once applied, throws its error. */
-  proposeKv(req: KvRequest, who?: AuthInfo): Promise<KvApplyResult>;
+  /** Proposes a KV write on behalf of `who` (checked at apply) unless the client's `deadline` passed; resolves once applied, throws its error. */
+  proposeKv(req: KvRequest, who?: AuthInfo, deadline?: number): Promise<KvApplyResult>;
   /** Proposes one of the member's own requests; resolves once applied. */
   proposeServer(req: ServerRequest): Promise<unknown>;
   transferLeader(target: bigint): void;
@@ -123,23 +123,23 @@ export class V3Backend implements EtcdBackend, WatchBackend, LeaseBackend {
     }
   }
 
-  async put(r: PutRequest, ai?: AuthInfo): Promise<PutResponse> {
-    const res = await this.host.proposeKv({ put: r }, ai ?? NOBODY);
+  async put(r: PutRequest, ai?: AuthInfo, deadline?: number): Promise<PutResponse> {
+    const res = await this.host.proposeKv({ put: r }, ai ?? NOBODY, deadline);
     return (res.response as { put: PutResponse }).put;
   }
 
-  async deleteRange(r: DeleteRangeRequest, ai?: AuthInfo): Promise<DeleteRangeResponse> {
-    const res = await this.host.proposeKv({ deleteRange: r }, ai ?? NOBODY);
+  async deleteRange(r: DeleteRangeRequest, ai?: AuthInfo, deadline?: number): Promise<DeleteRangeResponse> {
+    const res = await this.host.proposeKv({ deleteRange: r }, ai ?? NOBODY, deadline);
     return (res.response as { deleteRange: DeleteRangeResponse }).deleteRange;
   }
 
-  async txn(r: TxnRequest, ai?: AuthInfo): Promise<TxnResponse> {
-    const res = await this.host.proposeKv({ txn: r }, ai ?? NOBODY);
+  async txn(r: TxnRequest, ai?: AuthInfo, deadline?: number): Promise<TxnResponse> {
+    const res = await this.host.proposeKv({ txn: r }, ai ?? NOBODY, deadline);
     return (res.response as { txn: TxnResponse }).txn;
   }
 
-  async compact(r: CompactionRequest): Promise<void> {
-    await this.host.proposeKv({ compaction: r });
+  async compact(r: CompactionRequest, deadline?: number): Promise<void> {
+    await this.host.proposeKv({ compaction: r }, undefined, deadline);
   }
 
   memberAdd(peerURLs: string[], isLearner: boolean): Promise<{ member: MemberInfo; members: MemberInfo[] }> {
