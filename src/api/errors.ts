@@ -7,27 +7,7 @@
 import { KvError, type KvErrorKind } from '../kv/errors.js';
 import { MemberError, type MemberErrorKind } from '../common/memberErrors.js';
 import { AuthError, type AuthErrorKind } from '../kv/authErrors.js';
-
-/** gRPC status codes (google.golang.org/grpc/codes), numbered as on the wire. */
-export enum GrpcCode {
-  OK = 0,
-  Canceled = 1,
-  Unknown = 2,
-  InvalidArgument = 3,
-  DeadlineExceeded = 4,
-  NotFound = 5,
-  AlreadyExists = 6,
-  PermissionDenied = 7,
-  ResourceExhausted = 8,
-  FailedPrecondition = 9,
-  Aborted = 10,
-  OutOfRange = 11,
-  Unimplemented = 12,
-  Internal = 13,
-  Unavailable = 14,
-  DataLoss = 15,
-  Unauthenticated = 16,
-}
+import { GrpcCode } from '../net/grpcCode.js';
 
 /**
  * An error etcd returns to clients as a gRPC status. The instances below are shared

@@ -2,7 +2,8 @@
 // there is one), says what went wrong and what to try. Commands let them escape;
 // the CLI turns `InputError` into exit 2 and everything else here into exit 1.
 import type { ServiceError } from '#grpc-js';
-import { ErrAuthFailed, ErrPermissionDenied, ErrUserEmpty, GrpcCode } from '../api/errors.js';
+import { ErrAuthFailed, ErrPermissionDenied, ErrUserEmpty } from '../api/errors.js';
+import { GrpcCode } from '../net/grpcCode.js';
 import * as authStore from '../kv/authErrors.js';
 import { formatDuration } from '../common/durations.js';
 

@@ -12,7 +12,7 @@ import { EventEmitter } from 'node:events';
 import http2 from 'node:http2';
 import { framed, GRPC_CONTENT_TYPE, InflatedTooLarge, messageBody, messagePrefix, MessageReader, MessageTooLarge, type RawMessage } from './grpcMessages.js';
 import { respondWithTrailers } from './promptTrailers.js';
-import { GrpcCode } from '../api/errors.js';
+import { GrpcCode } from '../net/grpcCode.js';
 
 export type CallKind = 'unary' | 'serverStream' | 'clientStream' | 'bidi';
 
