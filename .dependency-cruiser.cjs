@@ -5,7 +5,8 @@
 // nothing under src/ or commands/ imports test/ or bench/. On the two floors
 // under the client and the server, a folder imports only floors below its own,
 // not its neighbours: api → {net, kv}, transport → net, etcdfile → kv (what
-// etcd's WAL entries hold), net, kv and storage → {raft, proto, common}.
+// etcd's WAL entries hold), net, kv and storage → {raft, proto, common}. The
+// client imports neither the member nor its gRPC services (src/server, src/api).
 // Benchmarks are test tooling: they may use test/support (clusters, ports).
 const FLOORS = [
   ['common'],
@@ -54,6 +55,14 @@ module.exports = {
   forbidden: [
     ...upward,
     ...sideways,
+    {
+      name: 'client-imports-no-server-code',
+      comment:
+        "the client talks to members over the wire: it imports neither the member (src/server) nor its gRPC services (src/api); etcd's texts are in src/common",
+      severity: 'error',
+      from: { path: '^src/client/' },
+      to: { path: '^src/(api|server)/' },
+    },
     {
       name: 'raft-imports-only-common',
       comment: 'src/raft is the pure core: it imports nothing of ours but src/common',
