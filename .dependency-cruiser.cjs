@@ -1,18 +1,29 @@
 // The dependency rule of shared/ARCHITECTURE.md, checked by `npm run lint`:
 //   commands → cli → {playbook, drill → recovery, ops, migrate, audit} → {client, server}
-//     → {api, net, transport, kv, storage, etcdfile} → {raft, proto} → common
+//     → {api, transport, etcdfile} → {net, kv, storage} → {raft, proto} → common
 // Imports point down only (skipping floors is fine), never in a cycle, and
-// nothing under src/ or commands/ imports test/ or bench/. Benchmarks are test
-// tooling: they may use test/support (clusters, ports).
+// nothing under src/ or commands/ imports test/ or bench/. On the two floors
+// under the client and the server, a folder imports only floors below its own,
+// not its neighbours: api → {net, kv}, transport → net, etcdfile → kv (what
+// etcd's WAL entries hold), net, kv and storage → {raft, proto, common}. The
+// client imports neither the member nor its gRPC services (src/server, src/api).
+// Benchmarks are test tooling: they may use test/support (clusters, ports).
 const FLOORS = [
   ['common'],
   ['raft', 'proto'],
-  ['api', 'net', 'transport', 'kv', 'storage', 'etcdfile'],
+  ['net', 'kv', 'storage'],
+  ['api', 'transport', 'etcdfile'],
   ['client', 'server'],
   ['ops', 'audit', 'migrate'],
   ['recovery'],
   ['playbook', 'drill'],
   ['cli', 'demo'],
+];
+
+// Floors whose folders do not import one another.
+const APART = [
+  ['net', 'kv', 'storage'],
+  ['api', 'transport', 'etcdfile'],
 ];
 
 const folder = (names) => `^src/(${names.join('|')})/`;
@@ -31,9 +42,27 @@ const upward = FLOORS.flatMap((names, level) => {
   ];
 });
 
+// `$1` is the folder the import is from: its own files are not its neighbours.
+const sideways = APART.map((names) => ({
+  name: `no-sideways-in-${names.join('-')}`,
+  comment: `src/{${names.join(',')}} do not import one another: each imports only floors below; see shared/ARCHITECTURE.md`,
+  severity: 'error',
+  from: { path: folder(names) },
+  to: { path: folder(names), pathNot: '^src/$1/' },
+}));
+
 module.exports = {
   forbidden: [
     ...upward,
+    ...sideways,
+    {
+      name: 'client-imports-no-server-code',
+      comment:
+        "the client talks to members over the wire: it imports neither the member (src/server) nor its gRPC services (src/api); etcd's texts are in src/common",
+      severity: 'error',
+      from: { path: '^src/client/' },
+      to: { path: '^src/(api|server)/' },
+    },
     {
       name: 'raft-imports-only-common',
       comment: 'src/raft is the pure core: it imports nothing of ours but src/common',

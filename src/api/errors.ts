@@ -1,34 +1,14 @@
-// The gRPC edge's errors: etcd's error texts and their gRPC status codes, and the
-// one table mapping the store's and the member's errors (src/kv/errors.ts,
-// src/common/errors.ts) to them, as etcd's api/v3rpc/util.go. Clients (clientv3,
-// etcdctl, npm etcd3) recognise these errors by the exact message text, so
-// nothing else in Lifeboat spells them: import the constant.
+// The gRPC edge's errors: etcd's error texts (spelled once, in
+// src/common/etcdErrorTexts.ts) with their gRPC status codes, and the one table
+// mapping the store's and the member's errors (src/kv/errors.ts,
+// src/common/errors.ts) to them, as etcd's api/v3rpc/util.go.
 // Source: etcd v3.4 etcdserver/api/v3rpc/rpctypes/error.go.
 import { KvError, type KvErrorKind } from '../kv/errors.js';
 import { MemberError, type MemberErrorKind } from '../common/memberErrors.js';
 import { AuthError, type AuthErrorKind } from '../kv/authErrors.js';
+import { GrpcCode } from '../net/grpcCode.js';
+import { AuthStoreText, EtcdText } from '../common/etcdErrorTexts.js';
 import { DEADLINE_EXCEEDED_DETAILS } from '../net/callDeadline.js';
-
-/** gRPC status codes (google.golang.org/grpc/codes), numbered as on the wire. */
-export enum GrpcCode {
-  OK = 0,
-  Canceled = 1,
-  Unknown = 2,
-  InvalidArgument = 3,
-  DeadlineExceeded = 4,
-  NotFound = 5,
-  AlreadyExists = 6,
-  PermissionDenied = 7,
-  ResourceExhausted = 8,
-  FailedPrecondition = 9,
-  Aborted = 10,
-  OutOfRange = 11,
-  Unimplemented = 12,
-  Internal = 13,
-  Unavailable = 14,
-  DataLoss = 15,
-  Unauthenticated = 16,
-}
 
 /**
  * An error etcd returns to clients as a gRPC status. The instances below are shared
@@ -55,69 +35,69 @@ export class EtcdError extends Error {
 const e = (code: GrpcCode, message: string): EtcdError => Object.freeze(new EtcdError(code, message));
 
 // Requests
-export const ErrEmptyKey = e(GrpcCode.InvalidArgument, 'etcdserver: key is not provided');
-export const ErrKeyNotFound = e(GrpcCode.InvalidArgument, 'etcdserver: key not found');
-export const ErrValueProvided = e(GrpcCode.InvalidArgument, 'etcdserver: value is provided');
-export const ErrLeaseProvided = e(GrpcCode.InvalidArgument, 'etcdserver: lease is provided');
-export const ErrTooManyOps = e(GrpcCode.InvalidArgument, 'etcdserver: too many operations in txn request');
-export const ErrDuplicateKey = e(GrpcCode.InvalidArgument, 'etcdserver: duplicate key given in txn request');
-export const ErrRequestTooLarge = e(GrpcCode.InvalidArgument, 'etcdserver: request is too large');
-export const ErrTooManyRequests = e(GrpcCode.ResourceExhausted, 'etcdserver: too many requests');
+export const ErrEmptyKey = e(GrpcCode.InvalidArgument, EtcdText.emptyKey);
+export const ErrKeyNotFound = e(GrpcCode.InvalidArgument, EtcdText.keyNotFound);
+export const ErrValueProvided = e(GrpcCode.InvalidArgument, EtcdText.valueProvided);
+export const ErrLeaseProvided = e(GrpcCode.InvalidArgument, EtcdText.leaseProvided);
+export const ErrTooManyOps = e(GrpcCode.InvalidArgument, EtcdText.tooManyOps);
+export const ErrDuplicateKey = e(GrpcCode.InvalidArgument, EtcdText.duplicateKey);
+export const ErrRequestTooLarge = e(GrpcCode.InvalidArgument, EtcdText.requestTooLarge);
+export const ErrTooManyRequests = e(GrpcCode.ResourceExhausted, EtcdText.tooManyRequests);
 
 // MVCC
-export const ErrCompacted = e(GrpcCode.OutOfRange, 'etcdserver: mvcc: required revision has been compacted');
-export const ErrFutureRev = e(GrpcCode.OutOfRange, 'etcdserver: mvcc: required revision is a future revision');
-export const ErrNoSpace = e(GrpcCode.ResourceExhausted, 'etcdserver: mvcc: database space exceeded');
+export const ErrCompacted = e(GrpcCode.OutOfRange, EtcdText.compacted);
+export const ErrFutureRev = e(GrpcCode.OutOfRange, EtcdText.futureRev);
+export const ErrNoSpace = e(GrpcCode.ResourceExhausted, EtcdText.noSpace);
 
 // Leases
-export const ErrLeaseNotFound = e(GrpcCode.NotFound, 'etcdserver: requested lease not found');
-export const ErrLeaseExist = e(GrpcCode.FailedPrecondition, 'etcdserver: lease already exists');
-export const ErrLeaseTTLTooLarge = e(GrpcCode.OutOfRange, 'etcdserver: too large lease TTL');
+export const ErrLeaseNotFound = e(GrpcCode.NotFound, EtcdText.leaseNotFound);
+export const ErrLeaseExist = e(GrpcCode.FailedPrecondition, EtcdText.leaseExist);
+export const ErrLeaseTTLTooLarge = e(GrpcCode.OutOfRange, EtcdText.leaseTTLTooLarge);
 
 // Cluster health
-export const ErrCorrupt = e(GrpcCode.DataLoss, 'etcdserver: corrupt cluster');
+export const ErrCorrupt = e(GrpcCode.DataLoss, EtcdText.corrupt);
 
 // Membership and leadership (SEMANTICS.md; etcd v3.4 rpctypes)
-export const ErrMemberNotFound = e(GrpcCode.NotFound, 'etcdserver: member not found');
-export const ErrMemberExist = e(GrpcCode.FailedPrecondition, 'etcdserver: member ID already exist');
-export const ErrPeerURLExist = e(GrpcCode.FailedPrecondition, 'etcdserver: Peer URLs already exists');
-export const ErrMemberBadURLs = e(GrpcCode.InvalidArgument, 'etcdserver: given member URLs are invalid');
-export const ErrTooManyLearners = e(GrpcCode.FailedPrecondition, 'etcdserver: too many learner members in cluster');
-export const ErrMemberNotLearner = e(GrpcCode.FailedPrecondition, 'etcdserver: can only promote a learner member');
-export const ErrLearnerNotReady = e(GrpcCode.FailedPrecondition, 'etcdserver: can only promote a learner member which is in sync with leader');
-export const ErrNotEnoughStartedMembers = e(GrpcCode.FailedPrecondition, 'etcdserver: re-configuration failed due to not enough started members');
-export const ErrUnhealthy = e(GrpcCode.Unavailable, 'etcdserver: unhealthy cluster');
-export const ErrNotLeader = e(GrpcCode.FailedPrecondition, 'etcdserver: not leader');
-export const ErrNoLeader = e(GrpcCode.Unavailable, 'etcdserver: no leader');
-export const ErrBadLeaderTransferee = e(GrpcCode.FailedPrecondition, 'etcdserver: bad leader transferee');
-export const ErrLearnerNotSupported = e(GrpcCode.Unavailable, 'etcdserver: rpc not supported for learner');
-export const ErrTimeout = e(GrpcCode.Unavailable, 'etcdserver: request timed out');
+export const ErrMemberNotFound = e(GrpcCode.NotFound, EtcdText.memberNotFound);
+export const ErrMemberExist = e(GrpcCode.FailedPrecondition, EtcdText.memberExist);
+export const ErrPeerURLExist = e(GrpcCode.FailedPrecondition, EtcdText.peerURLExist);
+export const ErrMemberBadURLs = e(GrpcCode.InvalidArgument, EtcdText.memberBadURLs);
+export const ErrTooManyLearners = e(GrpcCode.FailedPrecondition, EtcdText.tooManyLearners);
+export const ErrMemberNotLearner = e(GrpcCode.FailedPrecondition, EtcdText.memberNotLearner);
+export const ErrLearnerNotReady = e(GrpcCode.FailedPrecondition, EtcdText.learnerNotReady);
+export const ErrNotEnoughStartedMembers = e(GrpcCode.FailedPrecondition, EtcdText.notEnoughStartedMembers);
+export const ErrUnhealthy = e(GrpcCode.Unavailable, EtcdText.unhealthy);
+export const ErrNotLeader = e(GrpcCode.FailedPrecondition, EtcdText.notLeader);
+export const ErrNoLeader = e(GrpcCode.Unavailable, EtcdText.noLeader);
+export const ErrBadLeaderTransferee = e(GrpcCode.FailedPrecondition, EtcdText.badLeaderTransferee);
+export const ErrLearnerNotSupported = e(GrpcCode.Unavailable, EtcdText.learnerNotSupported);
+export const ErrTimeout = e(GrpcCode.Unavailable, EtcdText.timeout);
 /** A client's deadline (grpc-timeout) passed: etcd's ErrGRPCDeadlineExceeded. */
 export const ErrDeadlineExceeded = e(GrpcCode.DeadlineExceeded, DEADLINE_EXCEEDED_DETAILS);
-export const ErrTimeoutLeaderTransfer = e(GrpcCode.Unavailable, 'etcdserver: request timed out, leader transfer took too long');
-export const ErrStopped = e(GrpcCode.Unavailable, 'etcdserver: server stopped');
-export const ErrLeaderChanged = e(GrpcCode.Unavailable, 'etcdserver: leader changed');
-export const ErrNotCapable = e(GrpcCode.Unavailable, 'etcdserver: not capable');
+export const ErrTimeoutLeaderTransfer = e(GrpcCode.Unavailable, EtcdText.timeoutLeaderTransfer);
+export const ErrStopped = e(GrpcCode.Unavailable, EtcdText.stopped);
+export const ErrLeaderChanged = e(GrpcCode.Unavailable, EtcdText.leaderChanged);
+export const ErrNotCapable = e(GrpcCode.Unavailable, EtcdText.notCapable);
 /** Lifeboat: a second membership change while one is still being applied. */
-export const ErrConfChangePending = e(GrpcCode.FailedPrecondition, 'etcdserver: a membership change is already in progress; retry when it is applied');
+export const ErrConfChangePending = e(GrpcCode.FailedPrecondition, EtcdText.confChangePending);
 
 // Auth (etcd v3.4 rpctypes: ErrGRPCRootUserNotExist ... ErrGRPCAuthOldRevision)
-export const ErrRootUserNotExist = e(GrpcCode.FailedPrecondition, 'etcdserver: root user does not exist');
-export const ErrRootRoleNotExist = e(GrpcCode.FailedPrecondition, 'etcdserver: root user does not have root role');
-export const ErrUserAlreadyExist = e(GrpcCode.FailedPrecondition, 'etcdserver: user name already exists');
-export const ErrUserEmpty = e(GrpcCode.InvalidArgument, 'etcdserver: user name is empty');
-export const ErrUserNotFound = e(GrpcCode.FailedPrecondition, 'etcdserver: user name not found');
-export const ErrRoleAlreadyExist = e(GrpcCode.FailedPrecondition, 'etcdserver: role name already exists');
-export const ErrRoleNotFound = e(GrpcCode.FailedPrecondition, 'etcdserver: role name not found');
-export const ErrRoleEmpty = e(GrpcCode.InvalidArgument, 'etcdserver: role name is empty');
-export const ErrAuthFailed = e(GrpcCode.InvalidArgument, 'etcdserver: authentication failed, invalid user ID or password');
-export const ErrPermissionDenied = e(GrpcCode.PermissionDenied, 'etcdserver: permission denied');
-export const ErrRoleNotGranted = e(GrpcCode.FailedPrecondition, 'etcdserver: role is not granted to the user');
-export const ErrPermissionNotGranted = e(GrpcCode.FailedPrecondition, 'etcdserver: permission is not granted to the role');
-export const ErrAuthNotEnabled = e(GrpcCode.FailedPrecondition, 'etcdserver: authentication is not enabled');
-export const ErrInvalidAuthToken = e(GrpcCode.Unauthenticated, 'etcdserver: invalid auth token');
-export const ErrInvalidAuthMgmt = e(GrpcCode.InvalidArgument, 'etcdserver: invalid auth management');
-export const ErrAuthOldRevision = e(GrpcCode.InvalidArgument, 'etcdserver: revision of auth store is old');
+export const ErrRootUserNotExist = e(GrpcCode.FailedPrecondition, EtcdText.rootUserNotExist);
+export const ErrRootRoleNotExist = e(GrpcCode.FailedPrecondition, EtcdText.rootRoleNotExist);
+export const ErrUserAlreadyExist = e(GrpcCode.FailedPrecondition, EtcdText.userAlreadyExist);
+export const ErrUserEmpty = e(GrpcCode.InvalidArgument, EtcdText.userEmpty);
+export const ErrUserNotFound = e(GrpcCode.FailedPrecondition, EtcdText.userNotFound);
+export const ErrRoleAlreadyExist = e(GrpcCode.FailedPrecondition, EtcdText.roleAlreadyExist);
+export const ErrRoleNotFound = e(GrpcCode.FailedPrecondition, EtcdText.roleNotFound);
+export const ErrRoleEmpty = e(GrpcCode.InvalidArgument, EtcdText.roleEmpty);
+export const ErrAuthFailed = e(GrpcCode.InvalidArgument, EtcdText.authFailed);
+export const ErrPermissionDenied = e(GrpcCode.PermissionDenied, EtcdText.permissionDenied);
+export const ErrRoleNotGranted = e(GrpcCode.FailedPrecondition, EtcdText.roleNotGranted);
+export const ErrPermissionNotGranted = e(GrpcCode.FailedPrecondition, EtcdText.permissionNotGranted);
+export const ErrAuthNotEnabled = e(GrpcCode.FailedPrecondition, EtcdText.authNotEnabled);
+export const ErrInvalidAuthToken = e(GrpcCode.Unauthenticated, EtcdText.invalidAuthToken);
+export const ErrInvalidAuthMgmt = e(GrpcCode.InvalidArgument, EtcdText.invalidAuthMgmt);
+export const ErrAuthOldRevision = e(GrpcCode.InvalidArgument, EtcdText.authOldRevision);
 
 const AUTH_ERRORS: Record<AuthErrorKind, EtcdError> = {
   rootUserNotExist: ErrRootUserNotExist,
@@ -130,7 +110,7 @@ const AUTH_ERRORS: Record<AuthErrorKind, EtcdError> = {
   roleEmpty: ErrRoleEmpty,
   authFailed: ErrAuthFailed,
   // Not among etcd 3.4's gRPC errors: clients see code Unknown and the store's text.
-  noPasswordUser: e(GrpcCode.Unknown, 'auth: authentication failed, password was given for no password user'),
+  noPasswordUser: e(GrpcCode.Unknown, AuthStoreText.noPasswordUser),
   permissionDenied: ErrPermissionDenied,
   roleNotGranted: ErrRoleNotGranted,
   permissionNotGranted: ErrPermissionNotGranted,

@@ -7,7 +7,8 @@
 // for the root role; MemberList, Status, Alarm, MoveLeader and Compact are open.
 import type { GrpcServer } from '../net/grpcServer.js';
 import type { CallStatus, Reply, ServerStreamCall, UnaryHandler } from '../net/serverCalls.js';
-import { ErrLearnerNotSupported, GrpcCode, toEtcdError, unconvertedAuthError } from './errors.js';
+import { ErrLearnerNotSupported, toEtcdError, unconvertedAuthError } from './errors.js';
+import { GrpcCode } from '../net/grpcCode.js';
 import { callerOf, type Caller } from './caller.js';
 import type { AuthInfo } from '../kv/index.js';
 import type { Alarm, Member } from '../kv/types.js';

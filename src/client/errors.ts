@@ -2,8 +2,8 @@
 // there is one), says what went wrong and what to try. Commands let them escape;
 // the CLI turns `InputError` into exit 2 and everything else here into exit 1.
 import type { ServiceError } from '#grpc-js';
-import { ErrAuthFailed, ErrPermissionDenied, ErrUserEmpty, GrpcCode } from '../api/errors.js';
-import * as authStore from '../kv/authErrors.js';
+import { GrpcCode } from '../net/grpcCode.js';
+import { AuthStoreText, EtcdText } from '../common/etcdErrorTexts.js';
 import { formatDuration } from '../common/durations.js';
 
 export type ClientErrorKind =
@@ -35,14 +35,14 @@ export class EtcdClientError extends Error {
 
 // Hints appended to a few etcd errors whose next step is not obvious from the text.
 const SERVER_HINTS: Array<[string, string]> = [
-  ['etcdserver: rpc not supported for learner', "use a voting member's endpoint"],
-  ['etcdserver: unhealthy cluster', 'every voting member must have been connected for the last 5s; retry shortly'],
-  ['etcdserver: re-configuration failed due to not enough started members', 'start the members added earlier first'],
-  ['etcdserver: can only promote a learner member which is in sync with leader', 'wait until the learner has caught up, then retry'],
-  ['etcdserver: too many learner members in cluster', 'promote or remove the existing learner first'],
-  ['etcdserver: mvcc: required revision has been compacted', 'use a revision above the compaction point'],
-  ['etcdserver: mvcc: required revision is a future revision', 'use a revision at or below the current one'],
-  ['etcdserver: mvcc: database space exceeded', 'compact and defragment, then `lifeboat alarm disarm`'],
+  [EtcdText.learnerNotSupported, "use a voting member's endpoint"],
+  [EtcdText.unhealthy, 'every voting member must have been connected for the last 5s; retry shortly'],
+  [EtcdText.notEnoughStartedMembers, 'start the members added earlier first'],
+  [EtcdText.learnerNotReady, 'wait until the learner has caught up, then retry'],
+  [EtcdText.tooManyLearners, 'promote or remove the existing learner first'],
+  [EtcdText.compacted, 'use a revision above the compaction point'],
+  [EtcdText.futureRev, 'use a revision at or below the current one'],
+  [EtcdText.noSpace, 'compact and defragment, then `lifeboat alarm disarm`'],
 ];
 
 /**
@@ -50,17 +50,15 @@ const SERVER_HINTS: Array<[string, string]> = [
  * (no user, a wrong password, a user without the permission): no wait or retry cures
  * them. The `auth:` texts are those etcd 3.4's Snapshot, Hash and HashKV return unconverted.
  */
-const AUTH_REFUSALS = new Set(
-  [
-    ErrUserEmpty,
-    ErrAuthFailed,
-    ErrPermissionDenied,
-    authStore.ErrUserEmpty,
-    authStore.ErrAuthFailed,
-    authStore.ErrNoPasswordUser,
-    authStore.ErrPermissionDenied,
-  ].map((e) => e.message),
-);
+const AUTH_REFUSALS = new Set<string>([
+  EtcdText.userEmpty,
+  EtcdText.authFailed,
+  EtcdText.permissionDenied,
+  AuthStoreText.userEmpty,
+  AuthStoreText.authFailed,
+  AuthStoreText.noPasswordUser,
+  AuthStoreText.permissionDenied,
+]);
 
 /** Whether `e` is a server's refusal of the caller's credentials (see AUTH_REFUSALS). */
 export function isAuthRefusal(e: unknown): e is EtcdClientError {

@@ -13,7 +13,7 @@
 import * as grpc from '#grpc-js';
 import { Connection, type UnaryMethods } from './connection.js';
 import type { Endpoint } from './endpoints.js';
-import { ErrAuthNotEnabled } from '../api/errors.js';
+import { EtcdText } from '../common/etcdErrorTexts.js';
 import { EtcdClientError, callError } from './errors.js';
 import { peerPortError } from './peerPort.js';
 import { formatDuration } from '../common/durations.js';
@@ -65,7 +65,7 @@ import { WatchStream, type WatchOptions } from './watchStream.js';
 export type { ConnectionOptions, EtcdClientOptions } from './target.js';
 
 /** The server's answers after which clientv3 authenticates again and retries (an expired or stale token). */
-const REAUTH_DETAILS = new Set(['etcdserver: invalid auth token', 'etcdserver: revision of auth store is old', 'etcdserver: user name is empty']);
+const REAUTH_DETAILS = new Set<string>([EtcdText.invalidAuthToken, EtcdText.authOldRevision, EtcdText.userEmpty]);
 
 /** The one way the toolkit builds a client from its connection options. */
 export function clientFor(endpoints: string | readonly string[], conn: ConnectionOptions): EtcdClient {
@@ -358,7 +358,7 @@ export class EtcdClient {
         new grpc.Metadata(),
         { deadline: Date.now() + this.commandTimeoutMs },
         (err: grpc.ServiceError | null, res: unknown) => {
-          if (err && ErrAuthNotEnabled.is({ message: err.details })) resolve(undefined);
+          if (err && err.details === EtcdText.authNotEnabled) resolve(undefined);
           else if (err) reject(callError(err, ep, this.commandTimeoutMs));
           else resolve((res as { token?: string }).token || undefined);
         },

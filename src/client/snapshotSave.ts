@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { open, rename, rm, type FileHandle } from 'node:fs/promises';
 import type http2 from 'node:http2';
 import path from 'node:path';
-import { ErrAuthNotEnabled } from '../api/errors.js';
+import { EtcdText } from '../common/etcdErrorTexts.js';
 import { EtcdClientError, callError } from './errors.js';
 import { peerPortError } from './peerPort.js';
 import { InputError } from '../common/errors.js';
@@ -225,7 +225,7 @@ async function authMetadata(session: http2.ClientHttp2Session, target: ClientTar
     );
   } catch (e) {
     // Auth is off: no token, as clientv3 takes it.
-    if (e instanceof EtcdClientError && ErrAuthNotEnabled.is({ message: e.serverMessage ?? '' })) return {};
+    if (e instanceof EtcdClientError && e.serverMessage === EtcdText.authNotEnabled) return {};
     throw e;
   }
   for (const r = new ProtoReader(response); !r.done;) {

@@ -9,7 +9,7 @@
 // SnapshotResponse messages (etcd's rpc.proto): header = 1, remaining_bytes = 2
 // (varint), blob = 3 (bytes).
 import http2 from 'node:http2';
-import { GrpcCode } from '../api/errors.js';
+import { GrpcCode } from '../net/grpcCode.js';
 import { startCall, StreamError } from '../net/grpcClient.js';
 import type { SnapshotChunk } from './types.js';
 

@@ -1,7 +1,8 @@
 // The auth store's refusals, as etcd's auth package says them (v3.4 auth/store.go).
 // The gRPC edge (src/api/errors.ts) maps each kind to the code and text clients see
 // ("etcdserver: ..."); a few maintenance calls pass the store's own text through,
-// as etcd 3.4 does.
+// as etcd 3.4 does. The texts are spelled in src/common/etcdErrorTexts.ts.
+import { AuthStoreText } from '../common/etcdErrorTexts.js';
 
 export type AuthErrorKind =
   | 'rootUserNotExist'
@@ -34,20 +35,20 @@ export class AuthError extends Error {
 
 const e = (kind: AuthErrorKind, message: string): AuthError => Object.freeze(new AuthError(kind, message));
 
-export const ErrRootUserNotExist = e('rootUserNotExist', 'auth: root user does not exist');
-export const ErrRootRoleNotExist = e('rootRoleNotExist', 'auth: root user does not have root role');
-export const ErrUserAlreadyExist = e('userAlreadyExist', 'auth: user already exists');
-export const ErrUserEmpty = e('userEmpty', 'auth: user name is empty');
-export const ErrUserNotFound = e('userNotFound', 'auth: user not found');
-export const ErrRoleAlreadyExist = e('roleAlreadyExist', 'auth: role already exists');
-export const ErrRoleNotFound = e('roleNotFound', 'auth: role not found');
-export const ErrRoleEmpty = e('roleEmpty', 'auth: role name is empty');
-export const ErrAuthFailed = e('authFailed', 'auth: authentication failed, invalid user ID or password');
-export const ErrNoPasswordUser = e('noPasswordUser', 'auth: authentication failed, password was given for no password user');
-export const ErrPermissionDenied = e('permissionDenied', 'auth: permission denied');
-export const ErrRoleNotGranted = e('roleNotGranted', 'auth: role is not granted to the user');
-export const ErrPermissionNotGranted = e('permissionNotGranted', 'auth: permission is not granted to the role');
-export const ErrAuthNotEnabled = e('authNotEnabled', 'auth: authentication is not enabled');
-export const ErrAuthOldRevision = e('authOldRevision', 'auth: revision in header is old');
-export const ErrInvalidAuthToken = e('invalidAuthToken', 'auth: invalid auth token');
-export const ErrInvalidAuthMgmt = e('invalidAuthMgmt', 'auth: invalid auth management');
+export const ErrRootUserNotExist = e('rootUserNotExist', AuthStoreText.rootUserNotExist);
+export const ErrRootRoleNotExist = e('rootRoleNotExist', AuthStoreText.rootRoleNotExist);
+export const ErrUserAlreadyExist = e('userAlreadyExist', AuthStoreText.userAlreadyExist);
+export const ErrUserEmpty = e('userEmpty', AuthStoreText.userEmpty);
+export const ErrUserNotFound = e('userNotFound', AuthStoreText.userNotFound);
+export const ErrRoleAlreadyExist = e('roleAlreadyExist', AuthStoreText.roleAlreadyExist);
+export const ErrRoleNotFound = e('roleNotFound', AuthStoreText.roleNotFound);
+export const ErrRoleEmpty = e('roleEmpty', AuthStoreText.roleEmpty);
+export const ErrAuthFailed = e('authFailed', AuthStoreText.authFailed);
+export const ErrNoPasswordUser = e('noPasswordUser', AuthStoreText.noPasswordUser);
+export const ErrPermissionDenied = e('permissionDenied', AuthStoreText.permissionDenied);
+export const ErrRoleNotGranted = e('roleNotGranted', AuthStoreText.roleNotGranted);
+export const ErrPermissionNotGranted = e('permissionNotGranted', AuthStoreText.permissionNotGranted);
+export const ErrAuthNotEnabled = e('authNotEnabled', AuthStoreText.authNotEnabled);
+export const ErrAuthOldRevision = e('authOldRevision', AuthStoreText.authOldRevision);
+export const ErrInvalidAuthToken = e('invalidAuthToken', AuthStoreText.invalidAuthToken);
+export const ErrInvalidAuthMgmt = e('invalidAuthMgmt', AuthStoreText.invalidAuthMgmt);

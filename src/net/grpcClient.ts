@@ -13,7 +13,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { hostPort, splitHostPort } from '../common/urls.js';
 import { framed, messageBody, MessageReader, type RawMessage } from './grpcMessages.js';
-import { GrpcCode } from '../api/errors.js';
+import { GrpcCode } from '../net/grpcCode.js';
 
 const UNAVAILABLE: number = GrpcCode.Unavailable;
 const DEADLINE_EXCEEDED: number = GrpcCode.DeadlineExceeded;

@@ -15,7 +15,7 @@ import type net from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { ServiceDefinition } from '../proto/load.js';
 import { ENCODINGS } from './grpcMessages.js';
-import { GrpcCode } from '../api/errors.js';
+import { GrpcCode } from '../net/grpcCode.js';
 import { respondStatus, serveDuplex, serveServerStream, serveUnary, type CallKind, type Handler, type Reply } from './serverCalls.js';
 
 /** grpc-js's default for grpc.max_receive_message_length. */

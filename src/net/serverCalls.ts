@@ -14,7 +14,7 @@ import http2 from 'node:http2';
 import { framed, GRPC_CONTENT_TYPE, InflatedTooLarge, messageBody, messagePrefix, MessageReader, MessageTooLarge, type RawMessage } from './grpcMessages.js';
 import { respondWithTrailers } from './promptTrailers.js';
 import { DEADLINE_EXCEEDED_DETAILS, NO_DEADLINE, parseGrpcTimeout } from './callDeadline.js';
-import { GrpcCode } from '../api/errors.js';
+import { GrpcCode } from './grpcCode.js';
 
 export type CallKind = 'unary' | 'serverStream' | 'clientStream' | 'bidi';
 

@@ -16,7 +16,8 @@
 //   calls a lease unknown that the previous leader granted.
 import { randomBytes } from 'node:crypto';
 import * as grpcErrors from '../api/errors.js';
-import { EtcdError, GrpcCode, toEtcdError } from '../api/errors.js';
+import { EtcdError, toEtcdError } from '../api/errors.js';
+import { GrpcCode } from '../net/grpcCode.js';
 import { ErrLeaseExist, ErrLeaseTTLTooLarge, ErrNoLeader, ErrNotLeader, ErrStopped, ErrTimeout, type MemberError } from '../common/memberErrors.js';
 import { ErrLeaseNotFound, type KvError } from '../kv/errors.js';
 import type { LeaseTimeToLive } from '../api/leaseService.js';

@@ -5,7 +5,8 @@
 // is saved from kv.db to a file the transport streams, an incoming one is handed
 // to Raft as a reference to the durable file it arrived in.
 import fs from 'node:fs';
-import { GrpcCode, toEtcdError } from '../api/errors.js';
+import { toEtcdError } from '../api/errors.js';
+import { GrpcCode } from '../net/grpcCode.js';
 import { ErrNotLeader } from '../common/memberErrors.js';
 import type { KvStore } from '../kv/index.js';
 import type { AlarmType } from '../kv/types.js';

@@ -3,7 +3,7 @@
 // stream, malformed messages dropped and logged), SendSnapshot (received by
 // snapshotStream.ts), Identity and Forward. Contact with peers is reported
 // through PeerContact; everything else goes to the TransportHost.
-import { GrpcCode } from '../api/errors.js';
+import { GrpcCode } from '../net/grpcCode.js';
 import type { ServiceHandlers } from '../net/grpcServer.js';
 import type { Reply, StreamingCall } from '../net/serverCalls.js';
 import { decodeMessage } from '../raft/codec.js';

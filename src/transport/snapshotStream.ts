@@ -8,7 +8,7 @@
 // Receiver: writes the data straight to `<file>.tmp` (refusing strangers before
 // anything reaches the disk), checks the CRC-32C, fsyncs, renames, fsyncs the
 // directory, and only then tells host.snapshotReceived().
-import { GrpcCode } from '../api/errors.js';
+import { GrpcCode } from '../net/grpcCode.js';
 import { crc32c } from '../common/crc32c.js';
 import { readAhead } from '../common/readAhead.js';
 import fs from 'node:fs/promises';

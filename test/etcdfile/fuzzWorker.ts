@@ -4,7 +4,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
-import { importEtcdDb, scanEtcdDb } from '../../src/etcdfile/index.js';
+import { scanEtcdDb } from '../../src/etcdfile/index.js';
+import { importEtcdDb } from '../../src/recovery/etcdImport.js';
 
 export interface FuzzCase {
   offset: number;

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ErrDuplicateKey, ErrEmptyKey, ErrKeyNotFound, ErrLeaseProvided, ErrTooManyOps, ErrValueProvided, EtcdError, GrpcCode } from '../../src/api/errors.js';
+import { ErrDuplicateKey, ErrEmptyKey, ErrKeyNotFound, ErrLeaseProvided, ErrTooManyOps, ErrValueProvided, EtcdError } from '../../src/api/errors.js';
+import { GrpcCode } from '../../src/net/grpcCode.js';
 import { checkPutRequest, checkRangeRequest, checkTxnRequest } from '../../src/api/requestCheck.js';
 import type { RequestOp, TxnRequest } from '../../src/kv/types.js';
 import { b, thrown } from './kvFixture.js';

@@ -7,7 +7,7 @@
 // SQLite in batches as the pages are read.
 
 import { importEtcdAuth, KvStore, type StoredRevision } from '../kv/index.js';
-import { scanEtcdDb, type EtcdDbSummary } from './etcdDbScan.js';
+import { scanEtcdDb, type EtcdDbSummary } from '../etcdfile/index.js';
 
 const BATCH = 5000;
 
