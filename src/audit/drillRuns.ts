@@ -4,10 +4,8 @@
 // event whose data is the summary below (the RTO breakdown, the checks). Read
 // here for `audit report RUN_ID` (the breakdown) and `audit report --drills`
 // (the history). The drill itself lives in src/drill.
-import { InputError } from '../common/errors.js';
-import { openAuditLogForReading } from './open.js';
+import { openAuditLogForReport } from './open.js';
 import type { AuditReader } from './queries.js';
-import { AuditDbMissingError } from './schema.js';
 import type { EventRecord, RunOutcome, RunRecord } from './types.js';
 
 export const DRILL_PLAYBOOK = 'drill';
@@ -101,13 +99,7 @@ export function drillHistory(log: AuditReader, now: Date = new Date()): DrillHis
 
 /** The drill history of the log --audit-db names; a missing or foreign file is an input error (exit 2). */
 export function readDrillHistory(auditDbFlag: string | undefined, now: Date = new Date()): DrillHistory {
-  let log: AuditReader;
-  try {
-    log = openAuditLogForReading(auditDbFlag);
-  } catch (err) {
-    if (err instanceof AuditDbMissingError || / is not a Lifeboat audit log /.test((err as Error).message)) throw new InputError((err as Error).message);
-    throw err;
-  }
+  const log: AuditReader = openAuditLogForReport(auditDbFlag);
   try {
     return drillHistory(log, now);
   } finally {

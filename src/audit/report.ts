@@ -4,9 +4,8 @@
 // the chain's verification — secrets masked (redact.ts). Read-only; the HTML and
 // Markdown live in src/cli/output.
 import { InputError } from '../common/errors.js';
-import { openAuditLogForReading } from './open.js';
+import { openAuditLogForReport } from './open.js';
 import { UnknownRunError, type AuditReader } from './queries.js';
-import { AuditDbMissingError } from './schema.js';
 import { Redactor } from './redact.js';
 import { isSecretDigest } from './secretDigest.js';
 import { drillSummaryOf, runKind, type DrillSummary } from './drillRuns.js';
@@ -309,19 +308,12 @@ function asRecord(v: unknown): Record<string, unknown> {
 }
 
 /**
- * The report of `runId` in the log --audit-db names (see openAuditLogForReading).
+ * The report of `runId` in the log --audit-db names (see openAuditLogForReport).
  * A missing file, a file that is not an audit log and an unknown run ID are the
  * caller's input errors (InputError: exit 2), each one line.
  */
 export function readRunReport(auditDbFlag: string | undefined, runId: string, now: Date = new Date()): RunReport {
-  let log: AuditReader;
-  try {
-    log = openAuditLogForReading(auditDbFlag);
-  } catch (err) {
-    // schema.ts says "… is not a Lifeboat audit log (…)" for any other file, SQLite or not.
-    if (err instanceof AuditDbMissingError || / is not a Lifeboat audit log /.test((err as Error).message)) throw new InputError((err as Error).message);
-    throw err;
-  }
+  const log: AuditReader = openAuditLogForReport(auditDbFlag);
   try {
     return buildRunReport(log, runId, now);
   } catch (err) {

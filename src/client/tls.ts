@@ -9,10 +9,10 @@
 //   (rejectUnauthorized: false) and no host-name check (checkServerIdentity returns
 //   undefined). Traffic is still encrypted, but the server is not authenticated, so
 //   use it only for test clusters.
-import { readFileSync } from 'node:fs';
 import { createSecureContext, type SecureContext } from 'node:tls';
 import { opensslReason } from './errors.js';
 import { InputError } from '../common/errors.js';
+import { readPem } from '../common/readPem.js';
 
 export interface TlsOptions {
   caFile?: string;
@@ -25,15 +25,7 @@ export function tlsRequested(tls: TlsOptions | undefined): boolean {
   return !!tls && !!(tls.caFile || tls.certFile || tls.keyFile || tls.insecureSkipVerify);
 }
 
-function readPem(file: string, flag: string): Buffer {
-  try {
-    return readFileSync(file);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'is a directory' : String(code ?? err);
-    throw new InputError(`cannot read ${flag} ${file}: ${why}`);
-  }
-}
+const inputError = (message: string) => new InputError(message);
 
 /** How a server certificate is checked: as Node's tls.connect takes it, and grpc-js's VerifyOptions. */
 export interface ServerVerify {
@@ -57,9 +49,9 @@ export function loadTls(tls: TlsOptions = {}): TlsMaterial {
   if (!!tls.certFile !== !!tls.keyFile) {
     throw new InputError(`--cert and --key go together: ${tls.certFile ? '--key' : '--cert'} is missing`);
   }
-  const ca = tls.caFile ? readPem(tls.caFile, '--cacert') : null;
-  const cert = tls.certFile ? readPem(tls.certFile, '--cert') : null;
-  const key = tls.keyFile ? readPem(tls.keyFile, '--key') : null;
+  const ca = tls.caFile ? readPem(tls.caFile, '--cacert', inputError) : null;
+  const cert = tls.certFile ? readPem(tls.certFile, '--cert', inputError) : null;
+  const key = tls.keyFile ? readPem(tls.keyFile, '--key', inputError) : null;
   const verify: ServerVerify = tls.insecureSkipVerify ? { rejectUnauthorized: false, checkServerIdentity: () => undefined } : {};
   try {
     // One context for both: without --cacert, Node's bundled roots (as grpc-js's createSsl).

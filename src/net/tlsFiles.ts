@@ -5,10 +5,11 @@
 // certificate rotated in place or by rename is served to the next connection
 // without a restart. A half-rotated set (a new certificate whose key is not
 // there yet) is never used: the previous good set stays in service until the
-// files make a valid pair again. Depends only on node built-ins.
-import { readFileSync, statSync } from 'node:fs';
+// files make a valid pair again. Depends only on node built-ins and src/common.
+import { statSync } from 'node:fs';
 import tls from 'node:tls';
 import { X509Certificate } from 'node:crypto';
+import { readPem } from '../common/readPem.js';
 
 export interface TlsFiles {
   certFile?: string;
@@ -40,15 +41,7 @@ export interface TlsMaterial {
   ca?: Buffer;
 }
 
-function readPem(file: string, flag: string): Buffer {
-  try {
-    return readFileSync(file);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'is a directory' : String(code ?? err);
-    throw new TlsFilesError(`cannot read ${flag} ${file}: ${why}`);
-  }
-}
+const filesError = (message: string) => new TlsFilesError(message);
 
 /** OpenSSL's reason without its error-stack prefix: "error:05800074:x509 certificate routines::key values mismatch" → "key values mismatch". */
 function reason(e: unknown): string {
@@ -67,8 +60,8 @@ export function loadTlsFiles(files: TlsFiles, flags: TlsFlagNames): TlsMaterial 
   }
   const out: TlsMaterial = {};
   if (files.certFile && files.keyFile) {
-    out.cert = readPem(files.certFile, flags.cert);
-    out.key = readPem(files.keyFile, flags.key);
+    out.cert = readPem(files.certFile, flags.cert, filesError);
+    out.key = readPem(files.keyFile, flags.key, filesError);
     try {
       new X509Certificate(out.cert);
     } catch (e) {
@@ -85,7 +78,7 @@ export function loadTlsFiles(files: TlsFiles, flags: TlsFlagNames): TlsMaterial 
     }
   }
   if (files.trustedCaFile) {
-    out.ca = readPem(files.trustedCaFile, flags.ca);
+    out.ca = readPem(files.trustedCaFile, flags.ca, filesError);
     try {
       new X509Certificate(out.ca);
       tls.createSecureContext({ ca: out.ca });

@@ -4,23 +4,9 @@
 import { clientFor, type ConnectionOptions } from '../client/etcdClient.js';
 import { EtcdClientError, isAuthRefusal } from '../client/errors.js';
 import type { Member, StatusResult } from '../client/types.js';
+import { sleep } from '../common/sleep.js';
 
 type Connection = ConnectionOptions;
-
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(new Error('interrupted'));
-    const onAbort = () => {
-      clearTimeout(t);
-      reject(new Error('interrupted'));
-    };
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
 
 /**
  * Retries fn until it returns a value (not undefined) or the deadline passes. A

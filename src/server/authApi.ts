@@ -6,7 +6,6 @@
 // token's prefix; passwords of new users and changed passwords are hashed before
 // proposing. Simple tokens live in memory (authTokens.ts). No password or token is
 // ever logged or put in an error.
-import { ErrNoLeader } from '../common/memberErrors.js';
 import {
   AuthState,
   ErrAuthFailed,
@@ -21,11 +20,11 @@ import {
   type KvStore,
   type Permission,
 } from '../kv/index.js';
-import { RaftError } from '../raft/types.js';
 import type { AuthBackend } from '../api/authService.js';
 import type { Caller } from '../api/caller.js';
 import type { Header } from '../api/services.js';
 import type { ApplyOutcome } from './apply.js';
+import { linearizable } from './proposals.js';
 import type { Logger } from './logger.js';
 import { Passwords } from './passwords.js';
 import { SimpleTokens, tokenIndex, tokenPrefix } from './authTokens.js';
@@ -140,15 +139,6 @@ export class AuthApi implements AuthBackend {
     while (this.host.kv().appliedIndex() < index && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   }
 
-  private async linearizable(): Promise<void> {
-    try {
-      await this.host.readIndex();
-    } catch (e) {
-      if (e instanceof RaftError) throw ErrNoLeader;
-      throw e;
-    }
-  }
-
   private async propose(req: AuthRequest, ai: AuthInfo | undefined): Promise<ApplyOutcome> {
     const out = await this.host.proposeAuth(req, ai ?? { username: '', revision: 0 });
     if (out.error) throw out.error;
@@ -158,7 +148,7 @@ export class AuthApi implements AuthBackend {
   // ---- the Auth RPCs -------------------------------------------------------------
 
   async authenticate(name: string, password: string): Promise<string> {
-    await this.linearizable();
+    await linearizable(this.host);
     for (let attempt = 1; ; attempt++) {
       const s = this.state();
       if (!s.enabled()) throw ErrAuthNotEnabled;
@@ -224,7 +214,7 @@ export class AuthApi implements AuthBackend {
 
   /** A user's roles: for the root role, or for the user asking about itself (etcd). Never its password. */
   async userGet(ai: AuthInfo | undefined, name: string): Promise<string[]> {
-    await this.linearizable();
+    await linearizable(this.host);
     const s = this.state();
     const refused = s.adminPermitted(ai);
     if (refused && name !== ai?.username) throw refused;
@@ -235,7 +225,7 @@ export class AuthApi implements AuthBackend {
 
   /** A role's permissions: for the root role, or for a user holding the role (etcd). */
   async roleGet(ai: AuthInfo | undefined, role: string): Promise<Permission[]> {
-    await this.linearizable();
+    await linearizable(this.host);
     const s = this.state();
     const refused = s.adminPermitted(ai);
     if (refused && !(ai && s.hasRole(ai.username, role))) throw refused;
@@ -245,14 +235,14 @@ export class AuthApi implements AuthBackend {
   }
 
   async userList(ai: AuthInfo | undefined): Promise<string[]> {
-    await this.linearizable();
+    await linearizable(this.host);
     const s = this.state();
     this.requireAdmin(ai);
     return s.userNames();
   }
 
   async roleList(ai: AuthInfo | undefined): Promise<string[]> {
-    await this.linearizable();
+    await linearizable(this.host);
     const s = this.state();
     this.requireAdmin(ai);
     return s.roleNames();

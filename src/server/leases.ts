@@ -26,6 +26,7 @@ import type { AuthInfo, KvStore, KvWriter } from '../kv/index.js';
 import type { ForwardReply } from '../transport/peerTransport.js';
 import type { Logger } from './logger.js';
 import { monotonicMs } from '../common/clock.js';
+import { sleep } from '../common/sleep.js';
 
 /** etcd's MaxLeaseTTL (seconds). */
 export const MAX_LEASE_TTL = 9_000_000_000;
@@ -62,8 +63,6 @@ export interface LeaseOptions {
   electionMs: number;
   requestTimeoutMs: number;
 }
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export class Leases {
   /** Leader only: lease ID → deadline (monotonicMs() ms). */

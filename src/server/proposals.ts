@@ -1,7 +1,8 @@
 // Requests waiting on Raft: proposals wait for their entry to be applied, reads
 // for a confirmed read index to be applied. Every wait is bounded by a timeout.
 import { randomBytes } from 'node:crypto';
-import { ErrTimeout, type MemberError } from '../common/memberErrors.js';
+import { ErrNoLeader, ErrTimeout, type MemberError } from '../common/memberErrors.js';
+import { RaftError } from '../raft/types.js';
 
 interface Waiter<T> {
   resolve(v: T): void;
@@ -158,5 +159,15 @@ export class ReadIndexBatcher {
     this.inFlight = undefined;
     this.confirmed = [];
     for (const r of all) r.reject(err);
+  }
+}
+
+/** Waits until a linearizable read may be served here (host.readIndex); Raft's refusal is etcd's "no leader". */
+export async function linearizable(host: { readIndex(): Promise<void> }): Promise<void> {
+  try {
+    await host.readIndex();
+  } catch (e) {
+    if (e instanceof RaftError) throw ErrNoLeader;
+    throw e;
   }
 }

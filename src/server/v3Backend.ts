@@ -5,7 +5,7 @@
 // this member's store and Raft state. Errors thrown are the member's and the
 // store's; src/api/errors.ts turns them into what clients see.
 import * as grpcErrors from '../api/errors.js';
-import { ErrBadLeaderTransferee, ErrNoLeader, ErrNotLeader, ErrTimeoutLeaderTransfer } from '../common/memberErrors.js';
+import { ErrBadLeaderTransferee, ErrNotLeader, ErrTimeoutLeaderTransfer } from '../common/memberErrors.js';
 import type { EtcdBackend, Header, SnapshotToSend, StatusInfo } from '../api/services.js';
 import type { LeaseBackend, LeaseTimeToLive } from '../api/leaseService.js';
 import type { WatchBackend, WatchSession, WatchSink } from '../api/watchService.js';
@@ -29,10 +29,11 @@ import {
   type TxnResponse,
 } from '../kv/types.js';
 import type { Raft } from '../raft/raft.js';
-import { NONE, RaftError } from '../raft/types.js';
+import { NONE } from '../raft/types.js';
 import { failpointSet } from '../common/failpoint.js';
 import type { ClusterApi } from './clusterApi.js';
 import type { Leases } from './leases.js';
+import { linearizable } from './proposals.js';
 
 /** Failpoint `stale-local-reads`, a planted bug: linearizable reads skip ReadIndex (the fault suite must catch it). */
 const STALE_LOCAL_READS = failpointSet('stale-local-reads');
@@ -109,18 +110,9 @@ export class V3Backend implements EtcdBackend, WatchBackend, LeaseBackend {
   }
 
   async range(r: RangeRequest, ai?: AuthInfo): Promise<RangeResponse> {
-    if (!r.serializable && !STALE_LOCAL_READS) await this.linearizable();
+    if (!r.serializable && !STALE_LOCAL_READS) await linearizable(this.host);
     this.host.auth.requireRead(ai, r.key, r.rangeEnd);
     return this.host.kv().range(r);
-  }
-
-  private async linearizable(): Promise<void> {
-    try {
-      await this.host.readIndex();
-    } catch (e) {
-      if (e instanceof RaftError) throw ErrNoLeader;
-      throw e;
-    }
   }
 
   async put(r: PutRequest, ai?: AuthInfo, deadline?: number): Promise<PutResponse> {

@@ -5,9 +5,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Etcd3, EtcdLockFailedError, type IKeyValue, type Watcher } from 'etcd3';
+import { sleep } from '../../src/common/sleep.js';
 import { LifeboatCluster, waitFor } from '../support/lifeboatCluster.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The library's own waits are unbounded: give up after `ms`. */
 async function within<T>(what: string, p: Promise<T>, ms = 30_000): Promise<T> {

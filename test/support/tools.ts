@@ -114,8 +114,6 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
   }
 }
 
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
 /** Exit 0; returns stdout. */
 export function expectOk(r: RunResult): string {
   assert.equal(r.code, 0, `exit ${r.code}; stderr: ${r.stderr}`);

@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { EtcdClient } from '../../src/client/etcdClient.js';
+import { sleep } from '../../src/common/sleep.js';
 import { seeded } from '../storage/fixtures.js';
 import { LifeboatCluster, type MemberProc } from '../support/lifeboatCluster.js';
 import { check, formatWindow } from './linearizability.js';
@@ -37,8 +38,6 @@ export interface TortureResult {
   /** Everything else that went wrong: a member that did not come back, HashKV that differs. */
   problems: string[];
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function alive(m: MemberProc): boolean {
   return !!m.proc && m.proc.exitCode === null && m.proc.signalCode === null;
