@@ -18,7 +18,7 @@ export default class PlaybookShow extends BaseCommand {
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(PlaybookShow);
-    const pb = loadValidPlaybook(args.playbook, await loadStepLibrary());
+    const pb = loadValidPlaybook(args.playbook, loadStepLibrary());
     this.print(flags['write-out'], pb, { simple: (p: Playbook) => formatShow(p), json: (p: Playbook) => showJson(p) });
   }
 

@@ -25,7 +25,6 @@
 //   defragment-slow:<ms>      kv worker: defragment holds the write lock <ms> longer (a large store's VACUUM)
 //   defragment-fsync-eio      kv worker: the fsync after a defragment's VACUUM fails with EIO (the member must stop)
 //   stale-local-reads         member, a planted bug: linearizable reads are served from local state
-// LIFEBOAT_TEST_STEPS=<module> (playbook runs only) adds fake step types for tests (src/playbook/library.ts).
 //
 // "Die" is a SIGKILL to itself (a shell shows exit 137): no cleanup, as a kill -9
 // leaves things (the page cache survives; the power-loss model covers what it does not).

@@ -1,34 +1,31 @@
 // The step library a run uses: the engine's own steps (confirm, note), the
-// cluster steps of steps/index.ts, and — for tests only — step types from the
-// module named by LIFEBOAT_TEST_STEPS (which may add types, never replace one).
-// This is the one place LIFEBOAT_TEST_STEPS is read (listed in common/failpoint.ts).
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+// cluster steps of steps/index.ts, and any added through addStepTypes (the tests'
+// fake steps: their entry point adds them before the CLI runs). No environment
+// variable or file adds a type: a release run uses the built-in types only.
 import { BUILTIN_STEPS } from './builtinSteps.js';
 import { STEP_LIBRARY } from './steps/index.js';
 import type { StepLibrary } from './validate.js';
 
-/** The environment variable that names a module exporting extra step types (`STEP_LIBRARY` or `TEST_STEPS`): tests only. */
-export const TEST_STEPS_ENV = 'LIFEBOAT_TEST_STEPS';
-
 export interface LoadedLibrary {
   library: StepLibrary;
-  /** step types added from LIFEBOAT_TEST_STEPS, and the module, when it is set */
-  testSteps?: { module: string; types: string[] };
+  /** the step types added through addStepTypes, when any were (a run records a warning naming them) */
+  added?: string[];
 }
 
-/** `{...BUILTIN_STEPS, ...STEP_LIBRARY}`, plus LIFEBOAT_TEST_STEPS when set. */
-export async function loadStepLibrary(env: NodeJS.ProcessEnv = process.env): Promise<LoadedLibrary> {
-  const library: StepLibrary = { ...BUILTIN_STEPS, ...STEP_LIBRARY };
-  const extra = env[TEST_STEPS_ENV];
-  if (!extra) return { library };
-  const module = path.resolve(extra);
-  const mod = (await import(pathToFileURL(module).href)) as { TEST_STEPS?: StepLibrary; STEP_LIBRARY?: StepLibrary };
-  const steps = mod.TEST_STEPS ?? mod.STEP_LIBRARY;
-  if (!steps) throw new Error(`${TEST_STEPS_ENV}=${extra}: the module exports no TEST_STEPS`);
-  for (const [type, def] of Object.entries(steps)) {
-    if (type in library) throw new Error(`${TEST_STEPS_ENV}=${extra}: step type ${type} already exists; test steps may only add types`);
-    library[type] = def;
+const added: StepLibrary = {};
+
+/** Adds step types to every later run's library; a type that already exists (built-in or added) is refused, never replaced. */
+export function addStepTypes(types: StepLibrary): void {
+  for (const type of Object.keys(types)) {
+    if (type in BUILTIN_STEPS || type in STEP_LIBRARY || type in added)
+      throw new Error(`step type ${type} already exists; added step types may only add types`);
   }
-  return { library, testSteps: { module, types: Object.keys(steps) } };
+  Object.assign(added, types);
+}
+
+/** `{...BUILTIN_STEPS, ...STEP_LIBRARY}`, plus the types addStepTypes added. */
+export function loadStepLibrary(): LoadedLibrary {
+  const library: StepLibrary = { ...BUILTIN_STEPS, ...STEP_LIBRARY, ...added };
+  const types = Object.keys(added);
+  return types.length > 0 ? { library, added: types } : { library };
 }

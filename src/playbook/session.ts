@@ -17,7 +17,7 @@ import { handOffMembers, type Handoff } from './handoff.js';
 import { dryRunJson, formatDryRun } from './dryRun.js';
 import { runPlaybook, type RunResult } from './engine.js';
 import { NotConfirmedError, PlaybookInvalidError, RunInterruptedError } from './errors.js';
-import { loadStepLibrary, TEST_STEPS_ENV, type LoadedLibrary } from './library.js';
+import { loadStepLibrary, type LoadedLibrary } from './library.js';
 import { locatePlaybook, shippedPlaybooksDir } from './locate.js';
 import { readPlaybookWithProblems } from './parse.js';
 import { planRun } from './plan.js';
@@ -63,7 +63,7 @@ interface CommonRequest {
   interactive?: boolean;
   /** -w json: log lines go to stderr, the result is JSON */
   json?: boolean;
-  /** the step library (default: built-in + steps/ + LIFEBOAT_TEST_STEPS) */
+  /** the step library (default: built-in + steps/ + any added through addStepTypes) */
   library?: LoadedLibrary;
   env?: NodeJS.ProcessEnv;
   /** handing the members the run starts to a supervisor (default: print) */
@@ -164,7 +164,7 @@ export function loadValidPlaybook(target: string, library: LoadedLibrary): Playb
 /** `lifeboat playbook run`: validate, bind, then dry-run or run. */
 export async function runPlaybookSession(req: PlaybookRunRequest): Promise<SessionResult> {
   const env = req.env ?? process.env;
-  const library = req.library ?? (await loadStepLibrary(env));
+  const library = req.library ?? loadStepLibrary();
   const pb = loadValidPlaybook(req.target, library);
   const interactive = req.interactive ?? req.io.interactive;
   if (!req.dryRun && !interactive && (req.reason === undefined || req.reason.trim() === '')) {
@@ -224,7 +224,7 @@ export async function runPlaybookSession(req: PlaybookRunRequest): Promise<Sessi
         connection,
         ...(req.endpoints !== undefined ? { endpoints: req.endpoints } : {}),
         signal,
-        startEvents: [...testStepEvents(library), ...(req.events ?? [])],
+        startEvents: [...addedStepEvents(library), ...(req.events ?? [])],
       }),
     );
     const equivalent = interactive || result.outcome !== 'succeeded' ? scriptedEquivalent(req.target, pb, bound, reason, req.auditDb, req.runbook) : undefined;
@@ -237,7 +237,7 @@ export async function runPlaybookSession(req: PlaybookRunRequest): Promise<Sessi
 /** `lifeboat playbook resume RUN_ID`: the recorded run, checked, continued. */
 export async function resumePlaybookSession(req: PlaybookResumeRequest): Promise<SessionResult> {
   const env = req.env ?? process.env;
-  const library = req.library ?? (await loadStepLibrary(env));
+  const library = req.library ?? loadStepLibrary();
   const dbPath = resolveAuditDbPath(req.auditDb, env);
   if (!existsSync(dbPath)) throw new InputError(new AuditDbMissingError(dbPath).message);
   const audit = openAuditLogForWriting(req.auditDb);
@@ -306,7 +306,7 @@ export async function resumePlaybookSession(req: PlaybookResumeRequest): Promise
         ...(rec.runDir ? { runDir: rec.runDir } : {}),
         signal,
         startEvents: [
-          ...testStepEvents(library),
+          ...addedStepEvents(library),
           ...changes.map((c) => ({
             kind: 'variable',
             message: `variable ${c.name} changed on resume: ${c.from} -> ${c.to} (--set)`,
@@ -335,15 +335,10 @@ function makeView(req: CommonRequest, interactive: boolean): RunView {
   return req.io.view(interactive && !req.json);
 }
 
-function testStepEvents(library: LoadedLibrary): Array<{ kind: string; message: string; data?: Record<string, unknown> }> {
-  if (!library.testSteps) return [];
-  return [
-    {
-      kind: 'warning',
-      message: `test step types loaded from ${TEST_STEPS_ENV}=${library.testSteps.module}: ${library.testSteps.types.join(', ')}`,
-      data: library.testSteps,
-    },
-  ];
+/** A run with step types beyond the built-in ones (the tests' fake steps) records a warning naming them. */
+function addedStepEvents(library: LoadedLibrary): Array<{ kind: string; message: string; data?: Record<string, unknown> }> {
+  if (!library.added) return [];
+  return [{ kind: 'warning', message: `step types added (not built in): ${library.added.join(', ')}`, data: { types: library.added } }];
 }
 
 /** The host checks of each variable (entryChecks.ts), from where the playbook uses it. */

@@ -1,11 +1,12 @@
 // `lifeboat playbook list | show | run` as an operator or a runbook runs them
-// (no terminal), with the fake steps loaded through LIFEBOAT_TEST_STEPS.
+// (no terminal), with the fake steps added by the test entry point (lifeboat()).
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
 import { AuditLog } from '../../src/audit/index.js';
 import { recorded } from './fakeSteps.js';
-import { lifeboat, TempDir } from './support.js';
+import { lifeboat, releaseLifeboat, TempDir } from './support.js';
 
 /** `Run ID: …` and `Audit chain head: …` from a run's output. */
 function runInfo(stdout: string): { runId: string; head: string } {
@@ -166,7 +167,7 @@ steps:
       assert.deepEqual(steps[1].inputs, { log, label: 'add-m2-http://10.0.0.2:2380' });
       assert.equal(audit.headHash(), head);
       assert.ok(
-        audit.events(runId).some((e) => e.kind === 'warning' && /LIFEBOAT_TEST_STEPS/.test(e.message)),
+        audit.events(runId).some((e) => e.kind === 'warning' && e.message === 'step types added (not built in): record, typed, fail, unsafe, ask, ids'),
         'test steps are recorded as such',
       );
     } finally {
@@ -177,6 +178,26 @@ steps:
     const show = lifeboat(t.dir, ['audit', 'show', runId, '--audit-db', db]);
     assert.equal(show.code, 0, show.stderr);
     assert.match(show.stdout, /readd\[1\]\.promote/);
+  });
+
+  test('the release CLI has the built-in step types only: no environment variable loads a module of steps', () => {
+    const steps = t.path('release.log');
+    const file = t.write(
+      'release.yaml',
+      `name: release-test\ndescription: One fake step\nsteps:\n  - id: one\n    type: record\n    with: {log: "${steps}", label: one}\n`,
+    );
+    const run = ['playbook', 'run', file, '--reason', 'INC-2: release entry', '--audit-db', t.path('release.db')];
+    // What the playbook tests set until it was removed: a release run imported the module it named.
+    const fakeSteps = fileURLToPath(new URL('./fakeSteps.js', import.meta.url));
+    const release = releaseLifeboat(t.dir, run, { LIFEBOAT_TEST_STEPS: fakeSteps });
+    assert.equal(release.code, 2, release.stdout + release.stderr);
+    assert.match(release.stderr, /unknown step type "record"/);
+    assert.match(release.stderr, /refused: 1 problem/, 'the unknown type is the only problem');
+    assert.deepEqual(recorded(steps), []);
+    // The same playbook through the test entry point, which adds the fake steps through the API.
+    const withSteps = lifeboat(t.dir, run);
+    assert.equal(withSteps.code, 0, withSteps.stdout + withSteps.stderr);
+    assert.deepEqual(recorded(steps), ['one']);
   });
 
   test('-w json: the run as JSON on stdout, the log lines on stderr', () => {

@@ -1,5 +1,5 @@
-// Fake step types for the playbook tests: loaded by the engine API directly, and
-// by the CLI through LIFEBOAT_TEST_STEPS=<this module>.
+// Fake step types for the playbook tests: given to the engine API directly, and
+// added to the CLI's library by test/support/lifeboatWithSteps.ts (addStepTypes).
 import { appendFileSync, readFileSync } from 'node:fs';
 import { SafetyCheckError, type StepDefinition } from '../../src/playbook/stepTypes.js';
 

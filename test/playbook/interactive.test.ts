@@ -7,7 +7,7 @@ import { after, describe, test } from 'node:test';
 import { AuditLog } from '../../src/audit/index.js';
 import { recorded } from './fakeSteps.js';
 import { requireTool } from '../support/tools.js';
-import { FAKE_STEPS, ROOT, TempDir } from './support.js';
+import { ROOT, TempDir, WITH_STEPS } from './support.js';
 
 function shellQuote(s: string): string {
   return `'${s.replaceAll("'", `'\\''`)}'`;
@@ -29,13 +29,14 @@ describe('interactive playbook run (tmux)', () => {
 
   /** The shell line tmux runs: `playbook run FILE` against the audit log `db`, then its exit code, kept on screen. */
   function playbookRunCommand(file: string, db: string, extra = ''): string {
-    const env = { LIFEBOAT_TEST_STEPS: FAKE_STEPS, HOME: t.dir, XDG_STATE_HOME: t.path('state'), LIFEBOAT_FAULT: '', LIFEBOAT_AUDIT_DB: '' };
+    const env = { HOME: t.dir, XDG_STATE_HOME: t.path('state'), LIFEBOAT_FAULT: '', LIFEBOAT_AUDIT_DB: '' };
     return [
       `cd ${shellQuote(ROOT)} &&`,
       'env',
       ...Object.entries(env).map(([k, v]) => shellQuote(`${k}=${v}`)),
       shellQuote(process.execPath),
-      'bin/run.js playbook run',
+      shellQuote(WITH_STEPS),
+      'playbook run',
       shellQuote(file),
       extra,
       '--audit-db',

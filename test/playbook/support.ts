@@ -7,7 +7,8 @@ import { fileURLToPath } from 'node:url';
 
 // This file runs as dist/test/playbook/support.js: the project root is three levels up.
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-export const FAKE_STEPS = fileURLToPath(new URL('./fakeSteps.js', import.meta.url));
+/** The test entry point: `lifeboat` with the fake step types added (test/support/lifeboatWithSteps.ts). */
+export const WITH_STEPS = fileURLToPath(new URL('../support/lifeboatWithSteps.js', import.meta.url));
 
 export class TempDir {
   readonly dir = mkdtempSync(path.join(os.tmpdir(), 'lifeboat-playbook-'));
@@ -32,7 +33,16 @@ export interface CliResult {
 
 /** `lifeboat ARGS` without a terminal, with the fake steps, never touching ~/.local (XDG_STATE_HOME and HOME in `home`). */
 export function lifeboat(home: string, args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): CliResult {
-  const r = spawnSync(process.execPath, ['bin/run.js', ...args], {
+  return runCli(WITH_STEPS, home, args, env, timeoutMs);
+}
+
+/** The same through the release entry, bin/run.js: the built-in step types only. */
+export function releaseLifeboat(home: string, args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): CliResult {
+  return runCli('bin/run.js', home, args, env, timeoutMs);
+}
+
+function runCli(entry: string, home: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): CliResult {
+  const r = spawnSync(process.execPath, [entry, ...args], {
     cwd: ROOT,
     encoding: 'utf8',
     env: {
@@ -43,7 +53,6 @@ export function lifeboat(home: string, args: string[], env: NodeJS.ProcessEnv = 
       LIFEBOAT_AUDIT_DB: '',
       HOME: home,
       XDG_STATE_HOME: path.join(home, 'state'),
-      LIFEBOAT_TEST_STEPS: FAKE_STEPS,
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
