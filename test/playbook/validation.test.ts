@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import { after, describe, test } from 'node:test';
 import { BUILTIN_STEPS } from '../../src/playbook/builtinSteps.js';
 import { PlaybookInvalidError } from '../../src/playbook/errors.js';
+import { addStepTypes, loadStepLibrary } from '../../src/playbook/library.js';
 import { parsePlaybookWithProblems } from '../../src/playbook/parse.js';
 import { validatePlaybook } from '../../src/playbook/validate.js';
 import { TEST_STEPS } from './fakeSteps.js';
@@ -34,6 +35,18 @@ function assertProblem(lines: string[], pattern: RegExp): void {
 const HEAD = 'name: t\ndescription: a test\n';
 
 describe('playbook validation (engine API)', () => {
+  test('addStepTypes adds a type, and refuses to replace a built-in or an added one', () => {
+    const note = loadStepLibrary().library.note;
+    assert.throws(() => addStepTypes({ note: TEST_STEPS.record }), /^Error: step type note already exists/);
+    assert.throws(() => addStepTypes({ restore: TEST_STEPS.record }), /^Error: step type restore already exists/);
+    assert.equal(loadStepLibrary().library.note, note);
+    assert.equal(loadStepLibrary().added, undefined, 'a refused call adds nothing');
+    addStepTypes({ record: TEST_STEPS.record });
+    assert.equal(loadStepLibrary().library.record, TEST_STEPS.record);
+    assert.deepEqual(loadStepLibrary().added, ['record']);
+    assert.throws(() => addStepTypes({ record: TEST_STEPS.fail }), /^Error: step type record already exists/);
+  });
+
   test('a valid playbook has no problems', () => {
     assert.deepEqual(
       problems(`${HEAD}variables:\n  who:\n    type: string\n    default: x\nsteps:\n  - type: note\n    with:\n      message: hi \${vars.who}\n`),
