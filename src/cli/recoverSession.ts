@@ -34,11 +34,9 @@ export async function recoverSession(req: RecoverRequest, ask: (answeredAt: Map<
   const decidedAt = new Date().toISOString();
   // The password is the first question (nothing is drawn yet), and is checked against the survivor's
   // own auth store as soon as the plan has chosen it: a wrong one is said before any other question.
-  const creds = req.connection.credentials;
-  const connection =
-    creds && typeof creds.password !== 'string' ? { ...req.connection, credentials: { user: creds.user, password: await creds.password() } } : req.connection;
+  let connection = await settleCredentials(req.connection, {});
   const { sets, events, promptDefaults } = await decideRecovery(req, ask(answeredAt), async (source) => {
-    await settleCredentials(connection, { source });
+    connection = await settleCredentials(connection, { source });
   });
   // What the plan filled in is the plan's, not the operator's --set (which wins, and stays labelled --set).
   const planned = sets.filter((s) => !req.sets.includes(s));

@@ -17,10 +17,17 @@ export interface CredentialCheck {
   endpoints?: string | string[];
 }
 
-/** `connection` with its password known (asked now if it was to be asked) and checked; a wrong one is an InputError. */
+/** Credentials already checked against a source (by `lifeboat recover`, before its run): not read and hashed again. */
+const checkedAgainst = new WeakMap<object, string>();
+
+/**
+ * `connection` with its password known (asked now if it was to be asked) and checked; a wrong one is an InputError.
+ * With no source and no endpoints it is only asked.
+ */
 export async function settleCredentials(connection: Connection, where: CredentialCheck): Promise<Connection> {
   const creds = connection.credentials;
   if (!creds) return connection;
+  if (where.source !== undefined && checkedAgainst.get(creds) === where.source) return connection;
   const password = typeof creds.password === 'string' ? creds.password : await creds.password();
   const settled = { ...connection, credentials: { user: creds.user, password } };
   if (where.source !== undefined) {
@@ -30,6 +37,7 @@ export async function settleCredentials(connection: Connection, where: Credentia
       throw new InputError(
         `user ${creds.user} is not in the auth store of ${where.source}: give a user the recovered cluster will have (root); nothing was run`,
       );
+    if (check === 'ok') checkedAgainst.set(settled.credentials, where.source);
     return settled;
   }
   const endpoints = Array.isArray(where.endpoints) ? where.endpoints.map(String) : where.endpoints;

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { EtcdCluster } from '../support/etcdCluster.js';
 import { readEnvFile } from '../support/envFile.js';
-import { playbookRun } from '../support/playbookRun.js';
+import { membersVar, playbookRun } from '../support/playbookRun.js';
 import { freePorts } from '../support/ports.js';
 import { processesUnder, stopProcessesUnder } from '../support/processes.js';
 import { BoltDb } from '../../src/etcdfile/index.js';
@@ -97,7 +97,7 @@ describe('recovering a real etcd cluster twice in a row', () => {
           name: r1.name,
           'peer-url': r1.peerUrl,
           'client-url': r1.clientUrl,
-          members: rest.map((m) => `${m.name}=${m.peerUrl},${m.clientUrl},${m.dataDir}`).join(';'),
+          members: membersVar(rest),
           stabilization: '1s',
           'old-data-dirs': others.join(','),
         },

@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { issueCert, makeCerts, servedCertificate, type TestCerts } from '../support/certs.js';
+import { membersVar } from '../support/playbookRun.js';
 import { freePorts } from '../support/ports.js';
 import { stopProcessesUnder } from '../support/processes.js';
 import { etcdctl, failsWithOneLine, requireEtcdTools, requireTool, ROOT, run, stopProcess, waitFor } from '../support/tools.js';
@@ -150,10 +151,7 @@ describe('recovery of an etcd cluster with a certificate per member', () => {
           '--set',
           `client-url=${fresh[0].clientUrl}`,
           '--set',
-          `members=${fresh
-            .slice(1)
-            .map((m) => `${m.name}=${m.peerUrl},${m.clientUrl},${m.dataDir}`)
-            .join(';')}`,
+          `members=${membersVar(fresh.slice(1))}`,
           '--set',
           'stabilization=1s',
           ...clientTls,

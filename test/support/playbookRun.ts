@@ -25,3 +25,8 @@ export async function playbookRun(
   const r = await run(process.execPath, args, { timeoutMs: opts.timeoutMs ?? 240_000, ...(opts.env ? { env: opts.env } : {}) });
   return { ...r, out: `${r.stdout}\n${r.stderr}` };
 }
+
+/** The recovery playbook's `members` variable: `name=peerURL,clientURL,dataDir` per member, `;` between. */
+export function membersVar(members: ReadonlyArray<{ name: string; peerUrl: string; clientUrl: string; dataDir: string }>): string {
+  return members.map((m) => `${m.name}=${m.peerUrl},${m.clientUrl},${m.dataDir}`).join(';');
+}

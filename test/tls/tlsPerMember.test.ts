@@ -12,7 +12,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { issueCert, makeCerts, servedCertificate, type TestCerts } from '../support/certs.js';
 import { BIN, type MemberProc } from '../support/lifeboatCluster.js';
-import { playbookRun } from '../support/playbookRun.js';
+import { membersVar, playbookRun } from '../support/playbookRun.js';
 import { stopProcessesUnder } from '../support/processes.js';
 import { failsWithOneLine, requireTool, run, waitFor } from '../support/tools.js';
 import { treeState } from '../recovery/treeState.js';
@@ -103,10 +103,7 @@ describe('recovery of a Lifeboat cluster with a certificate per member', () => {
           '--set',
           `client-url=${fresh[0].clientUrl}`,
           '--set',
-          `members=${fresh
-            .slice(1)
-            .map((m) => `${m.name}=${m.peerUrl},${m.clientUrl},${m.dataDir}`)
-            .join(';')}`,
+          `members=${membersVar(fresh.slice(1))}`,
           '--set',
           'stabilization=1s',
           '--cacert',
@@ -136,10 +133,7 @@ describe('recovery of a Lifeboat cluster with a certificate per member', () => {
       name: 'm1',
       'peer-url': old[0].peerUrl,
       'client-url': fresh[0].clientUrl,
-      members: fresh
-        .slice(1)
-        .map((m) => `${m.name}=${m.peerUrl},${m.clientUrl},${m.dataDir}`)
-        .join(';'),
+      members: membersVar(fresh.slice(1)),
     };
     const bare = await playbookRun('recover-from-quorum-loss', sets, path.join(tc.c.dir, 'audit-bare.db'), {
       extra: ['--cacert', certs.ca, '--cert', certs.clientCert, '--key', certs.clientKey],
