@@ -16,7 +16,7 @@ const FLOORS = [
   ['client', 'server'],
   ['ops', 'audit', 'migrate'],
   ['recovery'],
-  ['playbook', 'drill'],
+  ['playbook', 'drill', 'backup'],
   ['cli', 'demo'],
 ];
 

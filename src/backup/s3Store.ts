@@ -1,0 +1,9 @@
+// s3://bucket/prefix: placeholder until the S3 store lands.
+import { StoreUnavailable, type ObjectStore } from './objectStore.js';
+import type { S3StoreOptions } from './openStore.js';
+
+export const S3Store = {
+  open(url: string, _bucket: string, _prefix: string, _o: S3StoreOptions): Promise<ObjectStore> {
+    return Promise.reject(new StoreUnavailable(`${url}: the S3 store is not built yet`));
+  },
+};
