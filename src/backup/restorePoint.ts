@@ -77,7 +77,6 @@ export interface ResolveOptions {
   loadSegment: (m: SegmentManifest) => Promise<Segment>;
 }
 
-
 export async function resolveRestorePoint(catalog: Catalog, point: RestorePoint, o: ResolveOptions): Promise<ResolvedPoint> {
   const restorable = catalog.clusters.filter((c) => c.window);
   if (restorable.length === 0) throw new RefusedError('the store holds no full backup: nothing can be restored from it');
