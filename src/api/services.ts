@@ -6,12 +6,14 @@
 // carries the user), the membership changes and Defragment/Snapshot/Hash/HashKV
 // for the root role; MemberList, Status, Alarm, MoveLeader and Compact are open.
 // Each unary call hands its client's deadline (grpc-timeout) to the backend, which
-// neither proposes, reads through ReadIndex, nor waits past it.
+// neither proposes, reads through ReadIndex, nor waits past it. KV requests get
+// etcd's checks first (requestCheck.ts), Txn with the member's --max-txn-ops.
 import type { GrpcServer } from '../net/grpcServer.js';
 import type { CallStatus, Reply, ServerStreamCall, UnaryHandler } from '../net/serverCalls.js';
 import { ErrLearnerNotSupported, toEtcdError, unconvertedAuthError } from './errors.js';
 import { GrpcCode } from '../net/grpcCode.js';
 import { callerOf, type Caller } from './caller.js';
+import { checkDeleteRequest, checkPutRequest, checkRangeRequest, checkTxnRequest } from './requestCheck.js';
 import type { AuthInfo } from '../kv/index.js';
 import type { Alarm, Member } from '../kv/types.js';
 import { AlarmType } from '../kv/types.js';
@@ -69,6 +71,8 @@ export interface EtcdBackend {
   header(revision: number): Header;
   currentRevision(): number;
   isLearner(): boolean;
+  /** --max-txn-ops: the most operations a Txn may hold in one branch. */
+  readonly maxTxnOps: number;
   /** The user a caller is; undefined without a token or certificate. Throws "invalid auth token". */
   authInfo(c: Caller): Promise<AuthInfo | undefined>;
   /** Throws unless auth is off or `ai` holds the root role (etcd's IsAdminPermitted). */
@@ -251,6 +255,7 @@ export function registerEtcdServices(server: GrpcServer, b: EtcdBackend): void {
   server.addService(serviceDefinition('etcdserverpb.KV'), {
     Range: authed(b, async (w: WireRangeRequest, ai, deadline) => {
       const r = rangeFromWire(w);
+      checkRangeRequest(r);
       if (b.isLearner() && !r.serializable) throw ErrLearnerNotSupported;
       return rangeToWire(await b.range(r, ai, deadline), h);
     }),
@@ -258,6 +263,7 @@ export function registerEtcdServices(server: GrpcServer, b: EtcdBackend): void {
       b,
       voterOnly(async (w: WirePutRequest, ai, deadline) => {
         const r = putFromWire(w);
+        checkPutRequest(r);
         return putToWire(await b.put(r, ai, deadline), h);
       }),
     ),
@@ -265,6 +271,7 @@ export function registerEtcdServices(server: GrpcServer, b: EtcdBackend): void {
       b,
       voterOnly(async (w: WireDeleteRangeRequest, ai, deadline) => {
         const r = deleteRangeFromWire(w);
+        checkDeleteRequest(r);
         return deleteRangeToWire(await b.deleteRange(r, ai, deadline), h);
       }),
     ),
@@ -272,6 +279,7 @@ export function registerEtcdServices(server: GrpcServer, b: EtcdBackend): void {
       b,
       voterOnly(async (w: WireTxnRequest, ai, deadline) => {
         const r = txnFromWire(w);
+        checkTxnRequest(r, b.maxTxnOps);
         return txnToWire(await b.txn(r, ai, deadline), h);
       }),
     ),

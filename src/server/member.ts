@@ -25,7 +25,7 @@ import { HeldBackApplies } from './heldBackApplies.js';
 import { EntryApplier, installLeaderSnapshot, quotaNewlyExceeded, spaceExceeded, type ApplyOutcome } from './apply.js';
 import { ClusterApi } from './clusterApi.js';
 import type { ServerConfig } from './config.js';
-import { ticksOf } from './config.js';
+import { maxReceiveBytes, ticksOf } from './config.js';
 import { RaftDriver } from './driver.js';
 import { formatId } from '../common/ids.js';
 import type { Logger } from './logger.js';
@@ -80,7 +80,7 @@ export class Member {
   private readonly applier: EntryApplier;
   private readonly clusterApi: ClusterApi;
   private readonly v3: V3Backend;
-  private readonly clientServer = new GrpcServer({ maxReceiveMessageLength: 2 * 1024 * 1024 + 512 * 1024 });
+  private readonly clientServer: GrpcServer;
   /** Client URL listeners: TCP accepted here, handed to clientServer with etcdctl's ":authority: http://..." made valid. */
   private readonly clientListeners: AuthorityRewriteListener[] = [];
   private readonly proposer: Proposer;
@@ -118,6 +118,7 @@ export class Member {
     this.storage = p.storage;
     this.kv = this.watched(p.kv);
     this.memberId = p.memberId;
+    this.clientServer = new GrpcServer({ maxReceiveMessageLength: maxReceiveBytes(p.cfg.maxRequestBytes) });
     const { tickMs, electionTick } = ticksOf(p.cfg);
     this.requestTimeoutMs = 5000 + 2 * electionTick * tickMs;
     this.snapshotIndex = p.storage.snapshotMeta().index;
@@ -147,7 +148,11 @@ export class Member {
       leader: () => this.lead,
       stopping: () => this.stopping,
     };
-    this.proposer = new Proposer({ withRaft: (fn) => this.driver.with(fn), stopping: view.stopping, metrics: this.metrics }, this.requestTimeoutMs);
+    this.proposer = new Proposer(
+      { withRaft: (fn) => this.driver.with(fn), stopping: view.stopping, metrics: this.metrics },
+      this.requestTimeoutMs,
+      p.cfg.maxRequestBytes,
+    );
     this.peerHost = new PeerHost({
       ...view,
       dataDir: p.cfg.dataDir,

@@ -5,12 +5,15 @@
 // Raft's other refusals become etcd's errors. A client's deadline (grpc-timeout)
 // bounds the wait when it comes first: a request already past it is not
 // proposed; one proposed may still apply, once, but its waiter is released at
-// the deadline (a later apply finds no waiter). So do membership changes.
+// the deadline (a later apply finds no waiter). So do membership changes. An
+// entry larger than --max-request-bytes is refused before it is proposed (etcd's
+// ErrRequestTooLarge).
 import {
   confChangeRefused,
   ErrConfChangePending,
   ErrDeadlineExceeded,
   ErrNotLeader,
+  ErrRequestTooLarge,
   ErrStopped,
   ErrTimeout,
   proposalRefused,
@@ -39,6 +42,8 @@ export class Proposer {
   constructor(
     private readonly host: ProposerHost,
     private readonly requestTimeoutMs: number,
+    /** --max-request-bytes: the largest entry proposed for a request. */
+    private readonly maxRequestBytes = Infinity,
   ) {
     this.pending = new PendingProposals(requestTimeoutMs);
   }
@@ -57,6 +62,10 @@ export class Proposer {
     }
     const id = this.pending.nextId();
     const data = encode(id);
+    if (data.length > this.maxRequestBytes) {
+      metrics.proposalsFailed++;
+      return Promise.reject(ErrRequestTooLarge);
+    }
     const done = this.pending.wait(id, wait.error, wait.ms);
     metrics.proposalsPending++;
     this.proposeData(data, id, wait.until);

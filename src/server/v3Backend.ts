@@ -44,7 +44,7 @@ export const SERVER_VERSION = '3.4.23-lifeboat';
 
 export interface V3Host {
   readonly memberId: bigint;
-  readonly cfg: { electionMs: number; heartbeatMs: number };
+  readonly cfg: { electionMs: number; heartbeatMs: number; maxTxnOps: number };
   kv(): KvStore;
   raft(): Raft;
   clusterId(): bigint;
@@ -97,6 +97,10 @@ export class V3Backend implements EtcdBackend, WatchBackend, LeaseBackend {
 
   isLearner(): boolean {
     return this.host.raft().isLearner(this.host.memberId);
+  }
+
+  get maxTxnOps(): number {
+    return this.host.cfg.maxTxnOps;
   }
 
   authInfo(c: Caller): Promise<AuthInfo | undefined> {
