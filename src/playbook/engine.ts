@@ -1,7 +1,8 @@
 // Running a validated playbook: steps in order, for-each expanded when the run
 // reaches it, each step's parameters resolved, its start recorded before it
 // runs and its end (outputs or error) after, every prompt and answer recorded,
-// and the run's outcome closing the record with the chain's head hash.
+// and the run's outcome closing the record with the chain's head hash. The
+// recording is runRecorder.ts's, which a drill's steps go through too.
 //
 // The run stops at the first step that fails and returns its outcome: succeeded;
 // refused (a SafetyCheckError, a refusal, an unconfirmed step); failed;
