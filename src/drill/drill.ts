@@ -3,8 +3,13 @@
 // scratch cluster of the same runtime on loopback ports (one member, or more
 // re-added as learners and promoted as recovery does), verify it against the
 // source at the snapshot's revision (dataCheck.ts), check it takes a write and its
-// members are healthy, time each phase, record it all as a `drill` run in the
-// audit log, and tear the scratch cluster down.
+// members are healthy, time each phase, and tear the scratch cluster down.
+//
+// Each phase is a step (steps.ts), recorded by the playbook engine's RunRecorder
+// as a playbook run's steps are, in a run of kind `drill` (audit/drillRuns.ts)
+// that ends with a `drill-result` event: the RTO breakdown and the checks.
+// Unlike a playbook, a drill goes on past a failed data or member check (each is
+// a result) and always tears down what it started.
 //
 // The source cluster only ever sees reads: Status, MemberList, Alarm GET, the
 // snapshot stream, Range (counts and sampled keys) and HashKV. Nothing here
@@ -15,22 +20,19 @@ import path from 'node:path';
 import { AuditLog } from '../audit/journal.js';
 import { resolveAuditDbPath } from '../audit/location.js';
 import { DRILL_PLAYBOOK, DRILL_RESULT_EVENT, type DrillCheck, type DrillPhase, type DrillSummary } from '../audit/drillRuns.js';
-import type { StepRef } from '../audit/types.js';
-import { clientFor, type ConnectionOptions } from '../client/etcdClient.js';
-import { isAuthRefusal } from '../client/errors.js';
-import { saveSnapshot } from '../client/snapshotSave.js';
-import { resolveTarget } from '../client/target.js';
+import type { ConnectionOptions } from '../client/etcdClient.js';
 import { InputError } from '../common/errors.js';
-import type { RuntimeName } from '../common/memberCommand.js';
-import { checkCluster, statusOf } from '../ops/memberOps.js';
 import { etcdBinary, runtimeOfVersion, type RuntimeChoice } from '../ops/runtime.js';
-import { restoreEtcdSnapshotFile } from '../recovery/etcdRestore.js';
-import { restoreSnapshot } from '../recovery/restore.js';
-import { snapshotKind, snapshotStatus } from '../recovery/snapshotFormat.js';
-import { checkData, readSourceAt, type DataCheck, type SourceAtRevision } from './dataCheck.js';
+import { RunRecorder, StepFailedError } from '../playbook/runRecorder.js';
+import type { StepUi } from '../playbook/runView.js';
+import { snapshotKind } from '../recovery/snapshotFormat.js';
+import type { DataCheck } from './dataCheck.js';
 import { checkPrometheusPath, previousLastSuccess, prometheusText, writePrometheusFile } from './prometheusFile.js';
 import { ScratchCluster } from './scratchCluster.js';
-import { monotonicMs } from '../common/clock.js';
+import { sourceState, type SourceState } from './sourceState.js';
+import { CheckFailed, drillSteps, snapshotKeys, type DrillState, type DrillStep } from './steps.js';
+
+export type { SourceState } from './sourceState.js';
 
 export const MAX_DRILL_MEMBERS = 5;
 
@@ -59,17 +61,6 @@ export interface DrillOptions {
   prometheus?: string;
   onProgress?: (line: string) => void;
   signal?: AbortSignal;
-}
-
-export interface SourceState {
-  endpoint: string;
-  version: string;
-  clusterId: string;
-  memberIds: string[];
-  /** `id:learner` or `id:voter`, sorted: what must not change */
-  membership: string[];
-  alarms: string[];
-  revision: number;
 }
 
 export interface DrillResult extends DrillSummary {
@@ -126,52 +117,10 @@ export function checkDrillOptions(o: DrillOptions): void {
   if (o.runtime === 'etcd') etcdBinary(o.etcdBin);
 }
 
-/** What to give when a cluster refuses the drill's credentials (the drill snapshots, hashes and adds members: root's role). */
-const AUTH_HINTS = {
-  'the source cluster': 'give --user and the password of a user of the source with the root role, e.g. --user root',
-  'the restored cluster':
-    "it keeps the snapshot's users, roles and passwords as they were when it was saved: give --user and the password of one of them with the root role, e.g. --user root",
-} as const;
-
-/**
- * An auth refusal said as what it is: which cluster refused, which user (never the
- * password), and what to give; any other error as it is.
- */
-function explainAuth(e: unknown, cluster: keyof typeof AUTH_HINTS, conn: ConnectionOptions): unknown {
-  if (!isAuthRefusal(e)) return e;
-  const user = conn.credentials?.user;
-  const refused = user ? `rejected user ${user}` : 'the drill gave no user';
-  return new Error(`${cluster} has auth enabled and ${refused} (${e.serverMessage}); ${AUTH_HINTS[cluster]}`);
-}
-
-async function sourceState(endpoints: string[], conn: ConnectionOptions, preferred?: string): Promise<SourceState> {
-  let last: unknown;
-  for (const ep of preferred ? [preferred, ...endpoints.filter((e) => e !== preferred)] : endpoints) {
-    try {
-      const status = await statusOf(ep, conn);
-      const c = clientFor([ep], conn);
-      try {
-        const members = (await c.memberList()).members;
-        const alarms = (await c.alarmList()).alarms;
-        return {
-          endpoint: ep,
-          version: status.version,
-          clusterId: status.header.clusterId.toString(16),
-          memberIds: members.map((m) => m.id.toString(16)),
-          membership: members.map((m) => `${m.id.toString(16)}:${m.isLearner ? 'learner' : 'voter'}`).sort(),
-          alarms: alarms.map((a) => `${a.memberId.toString(16)}:${a.alarm}`).sort(),
-          revision: status.header.revision,
-        };
-      } finally {
-        c.close();
-      }
-    } catch (e) {
-      // Every member has the same users: a refusal is the answer, not one member's trouble.
-      if (isAuthRefusal(e)) throw explainAuth(e, 'the source cluster', conn);
-      last = e;
-    }
-  }
-  throw new Error(`no member of the source answered at ${endpoints.join(', ')}: ${(last as Error | undefined)?.message ?? 'no endpoints'}`);
+/** What an earlier step found (it succeeded, so it did). */
+function known<T>(v: T | null, what: string): T {
+  if (v === null) throw new Error(`${what} was not read`);
+  return v;
 }
 
 function seconds(ms: number): number {
@@ -184,7 +133,8 @@ export async function runDrill(o: DrillOptions): Promise<DrillResult> {
   const say = (line: string) => o.onProgress?.(line);
   const auditPath = resolveAuditDbPath(o.auditDb);
   const audit = AuditLog.open(auditPath);
-  const run = audit.startRun({
+  const rec = new RunRecorder({ audit, connection: o.conn, yes: false, interactive: false, signal: o.signal ?? new AbortController().signal });
+  const runId = rec.startRun({
     playbook: DRILL_PLAYBOOK,
     reason: o.reason,
     variables: {
@@ -196,9 +146,7 @@ export async function runDrill(o: DrillOptions): Promise<DrillResult> {
       stabilization: `${o.stabilizationMs}ms`,
     },
   });
-  const runId = run.id;
-  const logDir = path.join(path.dirname(auditPath), 'runs', runId);
-  fs.mkdirSync(logDir, { recursive: true });
+  const logDir = rec.runDir;
   const madeDir = o.scratchDir === undefined || !fs.existsSync(o.scratchDir);
   const dir = o.scratchDir === undefined ? fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-drill-')) : path.resolve(o.scratchDir);
   fs.mkdirSync(dir, { recursive: true });
@@ -208,299 +156,135 @@ export async function runDrill(o: DrillOptions): Promise<DrillResult> {
   const checks: DrillCheck[] = [];
   const failures: string[] = [];
   const warnings: string[] = [];
-  const check = (name: string, ok: boolean, detail: string) => {
-    checks.push({ name, ok, detail });
-    if (!ok) failures.push(`${name}: ${detail}`);
-    say(`${ok ? 'ok  ' : 'FAIL'} ${name}: ${detail}`);
+  const conn = rec.connection;
+  const d: DrillState = {
+    runId,
+    conn,
+    // The scratch cluster is private (loopback, no TLS), but it keeps the snapshot's
+    // auth: it is logged in to as the source is, with the operator's credentials.
+    scratchConn: { dialTimeoutMs: 2000, commandTimeoutMs: 10_000, ...(conn.credentials ? { credentials: conn.credentials } : {}) },
+    ...(o.etcdBin ? { etcdBin: o.etcdBin } : {}),
+    sampleSize: o.sampleSize,
+    given: !!o.fromSnapshot,
+    dir,
+    madeDir,
+    warnings,
+    checks,
+    check(name, ok, detail) {
+      checks.push({ name, ok, detail });
+      if (!ok) failures.push(`${name}: ${detail}`);
+      say(`${ok ? 'ok  ' : 'FAIL'} ${name}: ${detail}`);
+    },
+    before: null,
+    status: null,
+    sourceAt: null,
+    runtime: o.runtime === 'auto' ? 'lifeboat' : o.runtime,
+    scratch: undefined,
+    restored: null,
+    data: null,
+  };
+  const S = drillSteps(d);
+  const ui: StepUi = {
+    setTitle: () => undefined,
+    progress: say,
+    event: (kind, message) => (kind === 'warning' ? say(`warning: ${message}`) : undefined),
+    ask: () => Promise.reject(new Error('a drill asks nothing')),
+    reuseRecorded: () => undefined,
   };
   let ordinal = 0;
-  /** One phase as one audit step: started, then ended with its outputs or its error. */
-  const step = async <T>(stepId: string, name: string, inputs: Record<string, unknown>, fn: (ref: StepRef) => Promise<T>, outputs?: (t: T) => unknown) => {
-    const ref = audit.startStep(runId, { ordinal: ++ordinal, stepId, name, type: `drill-${stepId.replace(/:.*$/, '')}`, inputs });
-    const t0 = monotonicMs();
-    try {
-      const r = await fn(ref);
-      audit.finishStep(ref, { status: 'succeeded', outputs: outputs ? outputs(r) : {} });
-      return { value: r, ms: monotonicMs() - t0 };
-    } catch (e) {
-      audit.finishStep(ref, { status: 'failed', error: e as Error });
-      throw e;
-    }
-  };
+  /** One phase as one step of the run: its outputs and how long it took. */
+  const step = (def: DrillStep, params: Record<string, unknown>, stepId = def.type.replace(/^drill-/, '')) =>
+    rec.step({ ordinal: ++ordinal, stepId, title: def.title(params), type: def.type, inputs: params, run: (ctx) => def.run(params, ctx) }, ui);
+  const phase = (name: string, label: string, ms: number) => phases.push({ phase: name, label, seconds: seconds(ms) });
+  /** What a step threw (a StepFailedError carries it). */
+  const cause = (e: unknown): Error => (e instanceof StepFailedError ? e.error : (e as Error));
 
-  let before: SourceState | null = null;
-  let after: SourceState | null = null;
   let snapshot: DrillResult['snapshot'] = null;
-  let data: DataCheck | null = null;
-  let runtime: RuntimeName = o.runtime === 'auto' ? 'lifeboat' : o.runtime;
-  let scratch: ScratchCluster | undefined;
-  let scratchClusterId: string | null = null;
   let interrupted = false;
-  // The scratch cluster is private (loopback, no TLS), but it keeps the snapshot's
-  // auth: it is logged in to as the source is, with the operator's credentials.
-  const scratchConn: ConnectionOptions = { dialTimeoutMs: 2000, commandTimeoutMs: 10_000, ...(o.conn.credentials ? { credentials: o.conn.credentials } : {}) };
-  const restoredAuth = (e: unknown) => explainAuth(e, 'the restored cluster', scratchConn);
-
   try {
     // --- the source, as it is before the drill
-    before = (
-      await step(
-        'source',
-        'Read the source cluster (status, members, alarms)',
-        { endpoints: o.endpoints },
-        () => sourceState(o.endpoints, o.conn),
-        (s) => s,
-      )
-    ).value;
-    const source = before;
-    audit.updateRun(runId, { clusterIdBefore: source.clusterId, memberIdsBefore: source.memberIds });
+    await step(S.source, { endpoints: o.endpoints });
+    const before = known(d.before, 'the source');
     const sourceRuntime = runtimeOfVersion(before.version);
     say(
       `source: ${sourceRuntime} ${before.version} at ${before.endpoint}, cluster ${before.clusterId}, ${before.memberIds.length} members, revision ${before.revision}`,
     );
 
     // --- the snapshot: taken now, or the given file
-    let file: string;
-    if (o.fromSnapshot) {
-      file = path.resolve(o.fromSnapshot);
-    } else {
-      file = path.join(dir, 'snapshot.db');
-      const src = before;
-      const saved = await step(
-        'snapshot',
-        `Take a snapshot of ${src.endpoint}`,
-        { endpoint: src.endpoint },
-        () =>
-          saveSnapshot(resolveTarget({ ...o.conn, endpoints: [src.endpoint] }), file).catch((e: unknown) => {
-            throw explainAuth(e, 'the source cluster', o.conn);
-          }),
-        (s) => ({ size: s.size, sha256: s.sha256, revision: s.revision, keys: s.keyCount }),
-      );
-      phases.push({ phase: 'snapshot', label: 'snapshot', seconds: seconds(saved.ms) });
-      say(`snapshot: ${saved.value.size} bytes from ${src.endpoint} in ${seconds(saved.ms)}s`);
+    const file = o.fromSnapshot ? path.resolve(o.fromSnapshot) : path.join(dir, 'snapshot.db');
+    if (!o.fromSnapshot) {
+      const saved = await step(S.snapshot, { endpoint: before.endpoint, file });
+      phase('snapshot', 'snapshot', saved.ms);
+      say(`snapshot: ${String(saved.outputs.size)} bytes from ${before.endpoint} in ${seconds(saved.ms)}s`);
     }
-    const status = await step(
-      'verify-snapshot',
-      'Verify the snapshot (sha256) and read its revision',
-      { file },
-      () => snapshotStatus(file),
-      (s) => ({ format: s.format, revision: s.revision, keys: s.etcd?.liveKeys ?? s.totalKeys, sha256: s.sha256 }),
-    ).catch((e: Error) => {
-      check('snapshot', false, e.message);
-      throw new CheckFailed();
-    });
-    const st = status.value;
-    if (st.format === 'etcd' && st.etcd?.trailer === 'mismatch') {
-      check('snapshot', false, `${file}: its sha256 trailer (${st.etcd.storedSha256 ?? '?'}) does not match its contents (${st.sha256}); save a new one`);
-      throw new CheckFailed();
-    }
-    // Restore keeps the snapshot's auth: without a user, the scratch cluster would refuse every read.
-    if (st.authEnabled && !scratchConn.credentials)
-      throw new Error(`${file} has auth enabled, and so will the restored cluster: ${AUTH_HINTS['the restored cluster']}`);
-    const keys = st.etcd?.liveKeys ?? st.totalKeys;
-    snapshot = { file, given: !!o.fromSnapshot, format: st.format, revision: st.revision, keys, size: fs.statSync(file).size, sha256: st.sha256 };
-    check(
-      'snapshot',
-      true,
-      `${st.format} snapshot${st.format === 'etcd' && st.etcd?.trailer === 'absent' ? ' (no sha256 trailer)' : ', sha256 verified'}: revision ${st.revision}, ${keys} keys`,
-    );
-    runtime = st.format === 'lifeboat' ? 'lifeboat' : o.runtime === 'lifeboat' ? 'lifeboat' : 'etcd';
-    if (runtime === 'etcd') etcdBinary(o.etcdBin);
-    if (!o.fromSnapshot && runtime !== sourceRuntime) warnings.push(`the source runs ${sourceRuntime}, the scratch cluster ${runtime}`);
+    await step(S.verifySnapshot, { file });
+    const st = known(d.status, "the snapshot's status");
+    snapshot = { file, given: d.given, format: st.format, revision: st.revision, keys: snapshotKeys(st), size: fs.statSync(file).size, sha256: st.sha256 };
+    d.runtime = st.format === 'lifeboat' ? 'lifeboat' : o.runtime === 'lifeboat' ? 'lifeboat' : 'etcd';
+    if (d.runtime === 'etcd') etcdBinary(o.etcdBin);
+    if (!o.fromSnapshot && d.runtime !== sourceRuntime) warnings.push(`the source runs ${sourceRuntime}, the scratch cluster ${d.runtime}`);
 
     // --- the source at the snapshot's revision, while it still has it
-    const sourceAt: SourceAtRevision = (
-      await step(
-        'source-at-revision',
-        `Read the source's key count and HashKV at revision ${st.revision}`,
-        { endpoint: before.endpoint, revision: st.revision },
-        () => readSourceAt(source.endpoint, o.conn, st.revision),
-        (s) => s,
-      )
-    ).value;
+    await step(S.sourceAtRevision, { endpoint: before.endpoint, revision: st.revision });
 
     // --- restore
-    scratch = await ScratchCluster.plan({
-      runtime,
+    const sc = await ScratchCluster.plan({
+      runtime: d.runtime,
       dir,
       logDir,
       size: o.members,
       ...(o.portsFrom !== undefined ? { portsFrom: o.portsFrom } : {}),
       ...(o.etcdBin ? { etcdBin: o.etcdBin } : {}),
-      conn: scratchConn,
+      conn: d.scratchConn,
       ...(o.signal ? { signal: o.signal } : {}),
     });
-    const sc = scratch;
+    d.scratch = sc;
     const first = sc.first;
-    const restored = await step(
-      'restore',
-      `Restore the snapshot into ${first.dataDir} (${runtime})`,
-      { file, dataDir: first.dataDir, runtime, peerUrl: first.peerUrl },
-      async (): Promise<{ clusterId: string; memberId: string; token?: string; revision: number; keys: number }> => {
-        const opts = { dataDir: first.dataDir, name: first.name, initialAdvertisePeerUrls: [first.peerUrl] };
-        if (runtime === 'etcd') {
-          const r = await restoreEtcdSnapshotFile(file, { ...opts, ...(o.etcdBin ? { etcdBin: o.etcdBin } : {}), onWarning: (w) => warnings.push(w) });
-          return { clusterId: r.clusterId, memberId: r.memberId, token: r.initialClusterToken, revision: r.revision, keys: r.keys };
-        }
-        const r = await restoreSnapshot(file, opts);
-        return { clusterId: r.clusterId, memberId: r.memberId, revision: r.revision, keys: r.keys };
-      },
-      (r) => r,
-    );
-    phases.push({ phase: 'restore', label: 'restore', seconds: seconds(restored.ms) });
-    scratchClusterId = restored.value.clusterId;
-    first.id = restored.value.memberId;
-    say(`restore: ${restored.value.keys} keys at revision ${restored.value.revision} into ${first.dataDir} in ${seconds(restored.ms)}s`);
+    const restored = await step(S.restore, { file, dataDir: first.dataDir, runtime: d.runtime, peerUrl: first.peerUrl });
+    phase('restore', 'restore', restored.ms);
+    say(`restore: ${String(restored.outputs.keys)} keys at revision ${String(restored.outputs.revision)} into ${first.dataDir} in ${seconds(restored.ms)}s`);
 
     // --- start, and the first write
-    const started = await step(
-      'start',
-      `Start ${first.name} and wait for a leader`,
-      { clientUrl: first.clientUrl, peerUrl: first.peerUrl },
-      async () => {
-        await sc.start(first, 'new', `${first.name}=${first.peerUrl}`, restored.value.token);
-        return sc.waitLeader().catch((e: unknown) => {
-          throw restoredAuth(e);
-        });
-      },
-      (leader) => ({ leader, pid: first.pid }),
-    );
-    const wrote = await step(
-      'first-write',
-      'Write to the scratch cluster and read it back',
-      { endpoints: sc.endpoints() },
-      async () => {
-        const c = clientFor(sc.endpoints(), scratchConn);
-        try {
-          const key = `lifeboat-drill/${runId}`;
-          const value = `written by lifeboat drill ${runId}`;
-          const put = await c.put(key, value);
-          const got = await c.range(key);
-          if (got.kvs[0]?.value.toString() !== value) throw new Error(`wrote ${key} but read back ${got.kvs[0] ? 'another value' : 'nothing'}`);
-          return { key, revision: put.header.revision };
-        } catch (e) {
-          throw restoredAuth(e);
-        } finally {
-          c.close();
-        }
-      },
-      (w) => w,
-    ).catch((e: Error) => {
-      check('write', false, `the scratch cluster did not accept a write: ${e.message}`);
-      throw new CheckFailed();
-    });
-    phases.push({ phase: 'first-write', label: 'start to first write', seconds: seconds(started.ms + wrote.ms) });
-    check('write', true, `the scratch cluster accepted a write (${wrote.value.key} at revision ${wrote.value.revision})`);
+    const started = await step(S.start, { clientUrl: first.clientUrl, peerUrl: first.peerUrl });
+    const wrote = await step(S.firstWrite, { endpoints: sc.endpoints() });
+    phase('first-write', 'start to first write', started.ms + wrote.ms);
 
     // --- the other members, one at a time, as recovery re-adds them
     for (const m of sc.members.slice(1)) {
-      const added = await step(
-        `member:${m.name}`,
-        `Add ${m.name} as a learner, start it, wait until caught up, promote it`,
-        { name: m.name, peerUrl: m.peerUrl, clientUrl: m.clientUrl, stabilizationMs: o.stabilizationMs },
-        () =>
-          sc.addMember(m, o.stabilizationMs).catch((e: unknown) => {
-            throw restoredAuth(e);
-          }),
-        (r) => ({ ...r, pid: m.pid }),
-      );
-      phases.push({ phase: `member:${m.name}`, label: `${m.name} caught up`, seconds: seconds(added.ms) });
-      say(`${m.name}: learner ${added.value.id} caught up and promoted in ${seconds(added.ms)}s`);
+      const added = await step(S.member, { name: m.name, peerUrl: m.peerUrl, clientUrl: m.clientUrl, stabilizationMs: o.stabilizationMs }, `member:${m.name}`);
+      phase(`member:${m.name}`, `${m.name} caught up`, added.ms);
+      say(`${m.name}: learner ${String(added.outputs.id)} caught up and promoted in ${seconds(added.ms)}s`);
     }
 
-    // --- the data, against the source at the snapshot's revision
-    await step(
-      'verify-data',
-      `Compare the key count and KV hash at revision ${st.revision} with the source`,
-      { revision: st.revision },
-      async () => {
-        data = await checkData({
-          sourceEndpoint: source.endpoint,
-          sourceConn: o.conn,
-          scratchEndpoints: sc.endpoints(),
-          scratchConn,
-          source: sourceAt,
-          snapshotKeys: keys,
-          sampleSize: o.sampleSize,
-        });
-        const d = data;
-        check(
-          'keys',
-          d.keys.ok,
-          d.keys.ok
-            ? `${d.keys.scratch} keys at revision ${d.revision}, as the ${d.keys.against === 'source' ? 'source' : 'snapshot file (the source no longer has that revision)'}`
-            : (d.differences.find((x) => x.startsWith('key count')) ?? 'key counts differ'),
-        );
-        const others = d.differences.filter((x) => !x.startsWith('key count'));
-        if (d.method === 'hashkv')
-          check(
-            'hash',
-            others.length === 0,
-            others.length === 0
-              ? `HashKV at revision ${d.revision} equal on both sides (${(d.hash.scratch ?? 0).toString(16)}, compact revision ${d.hash.scratchCompact})`
-              : others.join('; '),
-          );
-        else {
-          const n = d.sample ?? { compared: 0, skipped: 0 };
-          const skipped = n.skipped > 0 ? ` (${n.skipped} changed on the source since, skipped)` : '';
-          check(
-            'sample',
-            others.length === 0,
-            others.length === 0 ? `${n.compared} sampled keys equal at revision ${d.revision}${skipped}` : others.join('; '),
-          );
-        }
-        if (d.differences.length > 0) throw new Error(d.differences.join('; '));
-        return d;
-      },
-      (d) => ({ method: d.method, why: d.why, keys: d.keys, hash: d.hash, sample: d.sample ?? null }),
-    ).catch((e: Error) => {
-      if (data === null) check('data', false, `could not compare with the source: ${e.message}`);
-    });
-
-    // --- the members' health
-    await step(
-      'check-members',
-      'Every member answers, one leader, equal hashes',
-      { endpoints: sc.endpoints() },
-      async () => {
-        const r = await checkCluster(sc.endpoints(), scratchConn, 30_000, o.signal);
-        if (r.voters !== o.members || r.learners !== 0) throw new Error(`${r.voters} voters and ${r.learners} learners, expected ${o.members} voters`);
-        check('members', true, `${r.voters} voter${r.voters === 1 ? '' : 's'} healthy, leader ${r.leader}, HashKV equal at revision ${r.revision}`);
-        return r;
-      },
-      (r) => r,
-    ).catch((e: Error) => {
-      if (!checks.some((c) => c.name === 'members')) check('members', false, e.message);
-    });
-  } catch (e) {
+    // --- the data against the source, and the members' health: each a result, recorded as a check
+    await step(S.verifyData, { revision: st.revision }).catch(() => undefined);
+    await step(S.checkMembers, { endpoints: sc.endpoints(), voters: o.members }).catch(() => undefined);
+  } catch (err) {
+    const e = cause(err);
     if (o.signal?.aborted) {
       interrupted = true;
       failures.push('interrupted');
-    } else if (!(e instanceof CheckFailed)) failures.push((e as Error).message);
-    if (!(e instanceof CheckFailed)) say(`FAIL ${(e as Error).message}`);
+    } else if (!(e instanceof CheckFailed)) failures.push(e.message);
+    if (!(e instanceof CheckFailed)) say(`FAIL ${e.message}`);
   }
 
   // --- the scratch cluster: down, unless kept
+  const scratch = d.scratch;
   const members =
     scratch?.members.map((m) => ({ name: m.name, id: m.id ?? null, clientUrl: m.clientUrl, peerUrl: m.peerUrl, pid: m.started ? (m.pid ?? null) : null })) ??
     [];
   const keep = o.keep && !interrupted && scratch !== undefined && scratch.endpoints().length > 0;
   if (!keep) {
-    const sc = scratch;
-    await step('teardown', 'Stop the scratch members and remove the scratch dir', { dir }, async () => {
-      const problems = sc ? await sc.stop() : [];
-      if (madeDir) fs.rmSync(dir, { recursive: true, force: true });
-      else for (const f of fs.readdirSync(dir)) fs.rmSync(path.join(dir, f), { recursive: true, force: true });
-      if (problems.length > 0) throw new Error(problems.join('; '));
-      return {};
-    }).catch((e: Error) => warnings.push(`teardown: ${e.message}`));
+    await step(S.teardown, { dir }).catch((e: unknown) => warnings.push(`teardown: ${cause(e).message}`));
     for (const m of members) m.pid = null;
   }
 
   // --- the source, after: only reads were sent, so nothing of its own may have changed
+  const before = d.before;
+  let after: SourceState | null = null;
   const notes: string[] = [];
   try {
-    after = await sourceState(o.endpoints, o.conn, before?.endpoint);
+    after = await sourceState(o.endpoints, conn, before?.endpoint);
   } catch (e) {
     notes.push(`could not read the source after the drill: ${(e as Error).message}`);
   }
@@ -514,32 +298,17 @@ export async function runDrill(o: DrillOptions): Promise<DrillResult> {
   }
 
   const passed = failures.length === 0 && checks.length > 0 && checks.every((c) => c.ok);
-  const phaseSum = (ps: DrillPhase[]) => seconds(ps.reduce((a, p) => a + p.seconds * 1000, 0));
-  const writable = phases.some((p) => p.phase === 'first-write') ? phaseSum(phases.filter((p) => !p.phase.startsWith('member:'))) : null;
-  const allMembers = phases.filter((p) => p.phase.startsWith('member:')).length === o.members - 1;
-  const summary: DrillSummary = {
-    passed,
-    runtime,
-    members: o.members,
-    snapshotRevision: snapshot?.revision ?? null,
-    keys: snapshot?.keys ?? null,
-    comparison: (data as DataCheck | null)?.method ?? null,
-    phases,
-    writableSeconds: writable,
-    totalSeconds: writable !== null && allMembers ? phaseSum(phases) : null,
-    checks,
-    failures,
-  };
+  const summary = summarize(passed, d, o.members, snapshot, phases, failures);
   const message = passed
     ? `drill passed: writable after ${summary.writableSeconds}s, every member caught up after ${summary.totalSeconds}s`
     : `drill failed: ${failures.join('; ')}`;
-  audit.event(runId, { kind: DRILL_RESULT_EVENT, message, data: summary });
+  rec.event({ kind: DRILL_RESULT_EVENT, message, data: { ...summary } });
   const outcome = interrupted ? 'interrupted' : passed ? 'succeeded' : 'failed';
-  const head = audit.finishRun(runId, {
+  const head = rec.finishRun(
     outcome,
-    ...(passed ? {} : { error: failures.join('; ') || 'a check failed' }),
-    ...(after ? { clusterIdAfter: after.clusterId, memberIdsAfter: after.memberIds } : {}),
-  });
+    passed ? undefined : failures.join('; ') || 'a check failed',
+    after ? { clusterIdAfter: after.clusterId, memberIdsAfter: after.memberIds } : {},
+  );
   audit.close();
 
   let prometheusFile: string | null = null;
@@ -561,16 +330,29 @@ export async function runDrill(o: DrillOptions): Promise<DrillResult> {
     source: { before, after, unchanged, notes },
     snapshotFile: snapshot?.file ?? (o.fromSnapshot ? path.resolve(o.fromSnapshot) : null),
     snapshot,
-    scratch: { dir, logDir, clusterId: scratchClusterId, members, kept: keep },
-    data,
+    scratch: { dir, logDir, clusterId: d.restored?.clusterId ?? null, members, kept: keep },
+    data: d.data,
     warnings,
     prometheusFile,
   };
 }
 
-/** A check already recorded its failure: stop the drill without another message. */
-class CheckFailed extends Error {
-  constructor() {
-    super('a check failed');
-  }
+/** The drill's result as its `drill-result` event keeps it: the verdict, the RTO per phase and in all, the checks. */
+function summarize(passed: boolean, d: DrillState, size: number, snapshot: DrillResult['snapshot'], phases: DrillPhase[], failures: string[]): DrillSummary {
+  const phaseSum = (ps: DrillPhase[]) => seconds(ps.reduce((a, p) => a + p.seconds * 1000, 0));
+  const writable = phases.some((p) => p.phase === 'first-write') ? phaseSum(phases.filter((p) => !p.phase.startsWith('member:'))) : null;
+  const allMembers = phases.filter((p) => p.phase.startsWith('member:')).length === size - 1;
+  return {
+    passed,
+    runtime: d.runtime,
+    members: size,
+    snapshotRevision: snapshot?.revision ?? null,
+    keys: snapshot?.keys ?? null,
+    comparison: d.data?.method ?? null,
+    phases,
+    writableSeconds: writable,
+    totalSeconds: writable !== null && allMembers ? phaseSum(phases) : null,
+    checks: d.checks,
+    failures,
+  };
 }

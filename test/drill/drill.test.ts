@@ -119,6 +119,9 @@ describe('lifeboat drill on a Lifeboat cluster', () => {
     assert.equal(text.code, 0, text.stderr);
     assert.match(text.stdout, /playbook\s+drill/);
     assert.match(text.stdout, /member:drill-3/);
+    // Its steps are recorded as a playbook's are: the source's IDs come from the source step's ids event.
+    assert.match(text.stdout, new RegExp(`ids: source cluster ${result.source.before?.clusterId ?? '?'}: members `));
+    assert.match(text.stdout, new RegExp(`before\\s+cluster ${result.source.before?.clusterId ?? '?'}`));
 
     // The Prometheus textfile: success now, and the RTO per phase.
     const metrics = fs.readFileSync(prom, 'utf8');

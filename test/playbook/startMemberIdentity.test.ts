@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { startMember } from '../../src/playbook/steps/memberSteps.js';
+import { startMember } from '../../src/playbook/steps/startStopSteps.js';
 import type { StepContext } from '../../src/playbook/stepTypes.js';
 import { EtcdCluster, type EtcdMember } from '../support/etcdCluster.js';
 import { freePorts } from '../support/ports.js';

@@ -1,19 +1,12 @@
 // The typed step library playbooks are written in.
 import type { StepDefinition } from '../stepTypes.js';
 import { checkWrites, compact, defrag, disarmAlarm, packDataDirStep, unpackDataDirStep } from './maintenanceSteps.js';
-import {
-  addLearner,
-  checkClusterStep,
-  promote,
-  removeMember,
-  startMember,
-  stopMember,
-  updatePeerUrls,
-  waitCaughtUpStep,
-  waitHealthyStep,
-} from './memberSteps.js';
+import { checkClusterStep, waitHealthyStep } from './healthSteps.js';
+import { addLearner, promote, waitCaughtUpStep } from './learnerSteps.js';
+import { removeMember, updatePeerUrls } from './membershipSteps.js';
 import { migrateStep } from './migrateSteps.js';
 import { fenceOldDataDirs, fenceOldMembers, inspectSources, restore, verifySnapshot } from './sourceSteps.js';
+import { startMember, stopMember } from './startStopSteps.js';
 
 export const STEP_LIBRARY: Record<string, StepDefinition> = Object.fromEntries(
   [
