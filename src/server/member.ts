@@ -16,7 +16,7 @@ import { OpenStreams, registerWatchService } from '../api/watchService.js';
 import { decodeRequest, encodeRequest, type AuthInfo, type AuthRequest, type KvStore, type ServerRequest } from '../kv/index.js';
 import { AuthApi } from './authApi.js';
 import { AlarmType, type KvApplyResult, type KvRequest } from '../kv/types.js';
-import type { Raft } from '../raft/raft.js';
+import type { RawNode } from '../raft/rawNode.js';
 import { NONE, StateType, type Message, type Ready, type Snapshot, type SoftState } from '../raft/types.js';
 import type { RaftStorage } from '../storage/raftStorage.js';
 import { PeerTransport } from '../transport/peerTransport.js';
@@ -62,7 +62,7 @@ export interface MemberParts {
   log: Logger;
   storage: RaftStorage;
   kv: KvStore;
-  raft: Raft;
+  raft: RawNode;
   memberId: bigint;
 }
 
