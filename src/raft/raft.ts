@@ -1,19 +1,20 @@
 // The Raft protocol. It is driven, never running: RawNode (rawNode.ts), which holds
 // a Raft, hands it messages and ticks and turns what it produced into Readys. No
-// I/O, no clock, no randomness but config.random. This file steps messages through
-// the roles: elections, the follower's side of replication, read index, leader
-// transfer, membership rules. The leader's side of replication is replication.ts's,
-// its view of the members tracker.ts's, and what a step produced for the next Ready
-// waits in outbox.ts's Outbox.
+// I/O, no clock, no randomness but config.random. This file holds the state and
+// steps each message through the roles (term checks, role changes, proposals, leader
+// transfer, membership); the jobs it hands them to live beside it: elections.ts
+// (campaigns and votes), replication.ts (appends and snapshots, both ends, and the
+// commit index), readOnly.ts (the leader's read index), tracker.ts (the leader's view
+// of the members); what a step produced for the next Ready waits in outbox.ts.
 import { decodeConfChange, encodeConfChange } from './confChange.js';
+import { Elections, isTransfer } from './elections.js';
 import { invariant } from './invariant.js';
 import type { RaftKnobs } from './knobs.js';
 import { RaftLog } from './log.js';
 import { ProgressState } from './progress.js';
-import type { VoteResult } from './quorum.js';
 import { Outbox } from './outbox.js';
-import { ReadOnlyQueue } from './readOnly.js';
-import { isCommitOnly, Replication } from './replication.js';
+import { LeaderReads } from './readOnly.js';
+import { Replication } from './replication.js';
 import { ProgressTracker } from './tracker.js';
 import {
   EntryType,
@@ -29,41 +30,31 @@ import {
   type PersistedState,
   type RaftConfig,
   type RaftStatus,
-  type Snapshot,
   type SoftState,
 } from './types.js';
 
 export type RaftOptions = RaftConfig;
-
-const TRANSFER = new TextEncoder().encode('transfer');
-
-function isTransfer(ctx: Uint8Array | undefined): boolean {
-  return ctx !== undefined && ctx.length === TRANSFER.length && ctx.every((b, i) => b === TRANSFER[i]);
-}
-
-function voteRespType(t: MessageType): MessageType {
-  return t === MessageType.Vote ? MessageType.VoteResp : MessageType.PreVoteResp;
-}
 
 /** A request made on this node (addressed to no one, carrying no term). */
 export function localMessage(type: MessageType, from: NodeId): Message {
   return { type, from, to: NONE, term: 0, logTerm: 0, index: 0, entries: [], commit: 0, reject: false, rejectHint: 0 };
 }
 
-// Fields replication.ts reads (ReplicationHost) are public: RawNode, not this, is the
-// caller's interface (src/raft/index.ts exports no Raft).
+// What elections.ts, replication.ts and readOnly.ts use (their Host interfaces) is
+// public: RawNode, not this, is the caller's interface (src/raft/index.ts exports no Raft).
 export class Raft {
   readonly id: NodeId;
   readonly log: RaftLog;
   readonly outbox: Outbox;
 
   term = 0;
-  private vote: NodeId = NONE;
-  private state = StateType.Follower;
-  private lead: NodeId = NONE;
+  vote: NodeId = NONE;
+  state = StateType.Follower;
+  lead: NodeId = NONE;
 
   readonly trk: ProgressTracker;
   private readonly repl: Replication;
+  private readonly elections: Elections;
 
   private electionElapsed = 0;
   private heartbeatElapsed = 0;
@@ -75,9 +66,7 @@ export class Raft {
   /** The leader removed itself: it keeps leading until every remaining voter holds its log. */
   private leaving = false;
 
-  private readOnly = new ReadOnlyQueue();
-  /** Read requests that arrived before the leader committed an entry of its term. */
-  private pendingReadIndex: Message[] = [];
+  private readonly reads: LeaderReads;
 
   /** What a lagging follower is sent: the data of the last snapshot compacted to or applied. */
   snapshotData: Uint8Array = new Uint8Array(0);
@@ -99,6 +88,8 @@ export class Raft {
     this.outbox = new Outbox(cfg.id);
     this.trk = new ProgressTracker(persisted.snapshot.conf, cfg.maxInflightMsgs);
     this.repl = new Replication(this);
+    this.elections = new Elections(this);
+    this.reads = new LeaderReads(this, (ctx) => this.repl.bcastHeartbeat(ctx));
     // Conf changes the application already applied before the restart are in force.
     for (const e of persisted.entries) {
       if (e.index > this.log.applied) break;
@@ -171,15 +162,15 @@ export class Raft {
       return;
     }
 
-    if ((m.type === MessageType.VoteResp || m.type === MessageType.PreVoteResp) && m.reject) this.learnCommit(m);
+    if ((m.type === MessageType.VoteResp || m.type === MessageType.PreVoteResp) && m.reject) this.elections.learnCommit(m);
 
     switch (m.type) {
       case MessageType.Hup:
-        this.hup(false);
+        this.elections.hup(false);
         return;
       case MessageType.Vote:
       case MessageType.PreVote:
-        this.handleVoteRequest(m);
+        this.elections.handleVoteRequest(m);
         return;
       case MessageType.PropReject:
         this.outbox.dropped.push({ entries: m.entries, reason: new TextDecoder().decode(m.context ?? new Uint8Array(0)) });
@@ -225,19 +216,14 @@ export class Raft {
     return conf ?? this.log.snapshot.conf;
   }
 
+  /** A leader's snapshot replaced the log and the configuration. */
+  snapshotRestored(): void {
+    this.confHistory = [];
+  }
+
   /** The log was compacted to `index`: configurations before it are not asked for again. */
   compacted(index: number): void {
     this.confHistory = this.confHistory.filter((c) => c.index > index);
-  }
-
-  /** The current term, as status().term without building the whole status (every response header carries it). */
-  currentTerm(): number {
-    return this.term;
-  }
-
-  /** Whether `id` is a learner in the configuration in force. */
-  isLearner(id: NodeId): boolean {
-    return this.trk.learners.has(id);
   }
 
   status(): RaftStatus {
@@ -269,7 +255,7 @@ export class Raft {
     this.lead = lead;
   }
 
-  private becomePreCandidate(): void {
+  becomePreCandidate(): void {
     invariant(this.state !== StateType.Leader, 'leader cannot become pre-candidate');
     // Neither the term nor the vote changes: a pre-election disturbs no one.
     this.trk.resetVotes();
@@ -277,14 +263,14 @@ export class Raft {
     this.lead = NONE;
   }
 
-  private becomeCandidate(): void {
+  becomeCandidate(): void {
     invariant(this.state !== StateType.Leader, 'leader cannot become candidate');
     this.reset(this.term + 1);
     this.vote = this.id;
     this.state = StateType.Candidate;
   }
 
-  private becomeLeader(): void {
+  becomeLeader(): void {
     invariant(this.state === StateType.Candidate, 'only a candidate can become leader');
     this.reset(this.term);
     this.state = StateType.Leader;
@@ -318,8 +304,7 @@ export class Raft {
     if (self) self.match = this.log.stable;
     this.pendingConfIndex = 0;
     this.leaving = false;
-    this.readOnly.clear();
-    this.pendingReadIndex = [];
+    this.reads.reset();
   }
 
   private resetRandomizedElectionTimeout(): void {
@@ -327,8 +312,13 @@ export class Raft {
     this.randomizedElectionTimeout = e + Math.floor(this.cfg.random() * e);
   }
 
-  private promotable(): boolean {
+  promotable(): boolean {
     return this.trk.voters.has(this.id);
+  }
+
+  grantVote(from: NodeId): void {
+    this.electionElapsed = 0;
+    this.vote = from;
   }
 
   private tickElection(): void {
@@ -336,7 +326,7 @@ export class Raft {
     const sole = this.trk.isSoleVoter(this.id);
     if (this.promotable() && (sole || this.electionElapsed >= this.randomizedElectionTimeout)) {
       this.electionElapsed = 0;
-      this.hup(false);
+      this.elections.hup(false);
     }
   }
 
@@ -359,7 +349,7 @@ export class Raft {
         this.becomeFollower(this.term, NONE);
         return;
       }
-      this.repl.bcastHeartbeat(this.readOnly.lastContext());
+      this.repl.bcastHeartbeat(this.reads.lastContext());
     }
   }
 
@@ -370,81 +360,6 @@ export class Raft {
       if (!pr || pr.match < this.log.lastIndex() || this.log.committed < this.log.lastIndex()) return false;
     }
     return true;
-  }
-
-  private hup(transfer: boolean): void {
-    if (this.state === StateType.Leader || !this.promotable()) return;
-    // Conf changes committed but not yet applied might change who may vote.
-    for (const e of this.log.slice(this.log.applied + 1, this.log.committed + 1) ?? []) {
-      if (e.type === EntryType.ConfChange) return;
-    }
-    if (this.cfg.preVote && !transfer) this.startElection(true, false);
-    else this.startElection(false, transfer);
-  }
-
-  private startElection(pre: boolean, transfer: boolean): void {
-    let term: number;
-    let type: MessageType;
-    if (pre) {
-      this.becomePreCandidate();
-      type = MessageType.PreVote;
-      term = this.term + 1;
-    } else {
-      this.becomeCandidate();
-      type = MessageType.Vote;
-      term = this.term;
-    }
-    if (this.poll(this.id, true) === 'won') {
-      if (pre) this.startElection(false, transfer);
-      else this.becomeLeader();
-      return;
-    }
-    for (const id of this.trk.voters) {
-      if (id === this.id) continue;
-      this.outbox.send({
-        ...this.msg(type, id),
-        term,
-        index: this.log.lastIndex(),
-        logTerm: this.log.lastTerm(),
-        context: transfer ? TRANSFER : undefined,
-      });
-    }
-  }
-
-  /**
-   * A voter that refused us knows `m.commit` is committed, and our entry there has the
-   * term it has there: by log matching our log up to it is the committed one, so it is
-   * committed here too. Without this a remaining voter that missed the commit of a
-   * member's removal could wait forever for the removed member's vote, which it refuses
-   * because it holds a longer log (the leader sent an entry, then crashed before writing it).
-   */
-  private learnCommit(m: Message): void {
-    if (this.state === StateType.Leader || m.commit <= this.log.committed || m.logTerm === 0) return;
-    if (m.commit <= this.log.lastIndex() && this.log.matchTerm(m.commit, m.logTerm)) this.log.commitTo(m.commit);
-  }
-
-  private poll(from: NodeId, granted: boolean): VoteResult {
-    return this.trk.recordVote(from, granted);
-  }
-
-  private handleVoteRequest(m: Message): void {
-    // We may vote for whoever we voted for already; for anyone if we have no vote
-    // and no leader; and in a pre-vote for any future term.
-    const canVote = this.vote === m.from || (this.vote === NONE && this.lead === NONE) || (m.type === MessageType.PreVote && m.term > this.term);
-    const grant = canVote && this.log.isUpToDate(m.index, m.logTerm);
-    // A pre-vote answer carries the term it was asked in, so the candidate can count it.
-    const term = m.type === MessageType.PreVote ? m.term : this.term;
-    const resp: Message = { ...this.msg(voteRespType(m.type), m.from), term, reject: !grant };
-    if (!grant) {
-      // A refusal tells the candidate our commit index and its term: see learnCommit.
-      resp.commit = this.log.committed;
-      resp.logTerm = this.log.term(this.log.committed) ?? 0;
-    }
-    this.outbox.send(resp);
-    if (grant && m.type === MessageType.Vote) {
-      this.electionElapsed = 0;
-      this.vote = m.from;
-    }
   }
 
   // ---- leader -------------------------------------------------------------
@@ -458,7 +373,7 @@ export class Raft {
         this.leaderPropose(m);
         return;
       case MessageType.ReadIndex:
-        this.leaderReadIndex(m);
+        this.reads.request(m);
         return;
       case MessageType.TransferLeader:
         this.leaderTransfer(m.from);
@@ -476,7 +391,7 @@ export class Raft {
         pr.probeSent = false;
         if (pr.state === ProgressState.Replicate && pr.inflights.full()) pr.inflights.freeFirst();
         if (pr.match < this.log.lastIndex()) this.repl.sendAppend(m.from, true);
-        if (m.context && m.context.length > 0) this.handleReadAck(m.from, m.context);
+        if (m.context && m.context.length > 0) this.reads.ack(m.from, m.context);
         return;
       case MessageType.SnapStatus:
         if (pr.state !== ProgressState.Snapshot) return;
@@ -528,42 +443,7 @@ export class Raft {
 
   /** The commit index moved: reads that waited for an entry of this term to commit go on. */
   committed(): void {
-    if (this.pendingReadIndex.length > 0 && this.log.term(this.log.committed) === this.term) {
-      const waiting = this.pendingReadIndex;
-      this.pendingReadIndex = [];
-      for (const r of waiting) this.leaderReadIndex(r);
-    }
-  }
-
-  private leaderReadIndex(m: Message): void {
-    const context = m.entries[0]?.data ?? new Uint8Array(0);
-    // Until an entry of this term commits, our commit index may be behind the
-    // cluster's (even alone: a learner may have applied more before a restart).
-    if (this.log.term(this.log.committed) !== this.term) {
-      this.pendingReadIndex.push(m);
-      return;
-    }
-    if (this.trk.isSoleVoter(this.id)) {
-      this.respondRead(m.from, this.log.committed, context);
-      return;
-    }
-    if (this.cfg.readOnly === 'lease') {
-      this.respondRead(m.from, this.log.committed, context);
-      return;
-    }
-    this.readOnly.add(this.log.committed, context, m.from, this.id);
-    this.repl.bcastHeartbeat(context);
-  }
-
-  private handleReadAck(from: NodeId, context: Uint8Array): void {
-    const acks = this.readOnly.ack(from, context);
-    if (!acks || !this.trk.hasQuorum(acks)) return;
-    for (const r of this.readOnly.release(context)) this.respondRead(r.from, r.index, r.context);
-  }
-
-  private respondRead(to: NodeId, index: number, context: Uint8Array): void {
-    if (to === this.id || to === NONE) this.outbox.readStates.push({ index, context });
-    else this.outbox.send({ ...this.msg(MessageType.ReadIndexResp, to), index, entries: [{ term: 0, index: 0, type: EntryType.Normal, data: context }] });
+    this.reads.committed();
   }
 
   private leaderTransfer(transferee: NodeId): void {
@@ -586,20 +466,20 @@ export class Raft {
         return;
       case MessageType.App:
         this.becomeFollower(m.term, m.from);
-        this.handleAppend(m);
+        this.repl.handleAppend(m);
         return;
       case MessageType.Heartbeat:
         this.becomeFollower(m.term, m.from);
-        this.handleHeartbeat(m);
+        this.repl.handleHeartbeat(m);
         return;
       case MessageType.Snap:
         this.becomeFollower(m.term, m.from);
-        this.handleSnapshot(m);
+        this.repl.handleSnapshot(m);
         return;
       case myResp: {
-        const result = this.poll(m.from, !m.reject);
+        const result = this.elections.poll(m.from, !m.reject);
         if (result === 'won') {
-          if (this.state === StateType.PreCandidate) this.startElection(false, false);
+          if (this.state === StateType.PreCandidate) this.elections.startElection(false, false);
           else {
             this.becomeLeader();
             this.repl.bcastAppend();
@@ -627,17 +507,17 @@ export class Raft {
       case MessageType.App:
         this.electionElapsed = 0;
         this.lead = m.from;
-        this.handleAppend(m);
+        this.repl.handleAppend(m);
         return;
       case MessageType.Heartbeat:
         this.electionElapsed = 0;
         this.lead = m.from;
-        this.handleHeartbeat(m);
+        this.repl.handleHeartbeat(m);
         return;
       case MessageType.Snap:
         this.electionElapsed = 0;
         this.lead = m.from;
-        this.handleSnapshot(m);
+        this.repl.handleSnapshot(m);
         return;
       case MessageType.TransferLeader:
         // Forwarded on to the leader; with none known the request lapses.
@@ -645,7 +525,7 @@ export class Raft {
         return;
       case MessageType.TimeoutNow:
         // The leader asked us to take over: campaign at once, skipping the pre-vote.
-        this.hup(true);
+        this.elections.hup(true);
         return;
       case MessageType.ReadIndex:
         if (this.lead === NONE) {
@@ -668,55 +548,6 @@ export class Raft {
       return;
     }
     this.outbox.send({ ...this.msg(MessageType.PropReject, m.from), entries: m.entries, context: new TextEncoder().encode(reason) });
-  }
-
-  private handleAppend(m: Message): void {
-    const quiet = isCommitOnly(m);
-    if (quiet) this.outbox.countUnacked();
-    if (m.index < this.log.committed) {
-      if (!quiet) this.outbox.sendAck({ ...this.msg(MessageType.AppResp, m.from), index: this.log.committed });
-      return;
-    }
-    const lastNew = this.log.maybeAppend(m.index, m.logTerm, m.commit, m.entries, this.knobs.plantedBug === 'skip-log-consistency-check');
-    if (lastNew !== undefined) {
-      if (!quiet) this.outbox.sendAck({ ...this.msg(MessageType.AppResp, m.from), index: lastNew });
-      return;
-    }
-    // Fast backtracking: point the leader at the last entry that could match.
-    const hint = this.log.findConflictByTerm(Math.min(m.index, this.log.lastIndex()), m.logTerm);
-    this.outbox.send({
-      ...this.msg(MessageType.AppResp, m.from),
-      index: m.index,
-      reject: true,
-      rejectHint: hint,
-      logTerm: this.log.term(hint) ?? 0,
-    });
-  }
-
-  private handleHeartbeat(m: Message): void {
-    this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
-    this.outbox.send({ ...this.msg(MessageType.HeartbeatResp, m.from), context: m.context });
-  }
-
-  private handleSnapshot(m: Message): void {
-    const s = m.snapshot;
-    invariant(s !== undefined, 'snapshot message without a snapshot');
-    this.outbox.sendAck({ ...this.msg(MessageType.AppResp, m.from), index: this.restore(s) ? this.log.lastIndex() : this.log.committed });
-  }
-
-  private restore(s: Snapshot): boolean {
-    if (s.meta.index <= this.log.committed) return false;
-    // A snapshot taken before this node was added does not list it; the entries
-    // that follow it will.
-    if (this.log.matchTerm(s.meta.index, s.meta.term)) {
-      // We hold the snapshot's last entry: only the commit index moves.
-      this.log.commitTo(s.meta.index);
-      return false;
-    }
-    this.log.restore(s);
-    this.trk.restoreConfig(s.meta.conf);
-    this.confHistory = [];
-    return true;
   }
 
   // ---- membership -----------------------------------------------------------

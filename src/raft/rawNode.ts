@@ -123,7 +123,7 @@ export class RawNode {
 
   /** Whether `id` is a learner in the configuration in force. */
   isLearner(id: NodeId): boolean {
-    return this.raft.isLearner(id);
+    return this.raft.trk.learners.has(id);
   }
 
   /** A leader whose commit index some follower in Replicate has not been sent (lazyCommit). */

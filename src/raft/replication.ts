@@ -1,8 +1,9 @@
-// The leader's side of log replication: appending its own entries, sending each
+// Log replication, both ends. The leader's: appending its own entries, sending each
 // follower what it lacks (entries, or a snapshot once they are compacted away) within
 // its in-flight window, taking in the followers' answers, and moving the commit index.
-// raft.ts owns the roles and decides when to call these; the follower's side of an
-// append is raft.ts's too.
+// The follower's: taking in appends, heartbeats and snapshots, and answering them.
+// raft.ts owns the roles and decides when to call these.
+import { invariant } from './invariant.js';
 import type { RaftKnobs } from './knobs.js';
 import type { RaftLog } from './log.js';
 import type { Outbox } from './outbox.js';
@@ -17,7 +18,7 @@ import { MessageType, type Entry, type Message, type NodeId, type RaftConfig, ty
  */
 const COMMIT_ONLY = new TextEncoder().encode('commit');
 
-export function isCommitOnly(m: Message): boolean {
+function isCommitOnly(m: Message): boolean {
   const c = m.context;
   return m.entries.length === 0 && c !== undefined && c.length === COMMIT_ONLY.length && c.every((b, i) => b === COMMIT_ONLY[i]);
 }
@@ -37,6 +38,8 @@ export interface ReplicationHost {
   msg(type: MessageType, to: NodeId): Message;
   /** The commit index moved (to an entry of this term). */
   committed(): void;
+  /** A leader's snapshot replaced the log and the configuration. */
+  snapshotRestored(): void;
 }
 
 export class Replication {
@@ -193,5 +196,56 @@ export class Replication {
       pr.commitSent = Math.max(pr.commitSent, m.commit);
       this.outbox.send(m);
     });
+  }
+
+  // ---- the follower ------------------------------------------------------
+
+  handleAppend(m: Message): void {
+    const quiet = isCommitOnly(m);
+    if (quiet) this.outbox.countUnacked();
+    if (m.index < this.log.committed) {
+      if (!quiet) this.outbox.sendAck({ ...this.r.msg(MessageType.AppResp, m.from), index: this.log.committed });
+      return;
+    }
+    const lastNew = this.log.maybeAppend(m.index, m.logTerm, m.commit, m.entries, this.knobs.plantedBug === 'skip-log-consistency-check');
+    if (lastNew !== undefined) {
+      if (!quiet) this.outbox.sendAck({ ...this.r.msg(MessageType.AppResp, m.from), index: lastNew });
+      return;
+    }
+    // Fast backtracking: point the leader at the last entry that could match.
+    const hint = this.log.findConflictByTerm(Math.min(m.index, this.log.lastIndex()), m.logTerm);
+    this.outbox.send({
+      ...this.r.msg(MessageType.AppResp, m.from),
+      index: m.index,
+      reject: true,
+      rejectHint: hint,
+      logTerm: this.log.term(hint) ?? 0,
+    });
+  }
+
+  handleHeartbeat(m: Message): void {
+    this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
+    this.outbox.send({ ...this.r.msg(MessageType.HeartbeatResp, m.from), context: m.context });
+  }
+
+  handleSnapshot(m: Message): void {
+    const s = m.snapshot;
+    invariant(s !== undefined, 'snapshot message without a snapshot');
+    this.outbox.sendAck({ ...this.r.msg(MessageType.AppResp, m.from), index: this.restore(s) ? this.log.lastIndex() : this.log.committed });
+  }
+
+  private restore(s: Snapshot): boolean {
+    if (s.meta.index <= this.log.committed) return false;
+    // A snapshot taken before this node was added does not list it; the entries
+    // that follow it will.
+    if (this.log.matchTerm(s.meta.index, s.meta.term)) {
+      // We hold the snapshot's last entry: only the commit index moves.
+      this.log.commitTo(s.meta.index);
+      return false;
+    }
+    this.log.restore(s);
+    this.trk.restoreConfig(s.meta.conf);
+    this.r.snapshotRestored();
+    return true;
   }
 }
