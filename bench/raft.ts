@@ -3,7 +3,7 @@
 // delivered at once. A batch is the number of proposals handed to the leader per
 // Ready cycle (what the server's group commit does with concurrent clients).
 import Table from 'cli-table3';
-import { EntryType, Raft, StateType, bootstrapState, type Message, type NodeId, type RaftConfig } from '../src/raft/index.js';
+import { EntryType, RawNode, StateType, bootstrapState, type Message, type NodeId, type RaftConfig } from '../src/raft/index.js';
 import { Rng } from '../test/sim/rng.js';
 
 const seededRandom = (seed: number): (() => number) => {
@@ -23,7 +23,7 @@ interface Result {
 function measure(batch: number, seconds: number): Result {
   const ids: NodeId[] = [1n, 2n, 3n];
   const boot = bootstrapState(ids.map((id) => ({ id, context: new Uint8Array(0) })));
-  const nodes = new Map<NodeId, Raft>();
+  const nodes = new Map<NodeId, RawNode>();
   for (const id of ids) {
     const config: RaftConfig = {
       id,
@@ -36,7 +36,7 @@ function measure(batch: number, seconds: number): Result {
       checkQuorum: true,
       readOnly: 'safe',
     };
-    nodes.set(id, new Raft(config, { hardState: { ...boot.hardState }, snapshot: boot.snapshot, entries: boot.entries.slice() }));
+    nodes.set(id, new RawNode(config, { hardState: { ...boot.hardState }, snapshot: boot.snapshot, entries: boot.entries.slice() }));
   }
   const leader = nodes.get(1n)!;
   let committed = 0;

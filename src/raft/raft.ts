@@ -1,17 +1,20 @@
-// The Raft state machine. It is driven, never running: the caller hands it
-// messages and ticks, asks ready() for what to persist, send and apply, and
-// calls advance() when done. No I/O, no clock, no randomness but config.random.
-// This file is the protocol: step, elections, replication, membership rules. The
-// caller's side (Ready, advance(), compaction) is RawNode's (rawNode.ts), which
-// this class extends; the leader's view of the members is tracker.ts's.
+// The Raft protocol. It is driven, never running: RawNode (rawNode.ts), which holds
+// a Raft, hands it messages and ticks and turns what it produced into Readys. No
+// I/O, no clock, no randomness but config.random. This file holds the state and
+// steps each message through the roles (term checks, role changes, proposals, leader
+// transfer, membership); the jobs it hands them to live beside it: elections.ts
+// (campaigns and votes), replication.ts (appends and snapshots, both ends, and the
+// commit index), readOnly.ts (the leader's read index), tracker.ts (the leader's view
+// of the members); what a step produced for the next Ready waits in outbox.ts.
 import { decodeConfChange, encodeConfChange } from './confChange.js';
+import { Elections, isTransfer } from './elections.js';
 import { invariant } from './invariant.js';
 import type { RaftKnobs } from './knobs.js';
 import { RaftLog } from './log.js';
-import { ProgressState, type Progress } from './progress.js';
-import type { VoteResult } from './quorum.js';
-import { RawNode } from './rawNode.js';
-import { ReadOnlyQueue } from './readOnly.js';
+import { ProgressState } from './progress.js';
+import { Outbox } from './outbox.js';
+import { LeaderReads } from './readOnly.js';
+import { Replication } from './replication.js';
 import { ProgressTracker } from './tracker.js';
 import {
   EntryType,
@@ -20,50 +23,38 @@ import {
   RaftError,
   StateType,
   type ConfChange,
-  type Entry,
+  type ConfState,
   type HardState,
   type Message,
   type NodeId,
   type PersistedState,
   type RaftConfig,
   type RaftStatus,
-  type Snapshot,
   type SoftState,
 } from './types.js';
 
 export type RaftOptions = RaftConfig;
 
-const TRANSFER = new TextEncoder().encode('transfer');
-
-function isTransfer(ctx: Uint8Array | undefined): boolean {
-  return ctx !== undefined && ctx.length === TRANSFER.length && ctx.every((b, i) => b === TRANSFER[i]);
+/** A request made on this node (addressed to no one, carrying no term). */
+export function localMessage(type: MessageType, from: NodeId): Message {
+  return { type, from, to: NONE, term: 0, logTerm: 0, index: 0, entries: [], commit: 0, reject: false, rejectHint: 0 };
 }
 
-/**
- * Marks an append that carries only a commit index to a follower known to hold every
- * entry sent to it: its acknowledgement would tell the leader nothing, so none is sent.
- * (A member that does not know the mark ignores it and acknowledges as before.)
- */
-const COMMIT_ONLY = new TextEncoder().encode('commit');
+// What elections.ts, replication.ts and readOnly.ts use (their Host interfaces) is
+// public: RawNode, not this, is the caller's interface (src/raft/index.ts exports no Raft).
+export class Raft {
+  readonly id: NodeId;
+  readonly log: RaftLog;
+  readonly outbox: Outbox;
 
-function isCommitOnly(m: Message): boolean {
-  const c = m.context;
-  return m.entries.length === 0 && c !== undefined && c.length === COMMIT_ONLY.length && c.every((b, i) => b === COMMIT_ONLY[i]);
-}
+  term = 0;
+  vote: NodeId = NONE;
+  state = StateType.Follower;
+  lead: NodeId = NONE;
 
-function voteRespType(t: MessageType): MessageType {
-  return t === MessageType.Vote ? MessageType.VoteResp : MessageType.PreVoteResp;
-}
-
-export class Raft extends RawNode {
-  private readonly cfg: RaftOptions;
-
-  private term = 0;
-  private vote: NodeId = NONE;
-  private state = StateType.Follower;
-  private lead: NodeId = NONE;
-
-  private readonly trk: ProgressTracker;
+  readonly trk: ProgressTracker;
+  private readonly repl: Replication;
+  private readonly elections: Elections;
 
   private electionElapsed = 0;
   private heartbeatElapsed = 0;
@@ -71,23 +62,34 @@ export class Raft extends RawNode {
 
   /** No membership change may be proposed until `applied` reaches this index. */
   private pendingConfIndex = 0;
-  private leadTransferee: NodeId = NONE;
+  leadTransferee: NodeId = NONE;
   /** The leader removed itself: it keeps leading until every remaining voter holds its log. */
   private leaving = false;
 
-  private readOnly = new ReadOnlyQueue();
-  /** Read requests that arrived before the leader committed an entry of its term. */
-  private pendingReadIndex: Message[] = [];
+  private readonly reads: LeaderReads;
 
-  constructor(config: RaftOptions, persisted: PersistedState, knobs: RaftKnobs = {}) {
-    invariant(config.id !== NONE, 'node ID 0 is reserved');
-    invariant(config.heartbeatTick > 0 && config.electionTick > config.heartbeatTick, 'electionTick must exceed heartbeatTick > 0');
-    invariant(config.readOnly !== 'lease' || config.checkQuorum, "readOnly 'lease' needs checkQuorum");
+  /** What a lagging follower is sent: the data of the last snapshot compacted to or applied. */
+  snapshotData: Uint8Array = new Uint8Array(0);
+  /** Configurations in force after each applied conf change, for snapshots taken below `applied`. */
+  private confHistory: { index: number; conf: ConfState }[] = [];
+
+  constructor(
+    readonly cfg: RaftOptions,
+    persisted: PersistedState,
+    readonly knobs: RaftKnobs = {},
+  ) {
+    invariant(cfg.id !== NONE, 'node ID 0 is reserved');
+    invariant(cfg.heartbeatTick > 0 && cfg.electionTick > cfg.heartbeatTick, 'electionTick must exceed heartbeatTick > 0');
+    invariant(cfg.readOnly !== 'lease' || cfg.checkQuorum, "readOnly 'lease' needs checkQuorum");
     const hs = persisted.hardState;
-    const applied = config.applied ?? persisted.snapshot.index;
-    super(config.id, new RaftLog(persisted.snapshot, persisted.entries, hs.commit, Math.min(applied, hs.commit)), knobs, config.maxSizePerMsg);
-    this.cfg = config;
-    this.trk = new ProgressTracker(persisted.snapshot.conf, config.maxInflightMsgs);
+    const applied = cfg.applied ?? persisted.snapshot.index;
+    this.id = cfg.id;
+    this.log = new RaftLog(persisted.snapshot, persisted.entries, hs.commit, Math.min(applied, hs.commit));
+    this.outbox = new Outbox(cfg.id);
+    this.trk = new ProgressTracker(persisted.snapshot.conf, cfg.maxInflightMsgs);
+    this.repl = new Replication(this);
+    this.elections = new Elections(this);
+    this.reads = new LeaderReads(this, (ctx) => this.repl.bcastHeartbeat(ctx));
     // Conf changes the application already applied before the restart are in force.
     for (const e of persisted.entries) {
       if (e.index > this.log.applied) break;
@@ -96,7 +98,6 @@ export class Raft extends RawNode {
     this.term = hs.term;
     this.vote = hs.vote;
     this.becomeFollower(hs.term, NONE);
-    this.markReported();
   }
 
   // ---- inputs -------------------------------------------------------------
@@ -116,7 +117,7 @@ export class Raft extends RawNode {
     }
     const why = this.trk.check(cc);
     if (why !== undefined) throw new RaftError('InvalidConfChange', why);
-    this.proposeEntries([{ term: 0, index: 0, type: EntryType.ConfChange, data: encodeConfChange(cc) }]);
+    this.step({ ...localMessage(MessageType.Prop, this.id), entries: [{ term: 0, index: 0, type: EntryType.ConfChange, data: encodeConfChange(cc) }] });
   }
 
   /** Asks the leader to hand leadership to `to` (a voter); a follower forwards the request. */
@@ -124,10 +125,10 @@ export class Raft extends RawNode {
     if (!this.trk.voters.has(to)) throw new RaftError('BadTransferee', `node ${to.toString(16)} is not a voter`);
     if (this.state !== StateType.Leader && this.lead === NONE) throw new RaftError('NotLeader', 'no leader to transfer from');
     // By convention the request names the transferee as its sender.
-    this.step({ ...this.localMsg(MessageType.TransferLeader), from: to });
+    this.step({ ...localMessage(MessageType.TransferLeader, this.id), from: to });
   }
 
-  override step(m: Message): void {
+  step(m: Message): void {
     if (m.term === 0) {
       // Local or forwarded requests carry no term.
     } else if (m.term > this.term) {
@@ -149,30 +150,30 @@ export class Raft extends RawNode {
     } else if (m.term < this.term) {
       if ((this.cfg.checkQuorum || this.cfg.preVote) && (m.type === MessageType.Heartbeat || m.type === MessageType.App)) {
         // A stale leader (e.g. after a partition) learns our term and steps down.
-        this.send({ ...this.msg(MessageType.AppResp, m.from) });
+        this.outbox.send({ ...this.msg(MessageType.AppResp, m.from) });
       } else if (m.type === MessageType.PreVote) {
-        this.send({ ...this.msg(MessageType.PreVoteResp, m.from), reject: true });
+        this.outbox.send({ ...this.msg(MessageType.PreVoteResp, m.from), reject: true });
       } else if (m.type === MessageType.Vote) {
         // As the Raft paper's RequestVote reply: the refusal carries our term, so a
         // candidate stuck in an old term learns it (etcd's raft stays silent; without
         // pre-vote that can leave the only electable candidate forever behind).
-        this.send({ ...this.msg(MessageType.VoteResp, m.from), reject: true });
+        this.outbox.send({ ...this.msg(MessageType.VoteResp, m.from), reject: true });
       }
       return;
     }
 
-    if ((m.type === MessageType.VoteResp || m.type === MessageType.PreVoteResp) && m.reject) this.learnCommit(m);
+    if ((m.type === MessageType.VoteResp || m.type === MessageType.PreVoteResp) && m.reject) this.elections.learnCommit(m);
 
     switch (m.type) {
       case MessageType.Hup:
-        this.hup(false);
+        this.elections.hup(false);
         return;
       case MessageType.Vote:
       case MessageType.PreVote:
-        this.handleVoteRequest(m);
+        this.elections.handleVoteRequest(m);
         return;
       case MessageType.PropReject:
-        this.dropped.push({ entries: m.entries, reason: new TextDecoder().decode(m.context ?? new Uint8Array(0)) });
+        this.outbox.dropped.push({ entries: m.entries, reason: new TextDecoder().decode(m.context ?? new Uint8Array(0)) });
         return;
     }
     switch (this.state) {
@@ -191,22 +192,38 @@ export class Raft extends RawNode {
 
   // ---- outputs ------------------------------------------------------------
 
-  protected override afterAdvance(): void {
+  /** After the caller's advance() recorded what is durable and applied. */
+  afterAdvance(): void {
     if (this.state === StateType.Leader) {
       // The leader counts itself toward a commit only once its own write is durable.
       const self = this.trk.progress.get(this.id);
-      if (self && self.maybeUpdate(this.log.stable) && this.maybeCommit()) this.bcastCommit();
+      if (self && self.maybeUpdate(this.log.stable) && this.repl.maybeCommit()) this.repl.bcastCommit();
     }
   }
 
-  /** The current term, as status().term without building the whole status (every response header carries it). */
-  currentTerm(): number {
-    return this.term;
+  hardState(): HardState {
+    return { term: this.term, vote: this.vote, commit: this.log.committed };
   }
 
-  /** Whether `id` is a learner in the configuration in force. */
-  isLearner(id: NodeId): boolean {
-    return this.trk.learners.has(id);
+  softState(): SoftState {
+    return { lead: this.lead, state: this.state };
+  }
+
+  /** The configuration in force after `index` was applied (index <= applied). */
+  confAt(index: number): ConfState {
+    let conf: ConfState | undefined;
+    for (const c of this.confHistory) if (c.index <= index) conf = c.conf;
+    return conf ?? this.log.snapshot.conf;
+  }
+
+  /** A leader's snapshot replaced the log and the configuration. */
+  snapshotRestored(): void {
+    this.confHistory = [];
+  }
+
+  /** The log was compacted to `index`: configurations before it are not asked for again. */
+  compacted(index: number): void {
+    this.confHistory = this.confHistory.filter((c) => c.index > index);
   }
 
   status(): RaftStatus {
@@ -238,7 +255,7 @@ export class Raft extends RawNode {
     this.lead = lead;
   }
 
-  private becomePreCandidate(): void {
+  becomePreCandidate(): void {
     invariant(this.state !== StateType.Leader, 'leader cannot become pre-candidate');
     // Neither the term nor the vote changes: a pre-election disturbs no one.
     this.trk.resetVotes();
@@ -246,14 +263,14 @@ export class Raft extends RawNode {
     this.lead = NONE;
   }
 
-  private becomeCandidate(): void {
+  becomeCandidate(): void {
     invariant(this.state !== StateType.Leader, 'leader cannot become candidate');
     this.reset(this.term + 1);
     this.vote = this.id;
     this.state = StateType.Candidate;
   }
 
-  private becomeLeader(): void {
+  becomeLeader(): void {
     invariant(this.state === StateType.Candidate, 'only a candidate can become leader');
     this.reset(this.term);
     this.state = StateType.Leader;
@@ -267,7 +284,7 @@ export class Raft extends RawNode {
     // No membership change until everything up to here is applied: a change
     // committed under the previous leader may still be unapplied on this one.
     this.pendingConfIndex = this.log.lastIndex();
-    this.appendEntries([{ term: 0, index: 0, type: EntryType.Normal, data: new Uint8Array(0) }]);
+    this.repl.appendEntries([{ term: 0, index: 0, type: EntryType.Normal, data: new Uint8Array(0) }]);
   }
 
   private reset(term: number): void {
@@ -287,8 +304,7 @@ export class Raft extends RawNode {
     if (self) self.match = this.log.stable;
     this.pendingConfIndex = 0;
     this.leaving = false;
-    this.readOnly.clear();
-    this.pendingReadIndex = [];
+    this.reads.reset();
   }
 
   private resetRandomizedElectionTimeout(): void {
@@ -296,8 +312,13 @@ export class Raft extends RawNode {
     this.randomizedElectionTimeout = e + Math.floor(this.cfg.random() * e);
   }
 
-  private promotable(): boolean {
+  promotable(): boolean {
     return this.trk.voters.has(this.id);
+  }
+
+  grantVote(from: NodeId): void {
+    this.electionElapsed = 0;
+    this.vote = from;
   }
 
   private tickElection(): void {
@@ -305,7 +326,7 @@ export class Raft extends RawNode {
     const sole = this.trk.isSoleVoter(this.id);
     if (this.promotable() && (sole || this.electionElapsed >= this.randomizedElectionTimeout)) {
       this.electionElapsed = 0;
-      this.hup(false);
+      this.elections.hup(false);
     }
   }
 
@@ -328,7 +349,7 @@ export class Raft extends RawNode {
         this.becomeFollower(this.term, NONE);
         return;
       }
-      this.bcastHeartbeat(this.readOnly.lastContext());
+      this.repl.bcastHeartbeat(this.reads.lastContext());
     }
   }
 
@@ -341,93 +362,18 @@ export class Raft extends RawNode {
     return true;
   }
 
-  private hup(transfer: boolean): void {
-    if (this.state === StateType.Leader || !this.promotable()) return;
-    // Conf changes committed but not yet applied might change who may vote.
-    for (const e of this.log.slice(this.log.applied + 1, this.log.committed + 1) ?? []) {
-      if (e.type === EntryType.ConfChange) return;
-    }
-    if (this.cfg.preVote && !transfer) this.startElection(true, false);
-    else this.startElection(false, transfer);
-  }
-
-  private startElection(pre: boolean, transfer: boolean): void {
-    let term: number;
-    let type: MessageType;
-    if (pre) {
-      this.becomePreCandidate();
-      type = MessageType.PreVote;
-      term = this.term + 1;
-    } else {
-      this.becomeCandidate();
-      type = MessageType.Vote;
-      term = this.term;
-    }
-    if (this.poll(this.id, true) === 'won') {
-      if (pre) this.startElection(false, transfer);
-      else this.becomeLeader();
-      return;
-    }
-    for (const id of this.trk.voters) {
-      if (id === this.id) continue;
-      this.send({
-        ...this.msg(type, id),
-        term,
-        index: this.log.lastIndex(),
-        logTerm: this.log.lastTerm(),
-        context: transfer ? TRANSFER : undefined,
-      });
-    }
-  }
-
-  /**
-   * A voter that refused us knows `m.commit` is committed, and our entry there has the
-   * term it has there: by log matching our log up to it is the committed one, so it is
-   * committed here too. Without this a remaining voter that missed the commit of a
-   * member's removal could wait forever for the removed member's vote, which it refuses
-   * because it holds a longer log (the leader sent an entry, then crashed before writing it).
-   */
-  private learnCommit(m: Message): void {
-    if (this.state === StateType.Leader || m.commit <= this.log.committed || m.logTerm === 0) return;
-    if (m.commit <= this.log.lastIndex() && this.log.matchTerm(m.commit, m.logTerm)) this.log.commitTo(m.commit);
-  }
-
-  private poll(from: NodeId, granted: boolean): VoteResult {
-    return this.trk.recordVote(from, granted);
-  }
-
-  private handleVoteRequest(m: Message): void {
-    // We may vote for whoever we voted for already; for anyone if we have no vote
-    // and no leader; and in a pre-vote for any future term.
-    const canVote = this.vote === m.from || (this.vote === NONE && this.lead === NONE) || (m.type === MessageType.PreVote && m.term > this.term);
-    const grant = canVote && this.log.isUpToDate(m.index, m.logTerm);
-    // A pre-vote answer carries the term it was asked in, so the candidate can count it.
-    const term = m.type === MessageType.PreVote ? m.term : this.term;
-    const resp: Message = { ...this.msg(voteRespType(m.type), m.from), term, reject: !grant };
-    if (!grant) {
-      // A refusal tells the candidate our commit index and its term: see learnCommit.
-      resp.commit = this.log.committed;
-      resp.logTerm = this.log.term(this.log.committed) ?? 0;
-    }
-    this.send(resp);
-    if (grant && m.type === MessageType.Vote) {
-      this.electionElapsed = 0;
-      this.vote = m.from;
-    }
-  }
-
   // ---- leader -------------------------------------------------------------
 
   private stepLeader(m: Message): void {
     switch (m.type) {
       case MessageType.Beat:
-        this.bcastHeartbeat(undefined);
+        this.repl.bcastHeartbeat(undefined);
         return;
       case MessageType.Prop:
         this.leaderPropose(m);
         return;
       case MessageType.ReadIndex:
-        this.leaderReadIndex(m);
+        this.reads.request(m);
         return;
       case MessageType.TransferLeader:
         this.leaderTransfer(m.from);
@@ -438,14 +384,14 @@ export class Raft extends RawNode {
     switch (m.type) {
       case MessageType.AppResp:
         pr.recentActive = true;
-        this.handleAppendResponse(m, pr);
+        this.repl.handleAppendResponse(m, pr);
         return;
       case MessageType.HeartbeatResp:
         pr.recentActive = true;
         pr.probeSent = false;
         if (pr.state === ProgressState.Replicate && pr.inflights.full()) pr.inflights.freeFirst();
-        if (pr.match < this.log.lastIndex()) this.sendAppend(m.from, true);
-        if (m.context && m.context.length > 0) this.handleReadAck(m.from, m.context);
+        if (pr.match < this.log.lastIndex()) this.repl.sendAppend(m.from, true);
+        if (m.context && m.context.length > 0) this.reads.ack(m.from, m.context);
         return;
       case MessageType.SnapStatus:
         if (pr.state !== ProgressState.Snapshot) return;
@@ -467,7 +413,7 @@ export class Raft extends RawNode {
     else if (this.leadTransferee !== NONE) reason = `leadership transfer to ${this.leadTransferee.toString(16)} in progress`;
     if (reason !== undefined) {
       if (m.to === NONE) throw new RaftError(this.leadTransferee !== NONE ? 'TransferInProgress' : 'ProposalDropped', reason);
-      this.send({ ...this.msg(MessageType.PropReject, m.from), entries: m.entries, context: new TextEncoder().encode(reason) });
+      this.outbox.send({ ...this.msg(MessageType.PropReject, m.from), entries: m.entries, context: new TextEncoder().encode(reason) });
       return;
     }
     for (const e of m.entries) {
@@ -477,186 +423,27 @@ export class Raft extends RawNode {
         this.pendingConfIndex = this.log.lastIndex() + m.entries.indexOf(e) + 1;
       }
     }
-    this.appendEntries(m.entries);
+    this.repl.appendEntries(m.entries);
     if (m.from !== this.id) {
       const pr = this.trk.progress.get(m.from);
       if (pr) pr.forwarded = this.log.lastIndex();
     }
-    this.bcastAppend();
+    this.repl.bcastAppend();
   }
 
-  private appendEntries(entries: Entry[]): void {
-    let index = this.log.lastIndex();
-    const stamped = entries.map((e) => ({ ...e, term: this.term, index: ++index }));
-    this.log.append(stamped);
-    // The leader's own match advances in advance(), once these are durable.
-    const self = this.trk.progress.get(this.id);
-    if (self) self.next = this.log.lastIndex() + 1;
-  }
-
-  private handleAppendResponse(m: Message, pr: Progress): void {
-    if (m.reject) {
-      let hint = m.rejectHint;
-      if (m.logTerm > 0) hint = this.log.findConflictByTerm(m.rejectHint, m.logTerm);
-      if (pr.maybeDecrTo(m.index, hint)) {
-        if (pr.state === ProgressState.Replicate) pr.becomeProbe();
-        this.sendAppend(m.from, true);
-      }
-      return;
-    }
-    const wasPaused = pr.isPaused();
-    if (!pr.maybeUpdate(m.index)) return;
-    if (pr.state === ProgressState.Probe) pr.becomeReplicate();
-    else if (pr.state === ProgressState.Snapshot && pr.match >= pr.pendingSnapshot) {
-      pr.becomeProbe();
-      pr.becomeReplicate();
-    } else if (pr.state === ProgressState.Replicate) pr.inflights.freeLE(m.index);
-    // A commit update still unsent to this follower, which now holds all it was sent, needs no ack.
-    const open = this.openAppend(m.from);
-    if (open && open.term === this.term && open.entries.length === 0 && pr.state === ProgressState.Replicate && pr.match === open.index)
-      open.context = COMMIT_ONLY;
-
-    if (this.maybeCommit()) this.bcastCommit();
-    else if (wasPaused) this.sendAppend(m.from, true);
-    // Fill the in-flight window.
-    for (let i = 0; i < this.cfg.maxInflightMsgs && this.sendAppend(m.from, false); i++);
-    if (m.from === this.leadTransferee && pr.match === this.log.lastIndex()) {
-      this.send(this.msg(MessageType.TimeoutNow, m.from));
-    }
-  }
-
-  private maybeCommit(): boolean {
-    const mci = this.trk.committed(this.knobs.plantedBug === 'learner-counts-toward-commit');
-    if (mci <= this.log.committed) return false;
-    // Only an entry of the current term is committed by counting (Raft §5.4.2).
-    if (this.knobs.plantedBug !== 'commit-previous-term-by-counting' && this.log.term(mci) !== this.term) return false;
-    this.log.commitTo(mci);
-    if (this.pendingReadIndex.length > 0 && this.log.term(this.log.committed) === this.term) {
-      const waiting = this.pendingReadIndex;
-      this.pendingReadIndex = [];
-      for (const r of waiting) this.leaderReadIndex(r);
-    }
-    return true;
-  }
-
-  /**
-   * Sends the next append (or a snapshot) to a follower; false if nothing was sent.
-   * `newCommit`: it is sent because the commit index moved, so an empty append to a
-   * follower in Replicate asks for no ack even if acks of earlier appends are still on
-   * their way (those acks answer for the same entries; a lost one is made up by the
-   * append a heartbeat response triggers, which is acknowledged).
-   */
-  private sendAppend(to: NodeId, sendIfEmpty: boolean, newCommit = false): boolean {
-    const pr = this.trk.progress.get(to);
-    if (!pr || to === this.id) return false;
-    // A paused follower still gets new entries and the commit folded into the append
-    // waiting for it in the outbox: that adds no message and no slot in flight.
-    const foldOnly = pr.isPaused();
-    if (foldOnly && (pr.state !== ProgressState.Replicate || this.openAppend(to) === undefined)) return false;
-    const prevIndex = pr.next - 1;
-    const prevTerm = this.log.term(prevIndex);
-    const entries = this.log.slice(pr.next, this.log.lastIndex() + 1, this.cfg.maxSizePerMsg);
-    if (prevTerm === undefined || entries === undefined) {
-      // The follower needs what we compacted away: send a snapshot.
-      if (foldOnly || !pr.recentActive) return false;
-      const snapshot: Snapshot = { meta: this.log.snapshot, data: this.snapshotData };
-      pr.becomeSnapshot(snapshot.meta.index);
-      this.send({ ...this.msg(MessageType.Snap, to), snapshot });
-      return true;
-    }
-    if (entries.length === 0 && !sendIfEmpty) return false;
-    const m: Message = { ...this.msg(MessageType.App, to), index: prevIndex, logTerm: prevTerm, entries, commit: this.log.committed };
-    if (entries.length === 0 && pr.state === ProgressState.Replicate && (pr.match === prevIndex || newCommit)) m.context = COMMIT_ONLY;
-    const extended = this.foldAppend(m, this.cfg.maxSizePerMsg);
-    if (extended === undefined) {
-      if (foldOnly) return false;
-      this.sendAppendMsg(m);
-    }
-    pr.commitSent = Math.max(pr.commitSent, m.commit);
-    pr.sentAppend(entries.length > 0 ? entries[entries.length - 1].index : undefined, extended ?? 0);
-    return true;
-  }
-
-  private bcastAppend(): void {
-    for (const id of this.trk.progress.keys()) if (id !== this.id) this.sendAppend(id, true);
-  }
-
-  /**
-   * The commit index moved: every follower hears it (without acking a bare commit
-   * update, see sendAppend), but with lazyCommit a follower in Replicate that
-   * forwarded no entry it was not yet told is committed is owed it (sendOwedCommits);
-   * one probing or taking a snapshot is handled as without lazyCommit.
-   */
-  private bcastCommit(): void {
-    for (const [id, pr] of this.trk.progress) {
-      if (id === this.id || (this.cfg.lazyCommit && pr.state === ProgressState.Replicate && pr.forwarded <= pr.commitSent)) continue;
-      this.sendAppend(id, true, true);
-    }
-  }
-
-  /** A leader whose commit index some follower in Replicate has not been sent (lazyCommit). */
+  /** Whether some follower in Replicate has not been sent the commit index (lazyCommit). */
   hasOwedCommits(): boolean {
-    if (this.state !== StateType.Leader) return false;
-    // forEach, not for-of: the driver asks after every event, and an unoptimized
-    // for-of over a Map allocates an entry and a result object per member.
-    let owed = false;
-    this.trk.progress.forEach((pr, id) => {
-      if (id !== this.id && this.owesCommit(pr)) owed = true;
-    });
-    return owed;
+    return this.state === StateType.Leader && this.repl.hasOwedCommits();
   }
 
   /** Sends the commit index to every follower it is owed to (lazyCommit). */
   sendOwedCommits(): void {
-    if (this.state !== StateType.Leader) return;
-    for (const [id, pr] of this.trk.progress) if (id !== this.id && this.owesCommit(pr)) this.sendAppend(id, true, true);
+    if (this.state === StateType.Leader) this.repl.sendOwedCommits();
   }
 
-  private owesCommit(pr: Progress): boolean {
-    return pr.state === ProgressState.Replicate && !pr.isPaused() && pr.commitSent < this.log.committed;
-  }
-
-  private bcastHeartbeat(context: Uint8Array | undefined): void {
-    this.trk.progress.forEach((pr, id) => {
-      if (id === this.id) return;
-      // Never tell a follower to commit past what it is known to hold.
-      const m = this.msg(MessageType.Heartbeat, id);
-      m.commit = Math.min(pr.match, this.log.committed);
-      m.context = context;
-      pr.commitSent = Math.max(pr.commitSent, m.commit);
-      this.send(m);
-    });
-  }
-
-  private leaderReadIndex(m: Message): void {
-    const context = m.entries[0]?.data ?? new Uint8Array(0);
-    // Until an entry of this term commits, our commit index may be behind the
-    // cluster's (even alone: a learner may have applied more before a restart).
-    if (this.log.term(this.log.committed) !== this.term) {
-      this.pendingReadIndex.push(m);
-      return;
-    }
-    if (this.trk.isSoleVoter(this.id)) {
-      this.respondRead(m.from, this.log.committed, context);
-      return;
-    }
-    if (this.cfg.readOnly === 'lease') {
-      this.respondRead(m.from, this.log.committed, context);
-      return;
-    }
-    this.readOnly.add(this.log.committed, context, m.from, this.id);
-    this.bcastHeartbeat(context);
-  }
-
-  private handleReadAck(from: NodeId, context: Uint8Array): void {
-    const acks = this.readOnly.ack(from, context);
-    if (!acks || !this.trk.hasQuorum(acks)) return;
-    for (const r of this.readOnly.release(context)) this.respondRead(r.from, r.index, r.context);
-  }
-
-  private respondRead(to: NodeId, index: number, context: Uint8Array): void {
-    if (to === this.id || to === NONE) this.readStates.push({ index, context });
-    else this.send({ ...this.msg(MessageType.ReadIndexResp, to), index, entries: [{ term: 0, index: 0, type: EntryType.Normal, data: context }] });
+  /** The commit index moved: reads that waited for an entry of this term to commit go on. */
+  committed(): void {
+    this.reads.committed();
   }
 
   private leaderTransfer(transferee: NodeId): void {
@@ -665,8 +452,8 @@ export class Raft extends RawNode {
     this.leadTransferee = transferee;
     this.electionElapsed = 0;
     const pr = this.trk.progress.get(transferee);
-    if (pr && pr.match === this.log.lastIndex()) this.send(this.msg(MessageType.TimeoutNow, transferee));
-    else this.sendAppend(transferee, true);
+    if (pr && pr.match === this.log.lastIndex()) this.outbox.send(this.msg(MessageType.TimeoutNow, transferee));
+    else this.repl.sendAppend(transferee, true);
   }
 
   // ---- candidate and follower --------------------------------------------
@@ -679,23 +466,23 @@ export class Raft extends RawNode {
         return;
       case MessageType.App:
         this.becomeFollower(m.term, m.from);
-        this.handleAppend(m);
+        this.repl.handleAppend(m);
         return;
       case MessageType.Heartbeat:
         this.becomeFollower(m.term, m.from);
-        this.handleHeartbeat(m);
+        this.repl.handleHeartbeat(m);
         return;
       case MessageType.Snap:
         this.becomeFollower(m.term, m.from);
-        this.handleSnapshot(m);
+        this.repl.handleSnapshot(m);
         return;
       case myResp: {
-        const result = this.poll(m.from, !m.reject);
+        const result = this.elections.poll(m.from, !m.reject);
         if (result === 'won') {
-          if (this.state === StateType.PreCandidate) this.startElection(false, false);
+          if (this.state === StateType.PreCandidate) this.elections.startElection(false, false);
           else {
             this.becomeLeader();
-            this.bcastAppend();
+            this.repl.bcastAppend();
           }
         } else if (result === 'lost') {
           this.becomeFollower(this.term, NONE);
@@ -715,40 +502,40 @@ export class Raft extends RawNode {
           this.dropProposal(m, 'no leader');
           return;
         }
-        this.send({ ...m, from: this.id, to: this.lead, term: 0 });
+        this.outbox.send({ ...m, from: this.id, to: this.lead, term: 0 });
         return;
       case MessageType.App:
         this.electionElapsed = 0;
         this.lead = m.from;
-        this.handleAppend(m);
+        this.repl.handleAppend(m);
         return;
       case MessageType.Heartbeat:
         this.electionElapsed = 0;
         this.lead = m.from;
-        this.handleHeartbeat(m);
+        this.repl.handleHeartbeat(m);
         return;
       case MessageType.Snap:
         this.electionElapsed = 0;
         this.lead = m.from;
-        this.handleSnapshot(m);
+        this.repl.handleSnapshot(m);
         return;
       case MessageType.TransferLeader:
         // Forwarded on to the leader; with none known the request lapses.
-        if (this.lead !== NONE) this.send({ ...m, to: this.lead, term: 0 });
+        if (this.lead !== NONE) this.outbox.send({ ...m, to: this.lead, term: 0 });
         return;
       case MessageType.TimeoutNow:
         // The leader asked us to take over: campaign at once, skipping the pre-vote.
-        this.hup(true);
+        this.elections.hup(true);
         return;
       case MessageType.ReadIndex:
         if (this.lead === NONE) {
           if (m.to === NONE) throw new RaftError('NotLeader', 'no leader to serve a read index');
           return;
         }
-        this.send({ ...m, to: this.lead, term: 0 });
+        this.outbox.send({ ...m, to: this.lead, term: 0 });
         return;
       case MessageType.ReadIndexResp:
-        this.readStates.push({ index: m.index, context: m.entries[0]?.data ?? new Uint8Array(0) });
+        this.outbox.readStates.push({ index: m.index, context: m.entries[0]?.data ?? new Uint8Array(0) });
         return;
     }
   }
@@ -757,71 +544,23 @@ export class Raft extends RawNode {
     // A local request (addressed to no one) fails at once; a forwarded one is sent back.
     if (m.to === NONE) throw new RaftError('ProposalDropped', `proposal dropped: ${reason}`);
     if (m.from === this.id) {
-      this.dropped.push({ entries: m.entries, reason });
+      this.outbox.dropped.push({ entries: m.entries, reason });
       return;
     }
-    this.send({ ...this.msg(MessageType.PropReject, m.from), entries: m.entries, context: new TextEncoder().encode(reason) });
-  }
-
-  private handleAppend(m: Message): void {
-    const quiet = isCommitOnly(m);
-    if (quiet) this.countUnacked();
-    if (m.index < this.log.committed) {
-      if (!quiet) this.sendAck({ ...this.msg(MessageType.AppResp, m.from), index: this.log.committed });
-      return;
-    }
-    const lastNew = this.log.maybeAppend(m.index, m.logTerm, m.commit, m.entries, this.knobs.plantedBug === 'skip-log-consistency-check');
-    if (lastNew !== undefined) {
-      if (!quiet) this.sendAck({ ...this.msg(MessageType.AppResp, m.from), index: lastNew });
-      return;
-    }
-    // Fast backtracking: point the leader at the last entry that could match.
-    const hint = this.log.findConflictByTerm(Math.min(m.index, this.log.lastIndex()), m.logTerm);
-    this.send({
-      ...this.msg(MessageType.AppResp, m.from),
-      index: m.index,
-      reject: true,
-      rejectHint: hint,
-      logTerm: this.log.term(hint) ?? 0,
-    });
-  }
-
-  private handleHeartbeat(m: Message): void {
-    this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
-    this.send({ ...this.msg(MessageType.HeartbeatResp, m.from), context: m.context });
-  }
-
-  private handleSnapshot(m: Message): void {
-    const s = m.snapshot;
-    invariant(s !== undefined, 'snapshot message without a snapshot');
-    this.sendAck({ ...this.msg(MessageType.AppResp, m.from), index: this.restore(s) ? this.log.lastIndex() : this.log.committed });
-  }
-
-  private restore(s: Snapshot): boolean {
-    if (s.meta.index <= this.log.committed) return false;
-    // A snapshot taken before this node was added does not list it; the entries
-    // that follow it will.
-    if (this.log.matchTerm(s.meta.index, s.meta.term)) {
-      // We hold the snapshot's last entry: only the commit index moves.
-      this.log.commitTo(s.meta.index);
-      return false;
-    }
-    this.log.restore(s);
-    this.trk.restoreConfig(s.meta.conf);
-    this.confHistory = [];
-    return true;
+    this.outbox.send({ ...this.msg(MessageType.PropReject, m.from), entries: m.entries, context: new TextEncoder().encode(reason) });
   }
 
   // ---- membership -----------------------------------------------------------
 
-  protected override applyConfChange(cc: ConfChange, index: number): void {
+  /** A committed conf change, applied as the caller applies its entry. */
+  applyConfChange(cc: ConfChange, index: number): void {
     if (!this.trk.applyConfChange(cc)) return;
     this.confHistory.push({ index, conf: this.trk.confState() });
     if (cc.type === 'update') return;
     if (this.state === StateType.Leader) {
       if (this.trk.updateProgress(cc, this.log.lastIndex() + 1)) {
         // Start probing the new member now rather than at the next heartbeat.
-        this.sendAppend(cc.nodeId, true);
+        this.repl.sendAppend(cc.nodeId, true);
       } else if (cc.type === 'remove' && cc.nodeId === this.leadTransferee) {
         this.leadTransferee = NONE;
       }
@@ -831,25 +570,17 @@ export class Raft extends RawNode {
         // node's vote. It leads on, without counting itself or taking proposals,
         // until every remaining voter holds its whole log (tickHeartbeat).
         this.leaving = true;
-        this.bcastAppend();
+        this.repl.bcastAppend();
         return;
       }
       // A smaller quorum may commit more now.
-      if (this.maybeCommit()) this.bcastCommit();
+      if (this.repl.maybeCommit()) this.repl.bcastCommit();
     }
   }
 
   // ---- helpers ------------------------------------------------------------
 
-  private msg(type: MessageType, to: NodeId): Message {
+  msg(type: MessageType, to: NodeId): Message {
     return { type, from: this.id, to, term: this.term, logTerm: 0, index: 0, entries: [], commit: 0, reject: false, rejectHint: 0 };
-  }
-
-  protected override hardState(): HardState {
-    return { term: this.term, vote: this.vote, commit: this.log.committed };
-  }
-
-  protected override softState(): SoftState {
-    return { lead: this.lead, state: this.state };
   }
 }

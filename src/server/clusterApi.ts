@@ -10,7 +10,7 @@ import { EtcdError } from '../api/errors.js';
 import { ErrDeadlineExceeded, ErrLearnerNotReady, ErrMemberNotFound, ErrNoLeader, ErrUnhealthy, type MemberError } from '../common/memberErrors.js';
 import type { KvStore } from '../kv/index.js';
 import type { Member as MemberInfo } from '../kv/types.js';
-import type { Raft } from '../raft/raft.js';
+import type { RawNode } from '../raft/rawNode.js';
 import { NONE, type ConfChange } from '../raft/types.js';
 import type { ForwardReply } from '../transport/peerTransport.js';
 import type { ApplyOutcome } from './apply.js';
@@ -30,7 +30,7 @@ export interface ClusterHost {
   readonly requestTimeoutMs: number;
   readonly log: Logger;
   kv(): KvStore;
-  raft(): Raft;
+  raft(): RawNode;
   isLeader(): boolean;
   /** The leader this member follows (NONE when there is none). */
   leader(): bigint;

@@ -8,7 +8,7 @@
 // the loop itself, which spares the two thread wake-ups of the pool on the put's
 // critical path.
 import { type Entry, type HardState, type Message, type Ready, type Snapshot, type SoftState } from '../raft/types.js';
-import type { Raft } from '../raft/raft.js';
+import type { RawNode } from '../raft/rawNode.js';
 import { failpointSet } from '../common/failpoint.js';
 import type { Metrics } from './metrics.js';
 
@@ -56,7 +56,7 @@ export class RaftDriver {
   private syncing: Promise<void> | undefined;
 
   constructor(
-    readonly raft: Raft,
+    readonly raft: RawNode,
     private readonly store: LogStore,
     private readonly hooks: DriverHooks,
     private readonly metrics: Metrics,
@@ -82,7 +82,7 @@ export class RaftDriver {
   }
 
   /** Runs fn against the core and schedules the resulting work. */
-  with<T>(fn: (raft: Raft) => T): T {
+  with<T>(fn: (raft: RawNode) => T): T {
     try {
       return fn(this.raft);
     } finally {

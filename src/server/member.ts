@@ -4,8 +4,9 @@
 // running member together, starts and stops it, takes the driver's hooks (soft
 // state, read states, snapshots to install, log compaction) and proposes (the
 // waiting is proposer.ts's). Its jobs live beside it: apply.ts applies committed
-// entries, v3Backend.ts and clusterApi.ts serve the client API, peerHost.ts
-// answers the peer transport.
+// entries, checkpoints.ts makes kv.db durable and compacts the log behind it,
+// v3Backend.ts and clusterApi.ts serve the client API, peerHost.ts answers the
+// peer transport.
 import { ErrNoSpace, ErrStopped, proposalRefused } from '../common/memberErrors.js';
 import { listenWithAuthorityRewrite, type AuthorityRewriteListener } from '../net/authorityListener.js';
 import { GrpcServer } from '../net/grpcServer.js';
@@ -16,13 +17,14 @@ import { OpenStreams, registerWatchService } from '../api/watchService.js';
 import { decodeRequest, encodeRequest, type AuthInfo, type AuthRequest, type KvStore, type ServerRequest } from '../kv/index.js';
 import { AuthApi } from './authApi.js';
 import { AlarmType, type KvApplyResult, type KvRequest } from '../kv/types.js';
-import type { Raft } from '../raft/raft.js';
+import type { RawNode } from '../raft/rawNode.js';
 import { NONE, StateType, type Message, type Ready, type Snapshot, type SoftState } from '../raft/types.js';
 import type { RaftStorage } from '../storage/raftStorage.js';
 import { PeerTransport } from '../transport/peerTransport.js';
 import { hostPort } from '../common/urls.js';
 import { HeldBackApplies } from './heldBackApplies.js';
 import { EntryApplier, installLeaderSnapshot, quotaNewlyExceeded, spaceExceeded, type ApplyOutcome } from './apply.js';
+import { Checkpoints } from './checkpoints.js';
 import { ClusterApi } from './clusterApi.js';
 import type { ServerConfig } from './config.js';
 import { maxReceiveBytes, ticksOf } from './config.js';
@@ -41,11 +43,6 @@ import { memberTls, type MemberTls } from './memberTls.js';
 
 export { SERVER_VERSION } from './v3Backend.js';
 
-/** Rows changed that make a checkpoint due at the next tick (a few hundred puts: about SQLite's own 1000-page auto-checkpoint). */
-const CHECKPOINT_CHANGES = 1000;
-/** Fewer changes are checkpointed this long after the last checkpoint (two fsyncs of kv.db each, sharing the disk with the log's). */
-const CHECKPOINT_MAX_AGE_MS = 30_000;
-
 /** A member stopping for good: the process exits with `code`. */
 export class MemberExit extends Error {
   constructor(
@@ -62,7 +59,7 @@ export interface MemberParts {
   log: Logger;
   storage: RaftStorage;
   kv: KvStore;
-  raft: Raft;
+  raft: RawNode;
   memberId: bigint;
 }
 
@@ -90,20 +87,11 @@ export class Member {
   private lead: bigint = NONE;
   private state: StateType = StateType.Follower;
   private stopping = false;
-  private snapshotIndex: number;
   private readonly exitWaiters: Array<(e: MemberExit) => void> = [];
   private publishTimer: NodeJS.Timeout | undefined;
-  private checkpointTimer: NodeJS.Timeout | undefined;
   /** Applies wait here while kv.db is defragmented. */
   private readonly heldBack = new HeldBackApplies();
-  private defragmenting: Promise<void> | undefined;
-  /** The highest applied index a checkpoint of kv.db has made durable (the log may be compacted up to it). */
-  private kvDurable = 0;
-  /** The log is compacted once a checkpoint has made kv.db durable up to here (maybeSnapshot). */
-  private compactAt: number | undefined;
-  private checkpointing: Promise<unknown> | undefined;
-  /** When the last checkpoint ended (or the member started): checkpointIfDue. */
-  private lastCheckpointAt = 0;
+  private readonly checkpoints: Checkpoints;
   /** Watches on this member, fed from its own applies (watchHub.ts). */
   private readonly watchHub: WatchHub;
   private readonly leases: Leases;
@@ -121,7 +109,6 @@ export class Member {
     this.clientServer = new GrpcServer({ maxReceiveMessageLength: maxReceiveBytes(p.cfg.maxRequestBytes) });
     const { tickMs, electionTick } = ticksOf(p.cfg);
     this.requestTimeoutMs = 5000 + 2 * electionTick * tickMs;
-    this.snapshotIndex = p.storage.snapshotMeta().index;
     this.driver = new RaftDriver(
       p.raft,
       { write: (b) => this.storage.save(b, { sync: false }), sync: () => this.storage.sync(), syncNow: () => this.storage.syncNow() },
@@ -132,12 +119,22 @@ export class Member {
         softState: (s) => this.onSoftState(s),
         readStates: (rd) => this.onReadStates(rd),
         dropped: (rd) => this.onDropped(rd),
-        afterAdvance: () => this.maybeSnapshot(),
+        afterAdvance: () => this.checkpoints.maybeCompact(),
         fatal: (e) => this.fatal(e),
       },
       this.metrics,
       tickMs,
     );
+    this.checkpoints = new Checkpoints({
+      log: this.log,
+      storage: this.storage,
+      kv: () => this.kv,
+      raft: () => this.driver.raft,
+      heldBack: this.heldBack,
+      snapshotCount: p.cfg.snapshotCount,
+      stopping: () => this.stopping,
+      fatal: (e) => this.fatal(e),
+    });
     // What every part sees of the member; each part's interface takes what it needs.
     const view = {
       memberId: this.memberId,
@@ -215,7 +212,7 @@ export class Member {
       auth: this.auth,
       proposeServer: (req: ServerRequest, deadline?: number) => this.proposeServer(req, undefined, deadline),
       transferLeader: (target: bigint) => this.driver.with((r) => r.transferLeader(target)),
-      defragment: () => this.defragment(),
+      defragment: () => this.checkpoints.defragment(),
       watches: this.watchHub,
       leases: this.leases,
     };
@@ -268,9 +265,7 @@ export class Member {
     this.driver.start();
     this.leases.start();
     this.publishTimer = setInterval(() => this.maybePublish(), 500);
-    // SQLite's WAL is checkpointed in a worker thread, never inside an apply.
-    this.lastCheckpointAt = Date.now();
-    this.checkpointTimer = setInterval(() => this.checkpointIfDue(), 1000);
+    this.checkpoints.start();
     this.log.info({ peerURLs: this.cfg.initialAdvertisePeerUrls, clientURLs: this.cfg.advertiseClientUrls }, 'serving');
   }
 
@@ -290,11 +285,10 @@ export class Member {
     if (this.stopping) return;
     this.stopping = true;
     if (this.publishTimer) clearInterval(this.publishTimer);
-    if (this.checkpointTimer) clearInterval(this.checkpointTimer);
+    this.checkpoints.stopTimer();
     const writeSettled = this.driver.stop();
-    await this.checkpointing;
     // Applies still held back are in the log: the next start applies them.
-    await this.defragmenting?.catch(() => undefined);
+    await this.checkpoints.settled();
     this.leases.stop();
     this.auth.stop();
     this.proposer.pending.rejectAll(ErrStopped);
@@ -373,82 +367,10 @@ export class Member {
 
   private applySnapshot(s: Snapshot): void {
     this.kv = this.watched(installLeaderSnapshot(s, this.kv, this.cfg.dataDir, this.memberId, this.log));
-    // The leader's snapshot is now also ours: the next compaction counts from it.
-    this.snapshotIndex = s.meta.index;
-    this.compactAt = undefined;
+    this.checkpoints.snapshotInstalled(s.meta.index);
     this.refreshPeers();
     this.leases.storeReplaced();
     this.watchHub.storeReplaced();
-  }
-
-  /** kv.db rewritten in the store's worker; applies wait meanwhile, Raft does not (heldBackApplies.ts). */
-  private defragment(): Promise<void> {
-    this.defragmenting ??= this.withAppliesHeld(() => this.kv.defragment()).finally(() => (this.defragmenting = undefined));
-    return this.defragmenting;
-  }
-
-  /** Runs work on kv.db with applies held back meanwhile; an apply that fails once they resume stops the member. */
-  private withAppliesHeld<T>(work: () => Promise<T>): Promise<T> {
-    return this.heldBack.during(work, (e) => this.fatal(e));
-  }
-
-  private maybeSnapshot(): void {
-    // Applies held back: kv.db is not written, so there is nothing new to make durable.
-    if (this.heldBack.holding) return;
-    const applied = this.kv.appliedIndex();
-    if (applied - this.snapshotIndex < this.cfg.snapshotCount) return;
-    // Compact only past what kv.db has made durable: the log replays the rest. A
-    // checkpoint in the store's worker makes it durable, off the event loop (fsyncing
-    // kv.db here took 40-60 ms of it at 100 clients, every --snapshot-count entries);
-    // the compaction follows at the first advance after that checkpoint.
-    if (this.compactAt === undefined) {
-      this.compactAt = applied;
-      this.checkpoint();
-    }
-    if (this.kvDurable < this.compactAt) return;
-    this.compactAt = undefined;
-    const durable = this.kvDurable;
-    const meta = this.driver.raft.snapshotMetaAt(durable);
-    if (!meta || durable <= Math.max(this.snapshotIndex, this.storage.snapshotMeta().index)) return;
-    this.driver.raft.compact(durable, new Uint8Array(0));
-    this.storage.saveSnapshot({ meta, data: new Uint8Array(0) });
-    this.storage.compact(durable);
-    this.snapshotIndex = durable;
-    this.log.info({ index: durable }, 'compacted raft log');
-  }
-
-  /**
-   * Every second: a checkpoint once CHECKPOINT_CHANGES rows changed, or once
-   * anything changed CHECKPOINT_MAX_AGE_MS after the last one. A member under load
-   * checkpoints every second as before; a few writes (a new cluster's membership,
-   * an occasional put) wait, and the store's worker thread is not started for them.
-   */
-  private checkpointIfDue(): void {
-    const changed = this.kv.changesSinceCheckpoint();
-    if (changed >= CHECKPOINT_CHANGES || (changed > 0 && Date.now() - this.lastCheckpointAt >= CHECKPOINT_MAX_AGE_MS)) this.checkpoint();
-  }
-
-  private checkpoint(): void {
-    if (this.checkpointing || this.stopping) return;
-    const kv = this.kv;
-    // Past its limit the WAL is only started over with applies held back (KvStore.walPastLimit).
-    const whole = kv.walPastLimit();
-    this.checkpointing = (whole ? this.withAppliesHeld(() => kv.checkpointAsync()) : kv.checkpointAsync())
-      .then(
-        (durable) => (this.kvDurable = Math.max(this.kvDurable, durable)),
-        (e: Error) => {
-          // A store replaced by a leader's snapshot meanwhile, or closing: nothing was claimed durable.
-          if (this.stopping || kv !== this.kv) return this.log.warn({ error: e.message }, 'KV checkpoint failed');
-          // After a failed fsync the kernel may drop the pages and report the next fsync clean:
-          // a later checkpoint would call them durable and the log be compacted past them.
-          // Stop, as etcd does when its backend cannot commit; the log replays what kv.db lacks.
-          this.fatal(new Error(`kv.db checkpoint failed: ${e.message}`));
-        },
-      )
-      .finally(() => {
-        this.checkpointing = undefined;
-        this.lastCheckpointAt = Date.now();
-      });
   }
 
   private checkQuota(): void {

@@ -10,7 +10,7 @@ import { GrpcCode } from '../net/grpcCode.js';
 import { ErrNotLeader } from '../common/memberErrors.js';
 import type { KvStore } from '../kv/index.js';
 import type { AlarmType } from '../kv/types.js';
-import type { Raft } from '../raft/raft.js';
+import type { RawNode } from '../raft/rawNode.js';
 import { MessageType, type Message } from '../raft/types.js';
 import {
   REFUSED_MISMATCH,
@@ -40,9 +40,9 @@ export interface PeerHostDeps {
   readonly dataDir: string;
   readonly log: Logger;
   kv(): KvStore;
-  raft(): Raft;
+  raft(): RawNode;
   /** Runs `fn` on the Raft core and lets the driver process what it produced. */
-  withRaft(fn: (r: Raft) => void): void;
+  withRaft(fn: (r: RawNode) => void): void;
   isLeader(): boolean;
   stopping(): boolean;
   /** Heartbeat round trips, in seconds. */

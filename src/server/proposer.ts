@@ -20,7 +20,7 @@ import {
   type MemberError,
 } from '../common/memberErrors.js';
 import type { Member as MemberInfo } from '../kv/types.js';
-import type { Raft } from '../raft/raft.js';
+import type { RawNode } from '../raft/rawNode.js';
 import { RaftError, type ConfChange } from '../raft/types.js';
 import type { ApplyOutcome } from './apply.js';
 import { encodeMemberContext } from './membership.js';
@@ -28,7 +28,7 @@ import { PendingProposals } from './proposals.js';
 
 export interface ProposerHost {
   /** Runs `fn` on the Raft core and lets the driver process what it produced. */
-  withRaft(fn: (r: Raft) => void): void;
+  withRaft(fn: (r: RawNode) => void): void;
   stopping(): boolean;
   readonly metrics: { proposalsPending: number; proposalsFailed: number };
 }

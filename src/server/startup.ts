@@ -9,7 +9,7 @@ import { crashAt } from '../common/failpoint.js';
 import { randomInt } from 'node:crypto';
 import { KvDamagedError, KvStore } from '../kv/index.js';
 import { bootstrapState, emptyState, forceNewClusterState } from '../raft/bootstrap.js';
-import { Raft } from '../raft/raft.js';
+import { RawNode } from '../raft/rawNode.js';
 import { NONE, type PersistedState, type Snapshot } from '../raft/types.js';
 import { recoveryHint } from '../storage/errors.js';
 import { kvPath, metaPath } from '../storage/layout.js';
@@ -127,9 +127,9 @@ export async function startMember(cfg: ServerConfig, log: Logger): Promise<Membe
   return bootstrap(cfg, log);
 }
 
-function raftFor(cfg: ServerConfig, id: bigint, state: PersistedState, applied: number): Raft {
+function raftFor(cfg: ServerConfig, id: bigint, state: PersistedState, applied: number): RawNode {
   const { heartbeatTick, electionTick } = ticksOf(cfg);
-  return new Raft(
+  return new RawNode(
     {
       id,
       electionTick,

@@ -30,7 +30,7 @@ import {
   type TxnRequest,
   type TxnResponse,
 } from '../kv/types.js';
-import type { Raft } from '../raft/raft.js';
+import type { RawNode } from '../raft/rawNode.js';
 import { NONE } from '../raft/types.js';
 import { failpointSet } from '../common/failpoint.js';
 import type { ClusterApi } from './clusterApi.js';
@@ -46,7 +46,7 @@ export interface V3Host {
   readonly memberId: bigint;
   readonly cfg: { electionMs: number; heartbeatMs: number; maxTxnOps: number };
   kv(): KvStore;
-  raft(): Raft;
+  raft(): RawNode;
   clusterId(): bigint;
   isLeader(): boolean;
   /** The leader this member follows (NONE when there is none). */

@@ -22,7 +22,8 @@ import { grpcCarrier, streamSnapshot, type OpenCarrier } from './snapshotStream.
 import { acceptRawSnapshot, dialRawSnapshot, RAW_SNAPSHOT_MAGIC } from './rawSnapshot.js';
 import { hostPort } from '../common/urls.js';
 import { failpointSet } from '../common/failpoint.js';
-import { listenWithAuthorityRewrite, type AuthorityRewriteListener, type RawConnection } from '../net/authorityListener.js';
+import { listenWithAuthorityRewrite, type AuthorityRewriteListener } from '../net/authorityListener.js';
+import type { RawConnection } from '../net/connectionMux.js';
 import type { ServerTlsOptions } from '../net/tlsTermination.js';
 import { PeerCredentials } from './peerCredentials.js';
 import { dialRawPeer, RAW_PEER_MAGIC, RawPeerClientStream, RawPeerServerCall } from './rawPeerStream.js';

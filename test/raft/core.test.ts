@@ -4,7 +4,7 @@ import { describe, test } from 'node:test';
 import {
   EntryType,
   MessageType,
-  Raft,
+  RawNode,
   RaftError,
   StateType,
   decodeConfChange,
@@ -48,7 +48,7 @@ describe('elections', () => {
   test('randomized election timeout: followers campaign at different ticks within [e, 2e)', () => {
     const seen = new Set<number>();
     for (let seed = 1; seed <= 20; seed++) {
-      const r = new Raft(
+      const r = new RawNode(
         { ...options(1n), random: rng(seed), preVote: false },
         {
           hardState: { term: 1, vote: 0n, commit: 0 },
@@ -268,7 +268,7 @@ describe('replication', () => {
     for (let i = 0; i < 30; i++) net.node(1).raft.propose(new Uint8Array(40).fill(i));
     net.stabilize();
     // Node 2 restarts with everything committed and nothing applied past its snapshot.
-    const restarted = new Raft(options(2n, { maxSizePerMsg: 100 }), net.node(2).persisted);
+    const restarted = new RawNode(options(2n, { maxSizePerMsg: 100 }), net.node(2).persisted);
     const batches: number[][] = [];
     for (let i = 0; i < 200 && restarted.hasReady(); i++) {
       const rd = restarted.ready();
@@ -772,7 +772,7 @@ describe('force-new-cluster primitive', () => {
     const survivor = net.node(1).persisted;
     for (const discard of [false, true]) {
       const forced = forceNewClusterState(structuredClone(survivor), 1n, { discardUncommitted: discard });
-      const r = new Raft(options(1n), forced);
+      const r = new RawNode(options(1n), forced);
       r.tick();
       let rd = r.ready();
       const applied = [...rd.committedEntries];

@@ -2,7 +2,7 @@
 // into an in-memory store, messages are delivered only when the test says so,
 // and any message can be dropped by a filter.
 import {
-  Raft,
+  RawNode,
   StateType,
   bootstrapState,
   emptyState,
@@ -19,7 +19,7 @@ import {
 import { Rng } from '../sim/rng.js';
 
 export interface TestNode {
-  raft: Raft;
+  raft: RawNode;
   persisted: PersistedState;
   snapshotData: Uint8Array;
   applied: Entry[];
@@ -66,7 +66,7 @@ export class TestNetwork {
   add(id: NodeId, persisted: PersistedState = emptyState(), extra: Partial<RaftOptions> & RaftKnobs = {}): TestNode {
     const { plantedBug, ...opts } = extra;
     const node: TestNode = {
-      raft: new Raft(options(id, opts), structuredClone(persisted), { plantedBug }),
+      raft: new RawNode(options(id, opts), structuredClone(persisted), { plantedBug }),
       persisted,
       snapshotData: new Uint8Array(0),
       applied: [],

@@ -6,7 +6,7 @@ import {
   EntryType,
   MessageType,
   NONE,
-  Raft,
+  RawNode,
   RaftError,
   StateType,
   bootstrapState,
@@ -199,7 +199,7 @@ function decodeAppState(owner: NodeId, s: Snapshot): AppState {
 }
 
 export class SimNode {
-  raft: Raft | undefined;
+  raft: RawNode | undefined;
   app: AppState = { applied: 0, hash: 0 };
   incarnation = 0;
   destroyed = false;
@@ -346,7 +346,7 @@ export class Cluster {
     n.app = this.faults.durableApply && d.app.applied >= snapIndex ? { ...d.app } : decodeAppState(n.id, d.snapshot);
     if (n.app.applied > d.hardState.commit) throw new Error(`${node(n.id)}: applied ${n.app.applied} beyond persisted commit ${d.hardState.commit}`);
     const persisted: PersistedState = { hardState: { ...d.hardState }, snapshot: d.snapshot.meta, entries: d.entries.slice() };
-    n.raft = new Raft(this.options(n, n.app.applied), persisted, { plantedBug: this.opts.plantedBug });
+    n.raft = new RawNode(this.options(n, n.app.applied), persisted, { plantedBug: this.opts.plantedBug });
     n.incarnation++;
     n.restartAt = -1;
     const st = n.raft.status();
