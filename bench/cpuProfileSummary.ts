@@ -27,7 +27,7 @@ export function areaOf(url: string, fn: string): string {
   if (fn === '(idle)') return 'idle';
   if (fn === '(garbage collector)') return 'GC';
   if (fn === '(program)') return 'V8/native (program)';
-  // Packages bundled at build (src/cli/bundleVendor.ts) run from dist/vendor/.
+  // Packages bundled at build (scripts/build/bundleVendor.ts) run from dist/vendor/.
   if (url.includes('@grpc/grpc-js') || url.includes('/vendor/grpc-js.js')) return 'gRPC (grpc-js)';
   if (url.includes('protobufjs') || url.includes('proto-loader')) return 'protobuf';
   if (url.includes('better-sqlite3')) return 'SQLite (better-sqlite3)';
@@ -42,7 +42,7 @@ export function areaOf(url: string, fn: string): string {
 const maps = new Map<string, { map: SourceMap; dir: string } | null>();
 
 /**
- * A frame of a bundle (dist/member.cjs, src/cli/bundleEntries.ts) as the module it
+ * A frame of a bundle (dist/member.cjs, scripts/build/bundleEntries.ts) as the module it
  * came from, through the source map the build writes beside the bundle; any other
  * frame as it is.
  */

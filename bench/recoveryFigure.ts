@@ -7,7 +7,7 @@ import path from 'node:path';
 import { AuditLog } from '../src/audit/index.js';
 import { EtcdClient } from '../src/client/etcdClient.js';
 import { prefixEnd } from '../src/client/keyRange.js';
-import { killDetachedMembers } from '../src/demo/detachedMembers.js';
+import { killDetachedMembers } from '../scripts/demo/detachedMembers.js';
 import { BIN, LifeboatCluster } from '../test/support/lifeboatCluster.js';
 import { run } from '../test/support/tools.js';
 import { onCleanup } from './cleanup.js';

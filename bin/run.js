@@ -42,7 +42,7 @@ async function main() {
   // loaded cost it several MiB for good), `lifeboat snapshot save` and `snapshot
   // restore` (oclif's import, config and command loading were a sixth of a 100k-key
   // save, a quarter of its restore). Each runs from one CommonJS bundle
-  // (src/cli/bundleEntries.ts says why), which also maps its own errors to exit codes.
+  // (scripts/build/bundleEntries.ts says why), which also maps its own errors to exit codes.
   const LEAN = [
     { words: ['server'], bundle: 'member.cjs' },
     { words: ['snapshot', 'save'], bundle: 'snapshot-save.cjs' },

@@ -7,7 +7,7 @@ import { parseServerArgs } from './serverFlags.js';
 import { runServer } from './serverRun.js';
 
 // bin/run.js maps a failure to its exit code with this module's exitFor: its
-// error classes are the bundle's own (dist/member.cjs, src/cli/bundleEntries.ts),
+// error classes are the bundle's own (dist/member.cjs, scripts/build/bundleEntries.ts),
 // and instanceof against another copy of them would fail.
 export { exitFor } from './exitCodes.js';
 

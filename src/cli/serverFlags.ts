@@ -4,6 +4,8 @@
 import { DEFAULT_MAX_REQUEST_BYTES, type RawServerFlags } from '../server/config.js';
 import { DEFAULT_MAX_TXN_OPS } from '../api/requestCheck.js';
 import { envName, parseFlags, type FlagSpec } from './flagParser.js';
+import { LOG_LEVELS } from '../server/logger.js';
+import { DEFAULT_PROGRESS_INTERVAL_MS } from '../server/watchHub.js';
 
 const str = (description: string, def?: string): FlagSpec => ({ type: 'string', description, ...(def === undefined ? {} : { default: def }) });
 const bool = (description: string): FlagSpec => ({ type: 'boolean', description, default: false });
@@ -52,6 +54,13 @@ const TABLE = {
   'peer-client-cert-auth': bool('refuse peers without a certificate signed by --peer-trusted-ca-file'),
   'peer-cert-allowed-cn': str("allowed CN for inter-peer authentication: other peers' certificates must carry it"),
   'auth-token-ttl': int('time (in seconds) a simple auth token stays valid after its last use', 300),
+  'log-level': { type: 'string', description: 'how much the member logs (JSON lines on stderr)', default: 'info', options: LOG_LEVELS },
+  'experimental-watch-progress-notify-interval': {
+    type: 'duration',
+    description: "how often an idle watch that asked for progress notifications hears the store's revision",
+    default: DEFAULT_PROGRESS_INTERVAL_MS,
+    defaultHelp: '10m',
+  },
 } satisfies Record<string, FlagSpec>;
 
 export type ServerFlags = RawServerFlags;

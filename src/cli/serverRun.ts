@@ -2,6 +2,7 @@
 // --help) and the lean entry (serverEntry.ts), which every `lifeboat server`
 // goes through without loading oclif and the other commands.
 import { EXIT } from './exitCodes.js';
+import { failpointsInEffect } from '../common/failpoint.js';
 import { buildServerConfig, ConfigError } from '../server/config.js';
 import { createLogger } from '../server/logger.js';
 import { DataDirLockedError } from '../storage/errors.js';
@@ -30,10 +31,13 @@ export async function runServer(flags: ServerFlags): Promise<number> {
   }
   let log;
   try {
-    log = createLogger({ name: cfg.name });
+    log = createLogger({ name: cfg.name }, flags['log-level']);
   } catch (e) {
     throw exitWith((e as Error).message, EXIT.USAGE);
   }
+  // A test build's member started with failpoints says so first: its failures are on purpose.
+  const faults = __LIFEBOAT_FAULTS__ && failpointsInEffect();
+  if (faults) log.warn(faults, 'failpoints set: this member fails on purpose where they say (a test build)');
   let member;
   try {
     member = await startMember(cfg, log);

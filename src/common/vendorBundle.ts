@@ -1,4 +1,4 @@
-// Loads one of dist/vendor/'s CommonJS bundles (src/cli/bundleVendor.ts writes
+// Loads one of dist/vendor/'s CommonJS bundles (scripts/build/bundleVendor.ts writes
 // them) with V8's code cache for it, written beside it at build. Compiling the
 // three bundles (1.5 MB of source) was about 20 ms of every command's start-up,
 // `lifeboat snapshot save`'s included; from the cache, V8 takes the compiled

@@ -11,7 +11,7 @@ export function fsyncFile(path: string): void {
     throw err;
   }
   try {
-    failFsyncAt('kv-fsync-eio', path);
+    if (__LIFEBOAT_FAULTS__) failFsyncAt('kv-fsync-eio', path);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
@@ -28,7 +28,7 @@ export async function fsyncFileAsync(path: string): Promise<void> {
     throw err;
   }
   try {
-    failFsyncAt('kv-fsync-eio', path);
+    if (__LIFEBOAT_FAULTS__) failFsyncAt('kv-fsync-eio', path);
     await fh.sync();
   } finally {
     await fh.close();

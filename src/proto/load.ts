@@ -1,6 +1,6 @@
 // Service definitions for our .proto files, with our own codec
 // (codec.ts) planned from the descriptor `npm run build` writes next to this
-// module (writeDescriptor.ts). Field names stay as written in the .proto: etcd's
+// module (scripts/build/writeDescriptor.ts). Field names stay as written in the .proto: etcd's
 // wire names, so handlers and clients use e.g. `cluster_id`. 64-bit integers
 // travel as decimal strings so no ID loses precision.
 //

@@ -247,10 +247,10 @@ export function installLeaderSnapshot(s: Snapshot, current: KvStore, dataDir: st
   }
   log.info({ index: s.meta.index, term: s.meta.term, bytes: fs.statSync(file).size }, 'applying snapshot from leader');
   // Failpoints: die with the snapshot recorded by Raft, at each step of its install.
-  crashAt('snapshot-install:before');
+  if (__LIFEBOAT_FAULTS__) crashAt('snapshot-install:before');
   current.close();
   KvStore.stripSnapshotTrailerSync(file, { checked });
-  crashAt('snapshot-install:stripped');
+  if (__LIFEBOAT_FAULTS__) crashAt('snapshot-install:stripped');
   return placeSnapshot(file, dataDir, memberId, !checked);
 }
 
@@ -271,7 +271,7 @@ export function finishInterruptedInstall(dataDir: string, snap: Snapshot | undef
 function placeSnapshot(file: string, dataDir: string, memberId: bigint, quickCheck: boolean): KvStore {
   const dbPath = kvPath(dataDir);
   KvStore.moveSnapshotIntoPlaceSync(file, dbPath);
-  crashAt('snapshot-install:moved');
+  if (__LIFEBOAT_FAULTS__) crashAt('snapshot-install:moved');
   removeReceivedSnapshots(dataDir, file);
   const kv = KvStore.open(dbPath, { ...MEMBER_KV_OPTIONS, quickCheck });
   // It carries the leader's member ID: the file is ours now.

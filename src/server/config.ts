@@ -1,7 +1,5 @@
 // A member's configuration, from etcd's flag names, validated as a whole before
 // anything is written. Every problem is one line naming the flag and the fix.
-// Settings without a flag come from LIFEBOAT_* environment variables, read here
-// only (failpoints excepted: common/failpoint.ts).
 import { isValidMemberUrl } from '../common/urls.js';
 import { CLIENT_TLS_FLAGS, loadTlsFiles, PEER_TLS_FLAGS, TlsFilesError } from '../net/tlsFiles.js';
 import { DEFAULT_MAX_TXN_OPS } from '../api/requestCheck.js';
@@ -66,9 +64,6 @@ export function maxReceiveBytes(maxRequestBytes: number): number {
   return maxRequestBytes + GRPC_OVERHEAD_BYTES;
 }
 
-/** Overrides the watch progress notification interval (ms); tests set it short. */
-export const WATCH_PROGRESS_NOTIFY_ENV = 'LIFEBOAT_WATCH_PROGRESS_NOTIFY_INTERVAL_MS';
-
 export interface RawServerFlags {
   name: string;
   'data-dir'?: string;
@@ -99,6 +94,8 @@ export interface RawServerFlags {
   'peer-client-cert-auth'?: boolean;
   'peer-cert-allowed-cn'?: string;
   'auth-token-ttl'?: number;
+  'experimental-watch-progress-notify-interval'?: number;
+  'log-level'?: string;
 }
 
 export class ConfigError extends Error {
@@ -163,7 +160,7 @@ export function buildServerConfig(f: RawServerFlags): ServerConfig {
     maxTxnOps: f['max-txn-ops'] ?? DEFAULT_MAX_TXN_OPS,
     maxRequestBytes: f['max-request-bytes'] ?? DEFAULT_MAX_REQUEST_BYTES,
     authTokenTtlSec: f['auth-token-ttl'] ?? 300,
-    watchProgressNotifyMs: Number(process.env[WATCH_PROGRESS_NOTIFY_ENV]) || undefined,
+    watchProgressNotifyMs: f['experimental-watch-progress-notify-interval'],
     clientTls: {
       certFile: f['cert-file'] || undefined,
       keyFile: f['key-file'] || undefined,

@@ -13,7 +13,6 @@ import { failpointSet } from '../common/failpoint.js';
 import type { Metrics } from './metrics.js';
 
 /** Failpoint `ack-before-fsync`, a planted bug: apply and answer without waiting for the log's fsync (the power-loss model must catch it). */
-const ACK_BEFORE_FSYNC = failpointSet('ack-before-fsync');
 /**
  * How long a follower may be owed the commit index (RaftConfig.lazyCommit) before it
  * is sent on its own: under load the next append carries it sooner, and at one
@@ -110,7 +109,7 @@ export class RaftDriver {
     } catch (e) {
       return this.fail(e);
     }
-    if (!rd.mustSync || ACK_BEFORE_FSYNC) return this.finish(rd);
+    if (!rd.mustSync || (__LIFEBOAT_FAULTS__ && failpointSet('ack-before-fsync'))) return this.finish(rd);
     const start = process.hrtime.bigint();
     const synced = () => this.metrics.observeFsync(Number(process.hrtime.bigint() - start) / 1e9, rd.entries.length);
     if (!rd.snapshot && rd.entries.length <= SYNC_ON_LOOP_MAX_ENTRIES) {

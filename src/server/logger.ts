@@ -6,6 +6,8 @@
 
 const LEVELS = { debug: 20, info: 30, warn: 40, error: 50, silent: Infinity } as const;
 export type LogLevel = keyof typeof LEVELS;
+/** The levels --log-level takes. */
+export const LOG_LEVELS = Object.keys(LEVELS) as readonly LogLevel[];
 
 type Fields = Record<string, unknown>;
 
@@ -65,17 +67,17 @@ function isLevel(s: string): s is LogLevel {
 }
 
 /**
- * The member's logger. `level` (or LIFEBOAT_LOG_LEVEL): debug, info, warn, error
+ * The member's logger. `level` (--log-level): debug, info, warn, error
  * or silent. Lines go to stderr, which Node writes synchronously for files and
  * pipes on Linux: a line logged before an exit is not lost.
  */
 export function createLogger(
   fields: { member?: string; cluster?: string; name?: string },
-  level: string = process.env.LIFEBOAT_LOG_LEVEL ?? 'info',
+  level: string = 'info',
   write: (line: string) => void = (line) => process.stderr.write(line),
 ): Logger {
   if (!isLevel(level)) {
-    throw new Error(`unknown log level '${level}' (LIFEBOAT_LOG_LEVEL): use ${Object.keys(LEVELS).join(', ')}`);
+    throw new Error(`unknown log level '${level}': use ${LOG_LEVELS.join(', ')}`);
   }
   return new LineLogger(LEVELS[level], fieldsJson(fields), write);
 }

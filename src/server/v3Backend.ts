@@ -38,7 +38,6 @@ import type { Leases } from './leases.js';
 import { linearizable } from './proposals.js';
 
 /** Failpoint `stale-local-reads`, a planted bug: linearizable reads skip ReadIndex (the fault suite must catch it). */
-const STALE_LOCAL_READS = failpointSet('stale-local-reads');
 
 export const SERVER_VERSION = '3.4.23-lifeboat';
 
@@ -116,7 +115,7 @@ export class V3Backend implements EtcdBackend, WatchBackend, LeaseBackend {
   }
 
   async range(r: RangeRequest, ai?: AuthInfo, deadline?: number): Promise<RangeResponse> {
-    if (!r.serializable && !STALE_LOCAL_READS) await linearizable(this.host, deadline);
+    if (!r.serializable && !(__LIFEBOAT_FAULTS__ && failpointSet('stale-local-reads'))) await linearizable(this.host, deadline);
     this.host.auth.requireRead(ai, r.key, r.rangeEnd);
     return this.host.kv().range(r);
   }

@@ -1,5 +1,5 @@
 // Every byte of ours that reaches a disk goes through this interface, so tests can
-// swap in a simulated disk that forgets what was never fsynced (see simulatedDisk.ts).
+// swap in a simulated disk that forgets what was never fsynced (test/support/simulatedDisk.ts).
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -73,7 +73,7 @@ function procStat(pid: number): { start: string; state: string } | undefined {
 
 /** Failpoint `fsync-eio`: the disk reports an I/O error on every fsync. */
 function failingFsync(fh: FileHandle): void {
-  failFsyncAt('fsync-eio', fh.path);
+  if (__LIFEBOAT_FAULTS__) failFsyncAt('fsync-eio', fh.path);
 }
 
 /** The real disk, with synchronous node:fs calls. */

@@ -88,5 +88,5 @@ export function removedRefusal(host: TransportHost, from: NodeId): Ack | undefin
 
 /** A partition a test made (failpoints drop-to / drop-from): traffic with that peer is lost. */
 export function partitioned(direction: 'to' | 'from', peer: NodeId): boolean {
-  return anyFailpoint() && failpointSet(`drop-${direction}:${peer.toString(16)}`);
+  return __LIFEBOAT_FAULTS__ && anyFailpoint() && failpointSet(`${direction === 'to' ? 'drop-to' : 'drop-from'}:${peer.toString(16)}`);
 }

@@ -57,7 +57,7 @@ const ENVELOPE_BYTES = 4 << 20;
 const BACKOFF_MIN_MS = 50;
 const BACKOFF_MAX_MS = 2000;
 /** Failpoint `grpc-peer-stream-only`: neither take nor dial raw message streams, as a member from before them. */
-const GRPC_STREAM_ONLY = failpointSet('grpc-peer-stream-only');
+const grpcStreamOnly = (): boolean => __LIFEBOAT_FAULTS__ && failpointSet('grpc-peer-stream-only');
 /** A peer we have not heard from for this long no longer counts as connected. */
 const ACTIVE_GAP_MS = 1500;
 
@@ -74,7 +74,7 @@ class PeerSender {
   private clientGeneration: number;
   private stream: EnvelopeStream | undefined;
   /** The peer closed a raw connection before accepting it: it speaks only gRPC (an older Lifeboat). */
-  private grpcOnly = GRPC_STREAM_ONLY;
+  private grpcOnly = grpcStreamOnly();
   /** Encoded only when written: a queue held back by the stream's backpressure costs no copies. */
   private queue: Message[] = [];
   /** The stream whose buffer is full: nothing more is written until it drains. */
@@ -117,7 +117,7 @@ class PeerSender {
     this.retryTimer = undefined;
     this.backoff = BACKOFF_MIN_MS;
     // It may have restarted as a member that takes raw streams.
-    this.grpcOnly = GRPC_STREAM_ONLY;
+    this.grpcOnly = grpcStreamOnly();
     // A fresh channel dials at once, with the certificate files as they are now.
     this.renewClient();
     this.flush();
@@ -316,7 +316,7 @@ export class PeerTransport {
       try {
         this.listeners.push(
           await listenWithAuthorityRewrite(this.server, hostPort(url), {
-            ...(GRPC_STREAM_ONLY ? {} : { raw }),
+            ...(grpcStreamOnly() ? {} : { raw }),
             ...(secure && tls ? { tls: { ...tls, listener: 'peer' } } : {}),
           }),
         );

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { ROOT, requireEtcdTools } from '../support/tools.js';
 
-const DEMO = path.join(ROOT, 'dist', 'src', 'demo', 'recoveryDemo.js');
+const DEMO = path.join(ROOT, 'dist', 'scripts', 'demo', 'recoveryDemo.js');
 
 function runDemo(runtime: string): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve, reject) => {

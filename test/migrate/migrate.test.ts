@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { EtcdCluster } from '../support/etcdCluster.js';
-import { BIN, LifeboatCluster, lifeboat, run, waitFor } from '../support/lifeboatCluster.js';
+import { BIN, FAULTS_BIN, LifeboatCluster, lifeboat, run, waitFor } from '../support/lifeboatCluster.js';
 import { etcdctl } from '../support/tools.js';
 import { Background, RawKv } from '../watch/watchClients.js';
 
@@ -72,7 +72,7 @@ describe('lifeboat migrate', { timeout: 240_000 }, () => {
     const args = [BIN, 'migrate', '--from', etcd.endpoints, '--to', lb.endpoints()[0], '--prefix', 'app/', '--dest-prefix', 'moved/', '--progress-file', file];
 
     // Killed by the fault hook once two 1000-key pages of the copy are recorded.
-    const killed = await run(process.execPath, args, { env: { LIFEBOAT_FAULT: 'migrate-copy:2' }, timeoutMs: 60_000 });
+    const killed = await run(process.execPath, [FAULTS_BIN, ...args.slice(1)], { env: { LIFEBOAT_FAULT: 'migrate-copy:2' }, timeoutMs: 60_000 });
     assert.notEqual(killed.code, 0, `the fault hook did not stop the run: ${killed.stderr}`);
     assert.equal(record(file).phase, 'copy');
     assert.equal(record(file).copiedKeys, 2000);

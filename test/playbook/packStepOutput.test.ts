@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { LifeboatCluster, etcdctl, run, BIN } from '../support/lifeboatCluster.js';
+import { LifeboatCluster, etcdctl, run, BIN, binFor } from '../support/lifeboatCluster.js';
 
 const PLAYBOOK = `name: pack-only
 description: Pack a stopped member's data dir.
@@ -39,11 +39,11 @@ describe('pack-data-dir in a playbook: an existing archive path', () => {
   });
   after(async () => c?.stopAll());
 
-  const pack = (archive: string, env: NodeJS.ProcessEnv = {}) =>
+  const pack = (archive: string, env: NodeJS.ProcessEnv = {}, bin = binFor(env)) =>
     run(
       process.execPath,
       [
-        BIN,
+        bin,
         'playbook',
         'run',
         file,
@@ -83,5 +83,12 @@ describe('pack-data-dir in a playbook: an existing archive path', () => {
     assert.ok(runId, killed.stdout);
     const resumed = await run(process.execPath, [BIN, 'playbook', 'resume', runId, '--yes', '--audit-db', auditDb], { timeoutMs: 60_000 });
     assert.equal(resumed.code, 0, `${resumed.stdout}\n${resumed.stderr}`);
+  });
+
+  test('a released lifeboat (bin/run.js) has no fault hook: the same run with LIFEBOAT_FAULT=after-step:pack finishes', async () => {
+    const archive = path.join(c.dir, 'release.tar.gz');
+    const done = await pack(archive, { LIFEBOAT_FAULT: 'after-step:pack' }, BIN);
+    assert.equal(done.code, 0, `${done.stdout}\n${done.stderr}`);
+    assert.ok(fs.statSync(archive).size > 0);
   });
 });

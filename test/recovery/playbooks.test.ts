@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { BIN, LifeboatCluster, SMALL_QUOTA_BYTES, etcdctl, killByLock, lifeboat, parseEtcdJson, run } from '../support/lifeboatCluster.js';
+import { BIN, FAULTS_BIN, LifeboatCluster, SMALL_QUOTA_BYTES, etcdctl, killByLock, lifeboat, parseEtcdJson, run } from '../support/lifeboatCluster.js';
 
 describe('recover-from-nospace', () => {
   let c: LifeboatCluster;
@@ -71,7 +71,7 @@ describe('resume after the toolkit is killed mid-run', () => {
       '--set',
       'stabilization=1s',
     ];
-    const killed = await run(process.execPath, args, { env: { LIFEBOAT_FAULT: 'after-step:grow[1].add' }, timeoutMs: 60_000 });
+    const killed = await run(process.execPath, [FAULTS_BIN, ...args.slice(1)], { env: { LIFEBOAT_FAULT: 'after-step:grow[1].add' }, timeoutMs: 60_000 });
     assert.notEqual(killed.code, 0, 'the fault hook did not stop the run');
     // The cluster did add the learner; the audit log does not know it yet.
     const list = parseEtcdJson((await etcdctl(c.members[0].client, 'member', 'list', '-w', 'json')).stdout);

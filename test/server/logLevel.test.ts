@@ -1,12 +1,12 @@
 // A member's log: JSON lines on stderr with the member and cluster on each, at
-// the level LIFEBOAT_LOG_LEVEL names. An unknown level is refused before the
-// data dir is made, like a bad flag.
+// the level --log-level (etcd's flag) or LIFEBOAT_LOG_LEVEL names. An unknown
+// level is refused before the data dir is made, like any bad flag.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { LifeboatCluster, run, BIN, type MemberProc } from '../support/lifeboatCluster.js';
 
-describe('lifeboat server log lines and LIFEBOAT_LOG_LEVEL', () => {
+describe('lifeboat server log lines and --log-level', () => {
   let c: LifeboatCluster;
   let m: MemberProc;
   before(async () => {
@@ -19,16 +19,21 @@ describe('lifeboat server log lines and LIFEBOAT_LOG_LEVEL', () => {
 
   const serverArgs = () => ['server', ...c.memberFlags(m), '--initial-cluster', `${m.name}=${m.peerUrl}`];
 
-  test('an unknown level: one line naming the levels, exit 2, nothing written', async () => {
-    const r = await run(process.execPath, [BIN, ...serverArgs()], { env: { ...process.env, LIFEBOAT_LOG_LEVEL: 'loud' }, timeoutMs: 30_000 });
-    assert.equal(r.code, 2, r.stderr);
-    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
-    assert.match(r.stderr, /unknown log level 'loud' \(LIFEBOAT_LOG_LEVEL\): use debug, info, warn, error, silent/);
-    assert.ok(!fs.existsSync(`${m.dataDir}/member`), `${m.dataDir}/member was written`);
+  test('an unknown level, as the flag or the variable: one line naming the levels, exit 2, nothing written', async () => {
+    for (const [args, env, source] of [
+      [['--log-level', 'loud'], {}, '--log-level'],
+      [[], { LIFEBOAT_LOG_LEVEL: 'loud' }, 'LIFEBOAT_LOG_LEVEL'],
+    ] as const) {
+      const r = await run(process.execPath, [BIN, ...serverArgs(), ...args], { env: { ...process.env, ...env }, timeoutMs: 30_000 });
+      assert.equal(r.code, 2, r.stderr);
+      assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+      assert.match(r.stderr, new RegExp(`invalid ${source} "loud": expected one of debug, info, warn, error, silent`));
+      assert.ok(!fs.existsSync(`${m.dataDir}/member`), `${m.dataDir}/member was written`);
+    }
   });
 
   test('at warn the member serves without its info lines; by default each line is one JSON object with the member and cluster', async () => {
-    c.spawn(m, ['--initial-cluster', `${m.name}=${m.peerUrl}`], { env: { LIFEBOAT_LOG_LEVEL: 'warn' } });
+    c.spawn(m, ['--initial-cluster', `${m.name}=${m.peerUrl}`, '--log-level', 'warn']);
     await c.waitForLeader([m]);
     assert.ok(!m.log.some((l) => l.includes('"level":"info"')), m.log.join('\n'));
     await c.kill(m, 'SIGTERM');

@@ -19,7 +19,7 @@ import { parseSegmentName, parseSnapshotName, walDir } from '../../src/storage/l
 import { RecordType } from '../../src/storage/logRecord.js';
 import { readMemberMeta } from '../../src/storage/memberMeta.js';
 import { SEGMENT_HEADER, scanSegment } from '../../src/storage/segment.js';
-import { BIN } from '../support/lifeboatCluster.js';
+import { binFor } from '../support/lifeboatCluster.js';
 
 export type Category = 'kv above commit' | 'kv above last index' | 'torn record' | 'zero-filled tail' | 'garbage tail' | 'older kv.db';
 export const CATEGORIES: Category[] = ['kv above commit', 'kv above last index', 'torn record', 'zero-filled tail', 'garbage tail', 'older kv.db'];
@@ -267,7 +267,7 @@ export interface MemberSpawn {
 export function spawnMember(m: MemberSpawn): ChildProcess {
   const env: NodeJS.ProcessEnv = { ...process.env, LIFEBOAT_FAULT: m.fault };
   const args = [
-    BIN,
+    binFor(env),
     'server',
     '--name',
     m.name,

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { DataDirLockedError, MemberMismatchError, StorageError } from '../../src/storage/errors.js';
 import type { FileSystem } from '../../src/storage/fileSystem.js';
 import { RaftStorage, type OpenOptions } from '../../src/storage/raftStorage.js';
-import { SimulatedDisk } from '../../src/storage/simulatedDisk.js';
+import { SimulatedDisk } from '../support/simulatedDisk.js';
 import { entries, entry, IDENTITY, isGenuine, OTHER, tempDir } from './fixtures.js';
 
 const DIR = '/data/m1';

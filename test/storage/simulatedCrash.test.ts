@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { HardState } from '../../src/raft/types.js';
 import { RaftStorage, type OpenResult } from '../../src/storage/raftStorage.js';
-import { SimulatedCrash, SimulatedDisk, type CrashOptions } from '../../src/storage/simulatedDisk.js';
+import { SimulatedCrash, SimulatedDisk, type CrashOptions } from '../support/simulatedDisk.js';
 import type { StorageWarning } from '../../src/storage/warning.js';
 import { entries, entry, IDENTITY, seeded } from './fixtures.js';
 import { checkRecovered, LogModel } from './logModel.js';

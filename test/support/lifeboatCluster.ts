@@ -14,6 +14,13 @@ import { requireTool } from './tools.js';
 /** The project root, from dist/test/support. */
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const BIN = path.join(ROOT, 'bin', 'run.js');
+/** `lifeboat` with failpoints (test/support/lifeboatWithFaults.ts), for a process a test faults. */
+export const FAULTS_BIN = path.join(ROOT, 'dist', 'test', 'support', 'lifeboatWithFaults.js');
+
+/** The entry a process started with `env` runs: the one with failpoints when it sets any. */
+export function binFor(env: NodeJS.ProcessEnv | undefined): string {
+  return env?.LIFEBOAT_FAULT || env?.LIFEBOAT_FAULT_FILE ? FAULTS_BIN : BIN;
+}
 /**
  * A --quota-backend-bytes that a few hundred 2 KB puts exceed: an empty kv.db's 11
  * pages and 20 such keys, once compacted and defragmented, fit under it.
@@ -145,6 +152,8 @@ export interface SpawnOptions {
   nodeArgs?: string[];
   /** a command that runs the member, e.g. ['nsenter', '-t', PID, '-m', '--'] (it must exec, not fork) */
   wrap?: string[];
+  /** the entry it runs: by default bin/run.js, or FAULTS_BIN when `env` sets failpoints */
+  bin?: string;
 }
 
 export class LifeboatCluster {
@@ -249,7 +258,7 @@ export class LifeboatCluster {
     // Settings given as variables: none may leak in from the test's own environment.
     const env: NodeJS.ProcessEnv = { ...process.env };
     if (opts.env && Object.keys(opts.env).length > 0) for (const k of Object.keys(env)) if (k.startsWith('LIFEBOAT_')) delete env[k];
-    const command = [...(opts.wrap ?? []), process.execPath, ...(opts.nodeArgs ?? []), ...lifeboatServerArgv(BIN, args)];
+    const command = [...(opts.wrap ?? []), process.execPath, ...(opts.nodeArgs ?? []), ...lifeboatServerArgv(opts.bin ?? binFor(opts.env), args)];
     const p = spawn(command[0], command.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], env: { ...env, ...opts.env }, cwd: opts.cwd });
     m.proc = p;
     m.log = [];

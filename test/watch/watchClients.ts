@@ -116,6 +116,7 @@ export class RawWatch {
     watch_id?: number;
     fragment?: boolean;
     filters?: Array<'NOPUT' | 'NODELETE'>;
+    progress_notify?: boolean;
   }): void {
     this.call.write({
       create_request: {
@@ -126,6 +127,7 @@ export class RawWatch {
         watch_id: String(req.watch_id ?? 0),
         fragment: !!req.fragment,
         filters: req.filters ?? [],
+        progress_notify: !!req.progress_notify,
       },
     });
   }

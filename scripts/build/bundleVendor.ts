@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
-import { loadVendorBundle, VENDOR_IMPORT } from '../common/vendorBundle.js';
+import { loadVendorBundle, VENDOR_IMPORT } from '../../src/common/vendorBundle.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const require = createRequire(import.meta.url);

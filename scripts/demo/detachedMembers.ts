@@ -3,7 +3,7 @@
 // (Lifeboat's lock file, etcd's WAL locks).
 import fs from 'node:fs';
 import path from 'node:path';
-import { memberPid } from '../ops/runtime.js';
+import { memberPid } from '../../src/ops/runtime.js';
 
 /** The pids of the members holding the data dirs directly under `dir`. */
 export function detachedMemberPids(dir: string): number[] {

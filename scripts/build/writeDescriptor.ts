@@ -6,7 +6,7 @@ import { renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
-import { DESCRIPTOR_JSON } from './load.js';
+import { DESCRIPTOR_JSON } from '../../src/proto/load.js';
 
 /** src/proto, from dist/src/proto. */
 const PROTO_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../src/proto');

@@ -11,12 +11,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { clientFor, type ConnectionOptions } from '../client/etcdClient.js';
-import { prefixEnd } from '../client/keyRange.js';
-import { etcdBinary, runtimeOfVersion } from '../ops/runtime.js';
+import { clientFor, type ConnectionOptions } from '../../src/client/etcdClient.js';
+import { prefixEnd } from '../../src/client/keyRange.js';
+import { etcdBinary, runtimeOfVersion } from '../../src/ops/runtime.js';
 import { detachedMemberPids, killDetachedMembers } from './detachedMembers.js';
-import { portIsFree } from '../common/ports.js';
-import { lifeboatServerArgv } from '../common/memberCommand.js';
+import { portIsFree } from '../../src/common/ports.js';
+import { lifeboatServerArgv } from '../../src/common/memberCommand.js';
 import { IndentedLines } from './indentedLines.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');

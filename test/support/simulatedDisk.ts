@@ -9,7 +9,7 @@
 // Simplifications: directories are durable once made; renames stay within one directory.
 
 import path from 'node:path';
-import type { FileHandle, FileSystem, ProcessRef } from './fileSystem.js';
+import type { FileHandle, FileSystem, ProcessRef } from '../../src/storage/fileSystem.js';
 
 /** Thrown by the operation at which a scheduled crash happens. */
 export class SimulatedCrash extends Error {
