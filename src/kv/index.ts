@@ -29,14 +29,11 @@ export {
   decodeRole,
   decodeUser,
   importEtcdAuth,
-  PermType,
   ROOT_ROLE,
   ROOT_USER,
   type AuthApplyResult,
-  type AuthInfo,
-  type AuthRequest,
   type AuthRole,
   type AuthUser,
-  type Permission,
 } from './authStore.js';
+export { PermType, type AuthInfo, type AuthRequest, type Permission } from './authRequestCodec.js';
 export { kvRequestRefusal, leaseRevokeRefusal } from './kvAuthorization.js';
