@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { KvStore, type KvEntry } from '../src/kv/index.js';
+import { KvStore, restoreSnapshot, type KvEntry } from '../src/kv/index.js';
 
 const VALUE = Buffer.alloc(100, 'v'); // etcdctl check perf writes 1 KiB; 100 B is closer to config data
 
@@ -115,7 +115,7 @@ export async function kvBenchSections(args: readonly string[] = process.argv.sli
     kv.close();
 
     t = performance.now();
-    const restored = await KvStore.restoreSnapshot(info.path, join(dir, 'restored.db'));
+    const restored = await restoreSnapshot(info.path, join(dir, 'restored.db'));
     const restoreMs = performance.now() - t;
     line('snapshot restore (verify sha256, install)', `${(restoreMs / 1000).toFixed(2)} s, ${(restored.size / 1e6 / (restoreMs / 1000)).toFixed(0)} MB/s`);
   } finally {

@@ -15,11 +15,12 @@
 //   auth_role_revoke_permission=1204; 3.5: cluster_version_set=1300,
 //   cluster_member_attr_set=1301.
 // or, from etcd's v2 API and its own publish / cluster-version writes, a bare
-// etcdserverpb.Request {ID=1, Method=2, Path=3, Val=4, ...}. The KV requests are
-// decoded by the project's one InternalRaftRequest codec (src/kv/requestCodec.ts).
+// etcdserverpb.Request {ID=1, Method=2, Path=3, Val=4, ...}. The KV and lease
+// requests are decoded field by field by the project's one InternalRaftRequest codec
+// (src/kv/requestCodec.ts), which encodes them as etcd does.
 
-import { decodeRequest } from '../kv/requestCodec.js';
-import { ProtoReader, ProtoWriter } from '../common/protobufWire.js';
+import { decodeRequestField } from '../kv/requestCodec.js';
+import { ProtoReader } from '../common/protobufWire.js';
 import type { KvRequest, RequestOp } from '../kv/types.js';
 import { decodeMember, failed } from './etcdBuckets.js';
 import { CONF_CHANGE_TYPE, ENTRY_TYPE, decodeConfChange, decodeConfChangeV2, type EtcdEntry } from './raftpbCodec.js';
@@ -176,12 +177,11 @@ function describeNormal(data: Buffer): Pick<EntryDescription, 'kind' | 'text' | 
     }
     const body = r.bytes();
     if (KV_FIELDS.has(field)) {
-      // The kv codec reads an InternalRaftRequest; hand it just this field.
-      const one = decodeRequest(new ProtoWriter(body.length + 8).bytesAlways(field, body).finish());
-      if (one.kv) texts.push(kvText(one.kv));
-      else if (one.server && 'leaseGrant' in one.server)
+      const one = decodeRequestField(field, body);
+      if (one && 'kv' in one) texts.push(kvText(one.kv));
+      else if (one && 'leaseGrant' in one.server)
         texts.push({ kind: 'lease', text: `lease grant ${one.server.leaseGrant.id.toString(16)} ttl ${one.server.leaseGrant.ttl}s` });
-      else if (one.server && 'leaseRevoke' in one.server) texts.push({ kind: 'lease', text: `lease revoke ${one.server.leaseRevoke.id.toString(16)}` });
+      else if (one && 'leaseRevoke' in one.server) texts.push({ kind: 'lease', text: `lease revoke ${one.server.leaseRevoke.id.toString(16)}` });
     } else if (field === 2) {
       const v2 = v2Request(body) ?? { method: '?', path: '?' };
       texts.push({ kind: 'v2', text: `v2 ${v2.method} ${v2.path}`, v2 });

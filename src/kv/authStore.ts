@@ -33,23 +33,10 @@ import {
   type AuthError,
 } from './authErrors.js';
 import { ProtoReader, ProtoWriter } from '../common/protobufWire.js';
+import { PermType, readPermission, writePermission, type AuthInfo, type AuthRequest, type Permission } from './authRequestCodec.js';
 
 export const ROOT_USER = 'root';
 export const ROOT_ROLE = 'root';
-
-/** authpb.Permission.Type */
-export enum PermType {
-  Read = 0,
-  Write = 1,
-  ReadWrite = 2,
-}
-
-export interface Permission {
-  permType: PermType;
-  key: Buffer;
-  /** Empty: the key alone; "\0": every key from `key` on. */
-  rangeEnd: Buffer;
-}
 
 export interface AuthUser {
   name: string;
@@ -65,27 +52,6 @@ export interface AuthRole {
   /** Sorted by key, as etcd keeps them. */
   perms: Permission[];
 }
-
-/** Who asks: a token's (or a client certificate's) user, at the auth revision the request was made. */
-export interface AuthInfo {
-  username: string;
-  revision: number;
-}
-
-/** The auth requests Raft entries carry (InternalRaftRequest fields 1000-1204). */
-export type AuthRequest =
-  | { authEnable: Record<string, never> }
-  | { authDisable: Record<string, never> }
-  | { authenticate: { name: string; simpleToken: string } }
-  | { userAdd: { name: string; hashedPassword: string; noPassword: boolean } }
-  | { userDelete: { name: string } }
-  | { userChangePassword: { name: string; hashedPassword: string } }
-  | { userGrantRole: { user: string; role: string } }
-  | { userRevokeRole: { name: string; role: string } }
-  | { roleAdd: { name: string } }
-  | { roleDelete: { role: string } }
-  | { roleGrantPermission: { name: string; perm: Permission } }
-  | { roleRevokePermission: { role: string; key: Buffer; rangeEnd: Buffer } };
 
 /** What applying an auth request did, for the proposer and the member's token store. */
 export interface AuthApplyResult {
@@ -131,23 +97,6 @@ export function decodeUser(data: Uint8Array): AuthUser {
     } else r.skip(wire);
   }
   return u;
-}
-
-export function writePermission(w: ProtoWriter, p: Permission): void {
-  w.int(1, p.permType).bytes(2, p.key).bytes(3, p.rangeEnd);
-}
-
-export function readPermission(data: Uint8Array): Permission {
-  const r = new ProtoReader(data);
-  const p: Permission = { permType: PermType.Read, key: Buffer.alloc(0), rangeEnd: Buffer.alloc(0) };
-  while (!r.done) {
-    const { field, wire } = r.tag();
-    if (field === 1) p.permType = r.uint();
-    else if (field === 2) p.key = Buffer.from(r.bytes());
-    else if (field === 3) p.rangeEnd = Buffer.from(r.bytes());
-    else r.skip(wire);
-  }
-  return p;
 }
 
 export function encodeRole(role: AuthRole): Buffer {

@@ -4,6 +4,7 @@ export { KvStore, type KvEntry, type KvOpenOptions, type KvWriter } from './kvSt
 export type { ClusterMetaReader, ClusterMetaWriter } from './clusterMeta.js';
 export type { KvSnapshotInfo } from './types.js';
 export type { KvSnapshotSource } from './snapshotSource.js';
+export { moveSnapshotIntoPlaceSync, restoreSnapshot, snapshotTrailerStripped, stripSnapshotTrailerSync, verifySnapshot } from './snapshotFile.js';
 export { KvDamagedError } from './kvSchema.js';
 export { ErrCompacted, ErrFutureRev, ErrKeyNotFound, ErrLeaseNotFound, KvError, type KvErrorKind } from './errors.js';
 export {
@@ -28,14 +29,11 @@ export {
   decodeRole,
   decodeUser,
   importEtcdAuth,
-  PermType,
   ROOT_ROLE,
   ROOT_USER,
   type AuthApplyResult,
-  type AuthInfo,
-  type AuthRequest,
   type AuthRole,
   type AuthUser,
-  type Permission,
 } from './authStore.js';
+export { PermType, type AuthInfo, type AuthRequest, type Permission } from './authRequestCodec.js';
 export { kvRequestRefusal, leaseRevokeRefusal } from './kvAuthorization.js';

@@ -9,7 +9,8 @@
 // prev_kv needs read like a plain Put does (3.4 skips it).
 
 import type { AuthError } from './authErrors.js';
-import type { AuthInfo, AuthState } from './authStore.js';
+import type { AuthInfo } from './authRequestCodec.js';
+import type { AuthState } from './authStore.js';
 import type { KvRequest, RequestOp, TxnRequest } from './types.js';
 
 /** The refusal for `req` by `ai`, or undefined when it may run. `leaseKeys`: the keys attached to a lease. */

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { InputError, RefusedError } from '../common/errors.js';
-import { KvStore } from '../kv/index.js';
+import { KvStore, restoreSnapshot as restoreKvSnapshot } from '../kv/index.js';
 import { forceNewClusterState } from '../raft/bootstrap.js';
 import type { PersistedState } from '../raft/types.js';
 import { formatInitialCluster } from '../common/initialCluster.js';
@@ -170,7 +170,7 @@ export async function restoreSnapshot(file: string, o: RestoreOptions): Promise<
     const { storage } = RaftStorage.open(part, { identity: { memberId, clusterId: 0n } });
     try {
       if (kind.hasTrailer) {
-        await KvStore.restoreSnapshot(file, kvPath(part), o.onBytes);
+        await restoreKvSnapshot(file, kvPath(part), o.onBytes);
       } else {
         fs.copyFileSync(file, kvPath(part));
       }

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { AuthState, KvStore } from '../kv/index.js';
+import { AuthState, KvStore, restoreSnapshot, verifySnapshot } from '../kv/index.js';
 import { InputError, RefusedError } from '../common/errors.js';
 import { fencedDataDirProblem } from './fenceRecord.js';
 import { boltTruncation, checkTrailer, looksLikeBolt, scanEtcdDb, type EtcdDbSummary } from '../etcdfile/index.js';
@@ -203,11 +203,11 @@ export async function snapshotStatus(file: string): Promise<SnapshotStatus> {
     throw new Error(
       `snapshot ${file} is truncated or has no sha256 trailer (${kind.size} bytes is not 32 past a multiple of 512); copy it again or save a new one`,
     );
-  const { sha256 } = await KvStore.verifySnapshot(file);
+  const { sha256 } = await verifySnapshot(file);
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-snapstatus-'));
   try {
     const db = path.join(tmp, 'kv.db');
-    await KvStore.restoreSnapshot(file, db);
+    await restoreSnapshot(file, db);
     const kv = KvStore.open(db, { readonly: true });
     try {
       const parent = kv.cluster.parentClusterId();

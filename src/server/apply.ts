@@ -17,6 +17,9 @@ import {
   kvRequestRefusal,
   KvStore,
   leaseRevokeRefusal,
+  moveSnapshotIntoPlaceSync,
+  snapshotTrailerStripped,
+  stripSnapshotTrailerSync,
   type AuthApplyResult,
   type AuthInfo,
   type AuthRequest,
@@ -249,7 +252,7 @@ export function installLeaderSnapshot(s: Snapshot, current: KvStore, dataDir: st
   // Failpoints: die with the snapshot recorded by Raft, at each step of its install.
   if (__LIFEBOAT_FAULTS__) crashAt('snapshot-install:before');
   current.close();
-  KvStore.stripSnapshotTrailerSync(file, { checked });
+  stripSnapshotTrailerSync(file, { checked });
   if (__LIFEBOAT_FAULTS__) crashAt('snapshot-install:stripped');
   return placeSnapshot(file, dataDir, memberId, !checked);
 }
@@ -262,7 +265,7 @@ export function installLeaderSnapshot(s: Snapshot, current: KvStore, dataDir: st
  */
 export function finishInterruptedInstall(dataDir: string, snap: Snapshot | undefined, memberId: bigint, log: Logger): void {
   const file = snap && referencedFile(dataDir, snap.data);
-  if (!file || !fs.existsSync(file) || !KvStore.snapshotTrailerStripped(file)) return;
+  if (!file || !fs.existsSync(file) || !snapshotTrailerStripped(file)) return;
   log.warn({ index: snap.meta.index, file }, 'finishing the install of a snapshot from the leader that a crash interrupted');
   placeSnapshot(file, dataDir, memberId, true).close();
 }
@@ -270,7 +273,7 @@ export function finishInterruptedInstall(dataDir: string, snap: Snapshot | undef
 /** The last step of an install: the bare database moves into place and becomes this member's. */
 function placeSnapshot(file: string, dataDir: string, memberId: bigint, quickCheck: boolean): KvStore {
   const dbPath = kvPath(dataDir);
-  KvStore.moveSnapshotIntoPlaceSync(file, dbPath);
+  moveSnapshotIntoPlaceSync(file, dbPath);
   if (__LIFEBOAT_FAULTS__) crashAt('snapshot-install:moved');
   removeReceivedSnapshots(dataDir, file);
   const kv = KvStore.open(dbPath, { ...MEMBER_KV_OPTIONS, quickCheck });

@@ -7,7 +7,7 @@ import net from 'node:net';
 import { hostPort } from '../common/urls.js';
 import { crashAt } from '../common/failpoint.js';
 import { randomInt } from 'node:crypto';
-import { KvDamagedError, KvStore } from '../kv/index.js';
+import { KvDamagedError, KvStore, restoreSnapshot } from '../kv/index.js';
 import { bootstrapState, emptyState, forceNewClusterState } from '../raft/bootstrap.js';
 import { RawNode } from '../raft/rawNode.js';
 import { NONE, type PersistedState, type Snapshot } from '../raft/types.js';
@@ -270,7 +270,7 @@ async function ensureKvCovers(cfg: ServerConfig, snap: Snapshot | undefined, kv:
     );
   }
   kv.close();
-  await KvStore.restoreSnapshot(file ?? snap.data, kvPath(cfg.dataDir));
+  await restoreSnapshot(file ?? snap.data, kvPath(cfg.dataDir));
   if (__LIFEBOAT_FAULTS__) crashAt('snapshot-install:restored');
   removeReceivedSnapshots(cfg.dataDir);
   const restored = openKv(cfg);

@@ -5,6 +5,7 @@ import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ErrCompacted } from '../../src/kv/errors.js';
 import { KvStore } from '../../src/kv/kvStore.js';
+import { restoreSnapshot } from '../../src/kv/snapshotFile.js';
 import type { CheckpointResult } from '../../src/kv/types.js';
 import { b, tempDir } from './kvFixture.js';
 
@@ -182,7 +183,7 @@ describe('the store worker (checkpoints, hashes, snapshots)', () => {
       for await (const chunk of snap.chunks(16384)) parts.push(chunk);
       writeFileSync(join(dir, 'streamed.db'), Buffer.concat(parts));
       const restored = join(dir, 'restored.db');
-      assert.equal((await KvStore.restoreSnapshot(join(dir, 'streamed.db'), restored)).appliedIndex, 200, 'the held read streamed in full');
+      assert.equal((await restoreSnapshot(join(dir, 'streamed.db'), restored)).appliedIndex, 200, 'the held read streamed in full');
       await waitFor(() => !kv.readWorkerRunning, 'the worker ends once the read is released');
       assert.equal(await kv.checkpointAsync(), 201);
     } finally {

@@ -3,6 +3,7 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { KvStore } from '../../src/kv/kvStore.js';
+import { restoreSnapshot, verifySnapshot } from '../../src/kv/snapshotFile.js';
 import type { RangeRequest } from '../../src/kv/types.js';
 import { Applier, b, tempDir } from './kvFixture.js';
 
@@ -46,7 +47,7 @@ describe('Snapshots', () => {
     assert.equal(info.size % 512, 32, 'etcdctl snapshot save accepts size % 512 == 32');
 
     const target = join(dir, 'restored.db');
-    const restored = await KvStore.restoreSnapshot(snap, target);
+    const restored = await restoreSnapshot(snap, target);
     assert.equal(restored.sha256, info.sha256);
     assert.equal(restored.appliedIndex, info.appliedIndex);
     const kv = KvStore.open(target);
@@ -68,7 +69,7 @@ describe('Snapshots', () => {
     const old = KvStore.open(target);
     old.applyRequest(1, 1, { put: { key: b('stale'), value: b('x') } });
     old.close();
-    await KvStore.restoreSnapshot(snap, target);
+    await restoreSnapshot(snap, target);
     const kv = KvStore.open(target);
     try {
       assert.deepEqual(kv.range({ key: b('stale') }).kvs, []);
@@ -92,7 +93,7 @@ describe('Snapshots', () => {
     }
     const info = await taking;
     const target = join(dir, 'restored.db');
-    await KvStore.restoreSnapshot(snap, target);
+    await restoreSnapshot(snap, target);
     const kv = KvStore.open(target);
     try {
       assert.equal(kv.appliedIndex(), info.appliedIndex);
@@ -113,14 +114,14 @@ describe('Snapshots', () => {
     writeFileSync(snap, bytes);
 
     const target = join(dir, 'restored.db');
-    await assert.rejects(KvStore.restoreSnapshot(snap, target), (err: Error) => {
+    await assert.rejects(restoreSnapshot(snap, target), (err: Error) => {
       assert.match(err.message, /is corrupt: its sha256 trailer is [0-9a-f]{64} but the contents hash to [0-9a-f]{64}; refusing/);
       assert.ok(err.message.startsWith(snap), err.message);
       assert.doesNotMatch(err.message, /\n/);
       return true;
     });
-    await assert.rejects(KvStore.verifySnapshot(snap), /is corrupt/);
-    await assert.rejects(KvStore.verifySnapshot(bytes), /snapshot \(in memory\) is corrupt/);
+    await assert.rejects(verifySnapshot(snap), /is corrupt/);
+    await assert.rejects(verifySnapshot(bytes), /snapshot \(in memory\) is corrupt/);
     assert.throws(() => statSync(target), 'nothing installed');
   });
 
@@ -132,7 +133,7 @@ describe('Snapshots', () => {
     await a.kv.saveSnapshot(snap);
     const bytes = readFileSync(snap);
     await assert.rejects(
-      KvStore.restoreSnapshot(bytes.subarray(0, bytes.length - 100), join(dir, 'x.db')),
+      restoreSnapshot(bytes.subarray(0, bytes.length - 100), join(dir, 'x.db')),
       /is not a Lifeboat KV snapshot: its size \d+ is not whole 512-byte blocks/,
     );
   });
@@ -143,9 +144,9 @@ describe('Snapshots', () => {
     populate(a, 100);
     const snap = join(dir, 'snap.db');
     await a.kv.saveSnapshot(snap);
-    const info = await KvStore.restoreSnapshot(readFileSync(snap), join(dir, 'fromBytes.db'));
+    const info = await restoreSnapshot(readFileSync(snap), join(dir, 'fromBytes.db'));
     assert.equal(info.appliedIndex, a.kv.appliedIndex());
-    assert.deepEqual(await KvStore.verifySnapshot(readFileSync(snap)), { size: info.size, sha256: info.sha256 });
+    assert.deepEqual(await verifySnapshot(readFileSync(snap)), { size: info.size, sha256: info.sha256 });
   });
 
   test('an in-memory store cannot be snapshotted', async () => {

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { KvStore } from '../../src/kv/kvStore.js';
+import { restoreSnapshot, verifySnapshot } from '../../src/kv/snapshotFile.js';
 import { Applier, tempDir } from './kvFixture.js';
 
 function store(dir: string, autoCheckpoint: boolean): Applier {
@@ -43,11 +44,11 @@ for (const autoCheckpoint of [false, true]) {
         assert.equal(bytes.length, snap.size);
         assert.equal(bytes.length % 512, 32, 'etcdctl snapshot save accepts size % 512 == 32');
         assert.deepEqual([bytes[18], bytes[19]], [1, 1], 'a plain rollback-journal database, openable without a WAL');
-        await KvStore.verifySnapshot(bytes);
+        await verifySnapshot(bytes);
 
         const file = join(dir, 'snap.db');
         writeFileSync(file, bytes);
-        const info = await KvStore.restoreSnapshot(file, join(dir, 'restored.db'));
+        const info = await restoreSnapshot(file, join(dir, 'restored.db'));
         assert.equal(info.appliedIndex, snap.appliedIndex);
         assert.equal(info.revision, snap.revision);
         const kv = KvStore.open(join(dir, 'restored.db'));
