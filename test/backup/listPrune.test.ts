@@ -1,5 +1,5 @@
 // `lifeboat backup list` and `lifeboat backup prune` as an operator runs them,
-// over stores holding hand-made manifests and objects (test/support/backupFixture.ts):
+// over stores holding hand-made manifests and objects (test/support/backupManifests.ts):
 // a file:// directory and s3rver on 127.0.0.1; list's --endpoints against a real etcd.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, utimesSync } from 'node:fs';
@@ -13,7 +13,7 @@ import { ObjectLocked, type ObjectStore } from '../../src/backup/objectStore.js'
 import { applyPrune } from '../../src/backup/prune.js';
 import { planPrune } from '../../src/backup/prunePlan.js';
 import { openBackupStore } from '../../src/cli/backupStoreFlags.js';
-import { CLUSTER, full, gap, manifestKey, segment, writeFixture } from '../support/backupFixture.js';
+import { CLUSTER, full, gap, manifestKey, segment, writeFixture } from '../support/backupManifests.js';
 import { EtcdCluster } from '../support/etcdCluster.js';
 import { startS3Server, type S3Server } from '../support/s3Server.js';
 import { etcdctl, expectOk, parseJsonIds, ROOT, run, type RunResult } from '../support/tools.js';

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import { clusterCatalog, type Catalog } from '../../src/backup/catalog.js';
 import type { Manifest } from '../../src/backup/manifest.js';
 import { planPrune, type PrunePlan } from '../../src/backup/prunePlan.js';
-import { CLUSTER, full, gap, segment } from '../support/backupFixture.js';
+import { CLUSTER, full, gap, segment } from '../support/backupManifests.js';
 
 const at = (s: string) => Date.parse(`2026-${s}Z`);
 const NOW = at('12-02T12:00:00'); // a Wednesday
