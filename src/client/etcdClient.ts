@@ -57,9 +57,10 @@ import {
   type WirePutResponse,
   type WireRangeResponse,
   type WireStatusResponse,
+  type WireInt,
   type WireTxnResponse,
 } from './types.js';
-import { wireNum } from './ids.js';
+import { wireBig, wireNum } from './ids.js';
 import { WatchStream, type WatchOptions } from './watchStream.js';
 
 export type { ConnectionOptions, EtcdClientOptions } from './target.js';
@@ -72,8 +73,8 @@ export function clientFor(endpoints: string | readonly string[], conn: Connectio
   return new EtcdClient({ ...conn, endpoints });
 }
 
-type ServiceName = 'kv' | 'cluster' | 'maintenance' | 'auth';
-const SERVICE_NAMES: Record<ServiceName, string> = { kv: 'KV', cluster: 'Cluster', maintenance: 'Maintenance', auth: 'Auth' };
+type ServiceName = 'kv' | 'cluster' | 'maintenance' | 'auth' | 'lease';
+const SERVICE_NAMES: Record<ServiceName, string> = { kv: 'KV', cluster: 'Cluster', maintenance: 'Maintenance', auth: 'Auth', lease: 'Lease' };
 
 export class EtcdClient {
   private readonly options: EtcdClientOptions;
@@ -268,13 +269,43 @@ export class EtcdClient {
     return { header: headerFromWire(res.header) };
   }
 
+  // ---- Lease ----
+
+  /** Grant a lease of `ttlSeconds`; `id` 0 lets the server choose the ID. */
+  async leaseGrant(ttlSeconds: number, id = 0n): Promise<{ id: bigint; ttl: number }> {
+    const { res } = await this.unary<{ ID?: WireInt; TTL?: WireInt }>('lease', 'LeaseGrant', { TTL: String(ttlSeconds), ID: id.toString() });
+    return { id: wireBig(res.ID), ttl: wireNum(res.TTL) };
+  }
+
+  async leaseRevoke(id: bigint): Promise<void> {
+    await this.unary('lease', 'LeaseRevoke', { ID: id.toString() });
+  }
+
+  /** The IDs of every live lease (etcd 3.3+). */
+  async leaseLeases(): Promise<bigint[]> {
+    const { res } = await this.unary<{ leases?: Array<{ ID?: WireInt }> }>('lease', 'LeaseLeases', {});
+    return (res.leases ?? []).map((l) => wireBig(l.ID));
+  }
+
+  /** A lease's remaining and granted TTL in seconds; ttl -1 when it has expired or never existed. */
+  async leaseTimeToLive(id: bigint): Promise<{ id: bigint; ttl: number; grantedTtl: number }> {
+    const { res } = await this.unary<{ ID?: WireInt; TTL?: WireInt; grantedTTL?: WireInt }>('lease', 'LeaseTimeToLive', { ID: id.toString(), keys: false });
+    return { id: wireBig(res.ID), ttl: wireNum(res.TTL), grantedTtl: wireNum(res.grantedTTL) };
+  }
+
   // ---- Watch ----
 
-  /** A watch on [key, rangeEnd) from `startRevision`, on its own stream (see watchStream.ts). */
-  async watch(key: Buffer, opts: WatchOptions): Promise<WatchStream> {
+  /**
+   * A watch on [key, rangeEnd) from `startRevision`, on its own stream (see watchStream.ts).
+   * `requireLeader`: clientv3's WithRequireLeader (metadata `hasleader: true`), so a member
+   * that lost its leader ends the stream instead of serving stale silence.
+   */
+  async watch(key: Buffer, opts: WatchOptions & { requireLeader?: boolean }): Promise<WatchStream> {
     const conn = await this.connection();
     this.options.debug?.(`→ Watch ${conn.endpoint.text} from revision ${opts.startRevision}`);
-    return WatchStream.open(conn.watch, conn.endpoint.text, key, opts, this.commandTimeoutMs, await this.metadata(conn));
+    const md = await this.metadata(conn);
+    if (opts.requireLeader) md.set('hasleader', 'true');
+    return WatchStream.open(conn.watch, conn.endpoint.text, key, opts, this.commandTimeoutMs, md);
   }
 
   // ---- plumbing ----
