@@ -166,6 +166,8 @@ export class BackupAgent {
         backoff = Math.min(RECONNECT_MAX_MS, backoff * 2);
       } finally {
         this.cfg.metrics.watchConnected = false;
+        // A watch the server cancelled is still an open call: it would keep the process alive.
+        this.watch?.close();
         this.watch = undefined;
         client.close();
       }

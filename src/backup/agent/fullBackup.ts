@@ -52,7 +52,9 @@ export async function takeFull(
     const startedAtMs = Date.now();
     await saveSnapshot(one.target, plain);
     const snap = await snapshotStatus(plain);
-    const revision = snap.revision;
+    // etcd's file keeps no revision: it is the newest key revision, or the compaction's when that is
+    // newer (a compaction drops the tombstones of deletes up to it), as etcd itself reads it at start.
+    const revision = Math.max(snap.revision, snap.etcd?.compactRevision ?? 0);
     const hashPoints: HashPoint[] = [];
     let compactRevision = snap.etcd?.compactRevision ?? 0;
     try {
