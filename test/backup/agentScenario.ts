@@ -30,7 +30,7 @@ export interface Agent {
 export function startAgent(args: string[]): Agent {
   const proc = spawn(process.execPath, [BIN, 'backup', 'run', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: string[] = [];
-  for (const s of [proc.stdout!, proc.stderr!]) {
+  for (const s of [proc.stdout, proc.stderr]) {
     let partial = '';
     s.on('data', (d: Buffer) => {
       const got = (partial + d.toString()).split('\n');
