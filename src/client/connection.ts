@@ -1,4 +1,4 @@
-// One gRPC channel to one endpoint, with etcd's KV, Cluster, Maintenance, Watch, Auth and Lease services on it, and a dial
+// One gRPC channel to one endpoint, with etcd's KV, Cluster, Maintenance and Watch services on it, and a dial
 // that either reaches READY within the dial timeout or explains why not.
 import net from 'node:net';
 import * as grpc from '#grpc-js';
@@ -71,7 +71,6 @@ export class Connection {
   readonly maintenance: UnaryMethods;
   readonly watch: WatchClient;
   readonly auth: UnaryMethods;
-  readonly lease: UnaryMethods;
   private dialing?: Promise<void>;
   private closed = false;
 
@@ -91,7 +90,6 @@ export class Connection {
     this.maintenance = make('etcdserverpb.Maintenance') as UnaryMethods;
     this.watch = make('etcdserverpb.Watch') as WatchClient;
     this.auth = make('etcdserverpb.Auth') as UnaryMethods;
-    this.lease = make('etcdserverpb.Lease') as UnaryMethods;
   }
 
   /** Resolves once the channel is READY; rejects by `deadline` with a one-line reason. Memoized. */
@@ -145,7 +143,6 @@ export class Connection {
     this.cluster.close();
     this.maintenance.close();
     this.watch.close();
-    this.lease.close();
     this.channel.close();
   }
 }

@@ -57,10 +57,9 @@ import {
   type WirePutResponse,
   type WireRangeResponse,
   type WireStatusResponse,
-  type WireInt,
   type WireTxnResponse,
 } from './types.js';
-import { wireBig, wireNum } from './ids.js';
+import { wireNum } from './ids.js';
 import { WatchStream, type WatchOptions } from './watchStream.js';
 
 export type { ConnectionOptions, EtcdClientOptions } from './target.js';
@@ -73,8 +72,8 @@ export function clientFor(endpoints: string | readonly string[], conn: Connectio
   return new EtcdClient({ ...conn, endpoints });
 }
 
-type ServiceName = 'kv' | 'cluster' | 'maintenance' | 'auth' | 'lease';
-const SERVICE_NAMES: Record<ServiceName, string> = { kv: 'KV', cluster: 'Cluster', maintenance: 'Maintenance', auth: 'Auth', lease: 'Lease' };
+type ServiceName = 'kv' | 'cluster' | 'maintenance' | 'auth';
+const SERVICE_NAMES: Record<ServiceName, string> = { kv: 'KV', cluster: 'Cluster', maintenance: 'Maintenance', auth: 'Auth' };
 
 export class EtcdClient {
   private readonly options: EtcdClientOptions;
@@ -267,30 +266,6 @@ export class EtcdClient {
   async moveLeader(targetId: bigint): Promise<HeaderOnly> {
     const { res } = await this.unary<WireHeaderOnly>('maintenance', 'MoveLeader', { targetID: targetId.toString() });
     return { header: headerFromWire(res.header) };
-  }
-
-  // ---- Lease ----
-
-  /** Grant a lease of `ttlSeconds`; `id` 0 lets the server choose the ID. */
-  async leaseGrant(ttlSeconds: number, id = 0n): Promise<{ id: bigint; ttl: number }> {
-    const { res } = await this.unary<{ ID?: WireInt; TTL?: WireInt }>('lease', 'LeaseGrant', { TTL: String(ttlSeconds), ID: id.toString() });
-    return { id: wireBig(res.ID), ttl: wireNum(res.TTL) };
-  }
-
-  async leaseRevoke(id: bigint): Promise<void> {
-    await this.unary('lease', 'LeaseRevoke', { ID: id.toString() });
-  }
-
-  /** The IDs of every live lease (etcd 3.3+). */
-  async leaseLeases(): Promise<bigint[]> {
-    const { res } = await this.unary<{ leases?: Array<{ ID?: WireInt }> }>('lease', 'LeaseLeases', {});
-    return (res.leases ?? []).map((l) => wireBig(l.ID));
-  }
-
-  /** A lease's remaining and granted TTL in seconds; ttl -1 when it has expired or never existed. */
-  async leaseTimeToLive(id: bigint): Promise<{ id: bigint; ttl: number; grantedTtl: number }> {
-    const { res } = await this.unary<{ ID?: WireInt; TTL?: WireInt; grantedTTL?: WireInt }>('lease', 'LeaseTimeToLive', { ID: id.toString(), keys: false });
-    return { id: wireBig(res.ID), ttl: wireNum(res.TTL), grantedTtl: wireNum(res.grantedTTL) };
   }
 
   // ---- Watch ----
