@@ -1,13 +1,12 @@
 import os from 'node:os';
-import { Flags } from '#oclif-core';
 import { AgentLock } from '../../src/backup/agent/agentLock.js';
 import { AgentMetrics } from '../../src/backup/agent/agentMetrics.js';
 import { BackupAgent } from '../../src/backup/agent/backupAgent.js';
 import { requireRootRole } from '../../src/backup/agent/rootCheck.js';
 import { Spool } from '../../src/backup/agent/spool.js';
-import { openStore } from '../../src/backup/openStore.js';
 import { AGENT_FLAGS, checkSchedule, codecOf } from '../../src/cli/backupAgentFlags.js';
 import { agentHandoff, givenSettings } from '../../src/cli/backupHandoff.js';
+import { openBackupStore, STORE_FLAGS, storeUrlOf, tagStoreError } from '../../src/cli/backupStoreFlags.js';
 import { connectionFromFlags, EtcdCommand } from '../../src/cli/baseCommand.js';
 import { clientFor } from '../../src/client/etcdClient.js';
 
@@ -23,12 +22,18 @@ export default class BackupRun extends EtcdCommand {
   ];
 
   static override flags = {
-    store: Flags.string({ description: 'the backup store: file:///absolute/dir or s3://bucket/prefix', env: 'LIFEBOAT_STORE', required: true }),
+    ...STORE_FLAGS,
     ...AGENT_FLAGS,
   };
 
+  protected override async catch(err: Error & { commandId?: string; oclif?: { exit?: number } }): Promise<unknown> {
+    tagStoreError(err);
+    return super.catch(err);
+  }
+
   async run(): Promise<void> {
     const { flags } = await this.parse(BackupRun);
+    const url = storeUrlOf(flags);
     const schedule = checkSchedule(flags['full-schedule']);
     const codec = codecOf(flags);
     if (flags['delta-interval'] < 100) this.error(`--delta-interval ${flags['delta-interval']}ms: give at least 100ms`, { exit: 2 });
@@ -38,7 +43,7 @@ export default class BackupRun extends EtcdCommand {
           .filter(([, f]) => (f as { type: string }).type !== 'boolean')
           .map(([n]) => n),
       );
-      const h = agentHandoff(givenSettings(this.argv, valueFlags), new URL(flags.store).pathname.split('/').filter(Boolean).pop() ?? 'store');
+      const h = agentHandoff(givenSettings(this.argv, valueFlags), new URL(url).pathname.split('/').filter(Boolean).pop() ?? 'store');
       this.log(`--- ${h.envFile} (mode 0600) ---\n${h.envText}--- /etc/systemd/system/${h.unitName} ---\n${h.unitText}`);
       this.log(`Then: systemctl daemon-reload && systemctl enable --now ${h.unitName}`);
       return;
@@ -55,10 +60,11 @@ export default class BackupRun extends EtcdCommand {
     } finally {
       check.close();
     }
-    const store = await openStore(flags.store);
+    const metrics = new AgentMetrics();
+    const store = await openBackupStore(url, flags);
+    metrics.storeWrapperRetries = () => store.retries;
     const spool = await Spool.open(flags['spool-dir']);
     const lock = await AgentLock.take(store, flags.force, log);
-    const metrics = new AgentMetrics();
     let agent: BackupAgent | undefined;
     const onSignal = (sig: string) => {
       log(`${sig}: stopping`);

@@ -33,12 +33,6 @@ const sizeFlag = (name: string, description: string, def: string) =>
   })();
 
 export const CODEC_FLAGS = {
-  'spool-dir': Flags.string({
-    description: 'a local directory where every object is written durably before it is uploaded (and waits while the store is down)',
-    env: env('spool-dir'),
-    helpValue: 'DIR',
-    required: true,
-  }),
   compression: Flags.string({ description: 'compression of stored objects', options: ['gzip', 'brotli', 'none'], default: 'gzip', env: env('compression') }),
   'encrypt-to': Flags.string({
     description: 'encrypt every object to this age recipient (age1...; repeat for more); the identity never touches the store or the agent',
@@ -53,6 +47,12 @@ export const CODEC_FLAGS = {
 };
 
 export const AGENT_FLAGS = {
+  'spool-dir': Flags.string({
+    description: 'a local directory where every object is written durably before it is uploaded (and waits while the store is down)',
+    env: env('spool-dir'),
+    helpValue: 'DIR',
+    required: true,
+  }),
   ...CODEC_FLAGS,
   'full-schedule': Flags.string({
     description: "when to take fulls: a cron expression (minute hour day month weekday, the agent's local time); a full of an unchanged cluster is skipped",
