@@ -61,9 +61,16 @@ export default class BackupRun extends EtcdCommand {
       check.close();
     }
     const metrics = new AgentMetrics();
-    const store = await openBackupStore(url, flags);
-    metrics.storeWrapperRetries = () => store.retries;
     const spool = await Spool.open(flags['spool-dir']);
+    let lastRetryLog = 0;
+    const store = await openBackupStore(url, flags, (e) => {
+      // Said at once (an outage shows in /health), then at most every 30 s.
+      metrics.storeFailing = true;
+      if (Date.now() - lastRetryLog < 30_000) return;
+      lastRetryLog = Date.now();
+      log(`store: ${e.op} ${e.key} failed (${e.error.message}); retrying; ${spool.pending().length} object(s), ${spool.bytes} bytes wait in the spool`);
+    });
+    metrics.storeWrapperRetries = () => store.retries;
     const lock = await AgentLock.take(store, flags.force, log);
     let agent: BackupAgent | undefined;
     const onSignal = (sig: string) => {

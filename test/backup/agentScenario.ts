@@ -18,7 +18,8 @@ import { decodeObject } from '../../src/backup/objectCodec.js';
 import { decodeSegment, type SegmentRecord } from '../../src/backup/segmentCodec.js';
 import { clientFor, type EtcdClient } from '../../src/client/etcdClient.js';
 import { ALL_KEYS } from '../../src/client/keyRange.js';
-import { BIN, lifeboat, waitFor } from '../support/lifeboatCluster.js';
+import type { ObjectStore } from '../../src/backup/objectStore.js';
+import { BIN, run, waitFor } from '../support/lifeboatCluster.js';
 import { freePorts } from '../support/ports.js';
 
 export interface Agent {
@@ -27,8 +28,8 @@ export interface Agent {
   exit: Promise<number | null>;
 }
 
-export function startAgent(args: string[]): Agent {
-  const proc = spawn(process.execPath, [BIN, 'backup', 'run', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+export function startAgent(args: string[], env: Record<string, string> = {}): Agent {
+  const proc = spawn(process.execPath, [BIN, 'backup', 'run', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   const lines: string[] = [];
   for (const s of [proc.stdout, proc.stderr]) {
     let partial = '';
@@ -100,12 +101,14 @@ const eventText = (e: { type: string; kv: { key: Buffer; value: Buffer; createRe
   `${e.type} ${e.kv.key.toString()}=${e.type === 'PUT' ? e.kv.value.toString() : ''} c${e.kv.createRevision} m${e.kv.modRevision} v${e.kv.version} l${e.kv.lease}`;
 
 /** Every record of the cluster's segments, in revision order, each checked against its manifest. */
-async function storedRecords(storeDir: string, c: ClusterCatalog, scratch: string): Promise<SegmentRecord[]> {
+async function storedRecords(store: ObjectStore, c: ClusterCatalog, scratch: string): Promise<SegmentRecord[]> {
   const out: SegmentRecord[] = [];
   for (const s of c.segments) {
+    const stored = path.join(scratch, 'seg.stored');
     const plain = path.join(scratch, 'seg.plain');
     fs.rmSync(plain, { force: true });
-    await decodeObject(path.join(storeDir, ...s.object.split('/')), plain, s);
+    await store.download(s.object, stored);
+    await decodeObject(stored, plain, s);
     const seg = decodeSegment(fs.readFileSync(plain));
     const revs = seg.records.filter((r) => r.kind === 'revision');
     assert.equal(revs.length, s.revisions, `${s.object}: revisions against its manifest`);
@@ -143,18 +146,38 @@ export interface ScenarioCluster {
   kill(endpoint: string): Promise<void>;
 }
 
-export async function agentScenario(seed: string, cluster: ScenarioCluster): Promise<void> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `lifeboat-${seed}-`));
+export interface ScenarioStore {
+  url: string;
+  /** the agent's flags for it beyond --store (e.g. --s3-endpoint) */
+  args: string[];
+  /** the agent's environment for it (e.g. S3 credentials) */
+  env: Record<string, string>;
+  /** the test's own reader of it */
+  store: ObjectStore;
+  /** stop and start it: the scenario makes an outage of 20 s when given */
+  outage?: { stop(): Promise<void>; start(): Promise<void> };
+}
+
+/** A file:// store in `dir`. */
+export function fileStoreIn(dir: string): ScenarioStore {
   const storeDir = path.join(dir, 'store');
-  fs.mkdirSync(storeDir);
+  fs.mkdirSync(storeDir, { recursive: true });
   const url = pathToFileURL(storeDir).href;
-  const store = new FileStore(url, storeDir);
+  return { url, args: [], env: {}, store: new FileStore(url, storeDir) };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function agentScenario(seed: string, cluster: ScenarioCluster, storeIn: (dir: string) => Promise<ScenarioStore>): Promise<void> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `lifeboat-${seed}-`));
+  const { url, store, env, outage, args: storeArgs } = await storeIn(dir);
   const [port] = await freePorts(1, `${seed}-metrics`);
   const args = [
     '--endpoints',
     cluster.endpoints.join(','),
     '--store',
     url,
+    ...storeArgs,
     '--spool-dir',
     path.join(dir, 'spool'),
     '--delta-interval',
@@ -169,17 +192,35 @@ export async function agentScenario(seed: string, cluster: ScenarioCluster): Pro
   const agents: Agent[] = [];
   try {
     await load(writer, 'pre', 10);
-    let agent = startAgent(args);
+    let agent = startAgent(args, env);
     agents.push(agent);
     await waitLine(agent, /full \(first full\) at revision \d+/, 'the first full');
     const served = /watching (\S+) from revision/.exec(await waitLine(agent, /watching \S+ from revision/, 'the watch'))![1];
 
     // One agent per store: a second is refused (exit 3), naming the first's host and start time.
-    const second = await lifeboat('backup', 'run', '--endpoints', live.join(','), '--store', url, '--spool-dir', path.join(dir, 'spool2'));
+    const second = await run(
+      process.execPath,
+      [BIN, 'backup', 'run', '--endpoints', live.join(','), '--store', url, ...storeArgs, '--spool-dir', path.join(dir, 'spool2')],
+      { env },
+    );
     assert.equal(second.code, 3, second.stderr);
     assert.match(second.stderr, new RegExp(`locked by the agent on ${os.hostname()} \\(pid ${agent.proc.pid}, started \\d{4}-`));
 
     await load(writer, 'a', 30);
+    if (outage) {
+      // The store down for 20 s: writes go on, the agent commits them to its spool and says it is unhealthy.
+      await outage.stop();
+      const until = Date.now() + 20_000;
+      for (let i = 0; Date.now() < until; i++) {
+        await load(writer, `out${i}`, 5);
+        await sleep(1000);
+      }
+      assert.ok((await metric(port, 'lifeboat_backup_spool_bytes')) > 0, 'revisions wait in the spool');
+      assert.ok((await metric(port, 'lifeboat_backup_store_retries_total')) > 0, 'store calls retried');
+      assert.ok((await metric(port, 'lifeboat_backup_last_stored_revision')) > (await metric(port, 'lifeboat_backup_last_uploaded_revision')));
+      assert.equal((await fetch(`http://127.0.0.1:${port}/health`)).status, 503);
+      await outage.start();
+    }
     // The member serving the watch dies: the agent watches another from where it was.
     const seen = agent.lines.length;
     await cluster.kill(served);
@@ -195,7 +236,7 @@ export async function agentScenario(seed: string, cluster: ScenarioCluster): Pro
     // kill -9 and a restart: the new agent takes over the dead one's lock and resumes.
     await stopAgent(agent, 'SIGKILL');
     await load(writer, 'c', 20);
-    agent = startAgent(args);
+    agent = startAgent(args, env);
     agents.push(agent);
     await waitLine(agent, /taking over the lock of the agent on .* that process is gone/, 'the lock taken over');
     await waitLine(agent, /resuming after revision \d+/, 'the resume');
@@ -229,7 +270,7 @@ export async function agentScenario(seed: string, cluster: ScenarioCluster): Pro
       next = s.toRevision + 1;
     }
     assert.ok(next > head, `the segments reach the head ${head} (to ${next - 1})`);
-    const records = await storedRecords(storeDir, c, dir);
+    const records = await storedRecords(store, c, dir);
     const stored: Rev[] = records.filter((r) => r.kind === 'revision').map((r) => ({ revision: r.revision, events: r.events.map(eventText) }));
     const want = await history(writer, first + 1, head);
     assert.deepEqual(
@@ -256,7 +297,7 @@ export async function agentScenario(seed: string, cluster: ScenarioCluster): Pro
     const lastStored = next - 1;
     await load(writer, 'e', 10);
     await writer.compact(await headOf(writer));
-    agent = startAgent(args);
+    agent = startAgent(args, env);
     agents.push(agent);
     await waitLine(agent, /GAP recorded/, 'the gap');
     const after = await waitFor('the gap in the store', async () => {
@@ -274,6 +315,7 @@ export async function agentScenario(seed: string, cluster: ScenarioCluster): Pro
     assert.equal(await stopAgent(agent, 'SIGTERM'), 0);
   } finally {
     writer.close();
+    store.close();
     for (const a of agents) await stopAgent(a, 'SIGKILL').catch(() => undefined);
     if (!process.env.LIFEBOAT_KEEP_TEST_DIRS) fs.rmSync(dir, { recursive: true, force: true });
   }
