@@ -7,6 +7,8 @@
 // certificate each fail `backup list` with one line naming the cause.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createReadStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -185,10 +187,26 @@ describe('backup list: credentials, endpoints and certificates', () => {
     assert.ok(!line.includes(s3.wrongKeysEnv.AWS_SECRET_ACCESS_KEY) && !line.includes(s3.wrongKeysEnv.AWS_ACCESS_KEY_ID), line);
   });
 
-  test('no credentials at all: exit 3 at once, naming where credentials come from (instance metadata is not asked)', async () => {
-    const r = await cli({ AWS_REGION: 'us-east-1' }, 'backup', 'list', s3.url('creds'), '--s3-endpoint', s3.endpoint);
-    failsWithOneLine(r, 3, 'no S3 credentials found', 'AWS_PROFILE', '--s3-imds');
-    assert.ok(r.ms < 10_000, `took ${r.ms} ms`);
+  test('no credentials at all: exit 3 at once, naming where credentials come from; the instance metadata service is asked only with --s3-imds', async () => {
+    // A stand-in metadata service that counts what it is asked (and has no credentials to give).
+    const asked: string[] = [];
+    const imds = http.createServer((req, res) => {
+      asked.push(`${req.method} ${req.url}`);
+      res.writeHead(404).end();
+    });
+    await new Promise<void>((r) => imds.listen(0, '127.0.0.1', r));
+    const env = { AWS_REGION: 'us-east-1', AWS_EC2_METADATA_SERVICE_ENDPOINT: `http://127.0.0.1:${(imds.address() as AddressInfo).port}` };
+    try {
+      const r = await cli(env, 'backup', 'list', s3.url('creds'), '--s3-endpoint', s3.endpoint);
+      failsWithOneLine(r, 3, 'no S3 credentials found', 'AWS_PROFILE', '--s3-imds');
+      assert.ok(r.ms < 10_000, `took ${r.ms} ms`);
+      assert.deepEqual(asked, [], 'the metadata service was asked without --s3-imds');
+      const withImds = await cli(env, 'backup', 'list', s3.url('creds'), '--s3-endpoint', s3.endpoint, '--s3-imds');
+      assert.equal(withImds.code, 3, withImds.stderr);
+      assert.ok(asked.length > 0, 'with --s3-imds the metadata service is asked');
+    } finally {
+      imds.close();
+    }
   });
 
   test('an endpoint nobody listens on: exit 1 after the bounded retries, one line', async () => {
