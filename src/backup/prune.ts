@@ -14,23 +14,38 @@ export interface PruneResult {
   kept: PrunePlan['kept'];
 }
 
+/** Victims deleted at once (each one's manifest still before its object). */
+const PARALLEL_DELETES = 8;
+
 export async function applyPrune(store: ObjectStore, plan: PrunePlan, dryRun: boolean): Promise<PruneResult> {
   const result: PruneResult = { store: store.url, dryRun, deleted: [], skipped: [], kept: plan.kept };
   if (dryRun) return { ...result, deleted: plan.delete };
-  for (const v of plan.delete) {
-    let done = true;
+  const outcomes: Array<{ key: string; reason: string } | null | undefined> = plan.delete.map(() => undefined);
+  const removeOne = async (v: PruneVictim): Promise<{ key: string; reason: string } | null> => {
     for (const key of [v.manifest, v.object]) {
       if (key === undefined) continue;
       try {
         await store.delete(key);
       } catch (e) {
         if (!(e instanceof ObjectLocked)) throw e;
-        result.skipped.push({ victim: v, key, reason: e.message });
-        done = false;
-        break;
+        return { key, reason: e.message };
       }
     }
-    if (done) result.deleted.push(v);
-  }
+    return null;
+  };
+  let next = 0;
+  const worker = async () => {
+    while (next < plan.delete.length) {
+      const i = next++;
+      outcomes[i] = await removeOne(plan.delete[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(PARALLEL_DELETES, plan.delete.length) }, worker));
+  // Reported in the plan's order, whatever order the deletes finished in.
+  plan.delete.forEach((v, i) => {
+    const o = outcomes[i];
+    if (o === null) result.deleted.push(v);
+    else if (o) result.skipped.push({ victim: v, ...o });
+  });
   return result;
 }
