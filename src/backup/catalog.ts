@@ -4,8 +4,8 @@
 // no manifest are not part of it (they are listed apart, for prune). The agent
 // resumes from here, and list, verify, prune and restore read it.
 import { isManifestKey, MANIFEST_SUFFIX } from './layout.js';
-import { parseManifest, type FullManifest, type GapManifest, type Manifest, type SegmentManifest } from './manifest.js';
-import type { ObjectStore, StoredObject } from './objectStore.js';
+import { ManifestError, parseManifest, type FullManifest, type GapManifest, type Manifest, type SegmentManifest } from './manifest.js';
+import { ObjectMissing, type ObjectStore, type StoredObject } from './objectStore.js';
 
 export interface ClusterCatalog {
   clusterId: string;
@@ -31,29 +31,57 @@ export interface Catalog {
   orphans: StoredObject[];
   /** every stored object, for sizes */
   objects: Map<string, StoredObject>;
+  /** the key each manifest was read from (prune deletes it) */
+  manifestKeys: Map<Manifest, string>;
 }
+
+/** Manifests fetched at once: a store of a day's 5-second segments holds some 17 000. */
+const PARALLEL_READS = 16;
 
 export async function readCatalog(store: ObjectStore): Promise<Catalog> {
   const listed = await store.list('');
   const objects = new Map(listed.map((o) => [o.key, o]));
+  const manifestObjects = listed.filter((o) => isManifestKey(o.key));
+  // Each manifest's bytes, in key order; undefined when it went between the listing and the read (a prune).
+  const read: Array<Manifest | { problem: string } | undefined> = manifestObjects.map(() => undefined);
+  let next = 0;
+  const worker = async () => {
+    while (next < manifestObjects.length) {
+      const i = next++;
+      const key = manifestObjects[i].key;
+      try {
+        read[i] = parseManifest(key, await store.get(key));
+      } catch (e) {
+        // A store that fails is the command's failure, not an unreadable manifest.
+        if (e instanceof ManifestError) read[i] = { problem: e.message };
+        else if (!(e instanceof ObjectMissing)) throw e;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(PARALLEL_READS, manifestObjects.length) }, worker));
   const manifests: Manifest[] = [];
   const unreadable: Catalog['unreadable'] = [];
-  for (const o of listed) {
-    if (!isManifestKey(o.key)) continue;
-    try {
-      const m = parseManifest(o.key, await store.get(o.key));
-      if (m.kind !== 'gap' && !objects.has(m.object)) unreadable.push({ key: o.key, problem: `its object ${m.object} is not in the store` });
-      else manifests.push(m);
-    } catch (e) {
-      unreadable.push({ key: o.key, problem: (e as Error).message });
+  const manifestKeys = new Map<Manifest, string>();
+  manifestObjects.forEach((o, i) => {
+    const m = read[i];
+    if (m === undefined) return;
+    if ('problem' in m) unreadable.push({ key: o.key, problem: m.problem });
+    else if (m.kind !== 'gap' && !objects.has(m.object)) unreadable.push({ key: o.key, problem: `its object ${m.object} is not in the store` });
+    else {
+      manifests.push(m);
+      manifestKeys.set(m, o.key);
     }
-  }
+  });
   const described = new Set(listed.filter((o) => isManifestKey(o.key)).map((o) => o.key.slice(0, -MANIFEST_SUFFIX.length)));
   const orphans = listed.filter((o) => !isManifestKey(o.key) && o.key.includes('/') && !described.has(o.key));
   const byCluster = new Map<string, Manifest[]>();
-  for (const m of manifests) byCluster.set(m.clusterId, [...(byCluster.get(m.clusterId) ?? []), m]);
+  for (const m of manifests) {
+    const ms = byCluster.get(m.clusterId);
+    if (ms) ms.push(m);
+    else byCluster.set(m.clusterId, [m]);
+  }
   const clusters = [...byCluster.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([id, ms]) => clusterCatalog(id, ms));
-  return { clusters, unreadable, orphans, objects };
+  return { clusters, unreadable, orphans, objects, manifestKeys };
 }
 
 const byRevision = <T extends { fromRevision: number; toRevision: number }>(a: T, b: T) => a.fromRevision - b.fromRevision || a.toRevision - b.toRevision;

@@ -79,9 +79,17 @@ export class ObjectLocked extends Error {
   }
 }
 
-/** The store could not be reached or refused us (credentials, permissions): the agent retries, a command fails with this one line. */
+/**
+ * The store could not be reached or refused us (credentials, permissions): the
+ * agent retries, a command fails with this one line. `retryable` is false when
+ * waiting cannot help (bad credentials, no such bucket): retryingStore.ts gives
+ * up at once and the CLI exits 3 (the store refused) instead of 1.
+ */
 export class StoreUnavailable extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly retryable = true,
+  ) {
     super(message);
     this.name = 'StoreUnavailable';
   }
