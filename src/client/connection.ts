@@ -71,6 +71,9 @@ export class Connection {
   readonly maintenance: UnaryMethods;
   readonly watch: WatchClient;
   readonly auth: UnaryMethods;
+  /** unary methods; LeaseKeepAlive (a stream) through `leaseStream` */
+  readonly lease: UnaryMethods;
+  readonly leaseStream: WatchClient;
   private dialing?: Promise<void>;
   private closed = false;
 
@@ -90,6 +93,8 @@ export class Connection {
     this.maintenance = make('etcdserverpb.Maintenance') as UnaryMethods;
     this.watch = make('etcdserverpb.Watch') as WatchClient;
     this.auth = make('etcdserverpb.Auth') as UnaryMethods;
+    this.lease = make('etcdserverpb.Lease') as UnaryMethods;
+    this.leaseStream = this.lease as unknown as WatchClient;
   }
 
   /** Resolves once the channel is READY; rejects by `deadline` with a one-line reason. Memoized. */

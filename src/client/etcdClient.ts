@@ -50,6 +50,7 @@ import {
   type WireAlarmResponse,
   type WireDeleteRangeResponse,
   type WireHashKVResponse,
+  type WireInt,
   type WireHashResponse,
   type WireHeaderOnly,
   type WireMemberAddResponse,
@@ -59,10 +60,16 @@ import {
   type WireStatusResponse,
   type WireTxnResponse,
 } from './types.js';
-import { wireNum } from './ids.js';
+import { wireBig, wireNum } from './ids.js';
 import { WatchStream, type WatchOptions } from './watchStream.js';
 
 export type { ConnectionOptions, EtcdClientOptions } from './target.js';
+
+export interface LeaseKeepAliveStream {
+  keepAlive(id: bigint): void;
+  close(): void;
+  error: Error | undefined;
+}
 
 /** The server's answers after which clientv3 authenticates again and retries (an expired or stale token). */
 const REAUTH_DETAILS = new Set<string>([EtcdText.invalidAuthToken, EtcdText.authOldRevision, EtcdText.userEmpty]);
@@ -72,8 +79,8 @@ export function clientFor(endpoints: string | readonly string[], conn: Connectio
   return new EtcdClient({ ...conn, endpoints });
 }
 
-type ServiceName = 'kv' | 'cluster' | 'maintenance' | 'auth';
-const SERVICE_NAMES: Record<ServiceName, string> = { kv: 'KV', cluster: 'Cluster', maintenance: 'Maintenance', auth: 'Auth' };
+type ServiceName = 'kv' | 'cluster' | 'maintenance' | 'auth' | 'lease';
+const SERVICE_NAMES: Record<ServiceName, string> = { kv: 'KV', cluster: 'Cluster', maintenance: 'Maintenance', auth: 'Auth', lease: 'Lease' };
 
 export class EtcdClient {
   private readonly options: EtcdClientOptions;
@@ -266,6 +273,60 @@ export class EtcdClient {
   async moveLeader(targetId: bigint): Promise<HeaderOnly> {
     const { res } = await this.unary<WireHeaderOnly>('maintenance', 'MoveLeader', { targetID: targetId.toString() });
     return { header: headerFromWire(res.header) };
+  }
+
+  // ---- Lease ----
+
+  /** LeaseGrant; `id` 0 lets the member choose. */
+  async leaseGrant(ttlSeconds: number, id = 0n): Promise<{ id: bigint; ttl: number }> {
+    const { res } = await this.unary<{ ID?: WireInt; TTL?: WireInt; error?: string }>('lease', 'LeaseGrant', { TTL: String(ttlSeconds), ID: id.toString() });
+    if (res.error) throw new EtcdClientError(`LeaseGrant ${id.toString(16)}: ${res.error}`, 'server');
+    return { id: wireBig(res.ID), ttl: wireNum(res.TTL) };
+  }
+
+  async leaseRevoke(id: bigint): Promise<HeaderOnly> {
+    const { res } = await this.unary<WireHeaderOnly>('lease', 'LeaseRevoke', { ID: id.toString() });
+    return { header: headerFromWire(res.header) };
+  }
+
+  /** TTL -1: the lease does not exist (etcd's answer). */
+  async leaseTimeToLive(id: bigint, keys = false): Promise<{ id: bigint; ttl: number; grantedTtl: number; keys: Buffer[] }> {
+    const { res } = await this.unary<{ ID?: WireInt; TTL?: WireInt; grantedTTL?: WireInt; keys?: Uint8Array[] }>('lease', 'LeaseTimeToLive', {
+      ID: id.toString(),
+      keys,
+    });
+    return { id: wireBig(res.ID), ttl: wireNum(res.TTL), grantedTtl: wireNum(res.grantedTTL), keys: (res.keys ?? []).map((k) => Buffer.from(k)) };
+  }
+
+  async leaseLeases(): Promise<bigint[]> {
+    const { res } = await this.unary<{ leases?: Array<{ ID?: WireInt }> }>('lease', 'LeaseLeases', {});
+    return (res.leases ?? []).map((l) => wireBig(l.ID));
+  }
+
+  /**
+   * A LeaseKeepAlive stream: `keepAlive(id)` refreshes a lease (answers are read
+   * and dropped); `error` holds what ended the stream, if it ended.
+   */
+  async leaseKeepAliveStream(): Promise<LeaseKeepAliveStream> {
+    const conn = await this.connection();
+    const call = conn.leaseStream.LeaseKeepAlive(await this.metadata(conn));
+    const ep = conn.endpoint.text;
+    const s: LeaseKeepAliveStream = {
+      error: undefined,
+      keepAlive: (id) => {
+        if (s.error) throw s.error;
+        call.write({ ID: id.toString() });
+      },
+      close: () => {
+        call.end();
+        call.cancel();
+      },
+    };
+    call.on('data', () => undefined);
+    call.on('error', (e: grpc.ServiceError) => {
+      if (e.code !== grpc.status.CANCELLED) s.error = callError(e, ep, this.commandTimeoutMs);
+    });
+    return s;
   }
 
   // ---- Watch ----
