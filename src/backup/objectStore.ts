@@ -42,6 +42,22 @@ export interface ObjectStore {
   close(): void;
 }
 
+/** What an s3:// store needs beyond its URL (flags of the backup commands). */
+export interface S3StoreOptions {
+  /** --s3-endpoint: a non-AWS service (Ceph RGW, MinIO, R2, s3rver); path-style addressing then */
+  endpoint?: string;
+  /** --s3-region (AWS_REGION otherwise; "us-east-1" when neither) */
+  region?: string;
+  /** --s3-path-style: force path-style addressing (the default with --s3-endpoint) */
+  pathStyle?: boolean;
+  /** --s3-ca-file: a CA bundle to verify an https endpoint's certificate */
+  caFile?: string;
+  /** --s3-imds: let the credential chain ask the EC2 instance metadata service */
+  imds?: boolean;
+  /** every store call gives up after this long (then the caller's retry decides) */
+  timeoutMs?: number;
+}
+
 export class ObjectMissing extends Error {
   constructor(
     readonly store: string,
@@ -63,9 +79,17 @@ export class ObjectLocked extends Error {
   }
 }
 
-/** The store could not be reached or refused us (credentials, permissions): the agent retries, a command fails with this one line. */
+/**
+ * The store could not be reached or refused us (credentials, permissions): the
+ * agent retries, a command fails with this one line. `retryable` is false when
+ * waiting cannot help (bad credentials, no such bucket): retryingStore.ts gives
+ * up at once and the CLI exits 3 (the store refused) instead of 1.
+ */
 export class StoreUnavailable extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly retryable = true,
+  ) {
     super(message);
     this.name = 'StoreUnavailable';
   }

@@ -5,23 +5,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { InputError } from '../common/errors.js';
 import { FileStore } from './fileStore.js';
-import type { ObjectStore } from './objectStore.js';
+import type { ObjectStore, S3StoreOptions } from './objectStore.js';
 
-/** What an s3:// store needs beyond its URL (flags of the backup commands). */
-export interface S3StoreOptions {
-  /** --s3-endpoint: a non-AWS service (Ceph RGW, MinIO, R2, s3rver); path-style addressing then */
-  endpoint?: string;
-  /** --s3-region (AWS_REGION otherwise; "us-east-1" when neither) */
-  region?: string;
-  /** --s3-path-style: force path-style addressing (the default with --s3-endpoint) */
-  pathStyle?: boolean;
-  /** --s3-ca-file: a CA bundle to verify an https endpoint's certificate */
-  caFile?: string;
-  /** --s3-imds: let the credential chain ask the EC2 instance metadata service */
-  imds?: boolean;
-  /** every store call gives up after this long (then the caller's retry decides) */
-  timeoutMs?: number;
-}
+export type { S3StoreOptions } from './objectStore.js';
 
 export interface ParsedStoreUrl {
   scheme: 'file' | 's3';
