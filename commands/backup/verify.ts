@@ -1,11 +1,11 @@
-import { Args, Flags } from '#oclif-core';
+import { Flags } from '#oclif-core';
 import { auditDbFlag } from '../../src/cli/auditFlags.js';
+import { openBackupStore, STORE_ARG, STORE_FLAGS, storeUrlOf, tagStoreError } from '../../src/cli/backupStoreFlags.js';
 import { BaseCommand, credentialsFor } from '../../src/cli/baseCommand.js';
 import { readPasswordFile } from '../../src/cli/connectionFlags.js';
 import { EXIT } from '../../src/cli/exitCodes.js';
 import { backupVerifyOutput, readIdentityFiles } from '../../src/cli/output/backupVerify.js';
 import { InputError } from '../../src/common/errors.js';
-import { openStore } from '../../src/backup/openStore.js';
 import { verifyBackup } from '../../src/backup/verify.js';
 
 export default class BackupVerify extends BaseCommand {
@@ -18,11 +18,10 @@ export default class BackupVerify extends BaseCommand {
     '<%= config.bin %> backup verify s3://backups/etcd --at 123456 --identity-file ~/.config/lifeboat/backup-key.txt',
   ];
 
-  static override args = {
-    store: Args.string({ description: 'the store: file:///dir or s3://bucket/prefix', required: true }),
-  };
+  static override args = STORE_ARG;
 
   static override flags = {
+    ...STORE_FLAGS,
     at: Flags.integer({ description: 'the revision to prove (default: the last one stored)', min: 1 }),
     cluster: Flags.string({ description: 'the cluster ID (16 hex digits) when the store holds backups of more than one', helpValue: 'ID' }),
     'identity-file': Flags.string({
@@ -40,6 +39,11 @@ export default class BackupVerify extends BaseCommand {
     'audit-db': auditDbFlag,
   };
 
+  protected override async catch(err: Error & { commandId?: string; oclif?: { exit?: number } }): Promise<unknown> {
+    tagStoreError(err);
+    return super.catch(err);
+  }
+
   async run(): Promise<void> {
     const { args, flags } = await this.parse(BackupVerify);
     if (flags.cluster !== undefined && !/^[0-9a-fA-F]{1,16}$/.test(flags.cluster))
@@ -47,7 +51,7 @@ export default class BackupVerify extends BaseCommand {
     const identities = readIdentityFiles(flags['identity-file'] ?? []);
     const password = flags['password-file'] !== undefined ? readPasswordFile(flags['password-file']) : undefined;
     const creds = credentialsFor(flags.user, password, process.env.ETCDCTL_PASSWORD || undefined, '--user', '--password-file or NAME:PASSWORD');
-    const store = await openStore(args.store);
+    const store = await openBackupStore(storeUrlOf(flags, args.store), flags);
     const abort = new AbortController();
     const onSignal = () => abort.abort();
     process.on('SIGINT', onSignal);

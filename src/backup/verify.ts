@@ -10,7 +10,7 @@ import { AuditLog, DRILL_PLAYBOOK, DRILL_RESULT_EVENT, resolveAuditDbPath, type 
 import type { ConnectionOptions } from '../client/etcdClient.js';
 import { ALL_KEYS } from '../client/keyRange.js';
 import { readCatalog } from './catalog.js';
-import type { ObjectStore } from './objectStore.js';
+import { StoreUnavailable, type ObjectStore } from './objectStore.js';
 import { Replay, type HashCheck, type ReplayStats } from './replay.js';
 import { chooseCluster, planReplay, ReplayError, type ReplayPlan } from './replayPlan.js';
 
@@ -89,6 +89,7 @@ export async function verifyBackup(o: VerifyOptions): Promise<VerifyResult> {
   let keys: number | null = null;
   let failedObject: string | null = null;
   let interrupted = false;
+  let storeError: StoreUnavailable | undefined;
   try {
     plan = await step(
       'plan',
@@ -161,6 +162,7 @@ export async function verifyBackup(o: VerifyOptions): Promise<VerifyResult> {
       interrupted = true;
       failures.push('interrupted');
     } else {
+      if (e instanceof StoreUnavailable) storeError = e;
       const name = e instanceof ReplayError ? (plan ? 'replay' : 'plan') : 'verify';
       check(name, false, (e as Error).message);
       if (e instanceof ReplayError) failedObject = e.object ?? null;
@@ -191,6 +193,8 @@ export async function verifyBackup(o: VerifyOptions): Promise<VerifyResult> {
   audit.event(runId, { kind: DRILL_RESULT_EVENT, message, data: summary });
   audit.finishRun(runId, { outcome: interrupted ? 'interrupted' : passed ? 'succeeded' : 'failed', ...(passed ? {} : { error: failures.join('; ') }) });
   audit.close();
+  // Recorded as a failed verify; the command says it as the store's error (exit 3 when the store refused us).
+  if (storeError) throw storeError;
   return {
     passed,
     runId,

@@ -149,7 +149,6 @@ describe('backup verify on an etcd cluster', () => {
       [wrong, s3.object, /HashKV at revision \d+ differs/],
     ] as const) {
       const { code, result } = await verify(`file://${store}`, auditDb);
-      if (process.env.SHOW) console.log(result.failures, result.failedObject);
       assert.equal(code, 1, `${store}: ${JSON.stringify(result)}`);
       assert.equal(result.passed, false);
       assert.match(result.failures.join('; '), why);
