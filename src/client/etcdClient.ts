@@ -331,11 +331,17 @@ export class EtcdClient {
 
   // ---- Watch ----
 
-  /** A watch on [key, rangeEnd) from `startRevision`, on its own stream (see watchStream.ts). */
-  async watch(key: Buffer, opts: WatchOptions): Promise<WatchStream> {
+  /**
+   * A watch on [key, rangeEnd) from `startRevision`, on its own stream (see watchStream.ts).
+   * `requireLeader`: clientv3's WithRequireLeader (metadata `hasleader: true`), so a member
+   * that lost its leader ends the stream instead of serving stale silence.
+   */
+  async watch(key: Buffer, opts: WatchOptions & { requireLeader?: boolean }): Promise<WatchStream> {
     const conn = await this.connection();
     this.options.debug?.(`→ Watch ${conn.endpoint.text} from revision ${opts.startRevision}`);
-    return WatchStream.open(conn.watch, conn.endpoint.text, key, opts, this.commandTimeoutMs, await this.metadata(conn));
+    const md = await this.metadata(conn);
+    if (opts.requireLeader) md.set('hasleader', 'true');
+    return WatchStream.open(conn.watch, conn.endpoint.text, key, opts, this.commandTimeoutMs, md);
   }
 
   // ---- plumbing ----

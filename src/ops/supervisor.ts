@@ -47,7 +47,7 @@ export function unitNameOf(runtime: RuntimeName, name: string): string {
 }
 
 /** systemd's EnvironmentFile syntax: a value quoted when it needs to be. */
-function envLine(key: string, value: string): string {
+export function envLine(key: string, value: string): string {
   return /^[A-Za-z0-9_\-.,:/=@+%]*$/.test(value) ? `${key}=${value}` : `${key}="${value.replace(/(["\\$`])/g, '\\$1')}"`;
 }
 
