@@ -252,13 +252,13 @@ export class Replay {
     await sc.waitLeader();
     this.client_ = clientFor([m.clientUrl], conn);
     const at = (await this.client.status()).header.revision;
-    if (at !== full.revision) throw new ReplayError(`${full.object}: restored, the member is at revision ${at}, the full at ${full.revision}`, full.object);
+    if (at !== this.plan.base) throw new ReplayError(`${full.object}: restored, the member is at revision ${at}, the full at ${this.plan.base}`, full.object);
     this.compacted = (await this.client.hashKV(0)).compactRevision;
     this.keeper = await LeaseKeeper.start(this.client);
     this.stats.restoreMs = Date.now() - t0;
-    this.say(`restored ${full.object} (${this.runtime}, revision ${full.revision}, ${this.keeper.count} leases) in ${m.dataDir}`);
+    this.say(`restored ${full.object} (${this.runtime}, revision ${this.plan.base}, ${this.keeper.count} leases) in ${m.dataDir}`);
     this.sinceEqual = [full.object];
-    await this.hashPointsAt(full.revision);
+    await this.hashPointsAt(this.plan.base);
   }
 
   // ---- 3. the segments, one Txn per revision
@@ -267,7 +267,7 @@ export class Replay {
   async replaySegments(): Promise<void> {
     const t0 = Date.now();
     const { target } = this.plan;
-    let reached = this.plan.full.revision;
+    let reached = this.plan.base;
     let lastSaid = Date.now();
     for (const m of this.plan.segments) {
       const file = this.files.get(m.object)!;

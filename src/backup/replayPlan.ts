@@ -8,7 +8,13 @@ import type { FullManifest, HashPoint, SegmentManifest } from './manifest.js';
 export interface ReplayPlan {
   clusterId: string;
   full: FullManifest;
-  /** in revision order; together they hold full.revision + 1 .. target, each once */
+  /**
+   * The revision the full restores to: its own, or 1 for a full of an empty
+   * cluster, which holds no key to read a revision from (0) while the cluster is
+   * at 1, the revision both runtimes start at, which never holds an event.
+   */
+  base: number;
+  /** in revision order; together they hold base + 1 .. target, each once */
   segments: SegmentManifest[];
   target: number;
   /** the HashKV points recorded from full.revision to target, by revision, with the object whose manifest holds each */
@@ -57,8 +63,9 @@ export function planReplay(catalog: Catalog, cluster: ClusterCatalog, at?: numbe
     );
   }
   const full = fulls[fulls.length - 1];
+  const base = Math.max(full.revision, 1);
   const segments: SegmentManifest[] = [];
-  let reached = full.revision;
+  let reached = base;
   while (reached < target) {
     const next = cluster.segments.filter((s) => s.fromRevision <= reached + 1 && s.toRevision > reached).sort((a, b) => b.toRevision - a.toRevision)[0];
     if (!next) throw missingError(catalog, cluster, reached + 1, target);
@@ -66,11 +73,11 @@ export function planReplay(catalog: Catalog, cluster: ClusterCatalog, at?: numbe
     reached = next.toRevision;
   }
   const hashPoints = [full, ...segments]
-    .flatMap((m) => m.hashPoints.map((h) => ({ ...h, object: m.object })))
-    .filter((h) => h.revision >= full.revision && h.revision <= target)
+    .flatMap((m) => m.hashPoints.map((h) => ({ ...h, revision: Math.max(h.revision, 1), object: m.object })))
+    .filter((h) => h.revision >= base && h.revision <= target)
     .sort((a, b) => a.revision - b.revision)
     .filter((h, i, all) => i === 0 || all[i - 1].revision !== h.revision);
-  return { clusterId: cluster.clusterId, full, segments, target, hashPoints };
+  return { clusterId: cluster.clusterId, full, base, segments, target: Math.max(target, base), hashPoints };
 }
 
 /** Revision `rev` is in no segment: say why, naming the object readers lost or the gap recorded. */

@@ -140,8 +140,8 @@ export async function verifyBackup(o: VerifyOptions): Promise<VerifyResult> {
     phases.push({ phase: 'restore', label: 'restore the full', seconds: seconds(r.stats.restoreMs) });
     await step(
       'replay',
-      `Replay revisions ${p.full.revision + 1}-${p.target}, one Txn each, comparing HashKV at the recorded points`,
-      { from: p.full.revision + 1, to: p.target },
+      `Replay revisions ${p.base + 1}-${p.target}, one Txn each, comparing HashKV at the recorded points`,
+      { from: p.base + 1, to: p.target },
       () => r.replaySegments(),
       () => ({ ...r.stats, hashChecks: r.hashChecks }),
     );
