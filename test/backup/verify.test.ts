@@ -84,6 +84,8 @@ describe('backup verify on an etcd cluster', () => {
   let storeDir: string;
   let auditDb: string;
   let written: Written;
+  let encryptedDir: string;
+  let identity: string;
 
   before(async () => {
     cluster = await EtcdCluster.start({ size: 1, portSeed: 'backupVerify.etcd' });
@@ -92,11 +94,24 @@ describe('backup verify on an etcd cluster', () => {
     auditDb = path.join(dir, 'audit.db');
     const fx = new BackupFixture({ endpoints: cluster.endpoints.split(','), runtime: 'etcd', storeDir });
     const c = clientFor(cluster.endpoints.split(','), conn);
+    const age = await import('age-encryption');
+    identity = await age.generateX25519Identity();
+    encryptedDir = path.join(dir, 'encrypted');
+    const enc = new BackupFixture({
+      endpoints: cluster.endpoints.split(','),
+      runtime: 'etcd',
+      storeDir: encryptedDir,
+      recipients: [await age.identityToRecipient(identity)],
+    });
     try {
       written = await workload(c, fx);
+      await enc.full();
+      await c.put('/app/encrypted', 'yes');
+      await enc.segment();
     } finally {
       c.close();
       fx.close();
+      enc.close();
     }
   });
 
@@ -124,6 +139,19 @@ describe('backup verify on an etcd cluster', () => {
     for (const rev of [written.segments[0].toRevision, written.segments[1].toRevision]) {
       assert.deepEqual(await replayedKeyspace(storeDir, rev, path.join(dir, 'logs')), written.reads.get(rev), `revision ${rev}`);
     }
+  });
+
+  test('an encrypted store verifies with its age identity, and without it fails naming the object; the identity is never shown', async () => {
+    const file = path.join(dir, 'key.txt');
+    fs.writeFileSync(file, `# created: now\n${identity}\n`, { mode: 0o600 });
+    const ok = await verify(`file://${encryptedDir}`, auditDb, '--identity-file', file);
+    assert.equal(ok.code, 0, ok.stderr);
+    const without = await verify(`file://${encryptedDir}`, auditDb);
+    assert.equal(without.code, 1);
+    assert.match(without.result.failures.join('; '), /full-\d{20}-\S+\.db\.gz\.age: encrypted to age1\w+; give the age identity \(--identity-file\)/);
+    const audit = await lifeboat('audit', 'export', '--audit-db', auditDb);
+    for (const text of [ok.stderr, JSON.stringify(ok.result), without.stderr, audit.stdout])
+      assert.ok(!text.includes(identity.slice(16)), 'the identity was shown');
   });
 
   test('a flipped byte, a missing segment and a wrong key each fail, naming the object', async () => {
