@@ -35,7 +35,8 @@ import { LeaseKeeper } from './leaseKeeper.js';
 import type { FullManifest, SegmentManifest, StoredBytes } from './manifest.js';
 import { decodeObject, ObjectIntegrityError } from './objectCodec.js';
 import { ObjectMissing, type ObjectStore } from './objectStore.js';
-import { ReplayError, type ReplayPlan } from './replayPlan.js';
+import { readCatalog } from './catalog.js';
+import { chooseCluster, planReplay, ReplayError, type ReplayPlan } from './replayPlan.js';
 import { decodeSegment, SegmentFormatError, type RevisionRecord, type Segment } from './segmentCodec.js';
 import type { TxnOp } from '../client/types.js';
 
@@ -178,6 +179,17 @@ export class Replay {
 
   private limits = { maxTxnOps: DEFAULT_MAX_TXN_OPS, maxRequestBytes: DEFAULT_MAX_REQUEST_BYTES };
 
+  /**
+   * The scratch member's --max-txn-ops and --max-request-bytes: always for etcd
+   * (its 1.5 MiB default is below ours); for a Lifeboat member only above its
+   * defaults (128 ops, 2 MiB), which members older than the two flags also take.
+   */
+  private limitFlags(): string[] {
+    const { maxTxnOps, maxRequestBytes } = this.limits;
+    if (this.runtime === 'lifeboat' && maxTxnOps <= DEFAULT_MAX_TXN_OPS && maxRequestBytes <= DEFAULT_MAX_REQUEST_BYTES) return [];
+    return ['--max-txn-ops', String(maxTxnOps), '--max-request-bytes', String(maxRequestBytes)];
+  }
+
   /** Downloads and decodes one object; its plain file. */
   private async fetch(m: StoredBytes, work: string): Promise<string> {
     const base = path.join(work, path.basename(m.object));
@@ -236,7 +248,7 @@ export class Replay {
       logDir: this.o.logDir,
       size: 1,
       conn,
-      extraArgs: ['--max-txn-ops', String(this.limits.maxTxnOps), '--max-request-bytes', String(this.limits.maxRequestBytes)],
+      extraArgs: this.limitFlags(),
       ...(this.o.etcdBin ? { etcdBin: this.o.etcdBin } : {}),
       ...(this.o.signal ? { signal: this.o.signal } : {}),
     });
@@ -374,6 +386,17 @@ export class Replay {
     for (const d of this.dirs) fs.rmSync(d, { recursive: true, force: true });
     for (const f of this.files.values()) fs.rmSync(f, { force: true });
   }
+}
+
+/**
+ * The state of a backed-up cluster at revision `at` (default: the last one
+ * stored) in a running scratch member: the store read, the plan made, the
+ * replay run. Close the result when done; a ReplayError names what stopped it.
+ */
+export async function replayTo(o: Omit<ReplayOptions, 'plan'> & { clusterId?: string; at?: number }): Promise<Replay> {
+  const { clusterId, at, ...rest } = o;
+  const catalog = await readCatalog(o.store);
+  return Replay.run({ ...rest, plan: planReplay(catalog, chooseCluster(catalog, clusterId), at) });
 }
 
 const pick = (hp: { revision: number; compactRevision: number; hash: number; object: string }) => ({

@@ -10,11 +10,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { readCatalog } from '../../src/backup/catalog.js';
 import { FileStore } from '../../src/backup/fileStore.js';
 import type { SegmentManifest } from '../../src/backup/manifest.js';
-import { Replay } from '../../src/backup/replay.js';
-import { chooseCluster, planReplay } from '../../src/backup/replayPlan.js';
+import { replayTo } from '../../src/backup/replay.js';
 import type { VerifyResult } from '../../src/backup/verify.js';
 import { clientFor, type EtcdClient } from '../../src/client/etcdClient.js';
 import { BackupFixture } from '../support/backupFixture.js';
@@ -62,9 +60,7 @@ async function verify(store: string, auditDb: string, ...args: string[]): Promis
 
 /** The keyspace a replay to `at` holds. */
 async function replayedKeyspace(storeDir: string, at: number, logDir: string): Promise<string[]> {
-  const store = new FileStore(`file://${storeDir}`, storeDir);
-  const catalog = await readCatalog(store);
-  const r = await Replay.run({ store, plan: planReplay(catalog, chooseCluster(catalog), at), logDir });
+  const r = await replayTo({ store: new FileStore(`file://${storeDir}`, storeDir), at, logDir });
   try {
     assert.ok(r.hashChecks.length > 0 && r.hashChecks.every((h) => h.equal), JSON.stringify(r.hashChecks));
     return await BackupFixture.keyspace(r.client);
