@@ -129,6 +129,8 @@ describe('backup verify on an etcd cluster', () => {
     const report = await lifeboat('audit', 'report', '--drills', '--markdown', '--audit-db', auditDb);
     assert.equal(report.code, 0, report.stderr);
     assert.match(report.stdout, new RegExp(`${result.runId}\`? \\| etcd \\| 1 \\| passed`));
+    const one = await lifeboat('audit', 'report', result.runId, '--markdown', '--audit-db', auditDb);
+    assert.match(one.stdout, new RegExp(`replayed from the backup of cluster ${result.clusterId} in file://${storeDir} to revision ${result.revision}`));
   });
 
   test('the replay at a revision holds the keyspace the cluster served there', async () => {
