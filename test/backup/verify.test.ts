@@ -134,6 +134,12 @@ describe('backup verify on an etcd cluster', () => {
   });
 
   test('the replay at a revision holds the keyspace the cluster served there', async () => {
+    const at = await verify(`file://${storeDir}`, auditDb, '--at', String(written.segments[0].toRevision));
+    assert.equal(at.code, 0, at.stderr);
+    assert.deepEqual(
+      [at.result.revision, at.result.segments, at.result.hashChecks.map((h) => h.revision)],
+      [written.segments[0].toRevision, [written.segments[0].object], [written.segments[0].fromRevision - 1, written.segments[0].toRevision]],
+    );
     for (const rev of [written.segments[0].toRevision, written.segments[1].toRevision]) {
       assert.deepEqual(await replayedKeyspace(storeDir, rev, path.join(dir, 'logs')), written.reads.get(rev), `revision ${rev}`);
     }
