@@ -50,6 +50,8 @@ export interface DrillSummary {
   totalSeconds: number | null;
   checks: DrillCheck[];
   failures: string[];
+  /** set by `backup verify`: the backup it proved (or failed to), replayed from a store instead of a snapshot taken */
+  backup?: { store: string; clusterId: string; revision: number; objects: string[] };
 }
 
 export function isDrillSummary(v: unknown): v is DrillSummary {

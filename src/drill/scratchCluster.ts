@@ -55,6 +55,8 @@ export interface ScratchOptions {
   portsFrom?: number;
   etcdBin?: string;
   conn: ConnectionOptions;
+  /** more flags for every member (a backup replay raises --max-txn-ops and --max-request-bytes) */
+  extraArgs?: string[];
   signal?: AbortSignal;
 }
 
@@ -102,6 +104,7 @@ export class ScratchCluster {
       state,
       ...(token ? { initialClusterToken: token } : {}),
       ...(this.o.etcdBin ? { etcdBin: this.o.etcdBin } : {}),
+      ...(this.o.extraArgs ? { extraArgs: this.o.extraArgs } : {}),
       logFile: m.logFile,
     });
     m.pid = m.started.pid;

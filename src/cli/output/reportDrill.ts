@@ -53,6 +53,13 @@ ${bars.join('\n')}
 </svg>`;
 }
 
+/** What the scratch cluster was restored from: a snapshot, or a backup replayed to a revision (`backup verify`). */
+function restoredFrom(d: DrillSummary): string {
+  if (d.backup)
+    return `, replayed from the backup of cluster ${d.backup.clusterId} in ${d.backup.store} to revision ${d.backup.revision} (${d.keys ?? '?'} keys, ${d.backup.objects.length} objects)`;
+  return d.snapshotRevision !== null ? `, restored from a snapshot at revision ${d.snapshotRevision} (${d.keys ?? '?'} keys)` : '';
+}
+
 /** The drill section of a run's HTML page. */
 export function drillSectionHtml(d: DrillSummary): string {
   const checks = d.checks.map(
@@ -61,7 +68,7 @@ export function drillSectionHtml(d: DrillSummary): string {
   );
   return `<section id="drill" data-passed="${d.passed}">
 <h2>Recovery drill: ${d.passed ? 'passed' : 'failed'}</h2>
-<p>${esc(d.runtime)} scratch cluster of ${d.members} member${d.members === 1 ? '' : 's'}${d.snapshotRevision !== null ? `, restored from a snapshot at revision ${d.snapshotRevision} (${d.keys ?? '?'} keys)` : ''}${d.comparison ? `; data compared by ${d.comparison === 'hashkv' ? 'HashKV' : 'sampled keys'}` : ''}.</p>
+<p>${esc(d.runtime)} scratch cluster of ${d.members} member${d.members === 1 ? '' : 's'}${esc(restoredFrom(d))}${d.comparison ? `; data compared by ${d.comparison === 'hashkv' ? 'HashKV' : 'sampled keys'}` : ''}.</p>
 <h3>Recovery time demonstrated (RTO)</h3>
 ${d.phases.length > 0 ? drillRtoSvg(d) : '<p class="muted">No phase was measured.</p>'}
 <table class="checks"><colgroup><col style="width:6em"><col style="width:7em"><col></colgroup><tbody>${checks.join('')}</tbody></table>
@@ -72,7 +79,7 @@ ${d.phases.length > 0 ? drillRtoSvg(d) : '<p class="muted">No phase was measured
 export function drillSectionMarkdown(d: DrillSummary): string[] {
   const out = [`### Recovery drill: ${d.passed ? 'passed' : '**FAILED**'}`, ''];
   out.push(
-    `${d.runtime} scratch cluster of ${d.members} member${d.members === 1 ? '' : 's'}${d.snapshotRevision !== null ? `, from a snapshot at revision ${d.snapshotRevision} (${d.keys ?? '?'} keys)` : ''}${d.comparison ? `; data compared by ${d.comparison === 'hashkv' ? 'HashKV' : 'sampled keys'}` : ''}.`,
+    `${d.runtime} scratch cluster of ${d.members} member${d.members === 1 ? '' : 's'}${restoredFrom(d)}${d.comparison ? `; data compared by ${d.comparison === 'hashkv' ? 'HashKV' : 'sampled keys'}` : ''}.`,
     '',
   );
   out.push('| phase | seconds |', '|---|---:|');
