@@ -14,7 +14,7 @@ const FLOORS = [
   ['net', 'kv', 'storage'],
   ['api', 'transport', 'etcdfile'],
   ['client', 'server'],
-  ['ops', 'audit', 'migrate'],
+  ['ops', 'audit', 'migrate', 'kube'],
   ['recovery'],
   ['playbook', 'drill', 'backup'],
   ['cli', 'demo'],

@@ -1,5 +1,7 @@
 // etcd's Auth service (etcdserverpb.Auth) on top of an AuthBackend the member
-// implements (src/server/authApi.ts). Answers follow etcd v3.4.
+// implements (src/server/authApi.ts). Answers follow etcd v3.4. Every call hands
+// its client's deadline (grpc-timeout) to the backend, which neither proposes nor
+// reads past it.
 import type { GrpcServer } from '../net/grpcServer.js';
 import type { Reply, UnaryCall, UnaryHandler } from '../net/serverCalls.js';
 import { ErrLearnerNotSupported } from './errors.js';
@@ -9,30 +11,30 @@ import { toStatus, type Header } from './services.js';
 import type { AuthInfo, Permission } from '../kv/index.js';
 import type { Caller } from './caller.js';
 
-/** What the Auth service needs from a member. Methods throw etcd's (or the auth store's) errors. */
+/** What the Auth service needs from a member. Methods throw etcd's (or the auth store's) errors; `deadline` is the client's (Date.now() scale). */
 export interface AuthBackend {
   header(revision: number): Header;
   currentRevision(): number;
   isLearner(): boolean;
   /** The user a caller is; undefined without a token or certificate. Throws "invalid auth token". */
   authInfo(c: Caller): Promise<AuthInfo | undefined>;
-  authEnable(ai: AuthInfo | undefined): Promise<void>;
-  authDisable(ai: AuthInfo | undefined): Promise<void>;
+  authEnable(ai: AuthInfo | undefined, deadline?: number): Promise<void>;
+  authDisable(ai: AuthInfo | undefined, deadline?: number): Promise<void>;
   /** A new simple token for the user. */
-  authenticate(name: string, password: string): Promise<string>;
-  userAdd(ai: AuthInfo | undefined, name: string, password: string, noPassword: boolean): Promise<void>;
-  userGet(ai: AuthInfo | undefined, name: string): Promise<string[]>;
-  userList(ai: AuthInfo | undefined): Promise<string[]>;
-  userDelete(ai: AuthInfo | undefined, name: string): Promise<void>;
-  userChangePassword(ai: AuthInfo | undefined, name: string, password: string): Promise<void>;
-  userGrantRole(ai: AuthInfo | undefined, user: string, role: string): Promise<void>;
-  userRevokeRole(ai: AuthInfo | undefined, name: string, role: string): Promise<void>;
-  roleAdd(ai: AuthInfo | undefined, name: string): Promise<void>;
-  roleGet(ai: AuthInfo | undefined, role: string): Promise<Permission[]>;
-  roleList(ai: AuthInfo | undefined): Promise<string[]>;
-  roleDelete(ai: AuthInfo | undefined, role: string): Promise<void>;
-  roleGrantPermission(ai: AuthInfo | undefined, name: string, perm: Permission): Promise<void>;
-  roleRevokePermission(ai: AuthInfo | undefined, role: string, key: Buffer, rangeEnd: Buffer): Promise<void>;
+  authenticate(name: string, password: string, deadline?: number): Promise<string>;
+  userAdd(ai: AuthInfo | undefined, name: string, password: string, noPassword: boolean, deadline?: number): Promise<void>;
+  userGet(ai: AuthInfo | undefined, name: string, deadline?: number): Promise<string[]>;
+  userList(ai: AuthInfo | undefined, deadline?: number): Promise<string[]>;
+  userDelete(ai: AuthInfo | undefined, name: string, deadline?: number): Promise<void>;
+  userChangePassword(ai: AuthInfo | undefined, name: string, password: string, deadline?: number): Promise<void>;
+  userGrantRole(ai: AuthInfo | undefined, user: string, role: string, deadline?: number): Promise<void>;
+  userRevokeRole(ai: AuthInfo | undefined, name: string, role: string, deadline?: number): Promise<void>;
+  roleAdd(ai: AuthInfo | undefined, name: string, deadline?: number): Promise<void>;
+  roleGet(ai: AuthInfo | undefined, role: string, deadline?: number): Promise<Permission[]>;
+  roleList(ai: AuthInfo | undefined, deadline?: number): Promise<string[]>;
+  roleDelete(ai: AuthInfo | undefined, role: string, deadline?: number): Promise<void>;
+  roleGrantPermission(ai: AuthInfo | undefined, name: string, perm: Permission, deadline?: number): Promise<void>;
+  roleRevokePermission(ai: AuthInfo | undefined, role: string, key: Buffer, rangeEnd: Buffer, deadline?: number): Promise<void>;
 }
 
 // Request shapes as grpc-js hands them over (keepCase, enums as names, bytes as Buffers).
@@ -83,12 +85,12 @@ export function registerAuthService(server: GrpcServer, b: AuthBackend): void {
   const h = () => b.header(b.currentRevision());
   /** A unary handler that knows its caller; refused on a learner, as etcd 3.4 refuses every Auth RPC there. */
   const unary =
-    <Req>(fn: (req: Req, ai: AuthInfo | undefined) => Promise<Record<string, unknown>>): UnaryHandler<Req> =>
+    <Req>(fn: (req: Req, ai: AuthInfo | undefined, deadline: number) => Promise<Record<string, unknown>>): UnaryHandler<Req> =>
     (call, cb) => {
       const run = async () => {
         if (b.isLearner()) throw ErrLearnerNotSupported;
         const ai = await b.authInfo(callerOf(call));
-        return { header: h(), ...(await fn(call.request, ai)) };
+        return { header: h(), ...(await fn(call.request, ai, call.deadline)) };
       };
       run().then(
         (r) => cb(null, r),
@@ -97,13 +99,13 @@ export function registerAuthService(server: GrpcServer, b: AuthBackend): void {
     };
   const none = {};
   server.addService(serviceDefinition('etcdserverpb.Auth'), {
-    AuthEnable: unary(async (_r, ai) => (await b.authEnable(ai), none)),
-    AuthDisable: unary(async (_r, ai) => (await b.authDisable(ai), none)),
+    AuthEnable: unary(async (_r, ai, d) => (await b.authEnable(ai, d), none)),
+    AuthDisable: unary(async (_r, ai, d) => (await b.authDisable(ai, d), none)),
     // Authenticate needs no token; a stale one the client still sends must not fail it.
     Authenticate: (call: UnaryCall<AuthenticateReq>, cb: Reply) => {
       const run = async () => {
         if (b.isLearner()) throw ErrLearnerNotSupported;
-        const token = await b.authenticate(call.request.name ?? '', call.request.password ?? '');
+        const token = await b.authenticate(call.request.name ?? '', call.request.password ?? '', call.deadline);
         return { header: h(), token };
       };
       run().then(
@@ -111,20 +113,20 @@ export function registerAuthService(server: GrpcServer, b: AuthBackend): void {
         (e) => cb(toStatus(e)),
       );
     },
-    UserAdd: unary(async (r: UserAddReq, ai) => (await b.userAdd(ai, r.name ?? '', r.password ?? '', !!r.options?.no_password), none)),
-    UserGet: unary(async (r: NameReq, ai) => ({ roles: await b.userGet(ai, r.name ?? '') })),
-    UserList: unary(async (_r, ai) => ({ users: await b.userList(ai) })),
-    UserDelete: unary(async (r: NameReq, ai) => (await b.userDelete(ai, r.name ?? ''), none)),
-    UserChangePassword: unary(async (r: AuthenticateReq, ai) => (await b.userChangePassword(ai, r.name ?? '', r.password ?? ''), none)),
-    UserGrantRole: unary(async (r: GrantRoleReq, ai) => (await b.userGrantRole(ai, r.user ?? '', r.role ?? ''), none)),
-    UserRevokeRole: unary(async (r: RevokeRoleReq, ai) => (await b.userRevokeRole(ai, r.name ?? '', r.role ?? ''), none)),
-    RoleAdd: unary(async (r: NameReq, ai) => (await b.roleAdd(ai, r.name ?? ''), none)),
-    RoleGet: unary(async (r: RoleReq, ai) => ({ perm: (await b.roleGet(ai, r.role ?? '')).map(permToWire) })),
-    RoleList: unary(async (_r, ai) => ({ roles: await b.roleList(ai) })),
-    RoleDelete: unary(async (r: RoleReq, ai) => (await b.roleDelete(ai, r.role ?? ''), none)),
-    RoleGrantPermission: unary(async (r: GrantPermReq, ai) => (await b.roleGrantPermission(ai, r.name ?? '', permFromWire(r.perm)), none)),
+    UserAdd: unary(async (r: UserAddReq, ai, d) => (await b.userAdd(ai, r.name ?? '', r.password ?? '', !!r.options?.no_password, d), none)),
+    UserGet: unary(async (r: NameReq, ai, d) => ({ roles: await b.userGet(ai, r.name ?? '', d) })),
+    UserList: unary(async (_r, ai, d) => ({ users: await b.userList(ai, d) })),
+    UserDelete: unary(async (r: NameReq, ai, d) => (await b.userDelete(ai, r.name ?? '', d), none)),
+    UserChangePassword: unary(async (r: AuthenticateReq, ai, d) => (await b.userChangePassword(ai, r.name ?? '', r.password ?? '', d), none)),
+    UserGrantRole: unary(async (r: GrantRoleReq, ai, d) => (await b.userGrantRole(ai, r.user ?? '', r.role ?? '', d), none)),
+    UserRevokeRole: unary(async (r: RevokeRoleReq, ai, d) => (await b.userRevokeRole(ai, r.name ?? '', r.role ?? '', d), none)),
+    RoleAdd: unary(async (r: NameReq, ai, d) => (await b.roleAdd(ai, r.name ?? '', d), none)),
+    RoleGet: unary(async (r: RoleReq, ai, d) => ({ perm: (await b.roleGet(ai, r.role ?? '', d)).map(permToWire) })),
+    RoleList: unary(async (_r, ai, d) => ({ roles: await b.roleList(ai, d) })),
+    RoleDelete: unary(async (r: RoleReq, ai, d) => (await b.roleDelete(ai, r.role ?? '', d), none)),
+    RoleGrantPermission: unary(async (r: GrantPermReq, ai, d) => (await b.roleGrantPermission(ai, r.name ?? '', permFromWire(r.perm), d), none)),
     RoleRevokePermission: unary(
-      async (r: RevokePermReq, ai) => (await b.roleRevokePermission(ai, r.role ?? '', Buffer.from(r.key ?? []), Buffer.from(r.range_end ?? [])), none),
+      async (r: RevokePermReq, ai, d) => (await b.roleRevokePermission(ai, r.role ?? '', Buffer.from(r.key ?? []), Buffer.from(r.range_end ?? []), d), none),
     ),
   });
 }

@@ -144,6 +144,7 @@ const MEMBER_ERRORS: Record<MemberErrorKind, EtcdError | GrpcCode> = {
   notLeader: ErrNotLeader,
   timeout: ErrTimeout,
   deadlineExceeded: ErrDeadlineExceeded,
+  requestTooLarge: ErrRequestTooLarge,
   timeoutLeaderTransfer: ErrTimeoutLeaderTransfer,
   stopped: ErrStopped,
   badLeaderTransferee: ErrBadLeaderTransferee,

@@ -5,11 +5,15 @@
 // checked where etcd 3.4 checks it: reads here, writes at apply (their entry
 // carries the user), the membership changes and Defragment/Snapshot/Hash/HashKV
 // for the root role; MemberList, Status, Alarm, MoveLeader and Compact are open.
+// Each unary call hands its client's deadline (grpc-timeout) to the backend, which
+// neither proposes, reads through ReadIndex, nor waits past it. KV requests get
+// etcd's checks first (requestCheck.ts), Txn with the member's --max-txn-ops.
 import type { GrpcServer } from '../net/grpcServer.js';
 import type { CallStatus, Reply, ServerStreamCall, UnaryHandler } from '../net/serverCalls.js';
 import { ErrLearnerNotSupported, toEtcdError, unconvertedAuthError } from './errors.js';
 import { GrpcCode } from '../net/grpcCode.js';
 import { callerOf, type Caller } from './caller.js';
+import { checkDeleteRequest, checkPutRequest, checkRangeRequest, checkTxnRequest } from './requestCheck.js';
 import type { AuthInfo } from '../kv/index.js';
 import type { Alarm, Member } from '../kv/types.js';
 import { AlarmType } from '../kv/types.js';
@@ -67,28 +71,33 @@ export interface EtcdBackend {
   header(revision: number): Header;
   currentRevision(): number;
   isLearner(): boolean;
+  /** --max-txn-ops: the most operations a Txn may hold in one branch. */
+  readonly maxTxnOps: number;
   /** The user a caller is; undefined without a token or certificate. Throws "invalid auth token". */
   authInfo(c: Caller): Promise<AuthInfo | undefined>;
   /** Throws unless auth is off or `ai` holds the root role (etcd's IsAdminPermitted). */
   requireAdmin(ai: AuthInfo | undefined): void;
-  range(r: RangeRequest, ai?: AuthInfo): Promise<RangeResponse>;
-  /** The writes: `deadline`, the client's (Date.now() scale), is when the request is no longer proposed nor waited for. */
+  /**
+   * `deadline`, the client's (Date.now() scale), is when a request is no longer
+   * proposed, read through ReadIndex, nor waited for.
+   */
+  range(r: RangeRequest, ai?: AuthInfo, deadline?: number): Promise<RangeResponse>;
   put(r: PutRequest, ai?: AuthInfo, deadline?: number): Promise<PutResponse>;
   deleteRange(r: DeleteRangeRequest, ai?: AuthInfo, deadline?: number): Promise<DeleteRangeResponse>;
   txn(r: TxnRequest, ai?: AuthInfo, deadline?: number): Promise<TxnResponse>;
   compact(r: CompactionRequest, deadline?: number): Promise<void>;
-  memberAdd(peerURLs: string[], isLearner: boolean): Promise<{ member: Member; members: Member[] }>;
-  memberRemove(id: bigint): Promise<Member[]>;
-  memberUpdate(id: bigint, peerURLs: string[]): Promise<Member[]>;
-  memberPromote(id: bigint): Promise<Member[]>;
+  memberAdd(peerURLs: string[], isLearner: boolean, deadline?: number): Promise<{ member: Member; members: Member[] }>;
+  memberRemove(id: bigint, deadline?: number): Promise<Member[]>;
+  memberUpdate(id: bigint, peerURLs: string[], deadline?: number): Promise<Member[]>;
+  memberPromote(id: bigint, deadline?: number): Promise<Member[]>;
   memberList(): Promise<Member[]>;
   status(): Promise<StatusInfo>;
   hashKV(revision: number): Promise<{ hash: number; compactRevision: number; revision: number }>;
   hash(): Promise<number>;
   /** A snapshot file to stream: its first `size` bytes are the database, then their sha256. */
   snapshot(): Promise<SnapshotToSend>;
-  moveLeader(target: bigint): Promise<void>;
-  alarm(action: 'GET' | 'ACTIVATE' | 'DEACTIVATE', memberId: bigint, alarm: AlarmType): Promise<Alarm[]>;
+  moveLeader(target: bigint, deadline?: number): Promise<void>;
+  alarm(action: 'GET' | 'ACTIVATE' | 'DEACTIVATE', memberId: bigint, alarm: AlarmType, deadline?: number): Promise<Alarm[]>;
   defragment(): Promise<void>;
 }
 
@@ -124,10 +133,14 @@ export function toStatus(e: unknown): CallStatus {
   return { code: GrpcCode.Unknown, details: msg };
 }
 
-/** A unary handler around an async function; errors become etcd statuses. `Req`: the request's shape. */
-function unary<Req>(fn: (req: Req) => Promise<unknown>): UnaryHandler<Req> {
+/**
+ * A unary handler around an async function, for calls open to anyone (no caller
+ * is learned, as `authed` does: `fn` gets none) but given the call's deadline;
+ * errors become etcd statuses. `Req`: the request's shape.
+ */
+function unary<Req>(fn: (req: Req, ai: undefined, deadline: number) => Promise<unknown>): UnaryHandler<Req> {
   return (call, cb) => {
-    fn(call.request).then(
+    fn(call.request, undefined, call.deadline).then(
       (r) => cb(null, r),
       (e) => cb(toStatus(e)),
     );
@@ -233,29 +246,42 @@ export function registerEtcdServices(server: GrpcServer, b: EtcdBackend): void {
     };
   /** The membership changes need the root role (etcd's checkMembershipOperationPermission). */
   const admin =
-    <Req, T>(fn: (req: Req) => Promise<T>) =>
-    (req: Req, ai: AuthInfo | undefined) => {
+    <Req, T>(fn: (req: Req, deadline?: number) => Promise<T>) =>
+    (req: Req, ai: AuthInfo | undefined, deadline?: number) => {
       b.requireAdmin(ai);
-      return fn(req);
+      return fn(req, deadline);
     };
 
   server.addService(serviceDefinition('etcdserverpb.KV'), {
-    Range: authed(b, async (w: WireRangeRequest, ai) => {
+    Range: authed(b, async (w: WireRangeRequest, ai, deadline) => {
       const r = rangeFromWire(w);
+      checkRangeRequest(r);
       if (b.isLearner() && !r.serializable) throw ErrLearnerNotSupported;
-      return rangeToWire(await b.range(r, ai), h);
+      return rangeToWire(await b.range(r, ai, deadline), h);
     }),
     Put: authed(
       b,
-      voterOnly(async (w: WirePutRequest, ai, deadline) => putToWire(await b.put(putFromWire(w), ai, deadline), h)),
+      voterOnly(async (w: WirePutRequest, ai, deadline) => {
+        const r = putFromWire(w);
+        checkPutRequest(r);
+        return putToWire(await b.put(r, ai, deadline), h);
+      }),
     ),
     DeleteRange: authed(
       b,
-      voterOnly(async (w: WireDeleteRangeRequest, ai, deadline) => deleteRangeToWire(await b.deleteRange(deleteRangeFromWire(w), ai, deadline), h)),
+      voterOnly(async (w: WireDeleteRangeRequest, ai, deadline) => {
+        const r = deleteRangeFromWire(w);
+        checkDeleteRequest(r);
+        return deleteRangeToWire(await b.deleteRange(r, ai, deadline), h);
+      }),
     ),
     Txn: authed(
       b,
-      voterOnly(async (w: WireTxnRequest, ai, deadline) => txnToWire(await b.txn(txnFromWire(w), ai, deadline), h)),
+      voterOnly(async (w: WireTxnRequest, ai, deadline) => {
+        const r = txnFromWire(w);
+        checkTxnRequest(r, b.maxTxnOps);
+        return txnToWire(await b.txn(r, ai, deadline), h);
+      }),
     ),
     // etcd 3.4 checks no permission for a compaction (only the token's validity).
     Compact: authed(
@@ -272,23 +298,28 @@ export function registerEtcdServices(server: GrpcServer, b: EtcdBackend): void {
     MemberAdd: authed(
       b,
       voterOnly(
-        admin(async (w: MemberAddRequest) => {
-          const r = await b.memberAdd(w.peerURLs ?? [], !!w.isLearner);
+        admin(async (w: MemberAddRequest, deadline) => {
+          const r = await b.memberAdd(w.peerURLs ?? [], !!w.isLearner, deadline);
           return { header: h(0), member: memberToWire(r.member), members: r.members.map(memberToWire) };
         }),
       ),
     ),
     MemberRemove: authed(
       b,
-      voterOnly(admin(async (w: MemberIdRequest) => ({ header: h(0), members: (await b.memberRemove(BigInt(w.ID))).map(memberToWire) }))),
+      voterOnly(admin(async (w: MemberIdRequest, deadline) => ({ header: h(0), members: (await b.memberRemove(BigInt(w.ID), deadline)).map(memberToWire) }))),
     ),
     MemberUpdate: authed(
       b,
-      voterOnly(admin(async (w: MemberUpdateRequest) => ({ header: h(0), members: (await b.memberUpdate(BigInt(w.ID), w.peerURLs ?? [])).map(memberToWire) }))),
+      voterOnly(
+        admin(async (w: MemberUpdateRequest, deadline) => ({
+          header: h(0),
+          members: (await b.memberUpdate(BigInt(w.ID), w.peerURLs ?? [], deadline)).map(memberToWire),
+        })),
+      ),
     ),
     MemberPromote: authed(
       b,
-      voterOnly(admin(async (w: MemberIdRequest) => ({ header: h(0), members: (await b.memberPromote(BigInt(w.ID))).map(memberToWire) }))),
+      voterOnly(admin(async (w: MemberIdRequest, deadline) => ({ header: h(0), members: (await b.memberPromote(BigInt(w.ID), deadline)).map(memberToWire) }))),
     ),
     MemberList: unary(voterOnly(async () => ({ header: h(0), members: (await b.memberList()).map(memberToWire) }))),
   });
@@ -315,15 +346,15 @@ export function registerEtcdServices(server: GrpcServer, b: EtcdBackend): void {
     }),
     Hash: adminRaw(b, async () => ({ header: h(b.currentRevision()), hash: await b.hash() })),
     MoveLeader: unary(
-      voterOnly(async (w: MoveLeaderRequest) => {
-        await b.moveLeader(BigInt(w.targetID ?? 0));
+      voterOnly(async (w: MoveLeaderRequest, _ai, deadline) => {
+        await b.moveLeader(BigInt(w.targetID ?? 0), deadline);
         return { header: h(b.currentRevision()) };
       }),
     ),
     Alarm: unary(
-      voterOnly(async (w: AlarmRequest) => {
+      voterOnly(async (w: AlarmRequest, _ai, deadline) => {
         const type = Math.max(0, ALARM_NAMES.indexOf(w.alarm ?? 'NONE')) as AlarmType;
-        const alarms = await b.alarm(w.action ?? 'GET', BigInt(w.memberID ?? 0), type);
+        const alarms = await b.alarm(w.action ?? 'GET', BigInt(w.memberID ?? 0), type, deadline);
         return { header: h(b.currentRevision()), alarms: alarms.map((a) => ({ memberID: a.memberId.toString(), alarm: ALARM_NAMES[a.alarm] })) };
       }),
     ),

@@ -1,6 +1,5 @@
 // s3://bucket/prefix: placeholder until the S3 store lands.
-import { StoreUnavailable, type ObjectStore } from './objectStore.js';
-import type { S3StoreOptions } from './objectStore.js';
+import { StoreUnavailable, type ObjectStore, type S3StoreOptions } from './objectStore.js';
 
 export const S3Store = {
   open(url: string, _bucket: string, _prefix: string, _o: S3StoreOptions): Promise<ObjectStore> {

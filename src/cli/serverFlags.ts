@@ -1,7 +1,8 @@
 // `lifeboat server`'s flags as plain data (flagParser.ts parses them; a member runs
 // without oclif: bin/run.js → serverEntry.ts). oclif prints `lifeboat server
 // --help` from flags built out of this same table (commands/server.ts).
-import type { RawServerFlags } from '../server/config.js';
+import { DEFAULT_MAX_REQUEST_BYTES, type RawServerFlags } from '../server/config.js';
+import { DEFAULT_MAX_TXN_OPS } from '../api/requestCheck.js';
 import { envName, parseFlags, type FlagSpec } from './flagParser.js';
 
 const str = (description: string, def?: string): FlagSpec => ({ type: 'string', description, ...(def === undefined ? {} : { default: def }) });
@@ -36,6 +37,11 @@ const TABLE = {
   'election-timeout': int('time (in milliseconds) for an election to timeout', 1000),
   'snapshot-count': int('number of committed entries that triggers a snapshot and log compaction', 10000),
   'quota-backend-bytes': int('raise a NOSPACE alarm when the backend exceeds this size (0: default 2 GiB)', 0),
+  'max-txn-ops': int('maximum number of operations permitted in a transaction (in each of its compare, success and failure lists)', DEFAULT_MAX_TXN_OPS),
+  'max-request-bytes': int(
+    'maximum client request size in bytes the server will accept (a larger request is refused: etcdserver: request is too large)',
+    DEFAULT_MAX_REQUEST_BYTES,
+  ),
   'cert-file': str('path to the client server TLS cert file (for https:// client and metrics URLs; re-read when it changes)'),
   'key-file': str('path to the client server TLS key file'),
   'trusted-ca-file': str('path to the client server TLS trusted CA cert file (implies --client-cert-auth, as in etcd 3.4)'),

@@ -3,6 +3,7 @@
 // edge (src/api/errors.ts) maps each kind to the code and text clients see. Two
 // kinds carry a text made at the time (Raft refusing a proposal or a membership
 // change): the edge passes those texts through.
+import { EtcdText } from './etcdErrorTexts.js';
 
 export type MemberErrorKind =
   | 'noSpace'
@@ -11,6 +12,8 @@ export type MemberErrorKind =
   | 'timeout'
   /** The client's deadline (grpc-timeout) passed first. */
   | 'deadlineExceeded'
+  /** The request's Raft entry is larger than --max-request-bytes. */
+  | 'requestTooLarge'
   | 'timeoutLeaderTransfer'
   | 'stopped'
   | 'badLeaderTransferee'
@@ -50,6 +53,7 @@ export const ErrNotLeader = e('notLeader', 'etcdserver: not leader');
 export const ErrTimeout = e('timeout', 'etcdserver: request timed out');
 /** The client's deadline passed before the request was proposed or applied (Go's context.DeadlineExceeded). */
 export const ErrDeadlineExceeded = e('deadlineExceeded', 'context deadline exceeded');
+export const ErrRequestTooLarge = e('requestTooLarge', EtcdText.requestTooLarge);
 export const ErrTimeoutLeaderTransfer = e('timeoutLeaderTransfer', 'etcdserver: request timed out, leader transfer took too long');
 export const ErrStopped = e('stopped', 'etcdserver: server stopped');
 export const ErrBadLeaderTransferee = e('badLeaderTransferee', 'etcdserver: bad leader transferee');

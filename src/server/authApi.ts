@@ -5,7 +5,8 @@
 // worker) before proposing, so its entry carries only the user's name and the new
 // token's prefix; passwords of new users and changed passwords are hashed before
 // proposing. Simple tokens live in memory (authTokens.ts). No password or token is
-// ever logged or put in an error.
+// ever logged or put in an error. A client's deadline (grpc-timeout) bounds the
+// reads and proposals of every call: nothing is proposed past it.
 import {
   AuthState,
   ErrAuthFailed,
@@ -35,10 +36,10 @@ export interface AuthApiHost {
   currentRevision(): number;
   isLearner(): boolean;
   kv(): KvStore;
-  /** Resolves once this member has applied up to the leader's commit index at the call. */
-  readIndex(): Promise<void>;
-  /** Proposes an auth request on behalf of `who`; resolves once applied. */
-  proposeAuth(req: AuthRequest, who: AuthInfo | undefined): Promise<ApplyOutcome>;
+  /** Resolves once this member has applied up to the leader's commit index at the call (unless the client's `deadline` passes first). */
+  readIndex(deadline?: number): Promise<void>;
+  /** Proposes an auth request on behalf of `who` unless the client's `deadline` passed; resolves once applied. */
+  proposeAuth(req: AuthRequest, who: AuthInfo | undefined, deadline?: number): Promise<ApplyOutcome>;
   readonly requestTimeoutMs: number;
 }
 
@@ -139,16 +140,16 @@ export class AuthApi implements AuthBackend {
     while (this.host.kv().appliedIndex() < index && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   }
 
-  private async propose(req: AuthRequest, ai: AuthInfo | undefined): Promise<ApplyOutcome> {
-    const out = await this.host.proposeAuth(req, ai ?? { username: '', revision: 0 });
+  private async propose(req: AuthRequest, ai: AuthInfo | undefined, deadline: number | undefined): Promise<ApplyOutcome> {
+    const out = await this.host.proposeAuth(req, ai ?? { username: '', revision: 0 }, deadline);
     if (out.error) throw out.error;
     return out;
   }
 
   // ---- the Auth RPCs -------------------------------------------------------------
 
-  async authenticate(name: string, password: string): Promise<string> {
-    await linearizable(this.host);
+  async authenticate(name: string, password: string, deadline?: number): Promise<string> {
+    await linearizable(this.host, deadline);
     for (let attempt = 1; ; attempt++) {
       const s = this.state();
       if (!s.enabled()) throw ErrAuthNotEnabled;
@@ -160,61 +161,61 @@ export class AuthApi implements AuthBackend {
         this.host.log.info({ user: name }, 'invalid password');
         throw ErrAuthFailed;
       }
-      const out = await this.propose({ authenticate: { name, simpleToken: tokenPrefix() } }, undefined);
+      const out = await this.propose({ authenticate: { name, simpleToken: tokenPrefix() } }, undefined, deadline);
       if (checked === this.state().revision() || attempt >= AUTHENTICATE_ATTEMPTS) return out.token ?? '';
       // The user may have changed (password, deleted) between the check and the apply.
     }
   }
 
-  async authEnable(ai: AuthInfo | undefined): Promise<void> {
-    await this.propose({ authEnable: {} }, ai);
+  async authEnable(ai: AuthInfo | undefined, deadline?: number): Promise<void> {
+    await this.propose({ authEnable: {} }, ai, deadline);
   }
 
-  async authDisable(ai: AuthInfo | undefined): Promise<void> {
-    await this.propose({ authDisable: {} }, ai);
+  async authDisable(ai: AuthInfo | undefined, deadline?: number): Promise<void> {
+    await this.propose({ authDisable: {} }, ai, deadline);
   }
 
-  async userAdd(ai: AuthInfo | undefined, name: string, password: string, noPassword: boolean): Promise<void> {
+  async userAdd(ai: AuthInfo | undefined, name: string, password: string, noPassword: boolean, deadline?: number): Promise<void> {
     const hashedPassword = noPassword ? '' : await this.passwords.hash(password);
-    await this.propose({ userAdd: { name, hashedPassword, noPassword } }, ai);
+    await this.propose({ userAdd: { name, hashedPassword, noPassword } }, ai, deadline);
   }
 
-  async userChangePassword(ai: AuthInfo | undefined, name: string, password: string): Promise<void> {
+  async userChangePassword(ai: AuthInfo | undefined, name: string, password: string, deadline?: number): Promise<void> {
     const hashedPassword = await this.passwords.hash(password);
-    await this.propose({ userChangePassword: { name, hashedPassword } }, ai);
+    await this.propose({ userChangePassword: { name, hashedPassword } }, ai, deadline);
   }
 
-  async userDelete(ai: AuthInfo | undefined, name: string): Promise<void> {
-    await this.propose({ userDelete: { name } }, ai);
+  async userDelete(ai: AuthInfo | undefined, name: string, deadline?: number): Promise<void> {
+    await this.propose({ userDelete: { name } }, ai, deadline);
   }
 
-  async userGrantRole(ai: AuthInfo | undefined, user: string, role: string): Promise<void> {
-    await this.propose({ userGrantRole: { user, role } }, ai);
+  async userGrantRole(ai: AuthInfo | undefined, user: string, role: string, deadline?: number): Promise<void> {
+    await this.propose({ userGrantRole: { user, role } }, ai, deadline);
   }
 
-  async userRevokeRole(ai: AuthInfo | undefined, name: string, role: string): Promise<void> {
-    await this.propose({ userRevokeRole: { name, role } }, ai);
+  async userRevokeRole(ai: AuthInfo | undefined, name: string, role: string, deadline?: number): Promise<void> {
+    await this.propose({ userRevokeRole: { name, role } }, ai, deadline);
   }
 
-  async roleAdd(ai: AuthInfo | undefined, name: string): Promise<void> {
-    await this.propose({ roleAdd: { name } }, ai);
+  async roleAdd(ai: AuthInfo | undefined, name: string, deadline?: number): Promise<void> {
+    await this.propose({ roleAdd: { name } }, ai, deadline);
   }
 
-  async roleDelete(ai: AuthInfo | undefined, role: string): Promise<void> {
-    await this.propose({ roleDelete: { role } }, ai);
+  async roleDelete(ai: AuthInfo | undefined, role: string, deadline?: number): Promise<void> {
+    await this.propose({ roleDelete: { role } }, ai, deadline);
   }
 
-  async roleGrantPermission(ai: AuthInfo | undefined, name: string, perm: Permission): Promise<void> {
-    await this.propose({ roleGrantPermission: { name, perm } }, ai);
+  async roleGrantPermission(ai: AuthInfo | undefined, name: string, perm: Permission, deadline?: number): Promise<void> {
+    await this.propose({ roleGrantPermission: { name, perm } }, ai, deadline);
   }
 
-  async roleRevokePermission(ai: AuthInfo | undefined, role: string, key: Buffer, rangeEnd: Buffer): Promise<void> {
-    await this.propose({ roleRevokePermission: { role, key, rangeEnd } }, ai);
+  async roleRevokePermission(ai: AuthInfo | undefined, role: string, key: Buffer, rangeEnd: Buffer, deadline?: number): Promise<void> {
+    await this.propose({ roleRevokePermission: { role, key, rangeEnd } }, ai, deadline);
   }
 
   /** A user's roles: for the root role, or for the user asking about itself (etcd). Never its password. */
-  async userGet(ai: AuthInfo | undefined, name: string): Promise<string[]> {
-    await linearizable(this.host);
+  async userGet(ai: AuthInfo | undefined, name: string, deadline?: number): Promise<string[]> {
+    await linearizable(this.host, deadline);
     const s = this.state();
     const refused = s.adminPermitted(ai);
     if (refused && name !== ai?.username) throw refused;
@@ -224,8 +225,8 @@ export class AuthApi implements AuthBackend {
   }
 
   /** A role's permissions: for the root role, or for a user holding the role (etcd). */
-  async roleGet(ai: AuthInfo | undefined, role: string): Promise<Permission[]> {
-    await linearizable(this.host);
+  async roleGet(ai: AuthInfo | undefined, role: string, deadline?: number): Promise<Permission[]> {
+    await linearizable(this.host, deadline);
     const s = this.state();
     const refused = s.adminPermitted(ai);
     if (refused && !(ai && s.hasRole(ai.username, role))) throw refused;
@@ -234,15 +235,15 @@ export class AuthApi implements AuthBackend {
     return r.perms;
   }
 
-  async userList(ai: AuthInfo | undefined): Promise<string[]> {
-    await linearizable(this.host);
+  async userList(ai: AuthInfo | undefined, deadline?: number): Promise<string[]> {
+    await linearizable(this.host, deadline);
     const s = this.state();
     this.requireAdmin(ai);
     return s.userNames();
   }
 
-  async roleList(ai: AuthInfo | undefined): Promise<string[]> {
-    await linearizable(this.host);
+  async roleList(ai: AuthInfo | undefined, deadline?: number): Promise<string[]> {
+    await linearizable(this.host, deadline);
     const s = this.state();
     this.requireAdmin(ai);
     return s.roleNames();

@@ -3,9 +3,11 @@
 // leader refuses it), is checked against the membership rules (membership.ts;
 // with --strict-reconfig-check also against the peers connected for a while), a
 // learner is promoted only once in sync with the leader, and the change is
-// proposed as a Raft conf change and answered once applied.
+// proposed as a Raft conf change and answered once applied. A client's deadline
+// (grpc-timeout) goes with a forwarded change as the time left (members' clocks
+// differ): the leader does not propose it past that, nor waits longer.
 import { EtcdError } from '../api/errors.js';
-import { ErrLearnerNotReady, ErrMemberNotFound, ErrNoLeader, ErrUnhealthy, type MemberError } from '../common/memberErrors.js';
+import { ErrDeadlineExceeded, ErrLearnerNotReady, ErrMemberNotFound, ErrNoLeader, ErrUnhealthy, type MemberError } from '../common/memberErrors.js';
 import type { KvStore } from '../kv/index.js';
 import type { Member as MemberInfo } from '../kv/types.js';
 import type { Raft } from '../raft/raft.js';
@@ -36,8 +38,8 @@ export interface ClusterHost {
   forward(to: bigint, method: string, json: string, timeoutMs: number): Promise<ForwardReply>;
   /** Since when the peer transport has been talking to `id` without a break (Date.now()), if it is. */
   activeSince(id: bigint): number | undefined;
-  /** Proposes a conf change carrying `member`; resolves once applied. */
-  proposeConf(cc: Omit<ConfChange, 'context'>, member: MemberInfo | undefined): Promise<ApplyOutcome>;
+  /** Proposes a conf change carrying `member` unless the client's `deadline` passed; resolves once applied. */
+  proposeConf(cc: Omit<ConfChange, 'context'>, member: MemberInfo | undefined, deadline?: number): Promise<ApplyOutcome>;
 }
 
 /** bigints travel between members as "0x…" strings. */
@@ -47,8 +49,8 @@ export const bigintFromJson = (_k: string, v: unknown): unknown => (typeof v ===
 export class ClusterApi {
   constructor(private readonly host: ClusterHost) {}
 
-  /** Membership changes run on the leader; a follower hands them over. */
-  private async onLeader<T>(method: string, args: Record<string, unknown>, local: () => Promise<T>): Promise<T> {
+  /** Membership changes run on the leader; a follower hands them over, with the milliseconds its client has left (`leftMs`). */
+  private async onLeader<T>(method: string, args: Record<string, unknown>, deadline: number, local: () => Promise<T>): Promise<T> {
     const h = this.host;
     if (h.isLeader()) return local();
     // Without a leader there is no quorum: a membership change cannot be made safely.
@@ -56,7 +58,10 @@ export class ClusterApi {
       h.log.warn({ change: method }, 'refused a membership change: no leader');
       throw h.cfg.strictReconfigCheck ? ErrUnhealthy : ErrNoLeader;
     }
-    const reply = await h.forward(h.leader(), method, JSON.stringify(args, bigintToJson), h.requestTimeoutMs);
+    const leftMs = deadline - Date.now();
+    if (leftMs <= 0) throw ErrDeadlineExceeded;
+    const timeoutMs = Math.min(h.requestTimeoutMs, leftMs);
+    const reply = await h.forward(h.leader(), method, JSON.stringify(Number.isFinite(leftMs) ? { ...args, leftMs } : args, bigintToJson), timeoutMs);
     if (reply.error_message) throw new EtcdError(reply.error_code, reply.error_message);
     return JSON.parse(reply.json, bigintFromJson) as T;
   }
@@ -73,8 +78,8 @@ export class ClusterApi {
     return err;
   }
 
-  async memberAdd(peerURLs: string[], isLearner: boolean): Promise<{ member: MemberInfo; members: MemberInfo[] }> {
-    return this.onLeader('MemberAdd', { peerURLs, isLearner }, async () => {
+  async memberAdd(peerURLs: string[], isLearner: boolean, deadline = Infinity): Promise<{ member: MemberInfo; members: MemberInfo[] }> {
+    return this.onLeader('MemberAdd', { peerURLs, isLearner }, deadline, async () => {
       const h = this.host;
       const members = h.kv().cluster.members();
       const id = runtimeMemberId(peerURLs, Date.now() / 1000);
@@ -85,13 +90,13 @@ export class ClusterApi {
         if (unsafe) throw this.refused('add', unsafe, members);
       }
       const member: MemberInfo = { id, name: '', peerURLs, clientURLs: [], isLearner };
-      const out = await h.proposeConf({ type: isLearner ? 'addLearner' : 'addVoter', nodeId: id }, member);
+      const out = await h.proposeConf({ type: isLearner ? 'addLearner' : 'addVoter', nodeId: id }, member, deadline);
       return { member, members: out.members ?? [] };
     });
   }
 
-  async memberRemove(id: bigint): Promise<MemberInfo[]> {
-    return this.onLeader('MemberRemove', { id }, async () => {
+  async memberRemove(id: bigint, deadline = Infinity): Promise<MemberInfo[]> {
+    return this.onLeader('MemberRemove', { id }, deadline, async () => {
       const h = this.host;
       const members = h.kv().cluster.members();
       if (!members.some((m) => m.id === id)) throw ErrMemberNotFound;
@@ -99,24 +104,24 @@ export class ClusterApi {
         const unsafe = strictRemoveCheck(members, id, this.connected, h.memberId);
         if (unsafe) throw this.refused('remove', unsafe, members);
       }
-      const out = await h.proposeConf({ type: 'remove', nodeId: id }, undefined);
+      const out = await h.proposeConf({ type: 'remove', nodeId: id }, undefined, deadline);
       return out.members ?? [];
     });
   }
 
-  async memberUpdate(id: bigint, peerURLs: string[]): Promise<MemberInfo[]> {
-    return this.onLeader('MemberUpdate', { id, peerURLs }, async () => {
+  async memberUpdate(id: bigint, peerURLs: string[], deadline = Infinity): Promise<MemberInfo[]> {
+    return this.onLeader('MemberUpdate', { id, peerURLs }, deadline, async () => {
       const members = this.host.kv().cluster.members();
       const bad = checkUpdate(members, id, peerURLs);
       if (bad) throw bad;
       const m = members.find((x) => x.id === id)!;
-      const out = await this.host.proposeConf({ type: 'update', nodeId: id }, { ...m, peerURLs });
+      const out = await this.host.proposeConf({ type: 'update', nodeId: id }, { ...m, peerURLs }, deadline);
       return out.members ?? [];
     });
   }
 
-  async memberPromote(id: bigint): Promise<MemberInfo[]> {
-    return this.onLeader('MemberPromote', { id }, async () => {
+  async memberPromote(id: bigint, deadline = Infinity): Promise<MemberInfo[]> {
+    return this.onLeader('MemberPromote', { id }, deadline, async () => {
       const h = this.host;
       const members = h.kv().cluster.members();
       const bad = checkPromote(members, id);
@@ -129,7 +134,7 @@ export class ClusterApi {
         const unsafe = strictAddCheck(members, true, this.connected, h.memberId);
         if (unsafe) throw this.refused('promote', unsafe, members);
       }
-      const out = await h.proposeConf({ type: 'promote', nodeId: id }, undefined);
+      const out = await h.proposeConf({ type: 'promote', nodeId: id }, undefined, deadline);
       return out.members ?? [];
     });
   }

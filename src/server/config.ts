@@ -4,6 +4,7 @@
 // only (failpoints excepted: common/failpoint.ts).
 import { isValidMemberUrl } from '../common/urls.js';
 import { CLIENT_TLS_FLAGS, loadTlsFiles, PEER_TLS_FLAGS, TlsFilesError } from '../net/tlsFiles.js';
+import { DEFAULT_MAX_TXN_OPS } from '../api/requestCheck.js';
 
 /** One side's TLS settings (etcd's --cert-file ... or --peer-cert-file ...). */
 export interface MemberTlsConfig {
@@ -39,6 +40,10 @@ export interface ServerConfig {
   electionMs: number;
   snapshotCount: number;
   quotaBackendBytes: number;
+  /** etcd's --max-txn-ops: the most operations a Txn may hold in one branch. */
+  maxTxnOps: number;
+  /** etcd's --max-request-bytes: the largest request (its Raft entry) proposed; gRPC takes messages up to this plus GRPC_OVERHEAD_BYTES. */
+  maxRequestBytes: number;
   /** Seconds a simple token stays valid after its last use (etcd's --auth-token-ttl). */
   authTokenTtlSec: number;
   /** Watch progress notifications (etcd's --experimental-watch-progress-notify-interval); undefined: etcd's default. */
@@ -47,6 +52,18 @@ export interface ServerConfig {
   clientTls: MemberTlsConfig;
   /** https:// peer URLs, both ends (the certificate is also presented to peers we dial). */
   peerTls: MemberTlsConfig;
+}
+
+/** --max-request-bytes default: the 2 MiB the member's gRPC limit has always been built from (etcd's default is 1.5 MiB). */
+export const DEFAULT_MAX_REQUEST_BYTES = 2 * 1024 * 1024;
+/** What gRPC takes beyond --max-request-bytes (etcd's grpcOverheadBytes): larger messages are refused before they are read. */
+export const GRPC_OVERHEAD_BYTES = 512 * 1024;
+/** The largest --max-request-bytes: an entry must fit in one message between members (64 MiB, src/transport). */
+const MAX_MAX_REQUEST_BYTES = 32 * 1024 * 1024;
+
+/** The largest gRPC message a member's client API reads, as etcd sizes it. */
+export function maxReceiveBytes(maxRequestBytes: number): number {
+  return maxRequestBytes + GRPC_OVERHEAD_BYTES;
 }
 
 /** Overrides the watch progress notification interval (ms); tests set it short. */
@@ -70,6 +87,8 @@ export interface RawServerFlags {
   'election-timeout': number;
   'snapshot-count': number;
   'quota-backend-bytes': number;
+  'max-txn-ops': number;
+  'max-request-bytes': number;
   'cert-file'?: string;
   'key-file'?: string;
   'trusted-ca-file'?: string;
@@ -141,6 +160,8 @@ export function buildServerConfig(f: RawServerFlags): ServerConfig {
     electionMs: f['election-timeout'],
     snapshotCount: f['snapshot-count'],
     quotaBackendBytes: f['quota-backend-bytes'],
+    maxTxnOps: f['max-txn-ops'] ?? DEFAULT_MAX_TXN_OPS,
+    maxRequestBytes: f['max-request-bytes'] ?? DEFAULT_MAX_REQUEST_BYTES,
     authTokenTtlSec: f['auth-token-ttl'] ?? 300,
     watchProgressNotifyMs: Number(process.env[WATCH_PROGRESS_NOTIFY_ENV]) || undefined,
     clientTls: {
@@ -169,6 +190,12 @@ export function buildServerConfig(f: RawServerFlags): ServerConfig {
   if (cfg.snapshotCount < 1) throw new ConfigError(`--snapshot-count ${cfg.snapshotCount} must be at least 1`);
   if (cfg.authTokenTtlSec < 1) throw new ConfigError(`--auth-token-ttl ${cfg.authTokenTtlSec} must be at least 1 (s)`);
   if (cfg.quotaBackendBytes < 0) throw new ConfigError(`--quota-backend-bytes ${cfg.quotaBackendBytes} must not be negative`);
+  if (!Number.isInteger(cfg.maxTxnOps) || cfg.maxTxnOps < 1) throw new ConfigError(`--max-txn-ops ${cfg.maxTxnOps} must be a whole number >= 1`);
+  if (!Number.isInteger(cfg.maxRequestBytes) || cfg.maxRequestBytes < 1 || cfg.maxRequestBytes > MAX_MAX_REQUEST_BYTES) {
+    throw new ConfigError(
+      `--max-request-bytes ${cfg.maxRequestBytes} must be a whole number from 1 to ${MAX_MAX_REQUEST_BYTES} (32 MiB: an entry must fit in one message between members)`,
+    );
+  }
   const own = cfg.initialCluster.get(cfg.name);
   if (!own) {
     throw new ConfigError(`--initial-cluster has no entry for this member's --name "${cfg.name}"; add ${cfg.name}=${advertisePeer[0]}`);

@@ -5,7 +5,8 @@
 //
 // - The leader renews (KeepAlive) and answers TimeToLive; a follower forwards both
 //   to the leader over the peer Forward RPC, retrying across a leader change until
-//   the request's deadline.
+//   the request's deadline (the client's, when it comes first). A grant or a
+//   revocation is not proposed past its client's deadline.
 // - When a deadline passes, the leader proposes the lease's revocation; the keys go
 //   when that entry is applied, on every member at the same revision. Never before:
 //   a follower never expires anything.
@@ -18,7 +19,16 @@ import { randomBytes } from 'node:crypto';
 import * as grpcErrors from '../api/errors.js';
 import { EtcdError, toEtcdError } from '../api/errors.js';
 import { GrpcCode } from '../net/grpcCode.js';
-import { ErrLeaseExist, ErrLeaseTTLTooLarge, ErrNoLeader, ErrNotLeader, ErrStopped, ErrTimeout, type MemberError } from '../common/memberErrors.js';
+import {
+  ErrDeadlineExceeded,
+  ErrLeaseExist,
+  ErrLeaseTTLTooLarge,
+  ErrNoLeader,
+  ErrNotLeader,
+  ErrStopped,
+  ErrTimeout,
+  type MemberError,
+} from '../common/memberErrors.js';
 import { ErrLeaseNotFound, type KvError } from '../kv/errors.js';
 import type { LeaseTimeToLive } from '../api/leaseService.js';
 import { formatIdPadded } from '../common/ids.js';
@@ -53,7 +63,12 @@ export interface LeaseHost {
   hasLeader(): boolean;
   /** The leader has applied an entry of its own term: its lease records are current. */
   leaderCaughtUp(): boolean;
-  proposeLease(req: { leaseGrant: { id: bigint; ttl: number } } | { leaseRevoke: { id: bigint } }, who?: AuthInfo): Promise<{ error?: Error }>;
+  /** Proposes unless the client's `deadline` (Date.now() scale) passed; resolves once applied. */
+  proposeLease(
+    req: { leaseGrant: { id: bigint; ttl: number } } | { leaseRevoke: { id: bigint } },
+    who?: AuthInfo,
+    deadline?: number,
+  ): Promise<{ error?: Error }>;
   /** Calls `method` on the current leader (PeerHost.forward there). */
   forwardToLeader(method: string, json: string, timeoutMs: number): Promise<ForwardReply>;
   stopping(): boolean;
@@ -147,19 +162,19 @@ export class Leases {
 
   // ---- client API ----------------------------------------------------------------
 
-  async grant(ttl: number, id: bigint): Promise<{ id: bigint; ttl: number }> {
+  async grant(ttl: number, id: bigint, deadline?: number): Promise<{ id: bigint; ttl: number }> {
     if (ttl > MAX_LEASE_TTL) throw ErrLeaseTTLTooLarge;
     const granted = Math.max(ttl, this.minTtl);
     // As etcd: no ID given, the member picks a positive int64.
     while (id === 0n) id = randomBytes(8).readBigUInt64BE() & 0x7fff_ffff_ffff_ffffn;
-    const out = await this.host.proposeLease({ leaseGrant: { id, ttl: granted } });
+    const out = await this.host.proposeLease({ leaseGrant: { id, ttl: granted } }, undefined, deadline);
     if (out.error) throw out.error;
     return { id, ttl: granted };
   }
 
   /** `who`: the client asking (its entry carries it, checked at apply); none for the leader's own expiry. */
-  async revoke(id: bigint, who?: AuthInfo): Promise<void> {
-    const out = await this.host.proposeLease({ leaseRevoke: { id } }, who);
+  async revoke(id: bigint, who?: AuthInfo, deadline?: number): Promise<void> {
+    const out = await this.host.proposeLease({ leaseRevoke: { id } }, who, deadline);
     if (out.error) throw out.error;
   }
 
@@ -180,7 +195,7 @@ export class Leases {
     );
   }
 
-  timeToLive(id: bigint, keys: boolean): Promise<LeaseTimeToLive> {
+  timeToLive(id: bigint, keys: boolean, deadline?: number): Promise<LeaseTimeToLive> {
     return this.onLeader(
       'LeaseTimeToLive',
       { id: id.toString(), keys },
@@ -189,6 +204,7 @@ export class Leases {
         const r = JSON.parse(json) as { ttl: number; grantedTtl: number; keys: string[] };
         return { ttl: r.ttl, grantedTtl: r.grantedTtl, keys: r.keys.map((k) => Buffer.from(k, 'hex')) };
       },
+      deadline,
     );
   }
 
@@ -240,10 +256,17 @@ export class Leases {
   /**
    * Runs `local` if this member leads, else forwards to the leader; across a leader
    * change (no leader, "not leader", an unreachable one) it tries again until the
-   * request's deadline, as etcd's LeaseRenew does.
+   * request's deadline, as etcd's LeaseRenew does: the request timeout, or the
+   * client's deadline when it comes first (then ErrDeadlineExceeded).
    */
-  private async onLeader<T>(method: string, args: Record<string, unknown>, local: () => Promise<T>, decode: (json: string) => T): Promise<T> {
-    const deadline = Date.now() + this.opts.requestTimeoutMs;
+  private async onLeader<T>(
+    method: string,
+    args: Record<string, unknown>,
+    local: () => Promise<T>,
+    decode: (json: string) => T,
+    clientDeadline = Infinity,
+  ): Promise<T> {
+    const deadline = Math.min(clientDeadline, Date.now() + this.opts.requestTimeoutMs);
     let last: Error = ErrNoLeader;
     while (Date.now() < deadline) {
       if (this.host.stopping()) throw ErrStopped;
@@ -260,8 +283,9 @@ export class Leases {
         if (etcd && !retryable(etcd)) throw e;
         last = e as Error;
       }
-      await sleep(50);
+      await sleep(Math.min(50, Math.max(0, deadline - Date.now())));
     }
+    if (deadline === clientDeadline) throw ErrDeadlineExceeded;
     throw toEtcdError(last)?.is(grpcErrors.ErrNoLeader) ? ErrNoLeader : ErrTimeout;
   }
 

@@ -25,7 +25,7 @@ import { HeldBackApplies } from './heldBackApplies.js';
 import { EntryApplier, installLeaderSnapshot, quotaNewlyExceeded, spaceExceeded, type ApplyOutcome } from './apply.js';
 import { ClusterApi } from './clusterApi.js';
 import type { ServerConfig } from './config.js';
-import { ticksOf } from './config.js';
+import { maxReceiveBytes, ticksOf } from './config.js';
 import { RaftDriver } from './driver.js';
 import { formatId } from '../common/ids.js';
 import type { Logger } from './logger.js';
@@ -80,7 +80,7 @@ export class Member {
   private readonly applier: EntryApplier;
   private readonly clusterApi: ClusterApi;
   private readonly v3: V3Backend;
-  private readonly clientServer = new GrpcServer({ maxReceiveMessageLength: 2 * 1024 * 1024 + 512 * 1024 });
+  private readonly clientServer: GrpcServer;
   /** Client URL listeners: TCP accepted here, handed to clientServer with etcdctl's ":authority: http://..." made valid. */
   private readonly clientListeners: AuthorityRewriteListener[] = [];
   private readonly proposer: Proposer;
@@ -118,6 +118,7 @@ export class Member {
     this.storage = p.storage;
     this.kv = this.watched(p.kv);
     this.memberId = p.memberId;
+    this.clientServer = new GrpcServer({ maxReceiveMessageLength: maxReceiveBytes(p.cfg.maxRequestBytes) });
     const { tickMs, electionTick } = ticksOf(p.cfg);
     this.requestTimeoutMs = 5000 + 2 * electionTick * tickMs;
     this.snapshotIndex = p.storage.snapshotMeta().index;
@@ -147,7 +148,11 @@ export class Member {
       leader: () => this.lead,
       stopping: () => this.stopping,
     };
-    this.proposer = new Proposer({ withRaft: (fn) => this.driver.with(fn), stopping: view.stopping, metrics: this.metrics }, this.requestTimeoutMs);
+    this.proposer = new Proposer(
+      { withRaft: (fn) => this.driver.with(fn), stopping: view.stopping, metrics: this.metrics },
+      this.requestTimeoutMs,
+      p.cfg.maxRequestBytes,
+    );
     this.peerHost = new PeerHost({
       ...view,
       dataDir: p.cfg.dataDir,
@@ -176,7 +181,7 @@ export class Member {
       log: this.log,
       forward: (to, method, json, timeoutMs) => this.transport.forward(to, method, json, timeoutMs),
       activeSince: (id) => this.transport.activeSince(id),
-      proposeConf: (cc, member) => this.proposer.proposeConf(cc, member),
+      proposeConf: (cc, member, deadline) => this.proposer.proposeConf(cc, member, deadline),
     });
     this.metrics.dbSize = () => this.kv.dbSize();
     this.watchHub = new WatchHub(view.kv, this.log, p.cfg.watchProgressNotifyMs);
@@ -184,7 +189,7 @@ export class Member {
       ...view,
       hasLeader: () => this.lead !== NONE,
       leaderCaughtUp: () => this.kv.appliedTerm() === this.driver.raft.status().term,
-      proposeLease: (req: ServerRequest, who?: AuthInfo) => this.proposeServer(req, who),
+      proposeLease: (req: ServerRequest, who?: AuthInfo, deadline?: number) => this.proposeServer(req, who, deadline),
       forwardToLeader: (method: string, json: string, timeoutMs: number) => this.transport.forward(this.lead, method, json, timeoutMs),
     };
     this.leases = new Leases(leaseHost, { electionMs: p.cfg.electionMs, requestTimeoutMs: this.requestTimeoutMs });
@@ -195,8 +200,8 @@ export class Member {
         header: (rev) => this.v3.header(rev),
         currentRevision: () => this.kv.currentRevision(),
         isLearner: () => this.v3.isLearner(),
-        readIndex: () => this.reads.read(),
-        proposeAuth: (req: AuthRequest, who: AuthInfo | undefined) => this.proposeServer({ auth: req }, who),
+        readIndex: (deadline) => this.reads.read(deadline),
+        proposeAuth: (req: AuthRequest, who: AuthInfo | undefined, deadline?: number) => this.proposeServer({ auth: req }, who, deadline),
         requestTimeoutMs: this.requestTimeoutMs,
       },
       p.cfg.authTokenTtlSec,
@@ -205,10 +210,10 @@ export class Member {
       ...view,
       cfg: p.cfg,
       clusterId: () => this.peerHost.clusterId(),
-      readIndex: () => this.reads.read(),
+      readIndex: (deadline?: number) => this.reads.read(deadline),
       proposeKv: (req: KvRequest, who?: AuthInfo, deadline?: number) => this.proposeKv(req, who, deadline),
       auth: this.auth,
-      proposeServer: (req: ServerRequest) => this.proposeServer(req),
+      proposeServer: (req: ServerRequest, deadline?: number) => this.proposeServer(req, undefined, deadline),
       transferLeader: (target: bigint) => this.driver.with((r) => r.transferLeader(target)),
       defragment: () => this.defragment(),
       watches: this.watchHub,
@@ -487,9 +492,9 @@ export class Member {
     return r;
   }
 
-  /** `who`: the client a request is made for (its entry carries it); none for the member's own. */
-  private proposeServer(req: ServerRequest, who?: AuthInfo): Promise<ApplyOutcome> {
-    return this.proposer.propose((id) => encodeRequest(req, id, who));
+  /** `who`: the client a request is made for (its entry carries it); none for the member's own. `deadline`: the client's. */
+  private proposeServer(req: ServerRequest, who?: AuthInfo, deadline?: number): Promise<ApplyOutcome> {
+    return this.proposer.propose((id) => encodeRequest(req, id, who), deadline);
   }
 
   private refreshPeers(): void {

@@ -113,19 +113,21 @@ export class PeerHost implements TransportHost {
   /** A request another member forwarded to this one as the leader. */
   async forward(method: string, json: string): Promise<ForwardReply> {
     const args = JSON.parse(json, bigintFromJson) as Record<string, never>;
+    // The asker's client deadline, as the time it had left (clocks differ between members).
+    const deadline = typeof args.leftMs === 'number' ? Date.now() + (args.leftMs as number) : Infinity;
     const ok = (v: unknown) => ({ json: JSON.stringify(v, bigintToJson), error_code: 0, error_message: '' });
     try {
       if (!this.d.isLeader()) throw ErrNotLeader;
       const t = this.d.forwardTargets();
       switch (method) {
         case 'MemberAdd':
-          return ok(await t.cluster.memberAdd(args.peerURLs, args.isLearner));
+          return ok(await t.cluster.memberAdd(args.peerURLs, args.isLearner, deadline));
         case 'MemberRemove':
-          return ok(await t.cluster.memberRemove(args.id));
+          return ok(await t.cluster.memberRemove(args.id, deadline));
         case 'MemberUpdate':
-          return ok(await t.cluster.memberUpdate(args.id, args.peerURLs));
+          return ok(await t.cluster.memberUpdate(args.id, args.peerURLs, deadline));
         case 'MemberPromote':
-          return ok(await t.cluster.memberPromote(args.id));
+          return ok(await t.cluster.memberPromote(args.id, deadline));
         case 'Alarm':
           return ok(await t.alarm(args.action, args.memberId, args.alarm));
         case 'LeaseRenew':

@@ -1,7 +1,8 @@
 // Requests waiting on Raft: proposals wait for their entry to be applied, reads
-// for a confirmed read index to be applied. Every wait is bounded by a timeout.
+// for a confirmed read index to be applied. Every wait is bounded by a timeout,
+// and a read by its client's deadline (grpc-timeout) when that comes first.
 import { randomBytes } from 'node:crypto';
-import { ErrNoLeader, ErrTimeout, type MemberError } from '../common/memberErrors.js';
+import { ErrDeadlineExceeded, ErrNoLeader, ErrTimeout, type MemberError } from '../common/memberErrors.js';
 import { RaftError } from '../raft/types.js';
 
 interface Waiter<T> {
@@ -70,6 +71,8 @@ export class PendingProposals<T = unknown> {
 interface Reader {
   resolve: () => void;
   reject: (e: Error) => void;
+  /** Its client's deadline passed: answered, no round is asked for it any more. */
+  gone?: boolean;
 }
 
 /** A read index request that got no answer (lost, or sent to a former leader) is asked again after this. */
@@ -94,18 +97,36 @@ export class ReadIndexBatcher {
     private readonly timeoutMs: number,
   ) {}
 
-  /** Resolves once a read may be served locally. */
-  read(): Promise<void> {
+  /** Resolves once a read may be served locally; rejects with ErrDeadlineExceeded at `deadline` (the client's, Date.now() scale) if that comes first. */
+  read(deadline = Infinity): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.waiting.push({ resolve, reject });
+      const ms = deadline - Date.now();
+      if (ms <= 0) return reject(ErrDeadlineExceeded);
+      const reader: Reader = { resolve, reject };
+      if (ms < this.timeoutMs) {
+        const timer = setTimeout(() => {
+          reader.gone = true;
+          reject(ErrDeadlineExceeded);
+        }, ms);
+        reader.resolve = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        reader.reject = (e) => {
+          clearTimeout(timer);
+          reject(e);
+        };
+      }
+      this.waiting.push(reader);
       this.startRound();
     });
   }
 
   private startRound(): void {
-    if (this.inFlight || this.waiting.length === 0) return;
-    const readers = this.waiting;
+    if (this.inFlight) return;
+    const readers = this.waiting.filter((r) => !r.gone);
     this.waiting = [];
+    if (readers.length === 0) return;
     const deadline = Date.now() + this.timeoutMs;
     this.issue(readers, deadline);
   }
@@ -117,7 +138,10 @@ export class ReadIndexBatcher {
       () => {
         if (this.inFlight?.ctx !== ctx) return;
         this.inFlight = undefined;
-        if (Date.now() >= deadline) {
+        // Every reader's client stopped waiting: no round is asked again for them.
+        if (readers.every((r) => r.gone)) {
+          this.startRound();
+        } else if (Date.now() >= deadline) {
           for (const r of readers) r.reject(ErrTimeout);
           this.startRound();
         } else {
@@ -162,10 +186,10 @@ export class ReadIndexBatcher {
   }
 }
 
-/** Waits until a linearizable read may be served here (host.readIndex); Raft's refusal is etcd's "no leader". */
-export async function linearizable(host: { readIndex(): Promise<void> }): Promise<void> {
+/** Waits until a linearizable read may be served here (host.readIndex), until the client's `deadline` at most; Raft's refusal is etcd's "no leader". */
+export async function linearizable(host: { readIndex(deadline?: number): Promise<void> }, deadline?: number): Promise<void> {
   try {
-    await host.readIndex();
+    await host.readIndex(deadline);
   } catch (e) {
     if (e instanceof RaftError) throw ErrNoLeader;
     throw e;

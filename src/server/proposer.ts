@@ -5,8 +5,20 @@
 // Raft's other refusals become etcd's errors. A client's deadline (grpc-timeout)
 // bounds the wait when it comes first: a request already past it is not
 // proposed; one proposed may still apply, once, but its waiter is released at
-// the deadline (a later apply finds no waiter).
-import { confChangeRefused, ErrConfChangePending, ErrDeadlineExceeded, ErrNotLeader, ErrStopped, proposalRefused } from '../common/memberErrors.js';
+// the deadline (a later apply finds no waiter). So do membership changes. An
+// entry larger than --max-request-bytes is refused before it is proposed (etcd's
+// ErrRequestTooLarge).
+import {
+  confChangeRefused,
+  ErrConfChangePending,
+  ErrDeadlineExceeded,
+  ErrNotLeader,
+  ErrRequestTooLarge,
+  ErrStopped,
+  ErrTimeout,
+  proposalRefused,
+  type MemberError,
+} from '../common/memberErrors.js';
 import type { Member as MemberInfo } from '../kv/types.js';
 import type { Raft } from '../raft/raft.js';
 import { RaftError, type ConfChange } from '../raft/types.js';
@@ -30,6 +42,8 @@ export class Proposer {
   constructor(
     private readonly host: ProposerHost,
     private readonly requestTimeoutMs: number,
+    /** --max-request-bytes: the largest entry proposed for a request. */
+    private readonly maxRequestBytes = Infinity,
   ) {
     this.pending = new PendingProposals(requestTimeoutMs);
   }
@@ -41,17 +55,20 @@ export class Proposer {
   propose(encode: (id: bigint) => Uint8Array, deadline = Infinity): Promise<ApplyOutcome> {
     if (this.host.stopping()) return Promise.reject(ErrStopped);
     const metrics = this.host.metrics;
-    const now = Date.now();
-    // The client stops waiting before the request timeout: nothing is proposed past its deadline, nor waited for.
-    const clientFirst = deadline < now + this.requestTimeoutMs;
-    if (clientFirst && deadline <= now) {
+    const wait = this.waitFor(deadline);
+    if (!wait) {
       metrics.proposalsFailed++;
       return Promise.reject(ErrDeadlineExceeded);
     }
     const id = this.pending.nextId();
-    const done = clientFirst ? this.pending.wait(id, ErrDeadlineExceeded, deadline - now) : this.pending.wait(id);
+    const data = encode(id);
+    if (data.length > this.maxRequestBytes) {
+      metrics.proposalsFailed++;
+      return Promise.reject(ErrRequestTooLarge);
+    }
+    const done = this.pending.wait(id, wait.error, wait.ms);
     metrics.proposalsPending++;
-    this.proposeData(encode(id), id, clientFirst ? deadline : now + this.requestTimeoutMs);
+    this.proposeData(data, id, wait.until);
     return done
       .finally(() => metrics.proposalsPending--)
       .catch((e) => {
@@ -60,10 +77,25 @@ export class Proposer {
       });
   }
 
-  async proposeConf(cc: Omit<ConfChange, 'context'>, member: MemberInfo | undefined): Promise<ApplyOutcome> {
+  /**
+   * How long a proposal made now waits: until the client's deadline when it comes
+   * before the request timeout (undefined: already passed, nothing is proposed),
+   * else the request timeout.
+   */
+  private waitFor(deadline: number): { until: number; ms: number; error: MemberError } | undefined {
+    const now = Date.now();
+    if (deadline >= now + this.requestTimeoutMs) return { until: now + this.requestTimeoutMs, ms: this.requestTimeoutMs, error: ErrTimeout };
+    if (deadline <= now) return undefined;
+    return { until: deadline, ms: deadline - now, error: ErrDeadlineExceeded };
+  }
+
+  /** A membership change, answered once applied; `deadline` as for propose (a conf change is never queued for a leader). */
+  async proposeConf(cc: Omit<ConfChange, 'context'>, member: MemberInfo | undefined, deadline = Infinity): Promise<ApplyOutcome> {
     if (this.host.stopping()) throw ErrStopped;
+    const wait = this.waitFor(deadline);
+    if (!wait) throw ErrDeadlineExceeded;
     const id = this.pending.nextId();
-    const done = this.pending.wait(id);
+    const done = this.pending.wait(id, wait.error, wait.ms);
     const context = member
       ? encodeMemberContext(member, id)
       : encodeMemberContext({ id: cc.nodeId, name: '', peerURLs: [], clientURLs: [], isLearner: false }, id);

@@ -2,10 +2,12 @@
 // clusterApi.ts, Watch to the watch hub, Lease to the lessor): reads are linearizable unless serializable (a
 // ReadIndex round first), writes are proposed and answered once applied, and the
 // maintenance calls (status, hash, snapshot, alarm, defragment, move-leader) read
-// this member's store and Raft state. Errors thrown are the member's and the
-// store's; src/api/errors.ts turns them into what clients see.
+// this member's store and Raft state. A client's deadline (grpc-timeout) bounds
+// every wait on Raft: a request is not proposed, nor a read asked for, past it.
+// Errors thrown are the member's and the store's; src/api/errors.ts turns them
+// into what clients see.
 import * as grpcErrors from '../api/errors.js';
-import { ErrBadLeaderTransferee, ErrNotLeader, ErrTimeoutLeaderTransfer } from '../common/memberErrors.js';
+import { ErrBadLeaderTransferee, ErrDeadlineExceeded, ErrNotLeader, ErrTimeoutLeaderTransfer } from '../common/memberErrors.js';
 import type { EtcdBackend, Header, SnapshotToSend, StatusInfo } from '../api/services.js';
 import type { LeaseBackend, LeaseTimeToLive } from '../api/leaseService.js';
 import type { WatchBackend, WatchSession, WatchSink } from '../api/watchService.js';
@@ -42,19 +44,19 @@ export const SERVER_VERSION = '3.4.23-lifeboat';
 
 export interface V3Host {
   readonly memberId: bigint;
-  readonly cfg: { electionMs: number; heartbeatMs: number };
+  readonly cfg: { electionMs: number; heartbeatMs: number; maxTxnOps: number };
   kv(): KvStore;
   raft(): Raft;
   clusterId(): bigint;
   isLeader(): boolean;
   /** The leader this member follows (NONE when there is none). */
   leader(): bigint;
-  /** Resolves once this member has applied up to the leader's commit index at the call (ReadIndex). */
-  readIndex(): Promise<void>;
+  /** Resolves once this member has applied up to the leader's commit index at the call (ReadIndex), unless the client's `deadline` passes first. */
+  readIndex(deadline?: number): Promise<void>;
   /** Proposes a KV write on behalf of `who` (checked at apply) unless the client's `deadline` passed; resolves once applied, throws its error. */
   proposeKv(req: KvRequest, who?: AuthInfo, deadline?: number): Promise<KvApplyResult>;
-  /** Proposes one of the member's own requests; resolves once applied. */
-  proposeServer(req: ServerRequest): Promise<unknown>;
+  /** Proposes one of the member's own requests (unless the client's `deadline` passed); resolves once applied. */
+  proposeServer(req: ServerRequest, deadline?: number): Promise<unknown>;
   transferLeader(target: bigint): void;
   /** Defragments kv.db off the event loop, holding applies back meanwhile. */
   defragment(): Promise<void>;
@@ -97,6 +99,10 @@ export class V3Backend implements EtcdBackend, WatchBackend, LeaseBackend {
     return this.host.raft().isLearner(this.host.memberId);
   }
 
+  get maxTxnOps(): number {
+    return this.host.cfg.maxTxnOps;
+  }
+
   authInfo(c: Caller): Promise<AuthInfo | undefined> {
     return this.host.auth.authInfo(c);
   }
@@ -109,8 +115,8 @@ export class V3Backend implements EtcdBackend, WatchBackend, LeaseBackend {
     return this.host.auth.watchRefusal(c, key, rangeEnd);
   }
 
-  async range(r: RangeRequest, ai?: AuthInfo): Promise<RangeResponse> {
-    if (!r.serializable && !STALE_LOCAL_READS) await linearizable(this.host);
+  async range(r: RangeRequest, ai?: AuthInfo, deadline?: number): Promise<RangeResponse> {
+    if (!r.serializable && !STALE_LOCAL_READS) await linearizable(this.host, deadline);
     this.host.auth.requireRead(ai, r.key, r.rangeEnd);
     return this.host.kv().range(r);
   }
@@ -134,20 +140,20 @@ export class V3Backend implements EtcdBackend, WatchBackend, LeaseBackend {
     await this.host.proposeKv({ compaction: r }, undefined, deadline);
   }
 
-  memberAdd(peerURLs: string[], isLearner: boolean): Promise<{ member: MemberInfo; members: MemberInfo[] }> {
-    return this.clusterApi.memberAdd(peerURLs, isLearner);
+  memberAdd(peerURLs: string[], isLearner: boolean, deadline?: number): Promise<{ member: MemberInfo; members: MemberInfo[] }> {
+    return this.clusterApi.memberAdd(peerURLs, isLearner, deadline);
   }
 
-  memberRemove(id: bigint): Promise<MemberInfo[]> {
-    return this.clusterApi.memberRemove(id);
+  memberRemove(id: bigint, deadline?: number): Promise<MemberInfo[]> {
+    return this.clusterApi.memberRemove(id, deadline);
   }
 
-  memberUpdate(id: bigint, peerURLs: string[]): Promise<MemberInfo[]> {
-    return this.clusterApi.memberUpdate(id, peerURLs);
+  memberUpdate(id: bigint, peerURLs: string[], deadline?: number): Promise<MemberInfo[]> {
+    return this.clusterApi.memberUpdate(id, peerURLs, deadline);
   }
 
-  memberPromote(id: bigint): Promise<MemberInfo[]> {
-    return this.clusterApi.memberPromote(id);
+  memberPromote(id: bigint, deadline?: number): Promise<MemberInfo[]> {
+    return this.clusterApi.memberPromote(id, deadline);
   }
 
   memberList(): Promise<MemberInfo[]> {
@@ -187,26 +193,27 @@ export class V3Backend implements EtcdBackend, WatchBackend, LeaseBackend {
     return { size: snap.size, chunks: (n) => snap.chunks(n), done: () => snap.release() };
   }
 
-  async moveLeader(target: bigint): Promise<void> {
+  async moveLeader(target: bigint, clientDeadline = Infinity): Promise<void> {
     if (!this.host.isLeader()) throw ErrNotLeader;
     const st = this.host.raft().status();
     if (!st.conf.voters.includes(target)) throw ErrBadLeaderTransferee;
     if (target === this.host.memberId) return;
+    if (clientDeadline <= Date.now()) throw ErrDeadlineExceeded;
     this.host.transferLeader(target);
-    const deadline = Date.now() + Math.max(this.host.cfg.electionMs * 3, 3000);
+    const deadline = Math.min(clientDeadline, Date.now() + Math.max(this.host.cfg.electionMs * 3, 3000));
     while (Date.now() < deadline) {
       if (this.host.leader() === target) return;
       await new Promise((r) => setTimeout(r, this.host.cfg.heartbeatMs));
     }
-    throw ErrTimeoutLeaderTransfer;
+    throw deadline === clientDeadline ? ErrDeadlineExceeded : ErrTimeoutLeaderTransfer;
   }
 
-  async alarm(action: 'GET' | 'ACTIVATE' | 'DEACTIVATE', memberId: bigint, alarm: AlarmType): Promise<Alarm[]> {
+  async alarm(action: 'GET' | 'ACTIVATE' | 'DEACTIVATE', memberId: bigint, alarm: AlarmType, deadline?: number): Promise<Alarm[]> {
     const kv = this.host.kv();
     if (action === 'GET') return kv.cluster.alarms();
     const target = memberId === 0n ? this.host.memberId : memberId;
     const had = kv.cluster.alarms().filter((a) => a.memberId === target && a.alarm === alarm);
-    await this.host.proposeServer({ alarm: { action, memberId: target, alarm } });
+    await this.host.proposeServer({ alarm: { action, memberId: target, alarm } }, deadline);
     // As etcd answers: the alarm raised, or the one cleared (none if it was not active),
     // not every alarm left; `alarm disarm` prints what it disarmed from this.
     return action === 'ACTIVATE' ? [{ memberId: target, alarm }] : had;
@@ -222,20 +229,20 @@ export class V3Backend implements EtcdBackend, WatchBackend, LeaseBackend {
     return this.host.watches.open(sink);
   }
 
-  leaseGrant(ttl: number, id: bigint): Promise<{ id: bigint; ttl: number }> {
-    return this.host.leases.grant(ttl, id);
+  leaseGrant(ttl: number, id: bigint, deadline?: number): Promise<{ id: bigint; ttl: number }> {
+    return this.host.leases.grant(ttl, id, deadline);
   }
 
-  leaseRevoke(id: bigint, ai?: AuthInfo): Promise<void> {
-    return this.host.leases.revoke(id, ai ?? NOBODY);
+  leaseRevoke(id: bigint, ai?: AuthInfo, deadline?: number): Promise<void> {
+    return this.host.leases.revoke(id, ai ?? NOBODY, deadline);
   }
 
   leaseRenew(id: bigint): Promise<number> {
     return this.host.leases.renew(id);
   }
 
-  leaseTimeToLive(id: bigint, keys: boolean): Promise<LeaseTimeToLive> {
-    return this.host.leases.timeToLive(id, keys);
+  leaseTimeToLive(id: bigint, keys: boolean, deadline?: number): Promise<LeaseTimeToLive> {
+    return this.host.leases.timeToLive(id, keys, deadline);
   }
 
   leaseLeases(): Promise<bigint[]> {

@@ -165,6 +165,8 @@ test('lifeboat server, run without oclif (bin/run.js → serverEntry), refuses b
   assertOneLineUsageError(lifeboat('server', 'extra'), 'Unexpected argument: extra');
   // buildServerConfig's own checks, and etcd's --flag=false form of a boolean.
   assertOneLineUsageError(lifeboat('server', '--name', 'a b', '--client-cert-auth=false'), '--name: "a b" may only hold');
+  assertOneLineUsageError(lifeboat('server', '--max-txn-ops', '0'), '--max-txn-ops 0 must be a whole number >= 1');
+  assertOneLineUsageError(lifeboat('server', '--max-request-bytes', '40000000'), '--max-request-bytes 40000000 must be a whole number from 1 to 33554432');
   const help = lifeboat('server', '--help');
   assert.equal(help.code, EXIT.OK, help.stderr);
   assert.match(help.stdout, /^USAGE\n\s+\$ lifeboat server/m);
