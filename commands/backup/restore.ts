@@ -1,6 +1,6 @@
 import { Args, Flags } from '#oclif-core';
 import { BaseCommand, credentialsFor } from '../../src/cli/baseCommand.js';
-import { openBackupStore, STORE_FLAGS, tagStoreError, type StoreFlagValues } from '../../src/cli/backupStoreFlags.js';
+import { openBackupStore, STORE_FLAGS, tagStoreError } from '../../src/cli/backupStoreFlags.js';
 import { readPasswordFile } from '../../src/cli/connectionFlags.js';
 import { readIdentityFiles } from '../../src/cli/output/backupVerify.js';
 import { backupRestoreOutput } from '../../src/cli/output/backupRestore.js';
