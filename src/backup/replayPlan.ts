@@ -48,12 +48,15 @@ export function chooseCluster(catalog: Catalog, clusterId?: string): ClusterCata
   return catalog.clusters[0];
 }
 
-/** The full and segments that reach `at` (default: the last revision the cluster stored). */
-export function planReplay(catalog: Catalog, cluster: ClusterCatalog, at?: number): ReplayPlan {
+/**
+ * The full and segments that reach `at` (default: the last revision the cluster
+ * stored); `skipFulls`: fulls found damaged, so the plan starts from an older one.
+ */
+export function planReplay(catalog: Catalog, cluster: ClusterCatalog, at?: number, skipFulls: ReadonlySet<string> = new Set()): ReplayPlan {
   const last = lastStoredRevision(cluster);
   const target = at ?? last;
   if (at !== undefined && at > last) throw new ReplayError(`revision ${at} is past the last one stored for cluster ${cluster.clusterId} (${last})`);
-  const fulls = cluster.fulls.filter((f) => f.revision <= target);
+  const fulls = cluster.fulls.filter((f) => f.revision <= target && !skipFulls.has(f.object));
   if (fulls.length === 0) {
     const first = cluster.fulls[0];
     throw new ReplayError(
