@@ -52,7 +52,10 @@ export interface DrillState {
 }
 
 /** A check failed and was recorded (as a check, and as its step's error): the drill says it no more. */
-export class CheckFailed extends Error {}
+/** A check that failed: recorded as its result, the drill goes on. */
+export class CheckFailed extends Error {
+  override readonly name = 'CheckFailed';
+}
 
 /** A drill step: a step type with a title made of its parameters. */
 export interface DrillStep extends StepDefinition {
