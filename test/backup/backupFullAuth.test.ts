@@ -66,3 +66,37 @@ test(
     }
   },
 );
+
+test('backup run --print-unit: an env file with the settings given (never the password) and a systemd unit, nothing started', async () => {
+  const r = await lifeboat(
+    'backup',
+    'run',
+    '--endpoints',
+    '10.0.0.1:2379,10.0.0.2:2379',
+    '--store',
+    'file:///mnt/backups/etcd',
+    '--spool-dir',
+    '/var/lib/lifeboat/spool',
+    '--user',
+    'root',
+    '--password',
+    'sekrit-pw',
+    '--delta-interval',
+    '2s',
+    '--print-unit',
+  );
+  assert.equal(r.code, 0, r.stderr);
+  assert.doesNotMatch(r.stdout + r.stderr, /sekrit-pw/);
+  for (const line of [
+    'LIFEBOAT_ENDPOINTS=10.0.0.1:2379,10.0.0.2:2379',
+    'LIFEBOAT_STORE=file:///mnt/backups/etcd',
+    'LIFEBOAT_SPOOL_DIR=/var/lib/lifeboat/spool',
+    'LIFEBOAT_USER=root',
+    'LIFEBOAT_DELTA_INTERVAL=2s',
+    'EnvironmentFile=/etc/lifeboat/backup-etcd.env',
+    'RestartPreventExitStatus=2 3',
+  ])
+    assert.ok(r.stdout.split('\n').includes(line), `${line} in:\n${r.stdout}`);
+  assert.match(r.stdout, /^ExecStart=\S+node\S* \S+bin\/run\.js backup run$/m);
+  assert.match(r.stdout, /systemctl enable --now lifeboat-backup-etcd\.service/);
+});
