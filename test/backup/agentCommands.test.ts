@@ -2,15 +2,22 @@
 // a --user without the root role is refused at start, in one line (etcd 3.4
 // serves Snapshot and HashKV to root only), by `backup full` and `backup run`
 // alike; root takes a full, a second of the unchanged cluster is skipped, and
-// status shows it with no lag.
+// status shows it with no lag. Also the agent's full schedule, encryption and
+// compression, and its --print-unit hand-off.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
+import * as age from 'age-encryption';
+import { readCatalog } from '../../src/backup/catalog.js';
+import { FileStore } from '../../src/backup/fileStore.js';
+import { decodeObject } from '../../src/backup/objectCodec.js';
+import { snapshotStatus } from '../../src/recovery/snapshotFormat.js';
 import { EtcdCluster } from '../support/etcdCluster.js';
-import { etcdctl, lifeboat } from '../support/lifeboatCluster.js';
+import { etcdctl, lifeboat, waitFor } from '../support/lifeboatCluster.js';
+import { startAgent, type Agent } from './agentScenario.js';
 
 test(
   'backup full: a user without the root role is refused (exit 3); root takes a full, an unchanged cluster is skipped; status shows it',
@@ -100,3 +107,66 @@ test('backup run --print-unit: an env file with the settings given (never the pa
   assert.match(r.stdout, /^ExecStart=\S+node\S* \S+bin\/run\.js backup run$/m);
   assert.match(r.stdout, /systemctl enable --now lifeboat-backup-etcd\.service/);
 });
+
+test(
+  'backup run: fulls on --full-schedule, a scheduled full of an unchanged cluster skipped; objects encrypted to --encrypt-to and brotli-compressed restore as the snapshot',
+  { timeout: 90_000 },
+  async () => {
+    const cluster = await EtcdCluster.start({ size: 1, portSeed: 'backupSchedule' });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-backupSchedule-'));
+    let agent: Agent | undefined;
+    try {
+      const ep = cluster.endpoints;
+      const storeDir = path.join(dir, 'store');
+      fs.mkdirSync(storeDir);
+      const identity = await age.generateIdentity();
+      const recipient = await age.identityToRecipient(identity);
+      assert.equal((await etcdctl(ep, 'put', 'a', '1')).code, 0);
+      agent = startAgent([
+        '--endpoints',
+        ep,
+        '--store',
+        pathToFileURL(storeDir).href,
+        '--spool-dir',
+        path.join(dir, 'spool'),
+        '--delta-interval',
+        '300ms',
+        '--full-schedule',
+        '*/2 * * * * *',
+        '--encrypt-to',
+        recipient,
+        '--compression',
+        'brotli',
+      ]);
+      const a = agent;
+      const line = (re: RegExp) => waitFor(`${re}`, () => a.lines.find((l) => re.test(l)), 20_000);
+      const first = Number(/at revision (\d+)/.exec(await line(/full \(first full\) at revision \d+/))![1]);
+      assert.equal((await etcdctl(ep, 'put', 'b', '2')).code, 0);
+      const scheduled = Number(/at revision (\d+)/.exec(await line(/full \(schedule\) at revision \d+/))![1]);
+      assert.equal(scheduled, first + 1);
+      await line(new RegExp(`full \\(schedule\\) skipped: the cluster is still at revision ${scheduled}, the last full's`));
+      a.proc.kill('SIGTERM');
+      assert.equal(await a.exit, 0);
+
+      const c = (await readCatalog(new FileStore(pathToFileURL(storeDir).href, storeDir))).clusters[0];
+      assert.deepEqual(
+        c.fulls.map((f) => [f.revision, f.compression, f.recipients]),
+        [
+          [first, 'brotli', [recipient]],
+          [scheduled, 'brotli', [recipient]],
+        ],
+      );
+      const full = c.fulls[1];
+      const plain = path.join(dir, 'full.db');
+      await assert.rejects(decodeObject(path.join(storeDir, ...full.object.split('/')), plain, full), /give the age identity/);
+      await decodeObject(path.join(storeDir, ...full.object.split('/')), plain, full, [identity]);
+      const snap = await snapshotStatus(plain);
+      assert.equal(snap.revision, scheduled);
+      assert.equal(snap.etcd?.liveKeys, 2);
+    } finally {
+      if (agent && agent.proc.exitCode === null) agent.proc.kill('SIGKILL');
+      await cluster.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);
