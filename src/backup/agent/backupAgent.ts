@@ -208,12 +208,14 @@ export class BackupAgent {
 
   /** The resume point of cluster `cid`: the last revision in the store or the spool. */
   private async resume(cid: bigint): Promise<void> {
-    this.clusterId = cid;
     const text = clusterIdText(cid);
     const catalog = await readCatalog(this.cfg.store);
     const c = catalog.clusters.find((x) => x.clusterId === text);
     const spooled = this.cfg.spool.pending().map((e) => e.manifest);
     const mine: Manifest[] = [...(c?.fulls ?? []), ...(c?.segments ?? []), ...spooled.filter((m) => m.clusterId === text)];
+    // Set only once the store was read: a session that fails before resumes again.
+    this.clusterId = cid;
+    this.lastFullRevision = 0;
     this.lastStored = Math.max(lastStoredRevision(c), this.cfg.spool.lastRevision(text));
     this.lastSeen = this.lastStored;
     this.lastHashed = this.lastStored;
