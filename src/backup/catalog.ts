@@ -31,6 +31,8 @@ export interface Catalog {
   orphans: StoredObject[];
   /** every stored object, for sizes */
   objects: Map<string, StoredObject>;
+  /** the key each manifest was read from (prune deletes it) */
+  manifestKeys: Map<Manifest, string>;
 }
 
 export async function readCatalog(store: ObjectStore): Promise<Catalog> {
@@ -38,12 +40,16 @@ export async function readCatalog(store: ObjectStore): Promise<Catalog> {
   const objects = new Map(listed.map((o) => [o.key, o]));
   const manifests: Manifest[] = [];
   const unreadable: Catalog['unreadable'] = [];
+  const manifestKeys = new Map<Manifest, string>();
   for (const o of listed) {
     if (!isManifestKey(o.key)) continue;
     try {
       const m = parseManifest(o.key, await store.get(o.key));
       if (m.kind !== 'gap' && !objects.has(m.object)) unreadable.push({ key: o.key, problem: `its object ${m.object} is not in the store` });
-      else manifests.push(m);
+      else {
+        manifests.push(m);
+        manifestKeys.set(m, o.key);
+      }
     } catch (e) {
       unreadable.push({ key: o.key, problem: (e as Error).message });
     }
@@ -53,7 +59,7 @@ export async function readCatalog(store: ObjectStore): Promise<Catalog> {
   const byCluster = new Map<string, Manifest[]>();
   for (const m of manifests) byCluster.set(m.clusterId, [...(byCluster.get(m.clusterId) ?? []), m]);
   const clusters = [...byCluster.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([id, ms]) => clusterCatalog(id, ms));
-  return { clusters, unreadable, orphans, objects };
+  return { clusters, unreadable, orphans, objects, manifestKeys };
 }
 
 const byRevision = <T extends { fromRevision: number; toRevision: number }>(a: T, b: T) => a.fromRevision - b.fromRevision || a.toRevision - b.toRevision;

@@ -24,11 +24,11 @@ export class FileStore implements ObjectStore {
   private async ensureRoot(): Promise<void> {
     try {
       const st = await fs.stat(this.root);
-      if (!st.isDirectory()) throw new StoreUnavailable(`${this.url}: ${this.root} is not a directory; give a directory for the store`);
+      if (!st.isDirectory()) throw new StoreUnavailable(`${this.url}: ${this.root} is not a directory; give a directory for the store`, false);
     } catch (e) {
       if (e instanceof StoreUnavailable) throw e;
       if ((e as NodeJS.ErrnoException).code === 'ENOENT')
-        throw new StoreUnavailable(`${this.url}: the directory ${this.root} does not exist; create it (or mount the store) first`);
+        throw new StoreUnavailable(`${this.url}: the directory ${this.root} does not exist; create it (or mount the store) first`, false);
       throw new StoreUnavailable(`${this.url}: ${(e as Error).message}`);
     }
   }
