@@ -170,3 +170,64 @@ test(
     }
   },
 );
+
+test(
+  'backup run: a new cluster ID behind the endpoints (another cluster answers) starts a new chain, with the gap recorded under the new ID',
+  { timeout: 90_000 },
+  async () => {
+    const a = await EtcdCluster.start({ size: 1, portSeed: 'backupNewIdA' });
+    const b = await EtcdCluster.start({ size: 1, portSeed: 'backupNewIdB' });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-backupNewId-'));
+    let agent: Agent | undefined;
+    try {
+      const epA = a.endpoints;
+      const epB = b.endpoints;
+      // B gets ahead of anything A will have stored, then stops until A is gone.
+      for (let i = 0; i < 30; i++) assert.equal((await etcdctl(epB, 'put', `b${i}`, 'x')).code, 0);
+      await b.stopMember(b.members[0]);
+      for (let i = 0; i < 5; i++) assert.equal((await etcdctl(epA, 'put', `a${i}`, 'x')).code, 0);
+      const storeDir = path.join(dir, 'store');
+      fs.mkdirSync(storeDir);
+      const store = new FileStore(pathToFileURL(storeDir).href, storeDir);
+      agent = startAgent([
+        '--endpoints',
+        `${epA},${epB}`,
+        '--store',
+        pathToFileURL(storeDir).href,
+        '--spool-dir',
+        path.join(dir, 'spool'),
+        '--delta-interval',
+        '300ms',
+      ]);
+      const ag = agent;
+      const line = (re: RegExp) => waitFor(`${re}`, () => ag.lines.find((l) => re.test(l)), 30_000);
+      await line(/full \(first full\) at revision \d+/);
+      assert.equal((await etcdctl(epA, 'put', 'a-last', 'x')).code, 0);
+      const lastA = await waitFor('A stored to its head', async () => {
+        const c = (await readCatalog(store)).clusters[0];
+        return c && c.segments.length > 0 && c.segments[c.segments.length - 1].toRevision;
+      });
+      await a.stopMember(a.members[0]);
+      b.restart(b.members[0]);
+      await b.waitReady(b.members[0]);
+      await line(/the cluster ID changed from [0-9a-f]{16} to [0-9a-f]{16} \(a recovery\?\): a new chain/);
+      const cat = await waitFor('the new chain in the store', async () => {
+        const c = await readCatalog(store);
+        return c.clusters.length === 2 && c.clusters.some((x) => x.gaps.length > 0) && c;
+      });
+      const newer = cat.clusters.find((x) => x.gaps.length > 0)!;
+      assert.equal(newer.fulls.length, 1);
+      assert.deepEqual(
+        newer.gaps.map((g) => [g.reason, g.fromRevision, g.toRevision]),
+        [['new-cluster-id', lastA + 1, newer.fulls[0].revision - 1]],
+      );
+      ag.proc.kill('SIGTERM');
+      assert.equal(await ag.exit, 0);
+    } finally {
+      if (agent && agent.proc.exitCode === null) agent.proc.kill('SIGKILL');
+      await a.stop();
+      await b.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);

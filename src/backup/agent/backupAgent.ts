@@ -188,10 +188,10 @@ export class BackupAgent {
     else if (cid !== this.clusterId) {
       const was = clusterIdText(this.clusterId);
       const from = this.lastStored + 1;
+      this.log(`the cluster ID changed from ${was} to ${clusterIdText(cid)} (a recovery?): a new chain`);
       await this.closeSegment(client);
       await this.resume(cid);
       const full = this.lastStored === 0 ? await this.chainFull(client, 'new-cluster-id') : undefined;
-      this.log(`the cluster ID changed from ${was} to ${clusterIdText(cid)} (a recovery?): a new chain`);
       if (full && full.manifest.revision - 1 >= from)
         await this.recordGap(from, full.manifest.revision - 1, 'new-cluster-id', `the cluster ID changed from ${was} to ${clusterIdText(cid)}`);
     }
