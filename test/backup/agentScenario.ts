@@ -187,7 +187,7 @@ export async function agentScenario(seed: string, cluster: ScenarioCluster, stor
     '--listen-metrics',
     `http://127.0.0.1:${port}`,
     '--full-after-events',
-    '80',
+    '40',
     // Small enough that the outage fills it: the agent must stop reading, never drop.
     ...(outage ? ['--spool-limit', '8KiB'] : []),
   ];
@@ -256,6 +256,8 @@ export async function agentScenario(seed: string, cluster: ScenarioCluster, stor
     assert.equal((await fetch(`http://127.0.0.1:${port}/health`)).status, 200);
     assert.ok((await metric(port, 'lifeboat_backup_objects_written_total')) > 0);
 
+    // A full in the background after --full-after-events (each agent sees more than 40 events).
+    await waitFor('a full after --full-after-events in the store', async () => ((await readCatalog(store)).clusters[0]?.fulls.length ?? 0) >= 2, 30_000);
     // Every revision from the first full to the head: stored once, in order, equal to the cluster's history.
     const cat = await readCatalog(store);
     assert.equal(cat.clusters.length, 1);
