@@ -55,6 +55,27 @@ export interface AgentConfig {
   log: (line: string) => void;
 }
 
+/**
+ * Where the segments go on from: the end of what is stored without a break from
+ * the first full on (segments, recorded gaps, and fulls that start a chain after
+ * a gap). A full the agent took in the background while its segments were
+ * behind (then killed before it caught up) is past a break, so the agent goes
+ * on from the break: never a full's revision with unstored revisions before it.
+ */
+export function resumePoint(ms: readonly Manifest[]): number {
+  const fulls = ms.filter((m) => m.kind === 'full');
+  if (fulls.length === 0) return 0;
+  const spans = ms
+    .map((m) => ({ from: m.kind === 'full' ? m.revision : m.fromRevision, to: m.kind === 'full' ? m.revision : m.toRevision }))
+    .sort((a, b) => a.from - b.from);
+  let reach = Math.min(...fulls.map((f) => (f.kind === 'full' ? f.revision : 0)));
+  for (const s of spans) {
+    if (s.from > reach + 1) break;
+    reach = Math.max(reach, s.to);
+  }
+  return reach;
+}
+
 const RECONNECT_MIN_MS = 500;
 const RECONNECT_MAX_MS = 10_000;
 const LOUD_EVERY_MS = 30_000;
@@ -216,7 +237,7 @@ export class BackupAgent {
     // Set only once the store was read: a session that fails before resumes again.
     this.clusterId = cid;
     this.lastFullRevision = 0;
-    this.lastStored = Math.max(lastStoredRevision(c), this.cfg.spool.lastRevision(text));
+    this.lastStored = resumePoint(mine);
     this.lastSeen = this.lastStored;
     this.lastHashed = this.lastStored;
     this.seg = undefined;

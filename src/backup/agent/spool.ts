@@ -127,15 +127,4 @@ export class Spool {
   get bytes(): number {
     return this.total;
   }
-
-  /** The last revision spooled for a cluster (16 hex digits); 0 when none. */
-  lastRevision(clusterId: string): number {
-    let last = 0;
-    for (const e of this.entries) {
-      const m = e.manifest;
-      if (m.clusterId !== clusterId || m.kind === 'gap') continue;
-      last = Math.max(last, m.toRevision);
-    }
-    return last;
-  }
 }
