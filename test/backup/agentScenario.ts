@@ -186,6 +186,10 @@ export async function agentScenario(seed: string, cluster: ScenarioCluster, stor
     '40',
     '--listen-metrics',
     `http://127.0.0.1:${port}`,
+    '--full-after-events',
+    '40',
+    // Small enough that the outage fills it: the agent must stop reading, never drop.
+    ...(outage ? ['--spool-limit', '8KiB'] : []),
   ];
   let live = [...cluster.endpoints];
   let writer = clientFor(live, { dialTimeoutMs: 3000, commandTimeoutMs: 10_000 });
@@ -219,6 +223,7 @@ export async function agentScenario(seed: string, cluster: ScenarioCluster, stor
       assert.ok((await metric(port, 'lifeboat_backup_store_retries_total')) > 0, 'store calls retried');
       assert.ok((await metric(port, 'lifeboat_backup_last_stored_revision')) > (await metric(port, 'lifeboat_backup_last_uploaded_revision')));
       assert.equal((await fetch(`http://127.0.0.1:${port}/health`)).status, 503);
+      await waitLine(agent, /SPOOL FULL: \d+ bytes over --spool-limit 8192; the agent stopped reading the watch/, 'back-pressure');
       await outage.start();
     }
     // The member serving the watch dies: the agent watches another from where it was.
@@ -251,6 +256,8 @@ export async function agentScenario(seed: string, cluster: ScenarioCluster, stor
     assert.equal((await fetch(`http://127.0.0.1:${port}/health`)).status, 200);
     assert.ok((await metric(port, 'lifeboat_backup_objects_written_total')) > 0);
 
+    // A full in the background after --full-after-events (each agent sees more than 40 events).
+    await waitFor('a full after --full-after-events in the store', async () => ((await readCatalog(store)).clusters[0]?.fulls.length ?? 0) >= 2, 30_000);
     // Every revision from the first full to the head: stored once, in order, equal to the cluster's history.
     const cat = await readCatalog(store);
     assert.equal(cat.clusters.length, 1);
@@ -258,6 +265,8 @@ export async function agentScenario(seed: string, cluster: ScenarioCluster, stor
     assert.deepEqual(c.holes, []);
     assert.deepEqual(c.gaps, []);
     const first = c.fulls[0].revision;
+    assert.ok(c.fulls.length >= 2, 'a full after --full-after-events');
+    assert.ok(agents.some((a) => a.lines.some((l) => /full \(\d+ events since the last\) at revision \d+/.test(l))));
     assert.ok(c.fulls[0].hashPoints.length === 1 && c.fulls[0].hashPoints[0].revision === first, 'the full records HashKV at its revision');
     assert.ok(
       c.segments.some((s) => s.hashPoints.length > 0),

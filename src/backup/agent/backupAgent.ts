@@ -55,6 +55,27 @@ export interface AgentConfig {
   log: (line: string) => void;
 }
 
+/**
+ * Where the segments go on from: the end of what is stored without a break from
+ * the first full on (segments, recorded gaps, and fulls that start a chain after
+ * a gap). A full the agent took in the background while its segments were
+ * behind (then killed before it caught up) is past a break, so the agent goes
+ * on from the break: never a full's revision with unstored revisions before it.
+ */
+export function resumePoint(ms: readonly Manifest[]): number {
+  const fulls = ms.filter((m) => m.kind === 'full');
+  if (fulls.length === 0) return 0;
+  const spans = ms
+    .map((m) => ({ from: m.kind === 'full' ? m.revision : m.fromRevision, to: m.kind === 'full' ? m.revision : m.toRevision }))
+    .sort((a, b) => a.from - b.from);
+  let reach = Math.min(...fulls.map((f) => (f.kind === 'full' ? f.revision : 0)));
+  for (const s of spans) {
+    if (s.from > reach + 1) break;
+    reach = Math.max(reach, s.to);
+  }
+  return reach;
+}
+
 const RECONNECT_MIN_MS = 500;
 const RECONNECT_MAX_MS = 10_000;
 const LOUD_EVERY_MS = 30_000;
@@ -188,10 +209,10 @@ export class BackupAgent {
     else if (cid !== this.clusterId) {
       const was = clusterIdText(this.clusterId);
       const from = this.lastStored + 1;
+      this.log(`the cluster ID changed from ${was} to ${clusterIdText(cid)} (a recovery?): a new chain`);
       await this.closeSegment(client);
       await this.resume(cid);
       const full = this.lastStored === 0 ? await this.chainFull(client, 'new-cluster-id') : undefined;
-      this.log(`the cluster ID changed from ${was} to ${clusterIdText(cid)} (a recovery?): a new chain`);
       if (full && full.manifest.revision - 1 >= from)
         await this.recordGap(from, full.manifest.revision - 1, 'new-cluster-id', `the cluster ID changed from ${was} to ${clusterIdText(cid)}`);
     }
@@ -208,13 +229,15 @@ export class BackupAgent {
 
   /** The resume point of cluster `cid`: the last revision in the store or the spool. */
   private async resume(cid: bigint): Promise<void> {
-    this.clusterId = cid;
     const text = clusterIdText(cid);
     const catalog = await readCatalog(this.cfg.store);
     const c = catalog.clusters.find((x) => x.clusterId === text);
     const spooled = this.cfg.spool.pending().map((e) => e.manifest);
     const mine: Manifest[] = [...(c?.fulls ?? []), ...(c?.segments ?? []), ...spooled.filter((m) => m.clusterId === text)];
-    this.lastStored = Math.max(lastStoredRevision(c), this.cfg.spool.lastRevision(text));
+    // Set only once the store was read: a session that fails before resumes again.
+    this.clusterId = cid;
+    this.lastFullRevision = 0;
+    this.lastStored = resumePoint(mine);
     this.lastSeen = this.lastStored;
     this.lastHashed = this.lastStored;
     this.seg = undefined;

@@ -13,6 +13,7 @@ import { snapshotStatus } from '../../recovery/snapshotFormat.js';
 import { clusterIdText, fullKey, manifestKeyOf } from '../layout.js';
 import { agentIdentity, MANIFEST_FORMAT, type FullManifest, type HashPoint } from '../manifest.js';
 import { encodeObject, type EncodeOptions } from '../objectCodec.js';
+import { snapshotRevision } from '../snapshotRevision.js';
 
 export interface TakenFull {
   key: string;
@@ -52,9 +53,7 @@ export async function takeFull(
     const startedAtMs = Date.now();
     await saveSnapshot(one.target, plain);
     const snap = await snapshotStatus(plain);
-    // etcd's file keeps no revision: it is the newest key revision, or the compaction's when that is
-    // newer (a compaction drops the tombstones of deletes up to it), as etcd itself reads it at start.
-    const revision = Math.max(snap.revision, snap.etcd?.compactRevision ?? 0);
+    const revision = snapshotRevision(snap);
     const hashPoints: HashPoint[] = [];
     let compactRevision = snap.etcd?.compactRevision ?? 0;
     try {

@@ -43,12 +43,14 @@ export class Spool {
   static async open(dir: string): Promise<Spool> {
     const s = new Spool(path.resolve(dir));
     try {
-      await fs.mkdir(s.workDir, { recursive: true });
+      // 0700: the spool holds the cluster's data, unencrypted without --encrypt-to.
+      await fs.mkdir(s.dir, { recursive: true, mode: 0o700 });
+      await fs.mkdir(s.workDir, { recursive: true, mode: 0o700 });
     } catch (e) {
       throw new InputError(`--spool-dir ${dir}: cannot create it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); give a writable directory`);
     }
     await fs.rm(s.workDir, { recursive: true, force: true });
-    await fs.mkdir(s.workDir);
+    await fs.mkdir(s.workDir, { mode: 0o700 });
     const names = await fs.readdir(s.dir);
     const complete = new Set<number>();
     for (const n of names) {
@@ -124,16 +126,5 @@ export class Spool {
 
   get bytes(): number {
     return this.total;
-  }
-
-  /** The last revision spooled for a cluster (16 hex digits); 0 when none. */
-  lastRevision(clusterId: string): number {
-    let last = 0;
-    for (const e of this.entries) {
-      const m = e.manifest;
-      if (m.clusterId !== clusterId || m.kind === 'gap') continue;
-      last = Math.max(last, m.toRevision);
-    }
-    return last;
   }
 }

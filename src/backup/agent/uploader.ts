@@ -20,6 +20,8 @@ export class Uploader {
   private stopping = false;
   private running?: Promise<void>;
   private backoffMs = MIN_BACKOFF_MS;
+  /** aborts the upload in flight when stopping (a store that is down would hold the stop for its whole retry time) */
+  private readonly abort = new AbortController();
   /** the store failed on its last attempt (cleared by the next success) */
   failing = false;
 
@@ -64,9 +66,9 @@ export class Uploader {
         await this.spool.remove(e);
         this.events.uploaded(e, e.manifest);
       } catch (err) {
+        if (this.stopping) break;
         this.failing = true;
         this.events.failed(e, err as Error, this.backoffMs);
-        if (this.stopping) break;
         await this.sleep(this.backoffMs);
         this.backoffMs = Math.min(MAX_BACKOFF_MS, this.backoffMs * 2);
       }
@@ -74,8 +76,9 @@ export class Uploader {
   }
 
   private async upload(e: SpoolEntry): Promise<void> {
-    if (e.key && e.dataFile) await this.store.put(e.key, undefined, { file: e.dataFile });
-    await this.store.put(e.manifestKey ?? manifestKeyOf(e.key ?? ''), serializeManifest(e.manifest));
+    const signal = this.abort.signal;
+    if (e.key && e.dataFile) await this.store.put(e.key, undefined, { file: e.dataFile, signal });
+    await this.store.put(e.manifestKey ?? manifestKeyOf(e.key ?? ''), serializeManifest(e.manifest), { signal });
   }
 
   /** Wait (up to `timeoutMs`) for the spool to empty, then stop. Returns what is left in the spool. */
@@ -86,6 +89,7 @@ export class Uploader {
       await new Promise((r) => setTimeout(r, 50));
     }
     this.stopping = true;
+    this.abort.abort();
     this.kick();
     await this.running;
     return this.spool.pending().length;

@@ -1,0 +1,13 @@
+// The revision of a full: the one a member restored from the snapshot starts
+// at. A Lifeboat snapshot keeps it. An etcd file keeps none: etcd takes the
+// newest key revision left in it, or the compaction's when that is newer (a
+// compaction drops the tombstones of deletes up to it), so a restored member
+// answers, and writes after, the compaction's revision. `etcdctl snapshot
+// status` (and snapshotStatus's `revision`) show only the former. The agent
+// writes this revision into a full's manifest; every reader of a full must
+// read the file the same way.
+import type { SnapshotStatus } from '../recovery/snapshotFormat.js';
+
+export function snapshotRevision(s: Pick<SnapshotStatus, 'revision' | 'etcd'>): number {
+  return Math.max(s.revision, s.etcd?.compactRevision ?? 0);
+}
