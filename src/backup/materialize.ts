@@ -14,6 +14,7 @@ import { saveSnapshot } from '../client/snapshotSave.js';
 import { resolveTarget } from '../client/target.js';
 import { formatDuration } from '../common/durations.js';
 import { snapshotStatus } from '../recovery/snapshotFormat.js';
+import { snapshotRevision } from './snapshotRevision.js';
 import { readCatalog } from './catalog.js';
 import type { SegmentManifest } from './manifest.js';
 import { decodeObject } from './objectCodec.js';
@@ -132,10 +133,10 @@ export async function materialize(o: MaterializeOptions): Promise<MaterializeRes
       try {
         const conn = { dialTimeoutMs: 2000, commandTimeoutMs: 600_000, ...(o.credentials ? { credentials: o.credentials } : {}) };
         const saved = await saveSnapshot(resolveTarget({ ...conn, endpoints: [replay.endpoint] }), o.output);
-        const st = await snapshotStatus(saved.path);
-        if (st.revision !== plan.target) {
+        const st = snapshotRevision(await snapshotStatus(saved.path));
+        if (st !== plan.target) {
           fs.rmSync(saved.path, { force: true });
-          throw new ReplayError(`the snapshot of the replay is at revision ${st.revision}, not ${plan.target}; nothing was written`);
+          throw new ReplayError(`the snapshot of the replay is at revision ${st}, not ${plan.target}; nothing was written`);
         }
         return {
           clusterId: plan.clusterId,

@@ -31,6 +31,7 @@ import { etcdBinary } from '../ops/runtime.js';
 import { restoreEtcdSnapshotFile } from '../recovery/etcdRestore.js';
 import { restoreSnapshot } from '../recovery/restore.js';
 import { snapshotStatus } from '../recovery/snapshotFormat.js';
+import { snapshotRevision } from './snapshotRevision.js';
 import { LeaseKeeper } from './leaseKeeper.js';
 import type { FullManifest, SegmentManifest, StoredBytes } from './manifest.js';
 import { decodeObject, ObjectIntegrityError } from './objectCodec.js';
@@ -233,8 +234,10 @@ export class Replay {
     const file = this.files.get(full.object)!;
     if (this.runtime === 'etcd') etcdBinary(this.o.etcdBin);
     const st = await snapshotStatus(file);
-    if (st.revision !== full.revision)
-      throw new ReplayError(`${full.object}: the snapshot is at revision ${st.revision}, its manifest says ${full.revision}`, full.object);
+    // Read as the agent wrote it: an etcd file compacted past its newest key starts at the compaction's revision.
+    const fileRevision = snapshotRevision(st);
+    if (fileRevision !== full.revision)
+      throw new ReplayError(`${full.object}: the snapshot is at revision ${fileRevision}, its manifest says ${full.revision}`, full.object);
     if (st.authEnabled && !this.o.credentials)
       throw new ReplayError(`${full.object} has auth enabled, and so has the replay's member: give the source's root user (--user)`, full.object);
     // tmpfs: the scratch member's writes never wait for a disk.
