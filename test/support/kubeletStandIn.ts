@@ -77,7 +77,9 @@ export class KubeletStandIn {
     mkdirSync(this.stage, { recursive: true });
   }
 
+  /** Starts watching the manifests dir (again, after stop(): a node that boots). */
   start(): this {
+    this.stopped = false;
     const tick = () => {
       if (this.stopped) return;
       this.sync();

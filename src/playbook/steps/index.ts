@@ -12,6 +12,7 @@ import {
   waitCaughtUpStep,
   waitHealthyStep,
 } from './memberSteps.js';
+import { KUBE_STEPS } from './kubeSteps.js';
 import { migrateStep } from './migrateSteps.js';
 import { fenceOldDataDirs, fenceOldMembers, inspectSources, restore, verifySnapshot } from './sourceSteps.js';
 
@@ -38,5 +39,6 @@ export const STEP_LIBRARY: Record<string, StepDefinition> = Object.fromEntries(
     packDataDirStep,
     unpackDataDirStep,
     migrateStep,
+    ...KUBE_STEPS,
   ].map((s) => [s.type, s]),
 );
