@@ -45,7 +45,7 @@ function initialCluster(m: EtcdManifest): Array<{ name: string; peerUrl: string 
 
 function recordMoves(ctx: StepContext, node: string, what: string, moves: Move[]): void {
   for (const mv of moves)
-    ctx.event('kube-manifest', `${node}: ${mv.moved ? 'moved' : 'already at'} ${mv.to}${mv.moved ? ` (from ${mv.from})` : ''} to ${what}`, {
+    ctx.event('kube-manifest', `${node}: ${mv.moved ? `moved ${mv.from} to ${mv.to}` : `${mv.to} was already there`} (${what})`, {
       from: mv.from,
       to: mv.to,
       moved: mv.moved,
