@@ -208,3 +208,66 @@ describe('recover --kubeadm', () => {
     await waitFor('cp1 to hold every key', async () => (await count(cp1)) === KEYS, { timeoutMs: 10_000 });
   });
 });
+
+describe('recover --kubeadm --from-snapshot', () => {
+  let dir = '';
+  let nodes: KubeadmNode[] = [];
+  after(async () => {
+    for (const n of nodes) await n.kubelet.stop();
+    if (dir) await stopProcessesUnder(dir);
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("a one-node control plane back to its snapshot: the snapshot's keys, the old data dir fenced, the step back in time said", async () => {
+    requireEtcdTools();
+    requireTool('openssl');
+    dir = mkdtempSync(path.join(os.tmpdir(), 'lifeboat-kubeadm-snap-'));
+    nodes = await makeKubeadmNodes(dir, 1, 'kube/kubeadmRecovery-snapshot', freePorts);
+    const [cp1] = nodes;
+    const ctl = (...args: string[]) =>
+      etcdctl(
+        '--endpoints',
+        cp1.clientUrl,
+        '--cacert',
+        cp1.clientTls.ca,
+        '--cert',
+        cp1.clientTls.cert,
+        '--key',
+        cp1.clientTls.key,
+        '--dial-timeout=2s',
+        ...args,
+      );
+    cp1.kubelet.start();
+    await waitFor('etcd', async () => (await ctl('endpoint', 'health')).code === 0, { timeoutMs: 30_000 });
+    for (let k = 0; k < 10; k++) assert.equal((await ctl('put', `/registry/a${k}`, 'v')).code, 0);
+    const snap = path.join(dir, 'etcd.snapshot');
+    assert.equal((await ctl('snapshot', 'save', snap)).code, 0);
+    assert.equal((await ctl('put', '/registry/after-the-snapshot', 'v')).code, 0);
+
+    const r = await run(
+      process.execPath,
+      [
+        BIN,
+        'recover',
+        '--kubeadm',
+        '--manifests-dir',
+        cp1.manifestsDir,
+        '--from-snapshot',
+        snap,
+        '--yes',
+        '--reason',
+        'test: back to the snapshot',
+        '--audit-db',
+        path.join(dir, 'audit.db'),
+      ],
+      { timeoutMs: 120_000 },
+    );
+    assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    assert.match(`${r.stdout}${r.stderr}`, /resource versions went back/);
+    const keys = (await ctl('get', '/registry/', '--prefix', '--keys-only')).stdout.split('\n').filter(Boolean);
+    assert.equal(keys.length, 10, keys.join(','));
+    assert.ok(readFileSync(path.join(cp1.manifestsDir, 'etcd.yaml'), 'utf8').includes(`      path: ${cp1.dataDir}-restored\n`));
+    const inspect = await run(process.execPath, [BIN, 'datadir', 'inspect', cp1.dataDir]);
+    assert.match(`${inspect.stdout}${inspect.stderr}`, /fenced/);
+  });
+});

@@ -147,6 +147,8 @@ export const readKubeadmNode: StepDefinition = {
       containerDataDir: m.dataDir,
       dataDir: str(p['data-dir']) || restoredDataDir(m.hostDataDir),
       source: str(p.source) || m.hostDataDir,
+      // Restored from elsewhere (a snapshot), the node's own old data dir is fenced with the source.
+      oldDataDirs: str(p.source) && path.resolve(str(p.source)) !== path.resolve(m.hostDataDir) && runtimeOfDataDir(m.hostDataDir) ? [m.hostDataDir] : [],
       stashDir: stashDirFor(String(p['manifests-dir'])),
       imageTag: m.imageTag,
       etcdVersion: bin.version ?? '',
