@@ -1,7 +1,8 @@
 // The kubelet stand-in the Kubernetes recovery tests run etcd with: a static pod
 // is restarted when it dies and keeps what it wrote on its hostPath volume; a
 // --data-dir outside the mount is written into the container's own filesystem
-// and is gone after the next restart; a manifest moved away stops its pod.
+// and is gone after the next restart; a manifest moved away stops its pod; a
+// failing liveness probe restarts it.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -26,7 +27,7 @@ describe('kubelet stand-in', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  test('restarts a dead pod with its volume; a data dir outside the mount is lost; a moved manifest stops the pod', async () => {
+  test('restarts a dead pod with its volume; a data dir outside the mount is lost; a moved manifest stops the pod; a failing probe restarts it', async () => {
     requireEtcdTools();
     requireTool('openssl');
     dir = mkdtempSync(path.join(os.tmpdir(), 'lifeboat-kubelet-'));
@@ -55,5 +56,13 @@ describe('kubelet stand-in', () => {
     renameSync(file, path.join(dir, 'etcd.yaml.away'));
     await waitFor('the pod to stop', async () => !n.kubelet.pod('etcd.yaml').running && (await ctl(n, 'endpoint', 'health')).code !== 0);
     assert.ok(n.kubelet.pod('kube-apiserver.yaml').running, 'the API server pod still runs');
+
+    // A liveness probe that fails failureThreshold times in a row restarts the pod.
+    const api = path.join(n.manifestsDir, 'kube-apiserver.yaml');
+    const [closed] = await freePorts(1, 'kube/kubeletStandIn-probe');
+    const probe = `    livenessProbe:\n      failureThreshold: 2\n      httpGet:\n        host: 127.0.0.1\n        path: /livez\n        port: ${closed}\n        scheme: HTTP\n      periodSeconds: 5\n    name: kube-apiserver\n`;
+    writeFileSync(api, readFileSync(api, 'utf8').replace('    name: kube-apiserver\n', probe));
+    const before = n.kubelet.pod('kube-apiserver.yaml').starts;
+    await waitFor('a restart after failed probes', () => Promise.resolve(n.kubelet.pod('kube-apiserver.yaml').starts >= before + 2), { timeoutMs: 15_000 });
   });
 });
