@@ -87,8 +87,8 @@ export function manifestDiff(label: string, before: string, after: string): stri
     if (i < a.length && j < b.length && a[i] === b[j]) {
       ops.push([' ', a[i++]]);
       j++;
-    } else if (j < b.length && (i === a.length || lcs[i][j + 1] >= lcs[i + 1][j])) ops.push(['+', b[j++]]);
-    else ops.push(['-', a[i++]]);
+    } else if (i < a.length && (j === b.length || lcs[i + 1][j] >= lcs[i][j + 1])) ops.push(['-', a[i++]]);
+    else ops.push(['+', b[j++]]);
   }
   const keep = new Set<number>();
   ops.forEach(([op], k) => {
