@@ -99,6 +99,11 @@ describe('recover --kubeadm', () => {
     assert.equal(listing(cp1.manifestsDir), 'etcd.yaml,kube-apiserver.yaml');
     assert.equal(listing(stash(cp1)), '(none)');
     assert.ok(cp1.kubelet.pod('etcd.yaml').running);
+    // kubeadm's first node names only itself in --initial-cluster: the others are found in its etcd's member list.
+    const initNode = bad('init-node', yaml.replace(/--initial-cluster=[^\n]*/, `--initial-cluster=cp1=${cp1.peerUrl}`));
+    failsWithOneLine(await recover(initNode), 3, 'cp2 answers at', 'cp3 answers at');
+    assert.equal(listing(initNode), 'etcd.yaml,kube-apiserver.yaml');
+    assert.equal(listing(stash({ manifestsDir: initNode } as KubeadmNode)), '(none)');
 
     // Two nodes lost: their machines down (kubelets and pods stopped), cp3's disk gone too.
     await cp2.kubelet.stop();

@@ -21,7 +21,7 @@ import {
   writeManifestAtomic,
   type Move,
 } from '../../kube/controlPlane.js';
-import { waitUntil } from '../../ops/memberOps.js';
+import { memberList, waitUntil } from '../../ops/memberOps.js';
 import { etcdBinary, etcdVersionOf, memberPid, runtimeOfDataDir } from '../../ops/runtime.js';
 import { answers, probeOldMembers, type OldMember } from '../../recovery/fence.js';
 import { fenceDataDir } from '../../recovery/fenceDataDir.js';
@@ -50,6 +50,30 @@ function recordMoves(ctx: StepContext, node: string, what: string, moves: Move[]
       to: mv.to,
       moved: mv.moved,
     });
+}
+
+/**
+ * The other members, to probe before anything moves: as this node's etcd lists
+ * them while it still runs (etcd 3.4 answers MemberList without a quorum; the
+ * first node kubeadm made has only itself in --initial-cluster), else as
+ * --initial-cluster names them.
+ */
+async function otherMembers(m: EtcdManifest, ctx: StepContext): Promise<OldMember[]> {
+  const self = new Set(m.initialAdvertisePeerUrls);
+  const fromFlag = initialCluster(m)
+    .filter((o) => o.name !== m.name && !self.has(o.peerUrl))
+    .map((o) => ({ id: o.name, name: o.name, peerURLs: [o.peerUrl], clientURLs: [] }));
+  try {
+    const listed = await memberList(m.advertiseClientUrls, { ...ctx.connection, dialTimeoutMs: 2000 });
+    const others = listed.filter((x) => !x.peerURLs.some((u) => self.has(u)));
+    const names = new Set(others.map((x) => x.name));
+    return [
+      ...others.map((x) => ({ id: formatId(x.id), name: x.name, peerURLs: x.peerURLs, clientURLs: x.clientURLs })),
+      ...fromFlag.filter((o) => !names.has(o.name)),
+    ];
+  } catch {
+    return fromFlag; // this node's etcd does not answer (stopped, or crash-looping)
+  }
 }
 
 /** Waits until no process holds the data dir and the member's URLs no longer answer; names what still holds them. */
@@ -171,9 +195,7 @@ export const stopKubeadmControlPlane: StepDefinition = {
   async run(p, ctx) {
     const dir = String(p['manifests-dir']);
     const m = readNodeEtcdManifest(dir);
-    const others: OldMember[] = initialCluster(m)
-      .filter((o) => o.name !== m.name)
-      .map((o) => ({ id: o.name, name: o.name, peerURLs: [o.peerUrl], clientURLs: [] }));
+    const others = await otherMembers(m, ctx);
     const r = await probeOldMembers(others, p['assume-dead'] as string[]);
     for (const a of r.assumedDead)
       ctx.event('override', `assume-dead ${a.member.name}: it answered at ${a.url} but the operator declared it dead`, { url: a.url });
