@@ -1,6 +1,10 @@
 import { Flags } from '#oclif-core';
 import { auditDbFlag } from '../../src/cli/auditFlags.js';
 import { recoverSession } from '../../src/cli/recoverSession.js';
+import { terminalSessionIo } from '../../src/cli/sessionIo.js';
+import { InputError } from '../../src/common/errors.js';
+import { nodeClientTls, readNodeEtcdManifest } from '../../src/kube/controlPlane.js';
+import { runPlaybookSession } from '../../src/playbook/session.js';
 import {
   connectionFromFlags,
   flagGiven,
@@ -14,12 +18,13 @@ import {
 } from '../../src/cli/sessionCommand.js';
 
 export default class Recover extends SessionCommand {
-  static override description = `The recovery session for a cluster that has lost quorum for good: name the survivors you have, see the plan (which one loses the least, what is kept and lost), confirm, and the recover-from-quorum-loss playbook runs — restore into a new one-member cluster with a new cluster ID, fence the old members, re-add the others one at a time as learners and promote them — every step recorded in the audit log. On a terminal it asks for what it needs; scripted, pass --from-data-dir, --set and --yes. Survivors of different clusters are never offered as a default: it asks which cluster to recover (scripted: refused unless --cluster-id names it).`;
+  static override description = `The recovery session for a cluster that has lost quorum for good: name the survivors you have, see the plan (which one loses the least, what is kept and lost), confirm, and the recover-from-quorum-loss playbook runs — restore into a new one-member cluster with a new cluster ID, fence the old members, re-add the others one at a time as learners and promote them — every step recorded in the audit log. On a terminal it asks for what it needs; scripted, pass --from-data-dir, --set and --yes. Survivors of different clusters are never offered as a default: it asks which cluster to recover (scripted: refused unless --cluster-id names it). With --kubeadm, on the control-plane node that holds the survivor: everything is read from the node's etcd.yaml (--manifests-dir) and the recover-kubeadm-control-plane playbook runs, over TLS with the node's own etcd client certificate; --dry-run shows every manifest it moves and the change to etcd.yaml as a diff.`;
 
   static override examples = [
     '<%= config.bin %> recover',
     '<%= config.bin %> recover --from-data-dir /var/lib/lifeboat/m1 --from-data-dir /var/lib/lifeboat/m2',
     '<%= config.bin %> recover --from-data-dir /var/lib/lifeboat/m1 --yes --reason "INC-4711" --set data-dir=/var/lib/lifeboat/m1-new --set client-url=http://10.0.0.1:2379',
+    '<%= config.bin %> recover --kubeadm --yes --reason "INC-4711" --set members="cp2=https://10.0.0.12:2380,https://10.0.0.12:2379;cp3=https://10.0.0.13:2380,https://10.0.0.13:2379"',
   ];
 
   static override flags = {
@@ -29,6 +34,13 @@ export default class Recover extends SessionCommand {
       description: 'the cluster to recover when the survivors are of different clusters: its ID in hex, as the plan prints it (asked on a terminal)',
     }),
     'discard-uncommitted': Flags.boolean({ description: "drop the entries past the survivor's commit index (by default they are applied)", default: false }),
+    kubeadm: Flags.boolean({
+      description:
+        "a kubeadm control plane: read this node's etcd.yaml and run the recover-kubeadm-control-plane playbook (the source: etcd.yaml's data dir, or one --from-data-dir/--from-snapshot)",
+      default: false,
+    }),
+    'manifests-dir': Flags.string({ description: "with --kubeadm: this node's static pod manifests dir (default /etc/kubernetes/manifests)" }),
+    'dry-run': Flags.boolean({ description: 'with --kubeadm: print every step and every manifest change as a diff; change nothing', default: false }),
     set: Flags.string({ description: 'a playbook variable, NAME=VALUE (repeatable)', multiple: true, multipleNonGreedy: true }),
     yes: playbookYesFlag,
     reason: reasonFlag,
@@ -38,6 +50,43 @@ export default class Recover extends SessionCommand {
 
   async run(): Promise<void> {
     const { flags, metadata } = await this.parse(Recover);
+    if (flags.kubeadm) {
+      // The kubeadm recovery: the node's etcd.yaml gives the playbook everything but the other nodes, and the client TLS.
+      const manifestsDir = flags['manifests-dir'] ?? '/etc/kubernetes/manifests';
+      const sources = [...(flags['from-data-dir'] ?? []), ...(flags['from-snapshot'] ?? [])];
+      if (sources.length > 1)
+        throw new InputError(`--kubeadm restores one member from one source (${sources.join(', ')} given): every other node rejoins from it`);
+      const manifest = readNodeEtcdManifest(manifestsDir);
+      let connection = connectionFromFlags(flags);
+      if (!connection.tls) {
+        const tls = nodeClientTls(manifest);
+        if (tls) connection = { ...connection, tls };
+        else if (manifest.advertiseClientUrls.some((u) => u.startsWith('https://')))
+          throw new InputError(
+            `${manifest.file}: no etcd client certificate beside ${manifest.tls.trustedCaFile ?? 'its CA'} (healthcheck-client.crt): give --cacert, --cert and --key`,
+          );
+      }
+      await this.printSession(
+        flags['write-out'],
+        runPlaybookSession({
+          target: 'recover-kubeadm-control-plane',
+          sets: [`manifests-dir=${manifestsDir}`, ...sources.map((s) => `source=${s}`), ...(flags.set ?? [])],
+          yes: flags.yes,
+          dryRun: flags['dry-run'],
+          ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
+          ...(flags['audit-db'] !== undefined ? { auditDb: flags['audit-db'] } : {}),
+          connection,
+          endpoints: flags.endpoints,
+          endpointsGiven: flagGiven(metadata, 'endpoints'),
+          json: flags['write-out'] === 'json',
+          supervisor: supervisorFromFlags(flags),
+          runbook: runbookSettings(flags, metadata, [...RUNBOOK_SKIP, 'from-data-dir', 'from-snapshot', 'kubeadm', 'manifests-dir', 'dry-run']),
+          io: terminalSessionIo({ json: flags['write-out'] === 'json' }),
+        }),
+      );
+      return;
+    }
+    if (flags['manifests-dir'] !== undefined || flags['dry-run']) throw new InputError('--manifests-dir and --dry-run go with --kubeadm: add --kubeadm');
     await this.printSession(
       flags['write-out'],
       recoverSession({

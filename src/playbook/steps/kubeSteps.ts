@@ -1,0 +1,404 @@
+// Steps for a kubeadm control plane, where etcd is a static pod the kubelet
+// runs from /etc/kubernetes/manifests/etcd.yaml: read the node's member from
+// that file, stop the control plane by moving its manifests to a directory of
+// their own, rewrite etcd.yaml for the restored data dir, move them back, and
+// rejoin the other control-plane nodes one at a time. Every move and every
+// rewrite is recorded in the audit log; nothing is deleted.
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseIdText, formatId } from '../../common/ids.js';
+import { rewriteEtcdManifest, type EtcdManifest } from '../../kube/etcdManifest.js';
+import {
+  API_SERVER_MANIFEST,
+  ETCD_MANIFEST,
+  KUBE_COMPONENT_MANIFESTS,
+  imageVersionProblem,
+  manifestDiff,
+  moveManifests,
+  peerCertProblem,
+  readNodeEtcdManifest,
+  stashDirFor,
+  writeManifestAtomic,
+  type Move,
+} from '../../kube/controlPlane.js';
+import { memberList, waitUntil } from '../../ops/memberOps.js';
+import { etcdBinary, etcdVersionOf, memberPid, runtimeOfDataDir } from '../../ops/runtime.js';
+import { answers, probeOldMembers, type OldMember } from '../../recovery/fence.js';
+import { fenceDataDir } from '../../recovery/fenceDataDir.js';
+import { SafetyCheckError, type StepContext, type StepDefinition } from '../stepTypes.js';
+
+const manifestsDirParam = { type: 'path' as const, required: true, description: "the node's static pod manifests dir (kubeadm: /etc/kubernetes/manifests)" };
+const timeoutParam = (ms: number) => ({ type: 'duration' as const, default: ms, description: 'give up after this long' });
+const str = (v: unknown) => (typeof v === 'string' ? v : '');
+
+/** The restored data dir's default: beside the old one, which stays (fenced). */
+export const restoredDataDir = (hostDataDir: string) => `${hostDataDir}-restored`;
+const rejoinedDataDir = (hostDataDir: string) => `${hostDataDir}-rejoined`;
+
+/** The member's own peer URL and the others' in --initial-cluster. */
+function initialCluster(m: EtcdManifest): Array<{ name: string; peerUrl: string }> {
+  return (m.flags.get('initial-cluster') ?? '')
+    .split(',')
+    .filter(Boolean)
+    .map((e) => ({ name: e.slice(0, e.indexOf('=')), peerUrl: e.slice(e.indexOf('=') + 1) }));
+}
+
+function recordMoves(ctx: StepContext, node: string, what: string, moves: Move[]): void {
+  for (const mv of moves)
+    ctx.event('kube-manifest', `${node}: ${mv.moved ? `moved ${mv.from} to ${mv.to}` : `${mv.to} was already there`} (${what})`, {
+      from: mv.from,
+      to: mv.to,
+      moved: mv.moved,
+    });
+}
+
+/**
+ * The other members, to probe before anything moves: as this node's etcd lists
+ * them while it still runs (etcd 3.4 answers MemberList without a quorum; the
+ * first node kubeadm made has only itself in --initial-cluster), else as
+ * --initial-cluster names them.
+ */
+async function otherMembers(m: EtcdManifest, ctx: StepContext): Promise<OldMember[]> {
+  const self = new Set(m.initialAdvertisePeerUrls);
+  const fromFlag = initialCluster(m)
+    .filter((o) => o.name !== m.name && !self.has(o.peerUrl))
+    .map((o) => ({ id: o.name, name: o.name, peerURLs: [o.peerUrl], clientURLs: [] }));
+  try {
+    const listed = await memberList(m.advertiseClientUrls, { ...ctx.connection, dialTimeoutMs: 2000 });
+    const others = listed.filter((x) => !x.peerURLs.some((u) => self.has(u)));
+    const names = new Set(others.map((x) => x.name));
+    return [
+      ...others.map((x) => ({ id: formatId(x.id), name: x.name, peerURLs: x.peerURLs, clientURLs: x.clientURLs })),
+      ...fromFlag.filter((o) => !names.has(o.name)),
+    ];
+  } catch {
+    return fromFlag; // this node's etcd does not answer (stopped, or crash-looping)
+  }
+}
+
+/** Waits until no process holds the data dir and the member's URLs no longer answer; names what still holds them. */
+async function waitEtcdGone(m: EtcdManifest, ctx: StepContext, timeoutMs: number): Promise<void> {
+  const urls = [...m.advertiseClientUrls, ...m.initialAdvertisePeerUrls];
+  let holder = '';
+  try {
+    await waitUntil(
+      `etcd on ${m.hostDataDir} to stop`,
+      timeoutMs,
+      async () => {
+        const pid = runtimeOfDataDir(m.hostDataDir) === 'etcd' ? memberPid(m.hostDataDir) : undefined;
+        const open: string[] = [];
+        for (const u of urls) if (await answers(u, 500)) open.push(u);
+        holder = [pid ? `pid ${pid} holds ${m.hostDataDir}` : '', open.length ? `${open.join(', ')} still answer` : ''].filter(Boolean).join('; ');
+        return holder ? undefined : true;
+      },
+      250,
+      ctx.signal,
+    );
+  } catch (e) {
+    if (ctx.signal.aborted || !holder) throw e;
+    throw new Error(
+      `etcd did not stop within ${timeoutMs / 1000}s after its manifest was moved away: ${holder}; is the kubelet running, or does something else (a systemd etcd, a container) hold them? Stop it, then resume`,
+    );
+  }
+}
+
+/** The etcd binary's version, or the one-line reason it does not match the image's; undefined when there is no binary to check. */
+function etcdBinCheck(m: EtcdManifest, etcdBin: string): { version?: string; problem?: string } {
+  let bin: string;
+  try {
+    bin = etcdBinary(etcdBin || undefined);
+  } catch (e) {
+    return {
+      problem: `${(e as Error).message} (kubeadm hosts have etcd only in the registry.k8s.io/etcd:${m.imageTag} image: copy its etcd and etcdctl out and give etcd-bin)`,
+    };
+  }
+  const { version } = etcdVersionOf(bin);
+  return { version, problem: imageVersionProblem(m.imageTag, version, bin) };
+}
+
+export const readKubeadmNode: StepDefinition = {
+  type: 'read-kubeadm-node',
+  description:
+    "Read this node's etcd.yaml (its member name, URLs, data dir and the hostPath under it, TLS files, image tag) and check that etcd-bin is the image's etcd; the dry run shows every manifest the recovery moves and the change to etcd.yaml as a diff.",
+  params: {
+    'manifests-dir': manifestsDirParam,
+    'data-dir': { type: 'string', default: '', description: 'the new data dir on the host (empty: the old one with -restored appended)' },
+    source: { type: 'string', default: '', description: "the survivor's data dir or a snapshot (empty: etcd.yaml's data dir on the host)" },
+    'etcd-bin': { type: 'string', default: '', description: 'the etcd binary matching the image (etcdctl beside it restores)' },
+    also: { type: 'list', default: [], description: 'more manifests to stop with the API server (kube-controller-manager.yaml, kube-scheduler.yaml)' },
+  },
+  preflight(p) {
+    if (typeof p['manifests-dir'] !== 'string') return undefined;
+    try {
+      const m = readNodeEtcdManifest(p['manifests-dir']);
+      return etcdBinCheck(m, str(p['etcd-bin'])).problem;
+    } catch (e) {
+      return (e as Error).message;
+    }
+  },
+  describe(p) {
+    const dir = String(p['manifests-dir']);
+    let m: EtcdManifest;
+    try {
+      m = readNodeEtcdManifest(dir);
+    } catch (e) {
+      return [`read ${dir}/${ETCD_MANIFEST}: ${(e as Error).message}`];
+    }
+    const stash = stashDirFor(dir);
+    const newDir = str(p['data-dir']) || restoredDataDir(m.hostDataDir);
+    const after = rewriteEtcdManifest(m, { hostDataDir: newDir, initialCluster: `${m.name}=${m.initialAdvertisePeerUrls[0]}`, initialClusterState: 'new' });
+    const stopped = [API_SERVER_MANIFEST, ...((p.also as string[] | undefined) ?? []), ETCD_MANIFEST];
+    return [
+      `read ${m.file}: member ${m.name}, data dir ${m.hostDataDir} on the host (${m.dataDir} in the pod), image ${m.image}`,
+      ...stopped.map((f) => `move ${path.join(dir, f)} to ${path.join(stash, f)} (stops the pod; moved back at the end)`),
+      `restore ${str(p.source) || m.hostDataDir} into ${newDir}; ${m.hostDataDir} stays, fenced`,
+      ...manifestDiff(path.join(dir, ETCD_MANIFEST), m.text, after),
+    ];
+  },
+  run(p, ctx) {
+    const m = readNodeEtcdManifest(String(p['manifests-dir']));
+    const bin = etcdBinCheck(m, str(p['etcd-bin']));
+    if (bin.problem) throw new SafetyCheckError(bin.problem);
+    const peerUrl = m.initialAdvertisePeerUrls[0] ?? '';
+    const clientUrl = m.advertiseClientUrls[0] ?? '';
+    if (!peerUrl || !clientUrl) throw new SafetyCheckError(`${m.file} has no --initial-advertise-peer-urls or --advertise-client-urls: fix the manifest first`);
+    ctx.progress(`member ${m.name}: ${clientUrl}, data dir ${m.hostDataDir}, etcd ${m.imageTag} (etcd-bin ${bin.version ?? '?'})`);
+    return Promise.resolve({
+      name: m.name,
+      peerUrl,
+      clientUrl,
+      hostDataDir: m.hostDataDir,
+      containerDataDir: m.dataDir,
+      dataDir: str(p['data-dir']) || restoredDataDir(m.hostDataDir),
+      source: str(p.source) || m.hostDataDir,
+      // Restored from elsewhere (a snapshot), the node's own old data dir is fenced with the source.
+      oldDataDirs: str(p.source) && path.resolve(str(p.source)) !== path.resolve(m.hostDataDir) && runtimeOfDataDir(m.hostDataDir) ? [m.hostDataDir] : [],
+      stashDir: stashDirFor(String(p['manifests-dir'])),
+      imageTag: m.imageTag,
+      etcdVersion: bin.version ?? '',
+    });
+  },
+};
+
+export const stopKubeadmControlPlane: StepDefinition = {
+  type: 'stop-kubeadm-control-plane',
+  description:
+    "Refuse if another control-plane node's etcd still answers (assume-dead overrides); then move the API server's manifest (and the others asked for) and etcd.yaml to a directory of their own beside the manifests dir, and wait until etcd and its ports are gone.",
+  recheckOnResume: { until: ['start-kubeadm-pods'] },
+  params: {
+    'manifests-dir': manifestsDirParam,
+    also: { type: 'list', default: [], description: 'more manifests to stop (kube-controller-manager.yaml, kube-scheduler.yaml)' },
+    'assume-dead': { type: 'list', default: [], description: 'members (names) to treat as dead even if they answer' },
+    timeout: timeoutParam(60_000),
+  },
+  describe: (p) => [`move the control plane's manifests out of ${String(p['manifests-dir'])} and wait until etcd has stopped`],
+  async run(p, ctx) {
+    const dir = String(p['manifests-dir']);
+    const m = readNodeEtcdManifest(dir);
+    const others = await otherMembers(m, ctx);
+    const r = await probeOldMembers(others, p['assume-dead'] as string[]);
+    for (const a of r.assumedDead)
+      ctx.event('override', `assume-dead ${a.member.name}: it answered at ${a.url} but the operator declared it dead`, { url: a.url });
+    if (r.alive.length > 0)
+      throw new SafetyCheckError(
+        `other control-plane nodes' etcd still run: ${r.alive.map((a) => `${a.member.name} answers at ${a.url}`).join('; ')}; stop them (move their etcd.yaml out of the manifests dir), or if they are truly gone pass assume-dead=${r.alive.map((a) => a.member.name).join(',')}; nothing was moved`,
+        'assume-dead',
+      );
+    const moves = moveManifests([API_SERVER_MANIFEST, ...(p.also as string[]), ETCD_MANIFEST], dir, stashDirFor(dir), {
+      optional: [...KUBE_COMPONENT_MANIFESTS],
+    });
+    recordMoves(ctx, m.name, 'stop its pod', moves);
+    ctx.progress(`moved ${moves.map((mv) => mv.file).join(', ')} to ${stashDirFor(dir)}; waiting for etcd to stop`);
+    await waitEtcdGone(m, ctx, Number(p.timeout));
+    return { stashDir: stashDirFor(dir), moved: moves.map((mv) => mv.file) };
+  },
+};
+
+export const writeKubeadmEtcdManifest: StepDefinition = {
+  type: 'write-kubeadm-etcd-manifest',
+  description:
+    "Rewrite the stopped etcd.yaml for the restored member: the data volume's hostPath, --initial-cluster and --initial-cluster-state, nothing else (text splices, re-read to check; never --force-new-cluster). The original is kept beside it.",
+  params: {
+    'manifests-dir': manifestsDirParam,
+    'host-data-dir': { type: 'path', required: true, description: 'the new data dir on the host' },
+    'initial-cluster': { type: 'string', required: true, description: 'name=peerURL,...' },
+    state: { type: 'string', default: 'new', description: 'new (the restored member) or existing (a rejoining one)' },
+  },
+  describe: (p) => [
+    `rewrite ${path.join(String(p['manifests-dir']), ETCD_MANIFEST)}: data volume ${String(p['host-data-dir'])}, --initial-cluster-state=${String(p.state)}`,
+  ],
+  async run(p, ctx) {
+    await Promise.resolve();
+    const dir = String(p['manifests-dir']);
+    const stash = stashDirFor(dir);
+    const file = path.join(stash, ETCD_MANIFEST);
+    if (!fs.existsSync(file)) throw new Error(`${file} is not there: the control plane was not stopped by this run (stop-kubeadm-control-plane)`);
+    const m = readNodeEtcdManifest(dir);
+    const state = String(p.state) === 'existing' ? 'existing' : 'new';
+    const text = rewriteEtcdManifest(m, { hostDataDir: String(p['host-data-dir']), initialCluster: String(p['initial-cluster']), initialClusterState: state });
+    const original = path.join(stash, `${ETCD_MANIFEST}.before-lifeboat`);
+    if (!fs.existsSync(original)) writeManifestAtomic(original, m.text);
+    const diff = manifestDiff(path.join(dir, ETCD_MANIFEST), m.text, text);
+    if (text !== m.text) writeManifestAtomic(file, text);
+    ctx.event('kube-manifest', `${m.name}: rewrote ${ETCD_MANIFEST} (the original kept as ${original})`, { file, original, diff });
+    for (const line of diff) ctx.progress(line);
+    return { file, original, changed: text !== m.text };
+  },
+};
+
+export const startKubeadmPods: StepDefinition = {
+  type: 'start-kubeadm-pods',
+  description: 'Move stopped manifests back into the manifests dir, so the kubelet starts their pods again (an empty manifests dir: a remote node, printed).',
+  params: {
+    'manifests-dir': { type: 'string', default: '', description: "the node's manifests dir on this host (empty: another host's, printed)" },
+    files: { type: 'list', required: true, description: 'the manifests to move back (etcd.yaml, kube-apiserver.yaml, ...)' },
+    node: { type: 'string', default: '', description: 'the node, for messages' },
+  },
+  describe: (p) => [`move ${(p.files as string[]).join(', ')} back into ${str(p['manifests-dir']) || `${str(p.node)}'s manifests dir (on its host)`}`],
+  run(p, ctx) {
+    const dir = str(p['manifests-dir']);
+    const files = p.files as string[];
+    if (!dir) {
+      ctx.event('note', `on ${str(p.node) || 'the node'}: move ${files.join(', ')} back into /etc/kubernetes/manifests`);
+      return Promise.resolve({ moved: [] });
+    }
+    const moves = moveManifests(files, stashDirFor(dir), dir, { optional: KUBE_COMPONENT_MANIFESTS.filter((f) => f !== API_SERVER_MANIFEST) });
+    recordMoves(ctx, str(p.node) || dir, 'start its pod', moves);
+    ctx.progress(`moved ${moves.map((mv) => mv.file).join(', ')} back into ${dir}`);
+    return Promise.resolve({ moved: moves.map((mv) => mv.file) });
+  },
+};
+
+/** The steps a rejoining node's operator runs on its host, in order. */
+function remoteJoinSteps(p: Record<string, unknown>): string[] {
+  const by = String(p['superseded-by']);
+  return [
+    `mkdir -p /etc/kubernetes/manifests-stopped-by-lifeboat && mv /etc/kubernetes/manifests/{kube-apiserver,etcd}.yaml /etc/kubernetes/manifests-stopped-by-lifeboat/`,
+    `lifeboat datadir fence /var/lib/etcd --superseded-by ${by}`,
+    `check /etc/kubernetes/pki/etcd/peer.crt: not expired, its SANs name ${new URL(String(p['peer-url'])).hostname} (else: kubeadm init phase certs etcd-peer)`,
+    `in etcd.yaml: the etcd-data volume's hostPath to a new empty dir, --initial-cluster=${String(p['initial-cluster'])}, --initial-cluster-state=existing`,
+    `mv /etc/kubernetes/manifests-stopped-by-lifeboat/etcd.yaml /etc/kubernetes/manifests/`,
+  ];
+}
+
+export const joinKubeadmNode: StepDefinition = {
+  type: 'join-kubeadm-node',
+  description:
+    'Rejoin a control-plane node as the learner add-learner made for it: on this host, stop its static pods, fence its old data dir, check its peer certificate, rewrite its etcd.yaml (a new data dir, the new cluster, --initial-cluster-state=existing) and move it back; on another host, print these steps. Then wait until it answers.',
+  params: {
+    'manifests-dir': { type: 'string', default: '', description: 'its manifests dir on this host (empty: the node is remote; its steps are printed)' },
+    name: { type: 'string', required: true, description: 'its member name' },
+    'peer-url': { type: 'url', required: true, description: 'its peer URL' },
+    'client-url': { type: 'url', required: true, description: 'its client URL' },
+    'initial-cluster': { type: 'string', required: true, description: 'as add-learner gave it' },
+    'superseded-by': { type: 'string', required: true, description: 'the new cluster ID (its old data dir is fenced with it)' },
+    timeout: timeoutParam(120_000),
+  },
+  preflight(p) {
+    const dir = str(p['manifests-dir']);
+    if (!dir) return undefined;
+    try {
+      readNodeEtcdManifest(dir);
+      return undefined;
+    } catch (e) {
+      return `member ${str(p.name)}: ${(e as Error).message}`;
+    }
+  },
+  describe: (p) =>
+    str(p['manifests-dir'])
+      ? [`on this host: stop ${String(p.name)}'s pods (${String(p['manifests-dir'])}), fence its data dir, rewrite its etcd.yaml to join, start it`]
+      : [`print ${String(p.name)}'s steps for its host and wait for it at ${String(p['client-url'])}`],
+  async run(p, ctx) {
+    const dir = str(p['manifests-dir']);
+    const clientUrl = String(p['client-url']);
+    if (!dir) {
+      for (const s of remoteJoinSteps(p)) {
+        ctx.progress(`on ${String(p.name)}: ${s}`);
+        ctx.event('note', `on ${String(p.name)}'s host: ${s}`);
+      }
+    } else {
+      const m = readNodeEtcdManifest(dir);
+      const cert = m.tls.peerCertFile ? peerCertProblem(m.tls.peerCertFile, String(p['peer-url'])) : undefined;
+      if (cert) throw new SafetyCheckError(`member ${m.name}: ${cert}`);
+      const stash = stashDirFor(dir);
+      recordMoves(ctx, m.name, 'stop its pod', moveManifests([API_SERVER_MANIFEST, ETCD_MANIFEST], dir, stash, { optional: [API_SERVER_MANIFEST] }));
+      await waitEtcdGone(m, ctx, 60_000);
+      const by = parseIdText(String(p['superseded-by']));
+      if (by === undefined || by === 0n) throw new Error(`superseded-by ${String(p['superseded-by'])} is not a cluster ID`);
+      // A manifest already naming the new data dir is a resumed run's: its old dir was fenced then.
+      const resumed = m.hostDataDir.endsWith('-rejoined');
+      const oldDir = resumed ? m.hostDataDir.slice(0, -'-rejoined'.length) : m.hostDataDir;
+      if (fs.existsSync(oldDir) && fs.readdirSync(oldDir).length > 0) {
+        const f = fenceDataDir(oldDir, by);
+        ctx.event('fence', `fenced ${oldDir} (${f.runtime}, superseded by ${formatId(by)})`, { dataDir: oldDir, member: m.name });
+      }
+      const newDir = rejoinedDataDir(oldDir);
+      if (!resumed && fs.existsSync(newDir) && fs.readdirSync(newDir).length > 0)
+        throw new SafetyCheckError(`member ${m.name}: ${newDir} is not empty; move it aside, then resume`);
+      fs.mkdirSync(newDir, { recursive: true, mode: 0o700 });
+      const text = rewriteEtcdManifest(m, { hostDataDir: newDir, initialCluster: String(p['initial-cluster']), initialClusterState: 'existing' });
+      const original = path.join(stash, `${ETCD_MANIFEST}.before-lifeboat`);
+      if (!fs.existsSync(original)) writeManifestAtomic(original, m.text);
+      writeManifestAtomic(path.join(stash, ETCD_MANIFEST), text);
+      ctx.event('kube-manifest', `${m.name}: rewrote ${ETCD_MANIFEST} to join (the original kept as ${original})`, {
+        diff: manifestDiff(m.file, m.text, text),
+      });
+      recordMoves(ctx, m.name, 'start its pod', moveManifests([ETCD_MANIFEST], stash, dir));
+    }
+    await waitUntil(
+      `${String(p.name)} to answer at ${clientUrl}`,
+      Number(p.timeout),
+      async () => ((await answers(clientUrl, 500)) ? true : undefined),
+      250,
+      ctx.signal,
+    );
+    return { joined: true };
+  },
+};
+
+export const finishKubeadmRecovery: StepDefinition = {
+  type: 'finish-kubeadm-recovery',
+  description:
+    "Say what Kubernetes needs after the restore: every kube-apiserver, controller manager, scheduler (and kubelet) restarted, their watch caches hold the old revisions (done on this host with restart-kube-components); and the kubeadm-config ConfigMap's etcd.local.dataDir change, without which `kubeadm upgrade` would put the old, fenced data dir back.",
+  params: {
+    'manifests-dir': manifestsDirParam,
+    'old-data-dir': { type: 'path', required: true, description: 'the data dir etcd.yaml had' },
+    'data-dir': { type: 'path', required: true, description: 'the restored data dir' },
+    source: { type: 'string', default: '', description: 'the recovery source' },
+    'restart-kube-components': { type: 'bool', default: false, description: "restart this node's API server, controller manager and scheduler" },
+    'restart-wait': { type: 'duration', default: 25_000, description: 'how long their manifests stay away (the kubelet reads the dir every 20 s)' },
+  },
+  describe: (p) => [
+    `${p['restart-kube-components'] ? 'restart' : 'say how to restart'} the kube components; print the kubeadm-config change (etcd.local.dataDir: ${String(p['old-data-dir'])} -> ${String(p['data-dir'])})`,
+  ],
+  async run(p, ctx) {
+    const dir = String(p['manifests-dir']);
+    const [oldDir, newDir] = [String(p['old-data-dir']), String(p['data-dir'])];
+    const source = str(p.source);
+    if (source && fs.existsSync(source) && fs.statSync(source).isFile())
+      ctx.event(
+        'warning',
+        `restored from the snapshot ${source}: the cluster went back in time, so resource versions went back too; every client of the API servers must relist (restarting the components below does it)`,
+      );
+    const kubectl = `kubectl -n kube-system edit cm kubeadm-config   # in ClusterConfiguration: etcd.local.dataDir: ${oldDir}  ->  ${newDir}`;
+    ctx.event('kubeadm-config', `kubeadm upgrade regenerates etcd.yaml from the kubeadm-config ConfigMap; change its data dir with: ${kubectl}`, {
+      oldDataDir: oldDir,
+      dataDir: newDir,
+      choice: 'print-configmap-change',
+    });
+    ctx.progress(`kubeadm-config: ${kubectl}`);
+    const restart =
+      'restart every kube-apiserver, kube-controller-manager, kube-scheduler and kubelet (their watch caches hold the old revisions): on each control-plane node move their manifests out of /etc/kubernetes/manifests and back after 20 s, then systemctl restart kubelet on every node';
+    if (p['restart-kube-components']) {
+      const here = KUBE_COMPONENT_MANIFESTS.filter((f) => fs.existsSync(path.join(dir, f)));
+      recordMoves(ctx, 'this node', 'restart its pod', moveManifests(here, dir, stashDirFor(dir)));
+      await new Promise((r) => setTimeout(r, Number(p['restart-wait'])));
+      recordMoves(ctx, 'this node', 'restart its pod', moveManifests(here, stashDirFor(dir), dir));
+      ctx.event('note', `restarted ${here.join(', ')} on this node; on the other nodes: ${restart}`);
+    } else ctx.event('note', restart);
+    ctx.progress(restart);
+    return { restarted: !!p['restart-kube-components'] };
+  },
+};
+
+export const KUBE_STEPS = [readKubeadmNode, stopKubeadmControlPlane, writeKubeadmEtcdManifest, startKubeadmPods, joinKubeadmNode, finishKubeadmRecovery];

@@ -1,0 +1,278 @@
+// `lifeboat recover --kubeadm` on three kubeadm-shaped control-plane nodes run by
+// the kubelet stand-in (real etcd 3.4, mutual TLS, openssl certificates as
+// kubeadm lays them out). Bad input (no etcd.yaml, a data dir off its volume,
+// not YAML, another node's etcd still running) is refused in one line with
+// nothing moved; then, two nodes lost, the scripted run from the survivor ends
+// with three healthy members, every key, a new cluster ID, manifests changed
+// only in the data volume, --initial-cluster and its state, the old data dirs
+// fenced and kube-apiserver.yaml back; etcd restarted once more keeps every key.
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import { issueCert, type TestCerts } from '../support/certs.js';
+import { makeKubeadmNodes, type KubeadmNode } from '../support/kubeadmNodes.js';
+import { freePorts } from '../support/ports.js';
+import { stopProcessesUnder } from '../support/processes.js';
+import { etcdctl, failsWithOneLine, requireEtcdTools, requireTool, ROOT, run, waitFor } from '../support/tools.js';
+
+const BIN = path.join(ROOT, 'bin', 'run.js');
+const KEYS = 30;
+
+describe('recover --kubeadm', () => {
+  let dir = '';
+  let nodes: KubeadmNode[] = [];
+  after(async () => {
+    for (const n of nodes) await n.kubelet.stop();
+    if (dir) await stopProcessesUnder(dir);
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('bad input refused with nothing moved; two nodes lost, the survivor rebuilds the control plane', async () => {
+    requireEtcdTools();
+    requireTool('openssl');
+    dir = mkdtempSync(path.join(os.tmpdir(), 'lifeboat-kubeadm-'));
+    nodes = await makeKubeadmNodes(dir, 3, 'kube/kubeadmRecovery', freePorts);
+    const [cp1, cp2, cp3] = nodes;
+    const tls = ['--cacert', cp1.clientTls.ca, '--cert', cp1.clientTls.cert, '--key', cp1.clientTls.key, '--dial-timeout=2s'];
+    const ctl = (endpoints: string, ...args: string[]) => etcdctl('--endpoints', endpoints, ...tls, ...args);
+    const all = nodes.map((n) => n.clientUrl).join(',');
+    const original = new Map(nodes.map((n) => [n.name, readFileSync(path.join(n.manifestsDir, 'etcd.yaml'), 'utf8')]));
+    for (const n of nodes) n.kubelet.start();
+    await waitFor('the control plane', async () => (await ctl(all, 'endpoint', 'health')).code === 0, { timeoutMs: 40_000 });
+    for (let k = 0; k < KEYS; k++) assert.equal((await ctl(cp1.clientUrl, 'put', `/registry/pods/p${k}`, `v${k}`)).code, 0);
+    const clusterId = async () =>
+      String((JSON.parse((await ctl(cp1.clientUrl, 'member', 'list', '-w', 'json')).stdout) as { header: { cluster_id: unknown } }).header.cluster_id);
+    const oldClusterId = await clusterId();
+    const auditDb = path.join(dir, 'audit.db');
+    const members = [cp2, cp3].map((n) => `${n.name}=${n.peerUrl},${n.clientUrl},${n.manifestsDir}`).join(';');
+    const recover = (manifestsDir: string, ...extra: string[]) =>
+      run(
+        process.execPath,
+        [
+          BIN,
+          'recover',
+          '--kubeadm',
+          '--manifests-dir',
+          manifestsDir,
+          '--yes',
+          '--reason',
+          'test: kubeadm',
+          '--audit-db',
+          auditDb,
+          '--set',
+          `members=${members}`,
+          '--set',
+          'stabilization=1s',
+          ...extra,
+        ],
+        { timeoutMs: 240_000 },
+      );
+    const listing = (d: string) => (existsSync(d) ? readdirSync(d).sort().join(',') : '(none)');
+    const stash = (n: KubeadmNode) => `${n.manifestsDir}-stopped-by-lifeboat`;
+
+    // Bad input, each in a manifests dir of its own beside the real ones: one line, exit 2, nothing moved.
+    const bad = (name: string, etcdYaml: string | undefined) => {
+      const d = path.join(dir, `bad-${name}`, 'manifests');
+      mkdirSync(d, { recursive: true });
+      writeFileSync(path.join(d, 'kube-apiserver.yaml'), readFileSync(path.join(cp1.manifestsDir, 'kube-apiserver.yaml')));
+      if (etcdYaml !== undefined) writeFileSync(path.join(d, 'etcd.yaml'), etcdYaml);
+      return d;
+    };
+    const yaml = original.get('cp1')!;
+    for (const [name, text, says] of [
+      ['missing', undefined, 'etcd.yaml does not exist'],
+      ['disagree', yaml.replace(`--data-dir=${cp1.dataDir}`, `--data-dir=${cp1.root}/data/etcd`), "is under none of the container's volumeMounts"],
+      ['garbage', 'spec: [containers\n  - {{', 'not YAML'],
+      // The image's etcd is 3.5 and the etcd-bin here is 3.4: refused before anything changes.
+      ['version', yaml.replace('registry.k8s.io/etcd:3.4.23-0', 'registry.k8s.io/etcd:3.5.9-0'), 'runs etcd 3.5.9 (image tag 3.5.9-0) but'],
+    ] as const) {
+      const d = bad(name, text);
+      const before = listing(d);
+      failsWithOneLine(await recover(d), 2, says);
+      assert.equal(listing(d), before, `${name}: nothing moved`);
+      assert.equal(listing(stash({ manifestsDir: d } as KubeadmNode)), '(none)');
+    }
+    // The other nodes still run etcd: refused (exit 3) before anything moves.
+    failsWithOneLine(await recover(cp1.manifestsDir), 3, 'cp2 answers at', 'assume-dead');
+    assert.equal(listing(cp1.manifestsDir), 'etcd.yaml,kube-apiserver.yaml');
+    assert.equal(listing(stash(cp1)), '(none)');
+    assert.ok(cp1.kubelet.pod('etcd.yaml').running);
+    // kubeadm's first node names only itself in --initial-cluster: the others are found in its etcd's member list.
+    const initNode = bad('init-node', yaml.replace(/--initial-cluster=[^\n]*/, `--initial-cluster=cp1=${cp1.peerUrl}`));
+    failsWithOneLine(await recover(initNode), 3, 'cp2 answers at', 'cp3 answers at');
+    assert.equal(listing(initNode), 'etcd.yaml,kube-apiserver.yaml');
+    assert.equal(listing(stash({ manifestsDir: initNode } as KubeadmNode)), '(none)');
+
+    // Two nodes lost: their machines down (kubelets and pods stopped), cp3's disk gone too.
+    await cp2.kubelet.stop();
+    await cp3.kubelet.stop();
+    rmSync(cp3.dataDir, { recursive: true, force: true });
+    // A lost node boots again once its manifests say to rejoin (the recovery rewrote them): its kubelet then runs them.
+    let booting = true;
+    const boots = (async () => {
+      const pending = new Set([cp2, cp3]);
+      for (let i = 0; i < 2400 && booting && pending.size > 0; i++) {
+        for (const n of pending) {
+          const f = path.join(n.manifestsDir, 'etcd.yaml');
+          if (existsSync(f) && readFileSync(f, 'utf8').includes('-rejoined')) {
+            n.kubelet.start();
+            pending.delete(n);
+          }
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+
+    // Dry run: every move and the etcd.yaml change shown, nothing changed.
+    const dry = await recover(cp1.manifestsDir, '--dry-run');
+    assert.equal(dry.code, 0, dry.stderr);
+    assert.ok(dry.stdout.includes(`move ${path.join(cp1.manifestsDir, 'etcd.yaml')} to ${path.join(stash(cp1), 'etcd.yaml')}`), dry.stdout);
+    assert.ok(dry.stdout.includes(`+      path: ${cp1.dataDir}-restored`), dry.stdout);
+    assert.ok(dry.stdout.includes('+    - --initial-cluster-state=new'), dry.stdout);
+    assert.equal(listing(stash(cp1)), '(none)');
+
+    // cp3's peer certificate does not name its address: its rejoin would hang, so the run stops there (exit 3, one line)...
+    const peer = (f: string) => path.join(cp3.pkiDir, f);
+    const good = { cert: readFileSync(peer('peer.crt')), key: readFileSync(peer('peer.key')) };
+    const wrong = await issueCert({ dir: path.join(dir, 'etcd-ca') } as TestCerts, 'cp3-wrong-peer', { cn: 'cp3', sans: 'IP:10.9.9.9' });
+    writeFileSync(peer('peer.crt'), readFileSync(wrong.cert));
+    writeFileSync(peer('peer.key'), readFileSync(wrong.key));
+    const stopped = await recover(cp1.manifestsDir);
+    failsWithOneLine(stopped, 3, 'does not name 127.0.0.1', 'kubeadm init phase certs etcd-peer');
+    const runId = /Run ID: (r-[0-9a-f-]+)/.exec(stopped.stdout + stopped.stderr)?.[1];
+    assert.ok(runId, stopped.stdout);
+    assert.equal(listing(cp3.manifestsDir), 'etcd.yaml,kube-apiserver.yaml', "cp3's files untouched");
+    // ...and, given its renewed certificate, the resumed run goes on from cp3.
+    writeFileSync(peer('peer.crt'), good.cert);
+    writeFileSync(peer('peer.key'), good.key);
+    const r = await run(process.execPath, [BIN, 'playbook', 'resume', runId, '--yes', '--reason', 'renewed cp3 peer cert', '--audit-db', auditDb], {
+      timeoutMs: 240_000,
+    });
+    booting = false;
+    await boots;
+    assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    assert.match(r.stdout, /kubectl -n kube-system edit cm kubeadm-config/);
+    assert.match(r.stdout, /restart every kube-apiserver, kube-controller-manager, kube-scheduler and kubelet/);
+    // Every move of a manifest is in the audit log, with where it went.
+    const audit = await run(process.execPath, [BIN, 'audit', 'export', '--audit-db', auditDb]);
+    assert.equal(audit.code, 0, audit.stderr);
+    for (const f of ['etcd.yaml', 'kube-apiserver.yaml'])
+      assert.ok(
+        audit.stdout.includes(`cp1: moved ${path.join(cp1.manifestsDir, f)} to ${path.join(stash(cp1), f)} (stop its pod)`),
+        `the move of ${f} is recorded`,
+      );
+    assert.ok(audit.stdout.includes('etcd.local.dataDir'), 'the kubeadm-config change is recorded');
+
+    // Three healthy voters over mutual TLS, every key on each, a new cluster ID.
+    assert.equal((await ctl(all, 'endpoint', 'health')).code, 0);
+    const list = JSON.parse((await ctl(cp1.clientUrl, 'member', 'list', '-w', 'json')).stdout) as { members: Array<{ name: string; isLearner?: boolean }> };
+    assert.deepEqual(list.members.map((m) => m.name).sort(), ['cp1', 'cp2', 'cp3']);
+    assert.ok(list.members.every((m) => !m.isLearner));
+    assert.notEqual(await clusterId(), oldClusterId);
+    const count = async (n: KubeadmNode) =>
+      (await ctl(n.clientUrl, 'get', '/registry/', '--prefix', '--keys-only', '--consistency=s')).stdout.split('\n').filter(Boolean).length;
+    for (const n of nodes) await waitFor(`${n.name} to hold every key`, async () => (await count(n)) === KEYS, { timeoutMs: 10_000 });
+
+    // Manifests: only the data volume, --initial-cluster and its state changed; the API servers back.
+    const changed = (n: KubeadmNode) => {
+      const a = original.get(n.name)!.split('\n');
+      const b = readFileSync(path.join(n.manifestsDir, 'etcd.yaml'), 'utf8').split('\n');
+      return { removed: a.filter((l) => !b.includes(l)), added: b.filter((l) => !a.includes(l)) };
+    };
+    assert.deepEqual(changed(cp1), {
+      removed: [`    - --initial-cluster=${cp1.name}=${cp1.peerUrl},${cp2.name}=${cp2.peerUrl},${cp3.name}=${cp3.peerUrl}`, `      path: ${cp1.dataDir}`],
+      added: [`    - --initial-cluster=cp1=${cp1.peerUrl}`, '    - --initial-cluster-state=new', `      path: ${cp1.dataDir}-restored`],
+    });
+    // A rejoined node: the cluster as the learner add gave it (in the member list's order, which may be the original's), existing, a new data dir.
+    const flag = '    - --initial-cluster=';
+    const c3 = changed(cp3);
+    const other = (lines: string[]) => lines.filter((l) => !l.startsWith(flag));
+    assert.deepEqual(other(c3.added), ['    - --initial-cluster-state=existing', `      path: ${cp3.dataDir}-rejoined`]);
+    assert.deepEqual(other(c3.removed), [`      path: ${cp3.dataDir}`]);
+    const cluster3 = readFileSync(path.join(cp3.manifestsDir, 'etcd.yaml'), 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith(flag))!;
+    assert.deepEqual(cluster3.slice(flag.length).split(',').sort(), [`cp1=${cp1.peerUrl}`, `cp2=${cp2.peerUrl}`, `cp3=${cp3.peerUrl}`]);
+    for (const n of nodes) {
+      assert.equal(listing(n.manifestsDir), 'etcd.yaml,kube-apiserver.yaml', `${n.name}'s manifests back`);
+      assert.ok(n.kubelet.pod('kube-apiserver.yaml').running, `${n.name}'s API server runs`);
+    }
+    // The old data dirs fenced (cp3's disk was gone).
+    for (const n of [cp1, cp2]) {
+      const inspect = await run(process.execPath, [BIN, 'datadir', 'inspect', n.dataDir]);
+      assert.match(`${inspect.stdout}${inspect.stderr}`, /fenced/, `${n.name}: ${inspect.stdout}${inspect.stderr}`);
+    }
+
+    // The kubelet restarts etcd once more: every key is still there (the data dir is on its volume).
+    const starts = cp1.kubelet.pod('etcd.yaml').starts;
+    cp1.kubelet.crash('etcd.yaml');
+    await waitFor('etcd restarted', () => Promise.resolve(cp1.kubelet.pod('etcd.yaml').starts === starts + 1));
+    await waitFor('cp1 healthy again', async () => (await ctl(cp1.clientUrl, 'endpoint', 'health')).code === 0, { timeoutMs: 30_000 });
+    await waitFor('cp1 to hold every key', async () => (await count(cp1)) === KEYS, { timeoutMs: 10_000 });
+  });
+});
+
+describe('recover --kubeadm --from-snapshot', () => {
+  let dir = '';
+  let nodes: KubeadmNode[] = [];
+  after(async () => {
+    for (const n of nodes) await n.kubelet.stop();
+    if (dir) await stopProcessesUnder(dir);
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("a one-node control plane back to its snapshot: the snapshot's keys, the old data dir fenced, the step back in time said", async () => {
+    requireEtcdTools();
+    requireTool('openssl');
+    dir = mkdtempSync(path.join(os.tmpdir(), 'lifeboat-kubeadm-snap-'));
+    nodes = await makeKubeadmNodes(dir, 1, 'kube/kubeadmRecovery-snapshot', freePorts);
+    const [cp1] = nodes;
+    const ctl = (...args: string[]) =>
+      etcdctl(
+        '--endpoints',
+        cp1.clientUrl,
+        '--cacert',
+        cp1.clientTls.ca,
+        '--cert',
+        cp1.clientTls.cert,
+        '--key',
+        cp1.clientTls.key,
+        '--dial-timeout=2s',
+        ...args,
+      );
+    cp1.kubelet.start();
+    await waitFor('etcd', async () => (await ctl('endpoint', 'health')).code === 0, { timeoutMs: 30_000 });
+    for (let k = 0; k < 10; k++) assert.equal((await ctl('put', `/registry/a${k}`, 'v')).code, 0);
+    const snap = path.join(dir, 'etcd.snapshot');
+    assert.equal((await ctl('snapshot', 'save', snap)).code, 0);
+    assert.equal((await ctl('put', '/registry/after-the-snapshot', 'v')).code, 0);
+
+    const r = await run(
+      process.execPath,
+      [
+        BIN,
+        'recover',
+        '--kubeadm',
+        '--manifests-dir',
+        cp1.manifestsDir,
+        '--from-snapshot',
+        snap,
+        '--yes',
+        '--reason',
+        'test: back to the snapshot',
+        '--audit-db',
+        path.join(dir, 'audit.db'),
+      ],
+      { timeoutMs: 120_000 },
+    );
+    assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    assert.match(`${r.stdout}${r.stderr}`, /resource versions went back/);
+    const keys = (await ctl('get', '/registry/', '--prefix', '--keys-only')).stdout.split('\n').filter(Boolean);
+    assert.equal(keys.length, 10, keys.join(','));
+    assert.ok(readFileSync(path.join(cp1.manifestsDir, 'etcd.yaml'), 'utf8').includes(`      path: ${cp1.dataDir}-restored\n`));
+    const inspect = await run(process.execPath, [BIN, 'datadir', 'inspect', cp1.dataDir]);
+    assert.match(`${inspect.stdout}${inspect.stderr}`, /fenced/);
+  });
+});
