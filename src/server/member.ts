@@ -132,6 +132,7 @@ export class Member {
       raft: () => this.driver.raft,
       heldBack: this.heldBack,
       snapshotCount: p.cfg.snapshotCount,
+      observeCheckpoint: (s) => this.metrics.kvCheckpoint.observe(s),
       stopping: () => this.stopping,
       fatal: (e) => this.fatal(e),
     });
@@ -317,6 +318,7 @@ export class Member {
   /** The store, with a failed commit of held applies made fatal (kvStore.ts commitDelayMs). */
   private watched(kv: KvStore): KvStore {
     kv.onCommitFailure = (e) => this.fatal(e);
+    kv.onCommit = (s) => this.metrics.kvCommit.observe(s);
     return kv;
   }
 

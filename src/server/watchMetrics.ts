@@ -1,7 +1,9 @@
 // The member's metrics plus its watchers and leases, under etcd's names where etcd
 // has one (etcd_debugging_mvcc_*, etcd_debugging_lease_*) and lifeboat_watch_* for
 // the bytes waiting on slow watch streams, the number that shows memory is bounded.
-import { Metrics } from './metrics.js';
+import type { ServerTlsOptions } from '../net/tlsTermination.js';
+import { Histogram, Metrics } from './metrics.js';
+import { RuntimeMetrics } from './runtimeMetrics.js';
 import type { WatchStats } from './watchHub.js';
 
 export interface LeaseStats {
@@ -14,10 +16,33 @@ export interface LeaseStats {
 export class MemberMetrics extends Metrics {
   watchStats: () => WatchStats | undefined = () => undefined;
   leaseStats: () => LeaseStats | undefined = () => undefined;
+  /** Event-loop delay and GC pauses, measured while /metrics is served. */
+  readonly runtime = new RuntimeMetrics();
+  /** SQLite's COMMIT of the applies kv.db holds (kvStore.ts commitDelayMs), on the event loop. */
+  readonly kvCommit = new Histogram();
+  /** kv.db checkpoints (its WAL into the file, fsynced), in the store's worker (checkpoints.ts). */
+  readonly kvCheckpoint = new Histogram();
+
+  override async listen(urls: string[], tls?: ServerTlsOptions): Promise<void> {
+    if (urls.length > 0) this.runtime.start();
+    await super.listen(urls, tls);
+  }
+
+  override async close(): Promise<void> {
+    this.runtime.stop();
+    await super.close();
+  }
 
   override render(): string {
     const g = (name: string, help: string, type: 'counter' | 'gauge', v: number) => `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name} ${v}`;
-    const lines: string[] = [];
+    const lines: string[] = [
+      this.kvCommit.render('lifeboat_kv_commit_duration_seconds', "Duration of SQLite's commits of the applies kv.db holds (on the event loop)."),
+      this.kvCheckpoint.render(
+        'lifeboat_kv_checkpoint_duration_seconds',
+        "Duration of kv.db's checkpoints (WAL into the file, then fsync), in the store's worker.",
+      ),
+      this.runtime.render(),
+    ];
     const w = this.watchStats();
     if (w) {
       lines.push(
