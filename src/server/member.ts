@@ -182,6 +182,7 @@ export class Member {
       proposeConf: (cc, member, deadline) => this.proposer.proposeConf(cc, member, deadline),
     });
     this.metrics.dbSize = () => this.kv.dbSize();
+    this.metrics.onStall = (s) => this.log.warn({ ms: Math.round(s.ms), cause: s.cause, cpuMs: Math.round(s.cpuMs) }, 'event loop stalled');
     this.watchHub = new WatchHub(view.kv, this.log, p.cfg.watchProgressNotifyMs);
     const leaseHost = {
       ...view,

@@ -5,6 +5,7 @@ import type net from 'node:net';
 import { hostPort } from '../common/urls.js';
 import { createTlsServer, type ServerTlsOptions } from '../net/tlsTermination.js';
 import type { PeerCounts } from '../transport/peerTransport.js';
+import { SpanMarker } from './spanMarker.js';
 
 const BUCKETS = [0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096, 8.192];
 
@@ -51,6 +52,8 @@ export class Metrics {
   readonly apply = new Histogram();
   readonly peerRtt = new Histogram();
   dbSize: () => number = () => 0;
+  /** What the event loop is running, for the stall watchdog (stallWatchdog.ts). */
+  readonly spans = new SpanMarker();
   /** Message streams opened and snapshots sent to peers, by kind (PeerTransport.peerCounts). */
   peerCounts: () => PeerCounts = () => ({ streams: { raw: 0, grpc: 0 }, snapshots: { raw: 0, grpc: 0 } });
   private readonly listeners: net.Server[] = [];

@@ -3,7 +3,7 @@
 // monitorEventLoopDelay (its min, max, mean, stddev and percentiles since the last
 // scrape, as prom-client reports them), and GC pauses by kind. A stall of the loop
 // holds every request, heartbeat and fsync behind it: these say when and how long.
-import { constants, monitorEventLoopDelay, PerformanceObserver, type IntervalHistogram } from 'node:perf_hooks';
+import { constants, monitorEventLoopDelay, performance, PerformanceObserver, type IntervalHistogram } from 'node:perf_hooks';
 import { Histogram } from './metrics.js';
 
 /** prom-client's buckets for nodejs_gc_duration_seconds. */
@@ -16,12 +16,17 @@ const GC_KINDS: Record<number, string> = {
   [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb',
 };
 
+/** GC pauses kept for the stall watchdog's blame (stallWatchdog.ts). */
+const RECENT_GC = 64;
+
 const gauge = (name: string, help: string, v: number) => `# HELP ${name} ${help}\n# TYPE ${name} gauge\n${name} ${v}`;
 
 export class RuntimeMetrics {
   private delay: IntervalHistogram | undefined;
   private gcObserver: PerformanceObserver | undefined;
   readonly gc = new Map<string, Histogram>(Object.values(GC_KINDS).map((k) => [k, new Histogram(GC_BUCKETS)]));
+  /** The last GC pauses, [start, end] in ms since the epoch (performance.timeOrigin-based): gcDuring. */
+  private readonly recentGc: Array<[number, number]> = [];
 
   start(): void {
     if (this.delay) return;
@@ -31,9 +36,17 @@ export class RuntimeMetrics {
       for (const e of list.getEntries()) {
         const kind = GC_KINDS[(e as { detail?: { kind?: number } }).detail?.kind ?? -1];
         if (kind) this.gc.get(kind)?.observe(e.duration / 1000);
+        const start = performance.timeOrigin + e.startTime;
+        this.recentGc.push([start, start + e.duration]);
+        if (this.recentGc.length > RECENT_GC) this.recentGc.shift();
       }
     });
     this.gcObserver.observe({ entryTypes: ['gc'] });
+  }
+
+  /** ms of GC pause between `start` and `end` (ms since the epoch), of the last RECENT_GC pauses. */
+  gcDuring(start: number, end: number): number {
+    return this.recentGc.reduce((ms, [s, e]) => ms + Math.max(0, Math.min(e, end) - Math.max(s, start)), 0);
   }
 
   stop(): void {

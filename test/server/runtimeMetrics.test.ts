@@ -2,6 +2,7 @@
 // (prom-client's names), and how long fsyncs of its log, SQLite's commits of kv.db
 // and kv.db's checkpoints took, as histograms.
 import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { LifeboatCluster, etcdctl, waitFor } from '../support/lifeboatCluster.js';
 import { freePorts } from '../support/ports.js';
@@ -57,5 +58,25 @@ describe('runtime and storage metrics', () => {
     const lag = gauge(text, 'nodejs_eventloop_lag_seconds');
     assert.ok(lag !== undefined && lag > 0 && lag < 10, `nodejs_eventloop_lag_seconds ${lag}`);
     assert.ok(gauge(text, 'nodejs_eventloop_lag_p99_seconds')! >= gauge(text, 'nodejs_eventloop_lag_p50_seconds')!, 'p99 >= p50');
+  });
+
+  test('a stall of the member (stopped 400 ms) is logged and counted, with the little CPU it used: the machine, not its own work', async () => {
+    const m = c.members[0];
+    const pid = m.proc!.pid!;
+    const logged = () => m.log.filter((l) => l.includes('event loop stalled'));
+    const before = logged().length;
+    process.kill(pid, 'SIGSTOP');
+    try {
+      await sleep(400);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    const line = await waitFor('the stall in the log', () => logged()[before]);
+    const stall = JSON.parse(line) as { ms: number; cause: string; cpuMs: number };
+    assert.ok(stall.ms >= 300, `stall of ${stall.ms} ms`);
+    assert.ok(stall.cpuMs < stall.ms / 2, `CPU ${stall.cpuMs} ms over a ${stall.ms} ms stall`);
+    const text = await (await fetch(`${metricsUrl}/metrics`)).text();
+    assert.ok((histogramCount(text, 'lifeboat_eventloop_stall_duration_seconds', `cause="${stall.cause}"`) ?? 0) >= 1, text);
+    assert.match(text, new RegExp(`^lifeboat_eventloop_stall_cpu_seconds_total\\{cause="${stall.cause}"\\} \\S+$`, 'm'));
   });
 });
