@@ -1,5 +1,5 @@
 // What the Node runtime does to a member, under prom-client's names (the Node
-// metrics dashboards know): event-loop delay, sampled every 10 ms by
+// metrics dashboards know): event-loop delay, sampled every 20 ms by
 // monitorEventLoopDelay (its min, max, mean, stddev and percentiles since the last
 // scrape, as prom-client reports them), and GC pauses by kind. A stall of the loop
 // holds every request, heartbeat and fsync behind it: these say when and how long.
@@ -30,7 +30,7 @@ export class RuntimeMetrics {
 
   start(): void {
     if (this.delay) return;
-    this.delay = monitorEventLoopDelay({ resolution: 10 });
+    this.delay = monitorEventLoopDelay({ resolution: 20 });
     this.delay.enable();
     this.gcObserver = new PerformanceObserver((list) => {
       for (const e of list.getEntries()) {
