@@ -1,9 +1,8 @@
-import { Args, Flags } from '#oclif-core';
 import { EtcdCommand } from '../src/cli/baseCommand.js';
-import { putOutput } from '../src/cli/output/kv.js';
-import { InputError } from '../src/common/errors.js';
-import { parseLeaseId } from '../src/client/ids.js';
+import { oclifFlags, oclifArgs } from '../src/cli/oclifFlag.js';
+import { PUT } from '../src/cli/everydayCommands.js';
 
+// bin/run.js runs it without oclif (src/cli/everydayRun.ts): this is the path of --help and of oclif's own runners.
 export default class Put extends EtcdCommand {
   static override description = 'Write a key. The value is the second argument, or standard input when it is omitted.';
 
@@ -14,29 +13,11 @@ export default class Put extends EtcdCommand {
     'cat cert.pem | <%= config.bin %> put /certs/web',
   ];
 
-  static override args = {
-    key: Args.string({ description: 'the key', required: true }),
-    value: Args.string({ description: 'the value (default: read standard input)' }),
-  };
+  static override args = oclifArgs(PUT.args);
 
-  static override flags = {
-    lease: Flags.string({ description: 'attach the key to this lease (hex ID)' }),
-    'prev-kv': Flags.boolean({ description: 'print the previous key-value pair' }),
-  };
+  static override flags = oclifFlags(PUT.flags);
 
   async run(): Promise<void> {
-    const { args, flags } = await this.parse(Put);
-    const lease = flags.lease === undefined ? undefined : parseLeaseId(flags.lease);
-    if (args.key === '') throw new InputError('KEY is empty: give a key, e.g. /config/mode');
-    const value = args.value ?? (await readStdin());
-    const result = await this.client(flags).put(args.key, value, { lease, prevKv: flags['prev-kv'] });
-    this.print(flags['write-out'], result, putOutput);
+    await this.runTable(PUT);
   }
-}
-
-async function readStdin(): Promise<Buffer> {
-  if (process.stdin.isTTY) throw new InputError('VALUE is missing: give it as the second argument or on standard input');
-  const chunks: Buffer[] = [];
-  for await (const c of process.stdin) chunks.push(c as Buffer);
-  return Buffer.concat(chunks);
 }

@@ -1,20 +1,13 @@
 import { BaseCommand } from '../src/cli/baseCommand.js';
+import { VERSION } from '../src/cli/everydayCommands.js';
 
+// bin/run.js runs it without oclif (src/cli/everydayRun.ts): this is the path of --help and of oclif's own runners.
 export default class Version extends BaseCommand {
   static override description = 'Print the lifeboat version, the Node.js version and the platform.';
 
   static override examples = ['<%= config.bin %> version', '<%= config.bin %> version -w json'];
 
   async run(): Promise<void> {
-    const { flags } = await this.parse(Version);
-    // this.config reads name and version from package.json.
-    const info = {
-      name: this.config.bin,
-      version: this.config.version,
-      node: process.version,
-      platform: process.platform,
-      arch: process.arch,
-    };
-    this.print(flags['write-out'], info, (i) => `${i.name}/${i.version} node-${i.node} ${i.platform}-${i.arch}`);
+    await this.runTable(VERSION);
   }
 }

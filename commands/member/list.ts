@@ -1,6 +1,7 @@
 import { EtcdCommand } from '../../src/cli/baseCommand.js';
-import { memberListOutput } from '../../src/cli/output/members.js';
+import { MEMBER_LIST } from '../../src/cli/everydayCommands.js';
 
+// bin/run.js runs it without oclif (src/cli/everydayRun.ts): this is the path of --help and of oclif's own runners.
 export default class MemberList extends EtcdCommand {
   static override description = "List the cluster's members: ID, status (started/unstarted), name, peer and client URLs, and whether each is a learner.";
 
@@ -11,8 +12,6 @@ export default class MemberList extends EtcdCommand {
   ];
 
   async run(): Promise<void> {
-    const { flags } = await this.parse(MemberList);
-    const result = await this.client(flags).memberList();
-    this.print(flags['write-out'], result, memberListOutput);
+    await this.runTable(MEMBER_LIST);
   }
 }

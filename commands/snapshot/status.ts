@@ -1,8 +1,8 @@
-import { Args } from '#oclif-core';
 import { BaseCommand } from '../../src/cli/baseCommand.js';
-import { snapshotStatusOutput } from '../../src/cli/output/snapshotStatus.js';
-import { snapshotStatus } from '../../src/recovery/snapshotFormat.js';
+import { oclifArgs } from '../../src/cli/oclifFlag.js';
+import { SNAPSHOT_STATUS } from '../../src/cli/everydayCommands.js';
 
+// bin/run.js runs it without oclif (src/cli/everydayRun.ts): this is the path of --help and of oclif's own runners.
 export default class SnapshotStatusCommand extends BaseCommand {
   static override description =
     "Verify a snapshot file's sha256 trailer, then print its hash, revision, total keys and size, and the cluster and members it came from, and whether etcd's auth is enabled in it (a restore keeps it: the restored member enforces it, log in as a user of the snapshot). Also reads a real etcd snapshot or a raw member/snap/db. The first line (simple), the table and the first four JSON fields are what `etcdctl snapshot status` prints.";
@@ -13,12 +13,9 @@ export default class SnapshotStatusCommand extends BaseCommand {
     '<%= config.bin %> snapshot status /var/lib/etcd/member/snap/db',
   ];
 
-  static override args = {
-    file: Args.string({ description: 'the snapshot file', required: true }),
-  };
+  static override args = oclifArgs(SNAPSHOT_STATUS.args);
 
   async run(): Promise<void> {
-    const { args, flags } = await this.parse(SnapshotStatusCommand);
-    this.print(flags['write-out'], await snapshotStatus(args.file), snapshotStatusOutput);
+    await this.runTable(SNAPSHOT_STATUS);
   }
 }

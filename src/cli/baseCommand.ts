@@ -7,6 +7,7 @@
 //   TLS, --debug) and a client built from them, closed when the command ends.
 import { Command, Flags, type Interfaces } from '#oclif-core';
 import { clientFor, EtcdClient } from '../client/etcdClient.js';
+import type { EverydayCommand } from './commandTable.js';
 import { CONNECTION_FLAGS, connectionFromFlags, durationSpec, WRITE_OUT_FLAG, WRITE_OUT_FORMATS, type WriteOut } from './connectionFlags.js';
 import { EXIT, tagCommandError } from './exitCodes.js';
 import { etcdBooleanForms, oclifBoolean, oclifDuration, oclifString } from './oclifFlag.js';
@@ -41,6 +42,22 @@ export abstract class BaseCommand extends Command {
   protected override async catch(err: Error & { commandId?: string; oclif?: { exit?: number } }): Promise<unknown> {
     tagCommandError(err, this.id);
     return super.catch(err);
+  }
+
+  /** Runs a command of everydayCommands.ts (which bin/run.js runs without oclif) on oclif's parse. */
+  protected async runTable(command: EverydayCommand): Promise<void> {
+    const { flags, args } = await this.parse(this.ctor);
+    const code = await command.run(
+      flags,
+      command.args.map((a) => args[a.name] as string | undefined),
+      { log: (line) => this.log(line), client: () => this.tableClient(flags), bin: this.config.bin, version: this.config.version },
+    );
+    if (code !== EXIT.OK) this.exit(code);
+  }
+
+  /** The client of a command with the connection flags (EtcdCommand's). */
+  protected tableClient(_flags: Record<string, unknown>): EtcdClient {
+    throw new Error(`${this.id} takes no connection flags`);
   }
 
   /** Print `result` in the format chosen by --write-out; `simple` renders the human form. */
@@ -79,6 +96,10 @@ export abstract class EtcdCommand extends BaseCommand {
     const client = clientFor(flags.endpoints, connectionFromFlags(flags));
     this.clients.push(client);
     return client;
+  }
+
+  protected override tableClient(flags: Record<string, unknown>): EtcdClient {
+    return this.client(flags as EtcdFlags<typeof EtcdCommand>);
   }
 
   /**

@@ -67,13 +67,13 @@ export function envValue(spec: FlagSpec, env: NodeJS.ProcessEnv, fail: (message:
  * Parses a command's arguments (after its name): `--flag value`, `--flag=value`,
  * `-c value` for a flag's char, booleans as `--flag`, `--no-flag` where allowed
  * and etcd's `--flag=true|false`; the rest (and all after `--`) are the
- * positional `args`, each required. Then the flag's environment variables, then
+ * positional `args`, each required, then the `optionalArgs`. Then the flag's environment variables, then
  * its default.
  */
 export function parseFlags(
   argv: readonly string[],
   specs: Record<string, FlagSpec>,
-  o: { commandId: string; args?: readonly string[]; env?: NodeJS.ProcessEnv },
+  o: { commandId: string; args?: readonly string[]; optionalArgs?: readonly string[]; env?: NodeJS.ProcessEnv },
 ): { flags: FlagValues; args: string[] } {
   const fail = (message: string) => usage(o.commandId, message);
   const byChar = new Map(Object.entries(specs).flatMap(([name, s]) => (s.char ? [[s.char, name] as const] : [])));
@@ -116,12 +116,15 @@ export function parseFlags(
     }
     // A missing value, or the next flag where the value should be, as oclif reads it.
     const raw = inline ?? argv[i + 1];
-    if (raw === undefined || (inline === undefined && raw.startsWith('-') && isFlag(raw))) throw fail(`--${name} needs a value`);
+    if (raw === undefined || (inline === undefined && raw.startsWith('-') && isFlag(raw))) {
+      throw fail(`--${name} needs a value${spec.type === 'string' && spec.options ? `: one of ${spec.options.join(', ')}` : ''}`);
+    }
     if (inline === undefined) i++;
     set(name, flagValue(spec, raw, `--${name}`, fail));
   }
   const names = o.args ?? [];
-  if (positional.length > names.length) throw fail(`Unexpected argument: ${positional[names.length]}`);
+  const most = names.length + (o.optionalArgs?.length ?? 0);
+  if (positional.length > most) throw fail(`Unexpected argument: ${positional[most]}`);
   if (positional.length < names.length) {
     const missing = names.slice(positional.length);
     throw fail(`Missing ${missing.length} required arg${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}`);

@@ -1,6 +1,7 @@
 // oclif's flags built from flagParser.ts's tables, for --help and for the
 // commands oclif parses: one table, so both parsers take the same flags.
-import { Flags } from '#oclif-core';
+import { Args, Flags } from '#oclif-core';
+import type { ArgSpec } from './commandTable.js';
 import { parseDuration } from '../common/durations.js';
 import { envValue, type FlagSpec } from './flagParser.js';
 
@@ -58,6 +59,15 @@ export function oclifFlag(name: string, spec: FlagSpec) {
   if (spec.type === 'duration') return oclifDuration(name, spec);
   return oclifString(name, spec);
 }
+
+/** oclif's flags of a table. */
+export const oclifFlags = (specs: Record<string, FlagSpec>) => Object.fromEntries(Object.entries(specs).map(([name, spec]) => [name, oclifFlag(name, spec)]));
+
+/** oclif's arguments of a table. */
+export const oclifArgs = (args: readonly ArgSpec[]) =>
+  Object.fromEntries(
+    args.map((a) => [a.name, a.required ? Args.string({ description: a.description, required: true }) : Args.string({ description: a.description })]),
+  );
 
 interface OclifFlagShape {
   type: string;

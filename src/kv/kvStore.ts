@@ -83,6 +83,8 @@ export class KvStore {
    * throw reaches a caller that only logs it (a checkpoint, a hash); reads refuse from then on.
    */
   onCommitFailure: ((e: Error) => void) | undefined;
+  /** Told how long each commit of held applies took, in seconds (a member's metrics). */
+  onCommit: ((seconds: number) => void) | undefined;
   private readonly core: StoreCore;
   private readonly ctx: ApplyContext;
   private readonly writer: KvWriter;
@@ -101,6 +103,7 @@ export class KvStore {
       commitDelayMs,
       readWorkerIdleMs: knobs.readWorkerIdleMs,
       onLost: (e) => this.onCommitFailure?.(e),
+      onCommit: (seconds) => this.onCommit?.(seconds),
       writesBlocked: () => (this.maintenance.defragmenting ? `kv: ${path} is being defragmented; writes must wait until it is done` : undefined),
     });
     this.core = core;

@@ -13,6 +13,8 @@ export interface StoreCoreOptions {
   readWorkerIdleMs: number | undefined;
   /** Told once when the store is lost. */
   onLost(e: Error): void;
+  /** Told how long each commit of held applies took, in seconds (a member's metrics). */
+  onCommit?(seconds: number): void;
   /** Why writes must wait now, if they must. */
   writesBlocked(): string | undefined;
 }

@@ -23,6 +23,8 @@ export interface CheckpointHost {
   heldBack: HeldBackApplies;
   /** --snapshot-count: applied entries between compactions. */
   snapshotCount: number;
+  /** How long a checkpoint took, in seconds (the metrics' histogram). */
+  observeCheckpoint(seconds: number): void;
   stopping(): boolean;
   fatal(e: Error): void;
 }
@@ -120,9 +122,13 @@ export class Checkpoints {
     const kv = this.h.kv();
     // Past its limit the WAL is only started over with applies held back (KvStore.walPastLimit).
     const whole = kv.walPastLimit();
+    const start = process.hrtime.bigint();
     this.checkpointing = (whole ? this.withAppliesHeld(() => kv.checkpointAsync()) : kv.checkpointAsync())
       .then(
-        (durable) => (this.kvDurable = Math.max(this.kvDurable, durable)),
+        (durable) => {
+          this.h.observeCheckpoint(Number(process.hrtime.bigint() - start) / 1e9);
+          this.kvDurable = Math.max(this.kvDurable, durable);
+        },
         (e: Error) => {
           // A store replaced by a leader's snapshot meanwhile, or closing: nothing was claimed durable.
           if (this.h.stopping() || kv !== this.h.kv()) return this.h.log.warn({ error: e.message }, 'KV checkpoint failed');

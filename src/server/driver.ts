@@ -114,7 +114,7 @@ export class RaftDriver {
     const synced = () => this.metrics.observeFsync(Number(process.hrtime.bigint() - start) / 1e9, rd.entries.length);
     if (!rd.snapshot && rd.entries.length <= SYNC_ON_LOOP_MAX_ENTRIES) {
       try {
-        this.store.syncNow();
+        this.metrics.spans.during('fsync', () => this.store.syncNow());
       } catch (e) {
         return this.fail(e);
       }
@@ -139,10 +139,10 @@ export class RaftDriver {
   private finish(rd: Ready): void {
     try {
       this.send(rd.messagesAfterPersist);
-      if (rd.snapshot) this.hooks.applySnapshot(rd.snapshot);
+      if (rd.snapshot) this.metrics.spans.during('snapshot', () => this.hooks.applySnapshot(rd.snapshot!));
       if (rd.committedEntries.length > 0) {
         const start = process.hrtime.bigint();
-        this.hooks.applyEntries(rd.committedEntries);
+        this.metrics.spans.during('apply', () => this.hooks.applyEntries(rd.committedEntries));
         this.metrics.observeApply(Number(process.hrtime.bigint() - start) / 1e9, rd.committedEntries.length);
       }
       if (rd.readStates.length > 0) this.hooks.readStates(rd);

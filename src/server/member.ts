@@ -132,6 +132,7 @@ export class Member {
       raft: () => this.driver.raft,
       heldBack: this.heldBack,
       snapshotCount: p.cfg.snapshotCount,
+      observeCheckpoint: (s) => this.metrics.kvCheckpoint.observe(s),
       stopping: () => this.stopping,
       fatal: (e) => this.fatal(e),
     });
@@ -181,6 +182,7 @@ export class Member {
       proposeConf: (cc, member, deadline) => this.proposer.proposeConf(cc, member, deadline),
     });
     this.metrics.dbSize = () => this.kv.dbSize();
+    this.metrics.onStall = (s) => this.log.warn({ ms: Math.round(s.ms), cause: s.cause, cpuMs: Math.round(s.cpuMs) }, 'event loop stalled');
     this.watchHub = new WatchHub(view.kv, this.log, p.cfg.watchProgressNotifyMs);
     const leaseHost = {
       ...view,
@@ -317,6 +319,7 @@ export class Member {
   /** The store, with a failed commit of held applies made fatal (kvStore.ts commitDelayMs). */
   private watched(kv: KvStore): KvStore {
     kv.onCommitFailure = (e) => this.fatal(e);
+    kv.onCommit = (s) => this.metrics.kvCommit.observe(s);
     return kv;
   }
 

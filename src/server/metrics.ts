@@ -5,22 +5,28 @@ import type net from 'node:net';
 import { hostPort } from '../common/urls.js';
 import { createTlsServer, type ServerTlsOptions } from '../net/tlsTermination.js';
 import type { PeerCounts } from '../transport/peerTransport.js';
+import { SpanMarker } from './spanMarker.js';
 
 const BUCKETS = [0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096, 8.192];
 
-class Histogram {
-  counts = new Array<number>(BUCKETS.length).fill(0);
+/** A Prometheus histogram: cumulative counts per upper bound (`buckets`, seconds), their sum and count. */
+export class Histogram {
+  readonly counts: number[];
   sum = 0;
   count = 0;
+  constructor(private readonly buckets: readonly number[] = BUCKETS) {
+    this.counts = new Array<number>(buckets.length).fill(0);
+  }
   observe(v: number): void {
-    for (let i = 0; i < BUCKETS.length; i++) if (v <= BUCKETS[i]) this.counts[i]++;
+    for (let i = 0; i < this.buckets.length; i++) if (v <= this.buckets[i]) this.counts[i]++;
     this.sum += v;
     this.count++;
   }
-  render(name: string, help: string, labels = ''): string {
+  /** With `labels`, one series of several (`header`: whether this one writes the HELP and TYPE lines). */
+  render(name: string, help: string, labels = '', header = true): string {
     const l = labels ? `${labels},` : '';
-    const lines = [`# HELP ${name} ${help}`, `# TYPE ${name} histogram`];
-    BUCKETS.forEach((b, i) => lines.push(`${name}_bucket{${l}le="${b}"} ${this.counts[i]}`));
+    const lines = header ? [`# HELP ${name} ${help}`, `# TYPE ${name} histogram`] : [];
+    this.buckets.forEach((b, i) => lines.push(`${name}_bucket{${l}le="${b}"} ${this.counts[i]}`));
     lines.push(
       `${name}_bucket{${l}le="+Inf"} ${this.count}`,
       `${name}_sum${labels ? `{${labels}}` : ''} ${this.sum}`,
@@ -46,6 +52,8 @@ export class Metrics {
   readonly apply = new Histogram();
   readonly peerRtt = new Histogram();
   dbSize: () => number = () => 0;
+  /** What the event loop is running, for the stall watchdog (stallWatchdog.ts). */
+  readonly spans = new SpanMarker();
   /** Message streams opened and snapshots sent to peers, by kind (PeerTransport.peerCounts). */
   peerCounts: () => PeerCounts = () => ({ streams: { raw: 0, grpc: 0 }, snapshots: { raw: 0, grpc: 0 } });
   private readonly listeners: net.Server[] = [];
