@@ -16,13 +16,10 @@ import { formatDuration } from '../common/durations.js';
 import { snapshotStatus } from '../recovery/snapshotFormat.js';
 import { snapshotRevision } from './snapshotRevision.js';
 import { readCatalog } from './catalog.js';
-import type { SegmentManifest } from './manifest.js';
-import { decodeObject } from './objectCodec.js';
 import type { ObjectStore } from './objectStore.js';
-import { Replay, ReplayError, type HashCheck } from './replay.js';
+import { Replay, ReplayError, replayOptions, segmentLoader, type HashCheck } from './replay.js';
 import { planReplay, type ReplayPlan } from './replayPlan.js';
 import { parseRestorePoint, resolveRestorePoint, type TimeMapping } from './restorePoint.js';
-import { decodeSegment, type Segment } from './segmentCodec.js';
 
 export interface MaterializeOptions {
   store: ObjectStore;
@@ -75,20 +72,11 @@ export async function materialize(o: MaterializeOptions): Promise<MaterializeRes
   try {
     const catalog = await readCatalog(o.store);
     const point = parseRestorePoint(o.at, Date.now());
-    const loadSegment = async (m: SegmentManifest): Promise<Segment> => {
-      const base = path.join(work, path.basename(m.object));
-      await o.store.download(m.object, `${base}.stored`, o.signal);
-      await decodeObject(`${base}.stored`, `${base}.plain`, m, o.identities ?? []);
-      const seg = decodeSegment(fs.readFileSync(`${base}.plain`));
-      fs.rmSync(`${base}.stored`, { force: true });
-      fs.rmSync(`${base}.plain`, { force: true });
-      return seg;
-    };
     const resolved = await resolveRestorePoint(catalog, point, {
       ...(o.clusterId ? { clusterId: o.clusterId } : {}),
       maxTimeUncertaintyMs: o.maxTimeUncertaintyMs,
       acceptUncertainTime: o.acceptUncertainTime,
-      loadSegment,
+      loadSegment: segmentLoader(o, work),
     });
     const t = resolved.time;
     if (t) {
@@ -106,17 +94,7 @@ export async function materialize(o: MaterializeOptions): Promise<MaterializeRes
       for (const line of describePlan(plan)) say(`will use ${line}`);
       let replay: Replay | undefined;
       try {
-        replay = await Replay.run({
-          store: o.store,
-          plan,
-          logDir: o.logDir,
-          workDir: work,
-          ...(o.identities ? { identities: o.identities } : {}),
-          ...(o.etcdBin ? { etcdBin: o.etcdBin } : {}),
-          ...(o.credentials ? { credentials: o.credentials } : {}),
-          onProgress: say,
-          ...(o.signal ? { signal: o.signal } : {}),
-        });
+        replay = await Replay.run(replayOptions(o, { plan, logDir: o.logDir, workDir: work, onProgress: say }));
       } catch (e) {
         // A damaged full: the next older one may still reach the point.
         if (

@@ -417,3 +417,33 @@ function keyText(k: Buffer): string {
   const shown = /^[\x20-\x7e]*$/.test(s) ? JSON.stringify(s) : `0x${k.toString('hex')}`;
   return shown.length > 80 ? `${shown.slice(0, 77)}...` : shown;
 }
+
+/** What every restore from a store passes to its replay as the operator gave it. */
+export type ReplaySource = Pick<ReplayOptions, 'store' | 'identities' | 'etcdBin' | 'credentials' | 'signal'>;
+
+/** A replay's options: the source's, and the rest. */
+export function replayOptions(src: ReplaySource, rest: Omit<ReplayOptions, keyof ReplaySource>): ReplayOptions {
+  return {
+    store: src.store,
+    ...rest,
+    ...(src.identities ? { identities: src.identities } : {}),
+    ...(src.etcdBin ? { etcdBin: src.etcdBin } : {}),
+    ...(src.credentials ? { credentials: src.credentials } : {}),
+    ...(src.signal ? { signal: src.signal } : {}),
+  };
+}
+
+/** Reads one segment (downloaded into `work`, checked, decoded, the files removed): what a time point's mapping needs. */
+export function segmentLoader(src: ReplaySource, work: string): (m: SegmentManifest) => Promise<Segment> {
+  return async (m) => {
+    const base = path.join(work, path.basename(m.object));
+    try {
+      await src.store.download(m.object, `${base}.stored`, src.signal);
+      await decodeObject(`${base}.stored`, `${base}.plain`, m, src.identities ?? []);
+      return decodeSegment(fs.readFileSync(`${base}.plain`));
+    } finally {
+      fs.rmSync(`${base}.stored`, { force: true });
+      fs.rmSync(`${base}.plain`, { force: true });
+    }
+  };
+}

@@ -14,13 +14,11 @@ import type { KeyValue } from '../client/types.js';
 import { RefusedError } from '../common/errors.js';
 import { readCatalog } from './catalog.js';
 import type { ObjectStore } from './objectStore.js';
-import { Replay } from './replay.js';
+import { Replay, replayOptions, segmentLoader } from './replay.js';
 import { planReplay } from './replayPlan.js';
 import { applyPlan, type ApplyCounts } from './restoreKeysApply.js';
 import { decideKeys, namespacePrefixes, planCounts, PLAN_KIND, type BackupKey, type RestoreKeysPlan } from './restoreKeysPlan.js';
 import { parseRestorePoint, resolveRestorePoint } from './restorePoint.js';
-import { decodeObject } from './objectCodec.js';
-import { decodeSegment } from './segmentCodec.js';
 
 export interface PlanOptions {
   store: ObjectStore;
@@ -71,25 +69,12 @@ export async function planRestoreKeys(o: PlanOptions): Promise<RestoreKeysPlan> 
       clusterId: o.clusterId ?? (catalog.clusters.some((c) => c.clusterId === liveId) ? liveId : undefined),
       maxTimeUncertaintyMs: o.maxTimeUncertaintyMs,
       acceptUncertainTime: o.acceptUncertainTime,
-      loadSegment: async (m) => {
-        const base = path.join(work, path.basename(m.object));
-        await o.store.download(m.object, `${base}.stored`, o.signal);
-        await decodeObject(`${base}.stored`, `${base}.plain`, m, o.identities ?? []);
-        return decodeSegment(fs.readFileSync(`${base}.plain`));
-      },
+      loadSegment: segmentLoader(o, work),
     });
     say(`${o.at} is revision ${resolved.revision} of cluster ${resolved.cluster.clusterId}`);
-    const replay = await Replay.run({
-      store: o.store,
-      plan: planReplay(catalog, resolved.cluster, resolved.revision),
-      logDir: work,
-      workDir: work,
-      ...(o.identities ? { identities: o.identities } : {}),
-      ...(o.etcdBin ? { etcdBin: o.etcdBin } : {}),
-      ...(o.credentials ? { credentials: o.credentials } : {}),
-      onProgress: say,
-      ...(o.signal ? { signal: o.signal } : {}),
-    });
+    const replay = await Replay.run(
+      replayOptions(o, { plan: planReplay(catalog, resolved.cluster, resolved.revision), logDir: work, workDir: work, onProgress: say }),
+    );
     try {
       let prefixes = o.prefixes;
       let backupKvs: KeyValue[];

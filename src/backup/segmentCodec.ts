@@ -17,6 +17,7 @@
 // progress notice or an event at the head): the revision happened inside that
 // window. A grant comes before the first revision that attaches a key to the
 // lease; a revoke after the last revision the agent saw before it was gone.
+import type { KeyValue } from '../client/types.js';
 import { ProtoReader, ProtoWriter } from '../common/protobufWire.js';
 
 export const SEGMENT_MAGIC = Buffer.from('LBSEG', 'latin1');
@@ -26,14 +27,8 @@ const HEADER_LEN = 16;
 export const RecordKind = { Revision: 1, LeaseGrant: 2, LeaseRevoke: 3, End: 0xff } as const;
 type RecordKindCode = (typeof RecordKind)[keyof typeof RecordKind];
 
-export interface SegmentKeyValue {
-  key: Buffer;
-  value: Buffer;
-  createRevision: number;
-  modRevision: number;
-  version: number;
-  lease: bigint;
-}
+/** A key as etcd's mvccpb.KeyValue holds it (the client's type). */
+export type SegmentKeyValue = KeyValue;
 
 export interface SegmentEvent {
   type: 'PUT' | 'DELETE';

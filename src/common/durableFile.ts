@@ -20,30 +20,11 @@ export async function syncDir(dir: string): Promise<void> {
   }
 }
 
-/** Write `data` to `file` durably (see the top of this file); `mode` for new files. */
-export async function writeFileDurably(file: string, data: Uint8Array | string, mode = 0o644): Promise<void> {
+/** Fill a temp file next to `file` with `fill`, fsync it, rename it over `file`, fsync the directory; the temp file is removed on failure. */
+async function replaceDurably(file: string, fill: (tmp: string) => Promise<void>): Promise<void> {
   const tmp = tempPathFor(file);
   try {
-    const fh = await fs.open(tmp, 'wx', mode);
-    try {
-      await fh.writeFile(data);
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    await fs.rename(tmp, file);
-  } catch (e) {
-    await fs.rm(tmp, { force: true });
-    throw e;
-  }
-  await syncDir(path.dirname(file));
-}
-
-/** Copy `src` to `file` durably (the same guarantees as writeFileDurably). */
-export async function copyFileDurably(src: string, file: string): Promise<void> {
-  const tmp = tempPathFor(file);
-  try {
-    await fs.copyFile(src, tmp);
+    await fill(tmp);
     const fh = await fs.open(tmp, 'r+');
     try {
       await fh.sync();
@@ -56,4 +37,14 @@ export async function copyFileDurably(src: string, file: string): Promise<void> 
     throw e;
   }
   await syncDir(path.dirname(file));
+}
+
+/** Write `data` to `file` durably (see the top of this file); `mode` for new files. */
+export function writeFileDurably(file: string, data: Uint8Array | string, mode = 0o644): Promise<void> {
+  return replaceDurably(file, (tmp) => fs.writeFile(tmp, data, { flag: 'wx', mode }));
+}
+
+/** Copy `src` to `file` durably (the same guarantees as writeFileDurably). */
+export function copyFileDurably(src: string, file: string): Promise<void> {
+  return replaceDurably(file, (tmp) => fs.copyFile(src, tmp));
 }
