@@ -135,7 +135,9 @@ async function round(sys: BenchCluster, o: Options, dir: string): Promise<Round>
       const deadline = Date.now() + 60_000;
       while (commits.size === 0) {
         if (Date.now() > deadline)
-          throw new Error(`${sys.name}: no full within 60 s; the agent said:\n${fs.readFileSync(path.join(dir, `agent-${sys.name}.log`), 'utf8').slice(-2000)}`);
+          throw new Error(
+            `${sys.name}: no full within 60 s; the agent said:\n${fs.readFileSync(path.join(dir, `agent-${sys.name}.log`), 'utf8').slice(-2000)}`,
+          );
         await poll();
         await new Promise((r) => setTimeout(r, 200));
       }
