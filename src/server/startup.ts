@@ -28,6 +28,7 @@ import { Member, MemberExit } from './member.js';
 import { referencedFile, removeReceivedSnapshots, senderOf } from './receivedSnapshots.js';
 import { encodeMemberContext, type MemberRecord } from './membership.js';
 import { peerCredentialsFor } from './memberTls.js';
+import { discoverInitialCluster } from './discovery.js';
 
 const REMOVED = 'the member has been permanently removed from the cluster';
 
@@ -122,8 +123,19 @@ export async function startMember(cfg: ServerConfig, log: Logger): Promise<Membe
     }
     return forceNewCluster(cfg, log);
   }
-  if (hasState) return restart(cfg, log);
+  if (hasState) {
+    // As etcd: discovery is for the first start only; the data dir knows the cluster.
+    if (cfg.discovery) log.info('discovery is ignored: this member already has a data dir and its cluster');
+    return restart(cfg, log);
+  }
   if (cfg.initialClusterState === 'existing') return join(cfg, log);
+  if (cfg.discovery) {
+    // etcd's rule: with discovery, the discovery URL is the cluster token the IDs derive from.
+    const token = cfg.discovery.url;
+    const id = memberIdFor(cfg.initialAdvertisePeerUrls, token);
+    const initialCluster = await discoverInitialCluster(cfg.discovery, { id, name: cfg.name, peerUrls: cfg.initialAdvertisePeerUrls }, log);
+    return bootstrap({ ...cfg, initialCluster, initialClusterToken: token }, log);
+  }
   return bootstrap(cfg, log);
 }
 

@@ -28,6 +28,8 @@ export interface ClusterOptions {
   tls?: TestCerts;
   /** with `tls`: peers too, on https:// with peer certificate auth (the server certificate, good for both ends) */
   peerTls?: boolean;
+  /** more flags for every member, e.g. ['--enable-v2'] */
+  extraArgs?: string[];
 }
 
 export class EtcdCluster {
@@ -64,6 +66,7 @@ export class EtcdCluster {
           'new',
           '--initial-cluster-token',
           cluster.token,
+          ...(opts.extraArgs ?? []),
         ]);
       }
       await Promise.all(cluster.members.map((m) => cluster.waitReady(m)));
