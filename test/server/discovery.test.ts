@@ -5,9 +5,14 @@
 // with the data dir needs no discovery service at all.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { makeCerts, type TestCerts } from '../support/certs.js';
 import { DiscoveryService } from '../support/discoveryService.js';
-import { LifeboatCluster, etcdctl, lifeboat, type MemberProc } from '../support/lifeboatCluster.js';
+import { EtcdCluster } from '../support/etcdCluster.js';
+import { BIN, LifeboatCluster, etcdctl, lifeboat, run, type MemberProc } from '../support/lifeboatCluster.js';
 
 /** The lines a member wrote that are not JSON log lines (its one-line error). */
 const plainLines = (stderr: string) =>
@@ -119,7 +124,52 @@ describe('lifeboat server --discovery through --discovery-proxy', () => {
     const m = c.define('p1');
     c.spawn(m, ['--discovery', token, '--discovery-proxy', d.proxyUrl]);
     await c.waitStarted(1);
-    const path = new URL(token).pathname;
-    assert.match(d.proxied(), new RegExp(`${path}/_config/size`), 'tinyproxy forwarded no discovery request');
+    const tokenPath = new URL(token).pathname;
+    assert.match(d.proxied(), new RegExp(`${tokenPath}/_config/size`), 'tinyproxy forwarded no discovery request');
+  });
+});
+
+describe("lifeboat server --discovery against an https:// discovery endpoint (a TLS etcd's own /v2/keys)", () => {
+  let etcd: EtcdCluster;
+  let certs: TestCerts;
+  let c: LifeboatCluster;
+  let url: string;
+  before(async () => {
+    certs = await makeCerts(fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-discovery-tls-')));
+    // Clients need no certificate: etcd 3.4's discovery client presents none.
+    etcd = await EtcdCluster.start({ size: 1, portSeed: 'discovery-tls', tls: certs, clientCertAuth: false, extraArgs: ['--enable-v2'] });
+    c = await LifeboatCluster.create('discovery-tls', 1);
+    url = `${etcd.members[0].clientUrl}/v2/keys/_etcd/registry/tls-${process.pid}`;
+    // The size, as an operator sets it on a private discovery etcd.
+    const ca = fs.readFileSync(certs.ca);
+    await new Promise<void>((resolve, reject) => {
+      const req = https.request(`${url}/_config/size`, { method: 'PUT', ca, headers: { 'content-type': 'application/x-www-form-urlencoded' } }, (res) => {
+        res.resume();
+        res.on('end', () => (res.statusCode === 201 || res.statusCode === 200 ? resolve() : reject(new Error(`PUT size: HTTP ${res.statusCode}`))));
+      });
+      req.on('error', reject);
+      req.end('value=1');
+    });
+  });
+  after(async () => {
+    await c?.stopAll();
+    await etcd?.stop();
+    if (certs) fs.rmSync(certs.dir, { recursive: true, force: true });
+  });
+
+  test('a CA the system roots do not hold is refused; with it in SSL_CERT_FILE the member starts', async () => {
+    const m = c.define('t1');
+    const untrusted = await run(process.execPath, [BIN, 'server', ...c.memberFlags(m), '--discovery', url], {
+      env: { SSL_CERT_FILE: certs.otherCa },
+      timeoutMs: 30_000,
+    });
+    assert.equal(untrusted.code, 1, untrusted.stderr);
+    assert.match(
+      plainLines(untrusted.stderr)[0],
+      /cannot reach the discovery service https:\/\/127\.0\.0\.1:\d+\/v2\/keys\/_etcd\/registry\/\*\*\*: .*certificate/,
+    );
+    assert.ok(!fs.existsSync(`${m.dataDir}/member`), 'the refused member wrote a data dir');
+    c.spawn(m, ['--discovery', url], { env: { SSL_CERT_FILE: certs.ca } });
+    await c.waitStarted(1);
   });
 });
