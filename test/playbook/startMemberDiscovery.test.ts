@@ -36,7 +36,7 @@ describe('start-member bootstraps etcd members from a discovery URL', () => {
     discovery: token,
     state: 'new',
     runtime: 'etcd',
-    timeout: 30_000,
+    timeout: 8_000,
   });
   const stop = (pid: number) => {
     try {
