@@ -8,6 +8,7 @@ import { formatId } from '../common/ids.js';
 import type { DiscoveryOptions } from './config.js';
 import type { Logger } from './logger.js';
 import { MemberExit } from './member.js';
+import { etcdPeerAmong } from './discoveryPeers.js';
 import { DiscoveryHttpError, v2Request, type V2Reply } from './discoveryHttp.js';
 
 interface V2Node {
@@ -111,7 +112,7 @@ export async function discoverInitialCluster(
       shown = nodes.length;
       log.info({ registered: Math.min(shown, size), size }, `${Math.min(shown, size)} of ${size} registered`);
     }
-    if (nodes.length >= size) return initialCluster(nodes.slice(0, size), size);
+    if (nodes.length >= size) return oneRuntime(initialCluster(nodes.slice(0, size), size), self.name);
     if (Date.now() >= deadline) {
       // Withdraw our registration (only if still ours) so that this member may try again with the same token.
       await request('DELETE', child(opts, key, `?prevIndex=${createdIndex}`), opts).catch(() => undefined);
@@ -122,6 +123,18 @@ export async function discoverInitialCluster(
     }
     await new Promise((r) => setTimeout(r, POLL_MS));
   }
+}
+
+/** `cluster` unless another of its members is an etcd member (one runtime per token). */
+async function oneRuntime(cluster: Map<string, string[]>, self: string): Promise<Map<string, string[]>> {
+  const etcd = await etcdPeerAmong(new Map([...cluster].filter(([name]) => name !== self)));
+  if (etcd) {
+    throw new MemberExit(
+      1,
+      `discovery: registered member ${etcd.name} (${etcd.url}) is an etcd ${etcd.version} member; Lifeboat and etcd members cannot form one cluster: bootstrap each runtime with its own discovery token`,
+    );
+  }
+  return cluster;
 }
 
 /** etcd's nodesToCluster: the registered values as one map, `size` distinct names. */

@@ -1,8 +1,10 @@
 // start-member with a discovery URL starts real etcd 3.4 members that bootstrap
 // from a private discovery service (Debian's etcd-discovery): three form a
 // cluster, a fourth exits (--discovery-fallback exit, never etcd's silent proxy),
-// and a member restarted with its data dir needs no discovery service.
+// and a member restarted with its data dir needs no discovery service. A
+// Lifeboat member on a token an etcd member registered with is refused.
 import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,8 +12,9 @@ import { after, before, describe, test } from 'node:test';
 import { startMember } from '../../src/playbook/steps/startStopSteps.js';
 import type { StepContext } from '../../src/playbook/stepTypes.js';
 import { DiscoveryService } from '../support/discoveryService.js';
+import { LifeboatCluster, lifeboat } from '../support/lifeboatCluster.js';
 import { freePorts } from '../support/ports.js';
-import { etcdctl } from '../support/tools.js';
+import { etcdctl, stopProcess } from '../support/tools.js';
 
 describe('start-member bootstraps etcd members from a discovery URL', () => {
   let d: DiscoveryService;
@@ -88,5 +91,65 @@ describe('start-member bootstraps etcd members from a discovery URL', () => {
     pids.push(Number(out.pid));
     const put = await etcdctl('--endpoints', client, 'put', 'k', 'v');
     assert.equal(put.code, 0, put.stderr);
+  });
+});
+
+describe('one runtime per discovery token', () => {
+  let d: DiscoveryService;
+  let c: LifeboatCluster;
+  let dir: string;
+  let etcd: ChildProcess | undefined;
+  before(async () => {
+    d = await DiscoveryService.start('discovery-mixed');
+    c = await LifeboatCluster.create('discovery-mixed', 2);
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-discovery-mixed-'));
+  });
+  after(async () => {
+    if (etcd) await stopProcess(etcd);
+    await c?.stopAll();
+    await d?.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('a Lifeboat member whose token holds an etcd member is refused in one line, writing nothing', async () => {
+    const token = await d.newToken(2);
+    const [e, l] = [c.define('e1'), c.define('l1')];
+    // A real etcd 3.4 member on the same token: it waits for the second registration.
+    const log = fs.openSync(path.join(dir, 'e1.log'), 'a');
+    etcd = spawn(
+      'etcd',
+      [
+        '--name',
+        e.name,
+        '--data-dir',
+        e.dataDir,
+        '--listen-peer-urls',
+        e.peerUrl,
+        '--initial-advertise-peer-urls',
+        e.peerUrl,
+        '--listen-client-urls',
+        e.clientUrl,
+        '--advertise-client-urls',
+        e.clientUrl,
+        '--discovery',
+        token,
+        '--discovery-fallback',
+        'exit',
+      ],
+      { stdio: ['ignore', log, log] },
+    );
+    fs.closeSync(log);
+    const r = await lifeboat('server', ...c.memberFlags(l), '--discovery', token);
+    assert.equal(r.code, 1, r.stderr);
+    const lines = r.stderr
+      .trim()
+      .split('\n')
+      .filter((x) => x && !x.startsWith('{'));
+    assert.equal(lines.length, 1, r.stderr);
+    assert.match(
+      lines[0],
+      new RegExp(`registered member e1 \\(${e.peerUrl}\\) is an etcd 3\\.4\\.\\d+ member; Lifeboat and etcd members cannot form one cluster`),
+    );
+    assert.ok(!fs.existsSync(`${l.dataDir}/member`), 'the refused member wrote a data dir');
   });
 });
