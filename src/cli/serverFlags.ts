@@ -34,6 +34,8 @@ const TABLE = {
     default: 'exit',
     options: ['exit', 'proxy'],
   },
+  'discovery-srv': str('DNS domain whose SRV records (_etcd-server-ssl._tcp, _etcd-server._tcp) give the initial cluster (a first start only)'),
+  'discovery-srv-name': str('suffix of the SRV service names queried with --discovery-srv (_etcd-server-ssl-<name>._tcp ...)'),
   'discovery-proxy': str('HTTP proxy to use for traffic to the discovery service'),
   'discovery-timeout': {
     type: 'duration',

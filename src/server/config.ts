@@ -42,6 +42,8 @@ export interface ServerConfig {
   initialClusterToken: string;
   /** --discovery: bootstrap from a v2 discovery service (a first start only). */
   discovery?: DiscoveryOptions;
+  /** --discovery-srv and --discovery-srv-name: the initial cluster from DNS SRV records (a first start only). */
+  discoverySrv?: { domain: string; serviceName?: string };
   forceNewCluster: boolean;
   strictReconfigCheck: boolean;
   maxLearners: number;
@@ -89,6 +91,8 @@ export interface RawServerFlags {
   discovery?: string;
   'discovery-fallback'?: string;
   'discovery-proxy'?: string;
+  'discovery-srv'?: string;
+  'discovery-srv-name'?: string;
   'discovery-timeout'?: number;
   'force-new-cluster': boolean;
   'strict-reconfig-check': boolean;
@@ -168,7 +172,7 @@ function discoveryOf(f: RawServerFlags): DiscoveryOptions | undefined {
     throw new ConfigError('--discovery-fallback proxy: Lifeboat has no proxy mode; use --discovery-fallback exit (a member past the discovery size exits)');
   }
   if (!f.discovery) return undefined;
-  if (f['initial-cluster']) throw new ConfigError(CONFLICT);
+  if (f['initial-cluster'] || f['discovery-srv']) throw new ConfigError(CONFLICT);
   if (f['initial-cluster-state'] === 'existing') {
     throw new ConfigError('--discovery bootstraps a new cluster only; a member joins an existing one after `member add`, with the --initial-cluster it prints');
   }
@@ -177,6 +181,18 @@ function discoveryOf(f: RawServerFlags): DiscoveryOptions | undefined {
     proxy: f['discovery-proxy'] ? httpUrl('discovery-proxy', f['discovery-proxy']) : undefined,
     timeoutMs: f['discovery-timeout'] ?? 5 * 60_000,
   };
+}
+
+function discoverySrvOf(f: RawServerFlags): ServerConfig['discoverySrv'] {
+  const domain = f['discovery-srv'];
+  if (!domain) return undefined;
+  if (f['initial-cluster']) throw new ConfigError(CONFLICT);
+  if (f['initial-cluster-state'] === 'existing') {
+    throw new ConfigError(
+      '--discovery-srv bootstraps a new cluster only; a member joins an existing one after `member add`, with the --initial-cluster it prints',
+    );
+  }
+  return { domain, ...(f['discovery-srv-name'] ? { serviceName: f['discovery-srv-name'] } : {}) };
 }
 
 export function buildServerConfig(f: RawServerFlags): ServerConfig {
@@ -196,6 +212,7 @@ export function buildServerConfig(f: RawServerFlags): ServerConfig {
     initialClusterState: state,
     initialClusterToken: f['initial-cluster-token'],
     discovery: discoveryOf(f),
+    discoverySrv: discoverySrvOf(f),
     forceNewCluster: f['force-new-cluster'],
     strictReconfigCheck: f['strict-reconfig-check'],
     maxLearners: f['max-learners'],
