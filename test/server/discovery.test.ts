@@ -94,6 +94,22 @@ describe('lifeboat server --discovery', () => {
     assert.match(plainLines(r.stderr)[0], /discovery: found duplicate id\).*use a new discovery token/);
   });
 
+  test('a member alone on its token gives up after --discovery-timeout, withdrawing its registration so it may try again', async () => {
+    const alone = await d.newToken(2);
+    const lone = c.define('lone');
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const r = await lifeboat('server', ...c.memberFlags(lone), '--discovery', alone, '--discovery-timeout', '1s');
+      assert.equal(r.code, 1, r.stderr);
+      // The second attempt is not refused as a duplicate: the first withdrew its registration.
+      assert.match(
+        plainLines(r.stderr)[0],
+        /discovery: only 1 of 2 members registered at http:\/\/127\.0\.0\.1:\d+\/\*\*\* within 1s; start the other members/,
+      );
+      assert.ok(r.stderr.includes('"1 of 2 registered"'), r.stderr);
+      assert.ok(!fs.existsSync(`${lone.dataDir}/member`), 'the member wrote a data dir');
+    }
+  });
+
   test('a restart with the data dir works with the discovery service stopped, and says once that discovery is ignored', async () => {
     await d.stopService();
     const m1 = members[0];
