@@ -39,6 +39,12 @@ export const CONNECTION_FLAGS = {
     env: envOf('endpoints', true),
     helpGroup: 'GLOBAL',
   },
+  'discovery-srv': str(
+    'discovery-srv',
+    'DNS domain whose SRV records (_etcd-client-ssl._tcp, _etcd-client._tcp) give the endpoints (instead of --endpoints)',
+    true,
+  ),
+  'discovery-srv-name': str('discovery-srv-name', 'suffix of the SRV service names queried with --discovery-srv', true),
   'dial-timeout': durationSpec('dial-timeout', 2000, '2s', 'how long to wait for a connection, e.g. 2s or 500ms', true),
   'command-timeout': durationSpec('command-timeout', 5000, '5s', 'deadline of each request, e.g. 5s', true),
   user: str('user', 'etcd auth: username[:password] (without a password: --password, or asked on a terminal)', true),

@@ -27,6 +27,7 @@ describe('lifeboat server --discovery-srv', () => {
     wrap = ['unshare', '-m', 'sh', '-c', `mount --bind ${resolvConf} /etc/resolv.conf && exec "$@"`, 'sh'];
     const records = members.flatMap((m) => [
       `--srv-host=_etcd-server._tcp.lb.test,${m.name}.lb.test,${new URL(m.peerUrl).port}`,
+      `--srv-host=_etcd-client._tcp.lb.test,${m.name}.lb.test,${new URL(m.clientUrl).port}`,
       `--host-record=${m.name}.lb.test,127.0.0.1`,
     ]);
     const log = fs.openSync(path.join(c.dir, 'dnsmasq.log'), 'a');
@@ -52,6 +53,15 @@ describe('lifeboat server --discovery-srv', () => {
     await c.waitStarted(3);
     const list = await etcdctl(c.endpoints(), 'member', 'list');
     for (const m of members) assert.ok(list.stdout.includes(`, ${m.name}, http://${m.name}.lb.test:${new URL(m.peerUrl).port}, `), list.stdout);
+  });
+
+  test("the toolkit's --discovery-srv finds the client endpoints from _etcd-client._tcp records; a domain without them is refused", async () => {
+    const r = await run(...withDns([process.execPath, BIN, 'member', 'list', '--discovery-srv', 'lb.test']), { timeoutMs: 30_000 });
+    assert.equal(r.code, 0, r.stderr);
+    for (const m of members) assert.ok(r.stdout.includes(`, ${m.name}, `), r.stdout);
+    const none = await run(...withDns([process.execPath, BIN, 'member', 'list', '--discovery-srv', 'nothing.test']), { timeoutMs: 30_000 });
+    assert.equal(none.code, 2, none.stderr);
+    assert.match(none.stderr, /--discovery-srv nothing\.test: no SRV records .*give --endpoints/);
   });
 
   test('a member whose peer URL is not among the records is refused in one line, writing nothing', async () => {
