@@ -7,12 +7,19 @@
 //   TLS, --debug) and a client built from them, closed when the command ends.
 import { Command, Flags, type Interfaces } from '#oclif-core';
 import { clientFor, EtcdClient } from '../client/etcdClient.js';
-import { CONNECTION_FLAGS, connectionFromFlags, durationSpec, WRITE_OUT_FLAG, WRITE_OUT_FORMATS, type WriteOut } from './connectionFlags.js';
+import {
+  CONNECTION_FLAGS,
+  connectionFromFlags,
+  durationSpec,
+  endpointsFromFlags,
+  WRITE_OUT_FLAG,
+  WRITE_OUT_FORMATS,
+  type WriteOut,
+} from './connectionFlags.js';
 import { EXIT, tagCommandError } from './exitCodes.js';
 import { etcdBooleanForms, oclifBoolean, oclifDuration, oclifString } from './oclifFlag.js';
 import { render, type Renderer } from './output/render.js';
 import { silenceTlsServerNameWarning } from './warnings.js';
-import { srvEndpoints } from '../client/srvEndpoints.js';
 
 export { connectionFromFlags, credentialsFor } from './connectionFlags.js';
 export type { WriteOut } from './connectionFlags.js';
@@ -87,10 +94,7 @@ export abstract class EtcdCommand extends BaseCommand {
   ): Promise<Interfaces.ParserOutput<F, B, A>> {
     const out = await super.parse(options, argv);
     const flags = out.flags as Record<string, unknown>;
-    if (typeof flags['discovery-srv'] === 'string' && flags['discovery-srv']) {
-      const name = typeof flags['discovery-srv-name'] === 'string' && flags['discovery-srv-name'] ? flags['discovery-srv-name'] : undefined;
-      flags.endpoints = await srvEndpoints(flags['discovery-srv'], name);
-    }
+    if ('endpoints' in flags) flags.endpoints = await endpointsFromFlags(flags);
     return out;
   }
 

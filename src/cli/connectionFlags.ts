@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from '../client/etcdClient.js';
 import { InputError } from '../common/errors.js';
+import { srvEndpoints } from '../client/srvEndpoints.js';
 import { envName, type FlagSpec } from './flagParser.js';
 import { askOnTerminal } from './terminalPrompt.js';
 
@@ -74,6 +75,14 @@ export interface ConnectionFlags {
   key?: string;
   'insecure-skip-tls-verify'?: boolean;
   debug?: boolean;
+}
+
+/** --endpoints, or with --discovery-srv what the domain's client SRV records give (as etcdctl). */
+export async function endpointsFromFlags(flags: Record<string, unknown>): Promise<string> {
+  const domain = flags['discovery-srv'];
+  if (typeof domain !== 'string' || !domain) return String(flags.endpoints);
+  const name = flags['discovery-srv-name'];
+  return srvEndpoints(domain, typeof name === 'string' && name ? name : undefined);
 }
 
 /** The connection options the EtcdCommand flags give (for clients and for playbook steps). */
