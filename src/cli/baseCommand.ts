@@ -8,7 +8,15 @@
 import { Command, Flags, type Interfaces } from '#oclif-core';
 import { clientFor, EtcdClient } from '../client/etcdClient.js';
 import type { EverydayCommand } from './commandTable.js';
-import { CONNECTION_FLAGS, connectionFromFlags, durationSpec, WRITE_OUT_FLAG, WRITE_OUT_FORMATS, type WriteOut } from './connectionFlags.js';
+import {
+  CONNECTION_FLAGS,
+  connectionFromFlags,
+  durationSpec,
+  endpointsFromFlags,
+  WRITE_OUT_FLAG,
+  WRITE_OUT_FORMATS,
+  type WriteOut,
+} from './connectionFlags.js';
 import { EXIT, tagCommandError } from './exitCodes.js';
 import { etcdBooleanForms, oclifBoolean, oclifDuration, oclifString } from './oclifFlag.js';
 import { render, type Renderer } from './output/render.js';
@@ -17,6 +25,8 @@ import { silenceTlsServerNameWarning } from './warnings.js';
 export { connectionFromFlags, credentialsFor } from './connectionFlags.js';
 export type { WriteOut } from './connectionFlags.js';
 export type { Renderer } from './output/render.js';
+
+type OclifOutput<T> = { [name: string]: T };
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>;
 export type EtcdFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof EtcdCommand)['baseFlags'] & T['flags']>;
@@ -76,6 +86,8 @@ export abstract class EtcdCommand extends BaseCommand {
     ...BaseCommand.baseFlags,
     // Each setting: the flag, else LIFEBOAT_*, else etcdctl's ETCDCTL_*, else the default.
     endpoints: oclifString('endpoints', CONNECTION_FLAGS.endpoints),
+    'discovery-srv': oclifString('discovery-srv', CONNECTION_FLAGS['discovery-srv']),
+    'discovery-srv-name': oclifString('discovery-srv-name', CONNECTION_FLAGS['discovery-srv-name']),
     'dial-timeout': oclifDuration('dial-timeout', CONNECTION_FLAGS['dial-timeout']),
     'command-timeout': oclifDuration('command-timeout', CONNECTION_FLAGS['command-timeout']),
     user: oclifString('user', CONNECTION_FLAGS.user),
@@ -89,6 +101,19 @@ export abstract class EtcdCommand extends BaseCommand {
   };
 
   private clients: EtcdClient[] = [];
+
+  /** With --discovery-srv, --endpoints is what the domain's client SRV records give (as etcdctl). */
+  // oclif's own bounds (FlagOutput, ArgOutput: { [name: string]: any }), which its Interfaces do not export.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  protected override async parse<F extends OclifOutput<any>, B extends OclifOutput<any>, A extends OclifOutput<any>>(
+    options?: Interfaces.Input<F, B, A>,
+    argv?: string[],
+  ): Promise<Interfaces.ParserOutput<F, B, A>> {
+    const out = await super.parse(options, argv);
+    const flags = out.flags as Record<string, unknown>;
+    if ('endpoints' in flags) flags.endpoints = await endpointsFromFlags(flags);
+    return out;
+  }
 
   /** A client from the global flags; closed when the command finishes. */
   protected client(flags: EtcdFlags<typeof EtcdCommand>): EtcdClient {

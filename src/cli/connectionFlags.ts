@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from '../client/etcdClient.js';
 import { InputError } from '../common/errors.js';
+import { srvEndpoints } from '../client/srvEndpoints.js';
 import { envName, type FlagSpec } from './flagParser.js';
 import { askOnTerminal } from './terminalPrompt.js';
 
@@ -39,6 +40,12 @@ export const CONNECTION_FLAGS = {
     env: envOf('endpoints', true),
     helpGroup: 'GLOBAL',
   },
+  'discovery-srv': str(
+    'discovery-srv',
+    'DNS domain whose SRV records (_etcd-client-ssl._tcp, _etcd-client._tcp) give the endpoints (instead of --endpoints)',
+    true,
+  ),
+  'discovery-srv-name': str('discovery-srv-name', 'suffix of the SRV service names queried with --discovery-srv', true),
   'dial-timeout': durationSpec('dial-timeout', 2000, '2s', 'how long to wait for a connection, e.g. 2s or 500ms', true),
   'command-timeout': durationSpec('command-timeout', 5000, '5s', 'deadline of each request, e.g. 5s', true),
   user: str('user', 'etcd auth: username[:password] (without a password: --password, or asked on a terminal)', true),
@@ -68,6 +75,14 @@ export interface ConnectionFlags {
   key?: string;
   'insecure-skip-tls-verify'?: boolean;
   debug?: boolean;
+}
+
+/** --endpoints, or with --discovery-srv what the domain's client SRV records give (as etcdctl). */
+export async function endpointsFromFlags(flags: Record<string, unknown>): Promise<string> {
+  const domain = flags['discovery-srv'];
+  if (typeof domain !== 'string' || !domain) return String(flags.endpoints);
+  const name = flags['discovery-srv-name'];
+  return srvEndpoints(domain, typeof name === 'string' && name ? name : undefined);
 }
 
 /** The connection options the EtcdCommand flags give (for clients and for playbook steps). */

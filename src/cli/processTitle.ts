@@ -4,7 +4,8 @@
 // shows there, so the command line is rewritten with them masked as soon as the
 // CLI starts (a process listing taken in its first moments can still see them:
 // docs/operations/tls-and-auth.md recommends ETCDCTL_PASSWORD or a prompt).
-const PASSWORD_FLAGS = new Set(['--password', '--from-password', '--to-password']);
+// `lifeboat server --discovery URL`: the URL holds the discovery token, which admits members to the cluster.
+const PASSWORD_FLAGS = new Set(['--password', '--from-password', '--to-password', '--discovery']);
 const USER_FLAGS = new Set(['--user', '--from-user', '--to-user']);
 const MASK = '***';
 

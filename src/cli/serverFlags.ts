@@ -27,6 +27,22 @@ const TABLE = {
     options: ['new', 'existing'],
   },
   'initial-cluster-token': str('initial cluster token, for distinct member and cluster IDs', 'etcd-cluster'),
+  discovery: str('discovery URL used to bootstrap the cluster (etcd v2 discovery; a first start only, instead of --initial-cluster)'),
+  'discovery-fallback': {
+    type: 'string',
+    description: 'what a member past the discovery size does: exit (Lifeboat has no proxy mode)',
+    default: 'exit',
+    options: ['exit', 'proxy'],
+  },
+  'discovery-srv': str('DNS domain whose SRV records (_etcd-server-ssl._tcp, _etcd-server._tcp) give the initial cluster (a first start only)'),
+  'discovery-srv-name': str('suffix of the SRV service names queried with --discovery-srv (_etcd-server-ssl-<name>._tcp ...)'),
+  'discovery-proxy': str('HTTP proxy to use for traffic to the discovery service'),
+  'discovery-timeout': {
+    type: 'duration',
+    description: 'how long a first start waits for the other members to register with --discovery',
+    default: 5 * 60_000,
+    defaultHelp: '5m',
+  },
   'force-new-cluster': bool('start a new one-member cluster from this data dir (one-shot: recorded and refused the second time)'),
   'strict-reconfig-check': {
     type: 'boolean',

@@ -4,7 +4,7 @@
 // saveAndPrint with the same flags, built from these tables.
 import { saveSnapshot } from '../client/snapshotSave.js';
 import { resolveTarget, type ClientTarget } from '../client/target.js';
-import { CONNECTION_FLAGS, connectionFromFlags, WRITE_OUT_FLAG, type ConnectionFlags, type WriteOut } from './connectionFlags.js';
+import { CONNECTION_FLAGS, connectionFromFlags, endpointsFromFlags, WRITE_OUT_FLAG, type ConnectionFlags, type WriteOut } from './connectionFlags.js';
 import { EXIT, tagCommandError } from './exitCodes.js';
 import { parseFlags, type FlagSpec } from './flagParser.js';
 import { snapshotSaveOutput } from './output/maintenance.js';
@@ -43,7 +43,7 @@ export async function main(argv: string[]): Promise<number> {
       { commandId: 'snapshot:save', args: ['file'] },
     );
     silenceTlsServerNameWarning();
-    const target = resolveTarget({ ...connectionFromFlags(flags as unknown as ConnectionFlags), endpoints: flags.endpoints as string });
+    const target = resolveTarget({ ...connectionFromFlags(flags as unknown as ConnectionFlags), endpoints: await endpointsFromFlags(flags) });
     await saveAndPrint(target, args[0], flags.force === true, flags['write-out'] as WriteOut, (line) => process.stdout.write(`${line}\n`));
     return EXIT.OK;
   } catch (err) {

@@ -25,6 +25,12 @@ export interface StartMemberOptions {
   initialCluster: string;
   state: 'new' | 'existing';
   initialClusterToken?: string;
+  /**
+   * Bootstrap from a discovery service instead of initialCluster (a first start
+   * only). Passed with --discovery-fallback exit: etcd 3.4's default, proxy,
+   * would silently turn a member past the size into a proxy.
+   */
+  discovery?: { url: string; proxy?: string };
   logFile: string;
   /** the etcd binary (runtime etcd); default: etcd on PATH */
   etcdBin?: string;
@@ -60,6 +66,10 @@ function tlsSettings(t: MemberTls | undefined): Array<readonly [string, string]>
   return pairs.filter(([, v]) => v !== undefined && v !== '' && v !== false).map(([k, v]) => [k, String(v)] as const);
 }
 
+function discoverySettings(d: { url: string; proxy?: string }): Array<readonly [string, string]> {
+  return [['discovery', d.url], ['discovery-fallback', 'exit'], ...(d.proxy ? [['discovery-proxy', d.proxy] as const] : [])];
+}
+
 /** The member's settings, by etcd's flag names (which `lifeboat server` shares). */
 export function memberSettings(o: StartMemberOptions): MemberSettings {
   return [
@@ -69,9 +79,9 @@ export function memberSettings(o: StartMemberOptions): MemberSettings {
     ['initial-advertise-peer-urls', o.peerUrl],
     ['listen-client-urls', o.clientUrl],
     ['advertise-client-urls', o.clientUrl],
-    ['initial-cluster', o.initialCluster],
+    ...(o.discovery ? discoverySettings(o.discovery) : [['initial-cluster', o.initialCluster] as const]),
     ['initial-cluster-state', o.state],
-    ...(o.initialClusterToken ? [['initial-cluster-token', o.initialClusterToken] as const] : []),
+    ...(o.initialClusterToken && !o.discovery ? [['initial-cluster-token', o.initialClusterToken] as const] : []),
     ...tlsSettings(o.tls),
   ];
 }

@@ -121,7 +121,8 @@ function finalMembership(startsInOrder: StartOutputs[]): Map<string, string[]> {
  */
 function handedOverSettings(settings: MemberSettings, membership: Map<string, string[]>): MemberSettings {
   const replaced: Record<string, string> = { 'initial-cluster': formatInitialCluster(membership), 'initial-cluster-state': 'existing' };
-  const out = settings.map(([k, v]) => [k, replaced[k] ?? v] as const);
+  // Discovery is for bootstrap only: a handed-over member (and its env file and unit) never carries it.
+  const out = settings.filter(([k]) => !k.startsWith('discovery')).map(([k, v]) => [k, replaced[k] ?? v] as const);
   for (const [k, v] of Object.entries(replaced)) if (!settings.some(([key]) => key === k)) out.push([k, v]);
   return out;
 }

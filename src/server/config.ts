@@ -19,6 +19,15 @@ export interface MemberTlsConfig {
   allowedCn?: string;
 }
 
+/** --discovery and its companions. */
+export interface DiscoveryOptions {
+  url: string;
+  /** --discovery-proxy */
+  proxy?: string;
+  /** How long a first start waits for the other members to register. */
+  timeoutMs: number;
+}
+
 export interface ServerConfig {
   name: string;
   dataDir: string;
@@ -31,6 +40,10 @@ export interface ServerConfig {
   initialCluster: Map<string, string[]>;
   initialClusterState: 'new' | 'existing';
   initialClusterToken: string;
+  /** --discovery: bootstrap from a v2 discovery service (a first start only). */
+  discovery?: DiscoveryOptions;
+  /** --discovery-srv and --discovery-srv-name: the initial cluster from DNS SRV records (a first start only). */
+  discoverySrv?: { domain: string; serviceName?: string };
   forceNewCluster: boolean;
   strictReconfigCheck: boolean;
   maxLearners: number;
@@ -75,6 +88,12 @@ export interface RawServerFlags {
   'initial-cluster'?: string;
   'initial-cluster-state': string;
   'initial-cluster-token': string;
+  discovery?: string;
+  'discovery-fallback'?: string;
+  'discovery-proxy'?: string;
+  'discovery-srv'?: string;
+  'discovery-srv-name'?: string;
+  'discovery-timeout'?: number;
   'force-new-cluster': boolean;
   'strict-reconfig-check': boolean;
   'max-learners': number;
@@ -134,6 +153,48 @@ export function parseInitialCluster(value: string): Map<string, string[]> {
   return out;
 }
 
+const CONFLICT = 'multiple discovery or bootstrap flags are set. Choose one of "initial-cluster", "discovery" or "discovery-srv"';
+
+function httpUrl(flag: string, value: string): string {
+  let u: URL | undefined;
+  try {
+    u = new URL(value);
+  } catch {
+    // reported below
+  }
+  if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:')) throw new ConfigError(`--${flag}: "${value}" is not an http:// or https:// URL`);
+  return value;
+}
+
+/** The --discovery flags, checked as etcd checks them; undefined without --discovery. */
+function discoveryOf(f: RawServerFlags): DiscoveryOptions | undefined {
+  if (f['discovery-fallback'] === 'proxy' && f.discovery) {
+    throw new ConfigError('--discovery-fallback proxy: Lifeboat has no proxy mode; use --discovery-fallback exit (a member past the discovery size exits)');
+  }
+  if (!f.discovery) return undefined;
+  if (f['initial-cluster'] || f['discovery-srv']) throw new ConfigError(CONFLICT);
+  if (f['initial-cluster-state'] === 'existing') {
+    throw new ConfigError('--discovery bootstraps a new cluster only; a member joins an existing one after `member add`, with the --initial-cluster it prints');
+  }
+  return {
+    url: httpUrl('discovery', f.discovery),
+    proxy: f['discovery-proxy'] ? httpUrl('discovery-proxy', f['discovery-proxy']) : undefined,
+    timeoutMs: f['discovery-timeout'] ?? 5 * 60_000,
+  };
+}
+
+function discoverySrvOf(f: RawServerFlags): ServerConfig['discoverySrv'] {
+  const domain = f['discovery-srv'];
+  if (!domain) return undefined;
+  if (f['initial-cluster']) throw new ConfigError(CONFLICT);
+  if (f['initial-cluster-state'] === 'existing') {
+    throw new ConfigError(
+      '--discovery-srv bootstraps a new cluster only; a member joins an existing one after `member add`, with the --initial-cluster it prints',
+    );
+  }
+  return { domain, ...(f['discovery-srv-name'] ? { serviceName: f['discovery-srv-name'] } : {}) };
+}
+
 export function buildServerConfig(f: RawServerFlags): ServerConfig {
   if (!/^[A-Za-z0-9._-]+$/.test(f.name)) throw new ConfigError(`--name: "${f.name}" may only hold letters, digits, '.', '_' and '-'`);
   const state = f['initial-cluster-state'];
@@ -150,6 +211,8 @@ export function buildServerConfig(f: RawServerFlags): ServerConfig {
     initialCluster: parseInitialCluster(f['initial-cluster'] || `${f.name}=${advertisePeer.join(`,${f.name}=`)}`),
     initialClusterState: state,
     initialClusterToken: f['initial-cluster-token'],
+    discovery: discoveryOf(f),
+    discoverySrv: discoverySrvOf(f),
     forceNewCluster: f['force-new-cluster'],
     strictReconfigCheck: f['strict-reconfig-check'],
     maxLearners: f['max-learners'],

@@ -28,6 +28,8 @@ import { Member, MemberExit } from './member.js';
 import { referencedFile, removeReceivedSnapshots, senderOf } from './receivedSnapshots.js';
 import { encodeMemberContext, type MemberRecord } from './membership.js';
 import { peerCredentialsFor } from './memberTls.js';
+import { discoverInitialCluster } from './discovery.js';
+import { srvInitialCluster } from './discoverySrv.js';
 
 const REMOVED = 'the member has been permanently removed from the cluster';
 
@@ -122,8 +124,25 @@ export async function startMember(cfg: ServerConfig, log: Logger): Promise<Membe
     }
     return forceNewCluster(cfg, log);
   }
-  if (hasState) return restart(cfg, log);
+  if (hasState) {
+    // As etcd: discovery is for the first start only; the data dir knows the cluster.
+    if (cfg.discovery || cfg.discoverySrv) log.info('discovery is ignored: this member already has a data dir and its cluster');
+    return restart(cfg, log);
+  }
   if (cfg.initialClusterState === 'existing') return join(cfg, log);
+  if (cfg.discovery) {
+    // etcd's rule: with discovery, the discovery URL is the cluster token the IDs derive from.
+    const token = cfg.discovery.url;
+    const id = memberIdFor(cfg.initialAdvertisePeerUrls, token);
+    const initialCluster = await discoverInitialCluster(cfg.discovery, { id, name: cfg.name, peerUrls: cfg.initialAdvertisePeerUrls }, log);
+    return bootstrap({ ...cfg, initialCluster, initialClusterToken: token }, log);
+  }
+  if (cfg.discoverySrv) {
+    const { domain, serviceName } = cfg.discoverySrv;
+    const initialCluster = await srvInitialCluster(domain, serviceName, { name: cfg.name, peerUrls: cfg.initialAdvertisePeerUrls });
+    log.info({ initialCluster: formatInitialCluster(initialCluster) }, `initial cluster from DNS SRV records of ${domain}`);
+    return bootstrap({ ...cfg, initialCluster }, log);
+  }
   return bootstrap(cfg, log);
 }
 
@@ -160,7 +179,8 @@ function bootstrap(cfg: ServerConfig, log: Logger): Member {
     clientURLs: [],
     isLearner: false,
   }));
-  const memberId = memberIdFor(cfg.initialAdvertisePeerUrls, cfg.initialClusterToken);
+  // Our entry's URLs, as every member computes our ID (from SRV records they may name a host, not our advertised IP).
+  const memberId = memberIdFor(cfg.initialCluster.get(cfg.name) ?? cfg.initialAdvertisePeerUrls, cfg.initialClusterToken);
   const clusterId = clusterIdFor(members.map((m) => m.id));
   const state = bootstrapState(members.map((m) => ({ id: m.id, context: encodeMemberContext(m, 0n) })));
   const { storage } = RaftStorage.open(cfg.dataDir, { identity: { memberId, clusterId } });

@@ -44,6 +44,10 @@ test('passwords given as flags are masked in the process title; a run without on
   await new Promise<void>((resolve) => silent.listen(port, '127.0.0.1', resolve));
   try {
     const get = ['get', 'k', '--endpoints', `127.0.0.1:${port}`, '--dial-timeout', '20s'];
+    // A member waiting on its discovery service (which never answers here) shows no discovery token.
+    const member = await cmdlineWhileRunning(['server', '--data-dir', '/nonexistent/lifeboat-title', '--discovery', `http://127.0.0.1:${port}/token-secret`]);
+    assert.ok(!/secret/.test(member), `no discovery token in ${member}`);
+    assert.match(member, /^lifeboat server .*--discovery \*\*\*$/);
     const joined = await cmdlineWhileRunning([...get, '--user', 'root:hunter2-secret']);
     assert.ok(!/secret/.test(joined), `no password in ${joined}`);
     assert.match(joined, /^lifeboat get k .*--user root:\*\*\*$/);

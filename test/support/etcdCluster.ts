@@ -28,6 +28,10 @@ export interface ClusterOptions {
   tls?: TestCerts;
   /** with `tls`: peers too, on https:// with peer certificate auth (the server certificate, good for both ends) */
   peerTls?: boolean;
+  /** with `tls`: false serves clients over TLS without asking for their certificates */
+  clientCertAuth?: boolean;
+  /** more flags for every member, e.g. ['--enable-v2'] */
+  extraArgs?: string[];
 }
 
 export class EtcdCluster {
@@ -64,6 +68,7 @@ export class EtcdCluster {
           'new',
           '--initial-cluster-token',
           cluster.token,
+          ...(opts.extraArgs ?? []),
         ]);
       }
       await Promise.all(cluster.members.map((m) => cluster.waitReady(m)));
@@ -134,7 +139,8 @@ export class EtcdCluster {
       'zap',
       '--log-outputs',
       'stderr',
-      ...(tls ? ['--client-cert-auth', '--trusted-ca-file', tls.ca, '--cert-file', tls.serverCert, '--key-file', tls.serverKey] : []),
+      ...(tls ? ['--cert-file', tls.serverCert, '--key-file', tls.serverKey] : []),
+      ...(tls && this.opts.clientCertAuth !== false ? ['--client-cert-auth', '--trusted-ca-file', tls.ca] : []),
       ...(tls && this.opts.peerTls
         ? ['--peer-client-cert-auth', '--peer-trusted-ca-file', tls.ca, '--peer-cert-file', tls.serverCert, '--peer-key-file', tls.serverKey]
         : []),

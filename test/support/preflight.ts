@@ -12,6 +12,10 @@ const TOOLS: Array<[string, string]> = [
   ['script', 'bsdutils'],
   // headless Chromium renders `audit report`'s HTML (test/audit/reportBrowser.test.ts)
   ['chromium', 'chromium'],
+  // a private discovery service (discovery.etcd.io), an HTTP proxy to reach it, DNS SRV records (test/server/discovery*.test.ts)
+  ['discovery.etcd.io', 'etcd-discovery'],
+  ['tinyproxy', 'tinyproxy'],
+  ['dnsmasq', 'dnsmasq'],
 ];
 
 const missing = TOOLS.filter(([tool]) => {

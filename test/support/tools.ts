@@ -14,6 +14,9 @@ const PACKAGES: Record<string, string> = {
   tmux: 'tmux',
   script: 'bsdutils',
   chromium: 'chromium',
+  'discovery.etcd.io': 'etcd-discovery',
+  tinyproxy: 'tinyproxy',
+  dnsmasq: 'dnsmasq',
 };
 
 export function requireTool(name: keyof typeof PACKAGES): string {

@@ -1,0 +1,155 @@
+// start-member with a discovery URL starts real etcd 3.4 members that bootstrap
+// from a private discovery service (Debian's etcd-discovery): three form a
+// cluster, a fourth exits (--discovery-fallback exit, never etcd's silent proxy),
+// and a member restarted with its data dir needs no discovery service. A
+// Lifeboat member on a token an etcd member registered with is refused.
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { startMember } from '../../src/playbook/steps/startStopSteps.js';
+import type { StepContext } from '../../src/playbook/stepTypes.js';
+import { DiscoveryService } from '../support/discoveryService.js';
+import { LifeboatCluster, lifeboat } from '../support/lifeboatCluster.js';
+import { freePorts } from '../support/ports.js';
+import { etcdctl, stopProcess } from '../support/tools.js';
+
+describe('start-member bootstraps etcd members from a discovery URL', () => {
+  let d: DiscoveryService;
+  let dir: string;
+  let token: string;
+  const pids: number[] = [];
+  const ctx = (): StepContext => ({
+    progress: () => undefined,
+    event: () => undefined,
+    confirm: () => Promise.resolve(true),
+    runDir: path.join(dir, 'run'),
+    signal: new AbortController().signal,
+    connection: { dialTimeoutMs: 1000, commandTimeoutMs: 5000 },
+  });
+  let ports: number[];
+  const params = (i: number) => ({
+    name: `e${i + 1}`,
+    'data-dir': path.join(dir, `e${i + 1}`),
+    'peer-url': `http://127.0.0.1:${ports[2 * i]}`,
+    'client-url': `http://127.0.0.1:${ports[2 * i + 1]}`,
+    'initial-cluster': '',
+    discovery: token,
+    state: 'new',
+    runtime: 'etcd',
+    timeout: 8_000,
+  });
+  const stop = (pid: number) => {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  };
+
+  before(async () => {
+    d = await DiscoveryService.start('start-member-discovery');
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-start-discovery-'));
+    ports = await freePorts(8, 'start-member-discovery-members');
+    token = await d.newToken(3);
+  });
+  after(async () => {
+    for (const pid of pids) stop(pid);
+    await d?.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('three etcd members started at once with only the token form one cluster', async () => {
+    const outs = await Promise.all([0, 1, 2].map((i) => startMember.run(params(i), ctx())));
+    for (const o of outs) pids.push(Number(o.pid));
+    const endpoints = [0, 1, 2].map((i) => params(i)['client-url']);
+    const list = await etcdctl('--endpoints', endpoints.join(','), 'member', 'list');
+    assert.equal(list.code, 0, list.stderr);
+    assert.equal(list.stdout.trim().split('\n').length, 3, list.stdout);
+    for (const i of [0, 1, 2]) assert.ok(list.stdout.includes(`, e${i + 1}, ${params(i)['peer-url']}`), list.stdout);
+    // The settings it records for the hand-off carry the discovery URL with fallback exit, not an initial cluster.
+    const settings = new Map(outs[0].settings as Array<[string, string]>);
+    assert.equal(settings.get('discovery-fallback'), 'exit');
+    assert.ok(!settings.has('initial-cluster'));
+  });
+
+  test('a fourth etcd member exits at once (cluster is full) instead of becoming a proxy', async () => {
+    await assert.rejects(startMember.run(params(3), ctx()), /e4 \(etcd\) stopped at once \(exit 1\)[\s\S]*cluster is full/);
+  });
+
+  test('an etcd member restarted with its data dir starts with the discovery service stopped', async () => {
+    await d.stopService();
+    stop(pids[0]);
+    const client = params(0)['client-url'];
+    // Bounded: the killed member's port is free again within a few seconds.
+    for (let i = 0; i < 50 && (await etcdctl('--endpoints', client, '--dial-timeout', '200ms', 'endpoint', 'health')).code === 0; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const out = await startMember.run(params(0), ctx());
+    pids.push(Number(out.pid));
+    const put = await etcdctl('--endpoints', client, 'put', 'k', 'v');
+    assert.equal(put.code, 0, put.stderr);
+  });
+});
+
+describe('one runtime per discovery token', () => {
+  let d: DiscoveryService;
+  let c: LifeboatCluster;
+  let dir: string;
+  let etcd: ChildProcess | undefined;
+  before(async () => {
+    d = await DiscoveryService.start('discovery-mixed');
+    c = await LifeboatCluster.create('discovery-mixed', 2);
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-discovery-mixed-'));
+  });
+  after(async () => {
+    if (etcd) await stopProcess(etcd);
+    await c?.stopAll();
+    await d?.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('a Lifeboat member whose token holds an etcd member is refused in one line, writing nothing', async () => {
+    const token = await d.newToken(2);
+    const [e, l] = [c.define('e1'), c.define('l1')];
+    // A real etcd 3.4 member on the same token: it waits for the second registration.
+    const log = fs.openSync(path.join(dir, 'e1.log'), 'a');
+    etcd = spawn(
+      'etcd',
+      [
+        '--name',
+        e.name,
+        '--data-dir',
+        e.dataDir,
+        '--listen-peer-urls',
+        e.peerUrl,
+        '--initial-advertise-peer-urls',
+        e.peerUrl,
+        '--listen-client-urls',
+        e.clientUrl,
+        '--advertise-client-urls',
+        e.clientUrl,
+        '--discovery',
+        token,
+        '--discovery-fallback',
+        'exit',
+      ],
+      { stdio: ['ignore', log, log] },
+    );
+    fs.closeSync(log);
+    const r = await lifeboat('server', ...c.memberFlags(l), '--discovery', token);
+    assert.equal(r.code, 1, r.stderr);
+    const lines = r.stderr
+      .trim()
+      .split('\n')
+      .filter((x) => x && !x.startsWith('{'));
+    assert.equal(lines.length, 1, r.stderr);
+    assert.match(
+      lines[0],
+      new RegExp(`registered member e1 \\(${e.peerUrl}\\) is an etcd 3\\.4\\.\\d+ member; Lifeboat and etcd members cannot form one cluster`),
+    );
+    assert.ok(!fs.existsSync(`${l.dataDir}/member`), 'the refused member wrote a data dir');
+  });
+});
