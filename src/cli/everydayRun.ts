@@ -4,7 +4,7 @@
 // and exitFor's wording.
 import fs from 'node:fs';
 import type { EtcdClient } from '../client/etcdClient.js';
-import { CONNECTION_FLAGS, WRITE_OUT_FLAG } from './connectionFlags.js';
+import { CONNECTION_FLAGS, endpointsFromFlags, WRITE_OUT_FLAG } from './connectionFlags.js';
 import { ENDPOINT_HEALTH, ENDPOINT_STATUS, GET, MEMBER_LIST, PUT, SNAPSHOT_STATUS, VERSION } from './everydayCommands.js';
 import type { EverydayCommand } from './commandTable.js';
 import { tagCommandError } from './exitCodes.js';
@@ -45,6 +45,8 @@ export async function main(argv: string[], id: string): Promise<number> {
         optionalArgs: command.args.filter((a) => !a.required).map((a) => a.name),
       },
     );
+    // --discovery-srv: the endpoints from DNS, as EtcdCommand.parse does for the oclif path.
+    if (command.connects && flags['discovery-srv']) flags.endpoints = await endpointsFromFlags(flags);
     // Only a command that connects loads the client (and grpc-js).
     const connect = command.connects ? (await import('./everydayConnected.js')).connectionClient : undefined;
     return await command.run(flags, args, {
