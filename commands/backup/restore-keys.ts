@@ -74,13 +74,7 @@ export default class BackupRestoreKeys extends EtcdCommand {
         throw new RefusedError(
           'refusing to write to the live cluster without a terminal: pass --yes, or review a plan with --dry-run -w json and apply it with --plan',
         );
-      let store;
-      try {
-        store = await openBackupStore(args.store, flags);
-      } catch (e) {
-        tagStoreError(e);
-        throw e;
-      }
+      const store = await openBackupStore(args.store, flags);
       try {
         plan = await planRestoreKeys({
           store,

@@ -62,13 +62,7 @@ export default class BackupRestore extends BaseCommand {
     const password = flags['password-file'] !== undefined ? readPasswordFile(flags['password-file']) : undefined;
     const creds = credentialsFor(flags.user, password, process.env.ETCDCTL_PASSWORD || undefined, '--user', '--password-file or NAME:PASSWORD');
     const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-restore-logs-'));
-    let store;
-    try {
-      store = await openBackupStore(args.store, flags);
-    } catch (e) {
-      tagStoreError(e);
-      throw e;
-    }
+    const store = await openBackupStore(args.store, flags);
     const abort = new AbortController();
     const onSignal = () => abort.abort();
     process.on('SIGINT', onSignal);

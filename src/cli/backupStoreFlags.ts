@@ -111,10 +111,15 @@ export function retryPolicyOf(flags: StoreFlagValues): RetryPolicy {
   return { ...DEFAULT_RETRY_POLICY, timeoutMs: flags['store-timeout'], attempts: flags['store-attempts'], totalMs: flags['store-retry-for'] };
 }
 
-/** The store at `url` as the flags say, every call with the timeout and retries of the flags. Close it when done. */
+/** The store at `url` as the flags say, every call with the timeout and retries of the flags (a store that refuses to open exits as tagStoreError says). Close it when done. */
 export async function openBackupStore(url: string, flags: StoreFlagValues, onRetry?: (e: RetryEvent) => void): Promise<RetryingStore & ObjectStore> {
   const policy = retryPolicyOf(flags);
-  return new RetryingStore(await openStore(url, s3OptionsOf(flags)), policy, onRetry);
+  try {
+    return new RetryingStore(await openStore(url, s3OptionsOf(flags)), policy, onRetry);
+  } catch (e) {
+    tagStoreError(e);
+    throw e;
+  }
 }
 
 /**
