@@ -204,7 +204,7 @@ const KEEPALIVE_TIMEOUT_MS = 20_000;
 /** grpc-js's least connect timeout: a session not set up by then (SYNs dropped, a TLS handshake that stalls) is dropped. */
 const CONNECT_TIMEOUT_MS = 20_000;
 
-/** One HTTP/2 session to a peer URL (http:// or https://, with `tlsOptions`), dialled when a call needs one. */
+/** One HTTP/2 session to a peer URL (http:// or https://, with `tlsOptions`: a servername there replaces the URL's host), dialled when a call needs one. */
 export class GrpcChannel {
   private current: http2.ClientHttp2Session | undefined;
   /** Calls open on the channel: keepalive pings only while there are some. */
@@ -226,7 +226,13 @@ export class GrpcChannel {
     const session = http2.connect(`${secure ? 'https' : 'http'}://${hostPort(this.url)}`, {
       createConnection: () =>
         secure
-          ? tls.connect({ ...this.tlsOptions, host, port, servername: net.isIP(host) ? undefined : host, ALPNProtocols: ['h2'] })
+          ? tls.connect({
+              ...this.tlsOptions,
+              host,
+              port,
+              servername: this.tlsOptions?.servername ?? (net.isIP(host) ? undefined : host),
+              ALPNProtocols: ['h2'],
+            })
           : net.connect({ host, port }),
       settings: { enablePush: false, initialWindowSize: WINDOW },
       maxSessionMemory: Number.MAX_SAFE_INTEGER,

@@ -17,6 +17,8 @@ export interface MemberTlsConfig {
   clientCertAuth: boolean;
   /** --peer-cert-allowed-cn: the only CN a peer's certificate may carry (peer side only). */
   allowedCn?: string;
+  /** The name a dialled peer's certificate must carry instead of the URL's host (peer side only: the --discovery-srv domain, see startup.ts). */
+  serverName?: string;
 }
 
 /** --discovery and its companions. */

@@ -4,35 +4,12 @@
 // https:// service verified against the system roots (SSL_CERT_FILE, else the
 // usual bundle files), as Go's crypto/x509 loads them: etcd 3.4 has no
 // discovery CA flag.
-import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import tls from 'node:tls';
 import type { Duplex } from 'node:stream';
-
-/** Go's crypto/x509 certFiles for Linux, in its order. */
-const SYSTEM_BUNDLES = [
-  '/etc/ssl/certs/ca-certificates.crt',
-  '/etc/pki/tls/certs/ca-bundle.crt',
-  '/etc/ssl/ca-bundle.pem',
-  '/etc/pki/tls/cacert.pem',
-  '/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem',
-  '/etc/ssl/cert.pem',
-];
-
-/** The system roots: SSL_CERT_FILE when set, else the first bundle file present. */
-export function systemRoots(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const files = env.SSL_CERT_FILE ? [env.SSL_CERT_FILE] : SYSTEM_BUNDLES;
-  for (const f of files) {
-    try {
-      return fs.readFileSync(f, 'utf8');
-    } catch {
-      // not this one
-    }
-  }
-  return undefined;
-}
+import { systemRoots } from '../net/systemRoots.js';
 
 export interface V2Reply {
   status: number;

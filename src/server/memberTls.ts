@@ -36,7 +36,7 @@ function serverOptions(t: MemberTlsConfig, flags: TlsFlagNames, listener: string
 
 /** How a member (or its start-up identity probes) dials https:// peers. */
 export function peerCredentialsFor(cfg: ServerConfig, log: Logger): PeerCredentials {
-  return new PeerCredentials(cfg.peerTls, cfg.peerTls.allowedCn, badChange(log, 'peer client'));
+  return new PeerCredentials(cfg.peerTls, cfg.peerTls.allowedCn, badChange(log, 'peer client'), cfg.peerTls.serverName);
 }
 
 export function memberTls(cfg: ServerConfig, log: Logger): MemberTls {

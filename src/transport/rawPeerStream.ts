@@ -328,7 +328,9 @@ export class RawPeerClientStream extends RawPeerEnd<Ack> {
 /** Dials a peer URL: TLS (with `secure`) for https://, TCP otherwise; `magic` goes first. */
 export function connectRaw(url: string, secure: tls.ConnectionOptions | undefined, magic: Buffer): net.Socket {
   const { host, port } = splitHostPort(hostPort(url));
-  const socket = url.startsWith('https:') ? tls.connect({ ...secure, host, port, servername: net.isIP(host) ? undefined : host }) : net.connect({ host, port });
+  const socket = url.startsWith('https:')
+    ? tls.connect({ ...secure, host, port, servername: secure?.servername ?? (net.isIP(host) ? undefined : host) })
+    : net.connect({ host, port });
   socket.write(magic);
   return socket;
 }

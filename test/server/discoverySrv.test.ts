@@ -1,52 +1,41 @@
 // `lifeboat server --discovery-srv`: the initial cluster from DNS SRV records
 // served by a real DNS server (Debian's dnsmasq on port 53 of a loopback address),
 // reached by each member's resolver inside `unshare -m` with a bind-mounted
-// resolv.conf. The cluster forms from the records alone; a member whose peer URL
-// is not among them is refused.
+// resolv.conf (support/srvDns.ts). The cluster forms from the records alone; a
+// member whose peer URL is not among them is refused. From _etcd-server-ssl
+// records, with no --peer-trusted-ca-file, every peer's certificate must carry
+// the SRV domain as a SAN (etcd 3.4's peer TLS server name).
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { BIN, LifeboatCluster, etcdctl, run, type MemberProc } from '../support/lifeboatCluster.js';
-import { requireTool, stopProcess, waitFor } from '../support/tools.js';
+import { issueCert, makeCerts, type IssuedCert, type TestCerts } from '../support/certs.js';
+import { BIN, LifeboatCluster, etcdctl, run, waitFor, type MemberProc } from '../support/lifeboatCluster.js';
+import { SrvDns } from '../support/srvDns.js';
+
+/** A loopback address of this test file's own for each DNS server (any 127.x.y.z answers on Linux). */
+const dnsAddress = (n: number) => `127.0.${54 + n}.${20 + (process.pid % 200)}`;
 
 describe('lifeboat server --discovery-srv', () => {
   let c: LifeboatCluster;
-  let dnsmasq: ChildProcess | undefined;
+  let dns: SrvDns | undefined;
   let members: MemberProc[];
   let wrap: string[];
-  // A loopback address of this test file's own (any 127.x.y.z answers on Linux).
-  const dnsAddress = `127.0.54.${20 + (process.pid % 200)}`;
   before(async () => {
-    requireTool('dnsmasq');
     c = await LifeboatCluster.create('discovery-srv', 4);
     members = ['m1', 'm2', 'm3'].map((n) => c.define(n));
-    const resolvConf = path.join(c.dir, 'resolv.conf');
-    fs.writeFileSync(resolvConf, `nameserver ${dnsAddress}\n`);
-    wrap = ['unshare', '-m', 'sh', '-c', `mount --bind ${resolvConf} /etc/resolv.conf && exec "$@"`, 'sh'];
     const records = members.flatMap((m) => [
       `--srv-host=_etcd-server._tcp.lb.test,${m.name}.lb.test,${new URL(m.peerUrl).port}`,
       `--srv-host=_etcd-client._tcp.lb.test,${m.name}.lb.test,${new URL(m.clientUrl).port}`,
       `--host-record=${m.name}.lb.test,127.0.0.1`,
     ]);
-    const log = fs.openSync(path.join(c.dir, 'dnsmasq.log'), 'a');
-    dnsmasq = spawn(
-      'dnsmasq',
-      ['-k', '--no-resolv', '--no-hosts', `--listen-address=${dnsAddress}`, '--bind-interfaces', '--port=53', '--user=root', '--pid-file=', ...records],
-      { stdio: ['ignore', log, log] },
-    );
-    fs.closeSync(log);
-    await waitFor('dnsmasq to answer', async () => (await run(...withDns(['getent', 'hosts', 'm1.lb.test']))).stdout.includes('127.0.0.1'), {
-      timeoutMs: 10_000,
-      intervalMs: 100,
-    });
+    dns = await SrvDns.start(c.dir, dnsAddress(0), records, 'm1.lb.test');
+    wrap = dns.wrap;
   });
   after(async () => {
     await c?.stopAll();
-    if (dnsmasq) await stopProcess(dnsmasq);
+    await dns?.stop();
   });
-  const withDns = (cmd: string[]): [string, string[]] => [wrap[0], [...wrap.slice(1), ...cmd]];
+  const withDns = (cmd: string[]): [string, string[]] => dns!.withDns(cmd);
 
   test('three members given only the SRV domain form one cluster, with the records as peer URLs', async () => {
     for (const m of members) c.spawn(m, ['--discovery-srv', 'lb.test'], { wrap });
@@ -75,5 +64,63 @@ describe('lifeboat server --discovery-srv', () => {
     assert.equal(lines.length, 1, r.stderr);
     assert.match(lines[0], /couldn't find local name "m4" in the initial cluster configuration from DNS SRV records for lb\.test/);
     assert.ok(!fs.existsSync(`${m4.dataDir}/member`), 'the refused member wrote a data dir');
+  });
+});
+
+describe('lifeboat server --discovery-srv with _etcd-server-ssl records', () => {
+  let c: LifeboatCluster;
+  let dns: SrvDns | undefined;
+  let members: MemberProc[];
+  let certs: TestCerts;
+  before(async () => {
+    c = await LifeboatCluster.create('discovery-srv-tls', 3);
+    members = ['m1', 'm2', 'm3'].map((n) => {
+      const m = c.define(n);
+      m.peerUrl = m.peerUrl.replace('http://', 'https://');
+      return m;
+    });
+    certs = await makeCerts(c.dir);
+    const records = members.flatMap((m) => [
+      `--srv-host=_etcd-server-ssl._tcp.tls.test,${m.name}.tls.test,${new URL(m.peerUrl).port}`,
+      `--host-record=${m.name}.tls.test,127.0.0.1`,
+    ]);
+    dns = await SrvDns.start(c.dir, dnsAddress(1), records, 'm1.tls.test');
+  });
+  after(async () => {
+    await c?.stopAll();
+    await dns?.stop();
+  });
+  // No --peer-trusted-ca-file (the CA is trusted as a system root, SSL_CERT_FILE): etcd's rule applies only then.
+  const start = (peer: IssuedCert) => {
+    for (const m of members) {
+      c.spawn(m, ['--discovery-srv', 'tls.test', '--peer-cert-file', peer.cert, '--peer-key-file', peer.key], {
+        wrap: dns!.wrap,
+        env: { SSL_CERT_FILE: certs.ca },
+      });
+    }
+  };
+
+  test("peer certificates that name each member's host but not the SRV domain are refused: no cluster forms", async () => {
+    const hosts = members.map((m) => `DNS:${m.name}.tls.test`).join(',');
+    start(await issueCert(certs, 'host-peer', { cn: 'lifeboat-peer', sans: `${hosts},IP:127.0.0.1,DNS:localhost` }));
+    const refused = (m: MemberProc) => m.log.some((l) => l.includes('lost connection to peer') && l.includes("Host: tls.test. is not in the cert's altnames"));
+    await waitFor('a member to refuse a peer certificate that lacks tls.test', () => members.some(refused), 20_000, 200);
+    // The good certificates below form the cluster in about 2 s: none may form here in 4.
+    for (const until = Date.now() + 4000; Date.now() < until; await new Promise((r) => setTimeout(r, 250))) {
+      assert.equal(await c.leader(), undefined, 'a leader was elected over peer certificates without the SRV domain');
+    }
+    for (const m of members) {
+      await c.kill(m);
+      fs.rmSync(m.dataDir, { recursive: true, force: true });
+    }
+  });
+
+  test('peer certificates carrying the SRV domain as a SAN form the cluster, with the records as https:// peer URLs', async () => {
+    start(await issueCert(certs, 'srv-peer', { cn: 'lifeboat-peer', sans: 'DNS:tls.test' }));
+    await c.waitStarted(3);
+    const list = await etcdctl(c.endpoints(), 'member', 'list');
+    for (const m of members) assert.ok(list.stdout.includes(`, ${m.name}, https://${m.name}.tls.test:${new URL(m.peerUrl).port}, `), list.stdout);
+    const put = await etcdctl(c.endpoints(), 'put', 'k', 'v');
+    assert.equal(put.code, 0, put.stderr);
   });
 });
