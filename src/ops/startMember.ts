@@ -8,6 +8,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { lifeboatServerArgv, memberCommandLine, memberEnvironment, settingsArgs, type MemberSettings, type RuntimeName } from '../common/memberCommand.js';
 import { etcdBinary } from './runtime.js';
+import { registeredPeers } from '../server/discovery.js';
+import { lifeboatPeerAmong } from '../server/discoveryPeers.js';
 
 /** The package root, from src/ or dist/src/. */
 export function packageRoot(): string {
@@ -84,6 +86,26 @@ export function memberSettings(o: StartMemberOptions): MemberSettings {
     ...(o.initialClusterToken && !o.discovery ? [['initial-cluster-token', o.initialClusterToken] as const] : []),
     ...tlsSettings(o.tls),
   ];
+}
+
+/**
+ * For an etcd member bootstrapping from a discovery URL: a Lifeboat member
+ * registered on the token (one runtime per token), as the one-line refusal;
+ * undefined when none answers, or when the token cannot be read (etcd then
+ * says why itself).
+ */
+export async function lifeboatOnToken(o: StartMemberOptions): Promise<string | undefined> {
+  if ((o.runtime ?? 'lifeboat') !== 'etcd' || !o.discovery) return undefined;
+  let peers: Map<string, string[]>;
+  try {
+    peers = await registeredPeers({ url: o.discovery.url, proxy: o.discovery.proxy, timeoutMs: 0 }); // a look: no wait
+  } catch {
+    return undefined;
+  }
+  const others = new Map([...peers].filter(([, urls]) => !urls.includes(o.peerUrl)));
+  const lb = await lifeboatPeerAmong(others, { certFile: o.tls?.peerCertFile, keyFile: o.tls?.peerKeyFile, trustedCaFile: o.tls?.peerTrustedCaFile });
+  if (!lb) return undefined;
+  return `discovery: registered member ${lb.name} (${lb.url}) is a Lifeboat member; Lifeboat and etcd members cannot form one cluster: bootstrap each runtime with its own discovery token`;
 }
 
 /** What another host must run: the command line and the same settings as an environment block. */

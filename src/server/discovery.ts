@@ -137,6 +137,12 @@ async function oneRuntime(cluster: Map<string, string[]>, self: string): Promise
   return cluster;
 }
 
+/** The members registered on the token so far (name → peer URLs), without registering: start-member's look before an etcd member registers. */
+export async function registeredPeers(opts: DiscoveryOptions): Promise<Map<string, string[]>> {
+  const { nodes } = await registered(opts);
+  return initialCluster(nodes, nodes.length);
+}
+
 /** etcd's nodesToCluster: the registered values as one map, `size` distinct names. */
 function initialCluster(nodes: V2Node[], size: number): Map<string, string[]> {
   const out = new Map<string, string[]>();

@@ -1,10 +1,15 @@
 // Lifeboat and etcd members cannot form one Raft cluster (different peer
 // protocols), but a discovery token takes registrations from both. After
-// discovery, before anything is written, the other members' peer URLs are asked
-// etcd's GET /version: an etcd member answers {"etcdserver": ...}; a Lifeboat
-// member (not listening yet, or speaking its own protocol) does not.
+// discovery, before anything is written, a Lifeboat member asks the other
+// members' peer URLs etcd's GET /version: an etcd member answers {"etcdserver":
+// ...}; a Lifeboat member does not. Before an etcd member registers,
+// start-member asks the registered peer URLs Lifeboat's Identity: a Lifeboat
+// member answers it, waiting on the token (transport/identityOnly.ts) or running.
 import http from 'node:http';
 import https from 'node:https';
+import type { TlsFiles } from '../net/tlsFiles.js';
+import { PeerCredentials } from '../transport/peerCredentials.js';
+import { PeerTransport } from '../transport/peerTransport.js';
 
 /** How long to keep asking peers that do not answer yet (they may still be finishing discovery). */
 const WINDOW_MS = 1500;
@@ -46,4 +51,19 @@ export async function etcdPeerAmong(peers: Map<string, string[]>): Promise<{ nam
     await new Promise((r) => setTimeout(r, 200));
   }
   return undefined;
+}
+
+/** The first of `peers` (name → peer URLs) that answers Lifeboat's peer protocol, dialled with the peer certificate `files`. */
+export async function lifeboatPeerAmong(peers: Map<string, string[]>, files?: TlsFiles): Promise<{ name: string; url: string } | undefined> {
+  const credentials = new PeerCredentials(files);
+  const urls = [...peers].flatMap(([name, list]) => list.map((url) => ({ name, url })));
+  const answered = await Promise.all(
+    urls.map((p) =>
+      PeerTransport.identity(p.url, { clusterId: 0n, from: 0n }, 1000, credentials).then(
+        () => p,
+        () => undefined,
+      ),
+    ),
+  );
+  return answered.find((p) => p !== undefined);
 }

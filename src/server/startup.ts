@@ -27,7 +27,8 @@ import { finishInterruptedInstall, MEMBER_KV_OPTIONS } from './apply.js';
 import { Member, MemberExit } from './member.js';
 import { referencedFile, removeReceivedSnapshots, senderOf } from './receivedSnapshots.js';
 import { encodeMemberContext, type MemberRecord } from './membership.js';
-import { peerCredentialsFor } from './memberTls.js';
+import { memberTls, peerCredentialsFor } from './memberTls.js';
+import { serveIdentityOnly } from '../transport/identityOnly.js';
 import { discoverInitialCluster } from './discovery.js';
 import { srvInitialCluster } from './discoverySrv.js';
 
@@ -134,7 +135,21 @@ export async function startMember(cfg: ServerConfig, log: Logger): Promise<Membe
     // etcd's rule: with discovery, the discovery URL is the cluster token the IDs derive from.
     const token = cfg.discovery.url;
     const id = memberIdFor(cfg.initialAdvertisePeerUrls, token);
-    const initialCluster = await discoverInitialCluster(cfg.discovery, { id, name: cfg.name, peerUrls: cfg.initialAdvertisePeerUrls }, log);
+    // Registered but not a member yet: the peer URLs answer Identity, so an etcd member's start on this token can see us.
+    const waiting = await serveIdentityOnly(cfg.listenPeerUrls, memberTls(cfg, log).peer, {
+      cluster_id: '0',
+      member_id: id.toString(),
+      parent_cluster_id: '0',
+      superseded: false,
+      removed: false,
+      members_json: '[]',
+    });
+    let initialCluster: Map<string, string[]>;
+    try {
+      initialCluster = await discoverInitialCluster(cfg.discovery, { id, name: cfg.name, peerUrls: cfg.initialAdvertisePeerUrls }, log);
+    } finally {
+      await waiting.close();
+    }
     return bootstrap({ ...cfg, initialCluster, initialClusterToken: token }, log);
   }
   if (cfg.discoverySrv) {

@@ -1,8 +1,10 @@
 // start-member with a discovery URL starts real etcd 3.4 members that bootstrap
 // from a private discovery service (Debian's etcd-discovery): three form a
 // cluster, a fourth exits (--discovery-fallback exit, never etcd's silent proxy),
-// and a member restarted with its data dir needs no discovery service. A
-// Lifeboat member on a token an etcd member registered with is refused.
+// and a member restarted with its data dir needs no discovery service. One
+// runtime per token: a Lifeboat member on a token an etcd member registered with
+// is refused, and start-member refuses an etcd member on a token a Lifeboat
+// member registered with.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -10,9 +12,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { startMember } from '../../src/playbook/steps/startStopSteps.js';
+import { SafetyCheckError } from '../../src/playbook/stepTypes.js';
 import type { StepContext } from '../../src/playbook/stepTypes.js';
 import { DiscoveryService } from '../support/discoveryService.js';
-import { LifeboatCluster, lifeboat } from '../support/lifeboatCluster.js';
+import { LifeboatCluster, lifeboat, waitFor } from '../support/lifeboatCluster.js';
 import { freePorts } from '../support/ports.js';
 import { etcdctl, stopProcess } from '../support/tools.js';
 
@@ -151,5 +154,45 @@ describe('one runtime per discovery token', () => {
       new RegExp(`registered member e1 \\(${e.peerUrl}\\) is an etcd 3\\.4\\.\\d+ member; Lifeboat and etcd members cannot form one cluster`),
     );
     assert.ok(!fs.existsSync(`${l.dataDir}/member`), 'the refused member wrote a data dir');
+  });
+
+  test('start-member refuses an etcd member in one line when a Lifeboat member registered on the token, registering nothing', async () => {
+    const token = await d.newToken(2);
+    const [l, e] = [c.define('l2'), c.define('e2')];
+    // A Lifeboat member registers and waits for the second registration, answering Lifeboat's Identity meanwhile.
+    c.spawn(l, ['--discovery', token]);
+    await waitFor('l2 to register', () => l.log.some((x) => x.includes('1 of 2 registered')), 15_000);
+    const step = startMember.run(
+      {
+        name: e.name,
+        'data-dir': e.dataDir,
+        'peer-url': e.peerUrl,
+        'client-url': e.clientUrl,
+        'initial-cluster': '',
+        discovery: token,
+        state: 'new',
+        runtime: 'etcd',
+        timeout: 8_000,
+      },
+      {
+        progress: () => undefined,
+        event: () => undefined,
+        confirm: () => Promise.resolve(true),
+        runDir: path.join(dir, 'run'),
+        signal: new AbortController().signal,
+        connection: { dialTimeoutMs: 1000, commandTimeoutMs: 5000 },
+      },
+    );
+    const err = await step.then(
+      () => assert.fail('start-member started an etcd member on a token a Lifeboat member registered with'),
+      (x: Error) => x,
+    );
+    assert.ok(err instanceof SafetyCheckError, String(err));
+    assert.equal(err.message.split('\n').length, 1, err.message);
+    assert.match(err.message, new RegExp(`registered member l2 \\(${l.peerUrl}\\) is a Lifeboat member; Lifeboat and etcd members cannot form one cluster`));
+    assert.ok(!fs.existsSync(e.dataDir), 'the refused etcd member wrote a data dir');
+    // Nothing registered for e2: the token still waits for a second member.
+    const registry = (await (await fetch(token)).json()) as { node: { nodes?: unknown[] } };
+    assert.equal(registry.node.nodes?.length, 1, JSON.stringify(registry));
   });
 });

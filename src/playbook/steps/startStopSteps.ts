@@ -9,7 +9,16 @@ import type { Member, ResponseHeader } from '../../client/types.js';
 import { memberList, waitUntil } from '../../ops/memberOps.js';
 import { clusterRuntime, etcdBinary, etcdVersionOf, memberPid, parseRuntimeChoice, resolveRuntime, runtimeOfDataDir } from '../../ops/runtime.js';
 import { memberTlsFor, memberTlsProblem, missingTls, NAME_PLACEHOLDER } from '../../ops/memberTls.js';
-import { logTail, memberSettings, spawnMember, startInstructions, type MemberTls, type StartedMember, type StartMemberOptions } from '../../ops/startMember.js';
+import {
+  lifeboatOnToken,
+  logTail,
+  memberSettings,
+  spawnMember,
+  startInstructions,
+  type MemberTls,
+  type StartedMember,
+  type StartMemberOptions,
+} from '../../ops/startMember.js';
 import type { RuntimeName } from '../../common/memberCommand.js';
 import { SafetyCheckError, type StepContext, type StepDefinition } from '../stepTypes.js';
 import { alreadyServing, answeringMember, recordIdsAfter, timeoutParam } from './memberCommon.js';
@@ -225,6 +234,8 @@ export const startMember: StepDefinition = {
       if (v?.warning) ctx.event('warning', v.warning, { etcdVersion: v.version });
     }
     const o = options(runtime);
+    const mixed = await lifeboatOnToken(o);
+    if (mixed) throw new SafetyCheckError(mixed);
     let started: StartedMember | undefined;
     if (p.remote) {
       const how = startInstructions(o);
