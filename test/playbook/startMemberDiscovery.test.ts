@@ -16,6 +16,7 @@ import { SafetyCheckError } from '../../src/playbook/stepTypes.js';
 import type { StepContext } from '../../src/playbook/stepTypes.js';
 import { DiscoveryService } from '../support/discoveryService.js';
 import { LifeboatCluster, lifeboat, waitFor } from '../support/lifeboatCluster.js';
+import { readEnvFile } from '../support/envFile.js';
 import { freePorts } from '../support/ports.js';
 import { etcdctl, stopProcess } from '../support/tools.js';
 
@@ -80,6 +81,41 @@ describe('start-member bootstraps etcd members from a discovery URL', () => {
 
   test('a fourth etcd member exits at once (cluster is full) instead of becoming a proxy', async () => {
     await assert.rejects(startMember.run(params(3), ctx()), /e4 \(etcd\) stopped at once \(exit 1\)[\s\S]*cluster is full/);
+  });
+
+  test('the hand-off and member add carry no discovery: env file, unit and command, and the printed ETCD_* settings', async () => {
+    // A size-1 token: one etcd member bootstraps from it through a playbook's start-member, then is handed over.
+    const one = await d.newToken(1);
+    const [peer, client, added] = await freePorts(3, 'start-member-discovery-handoff');
+    const dataDir = path.join(dir, 'h1');
+    const file = path.join(dir, 'start-h1.yaml');
+    fs.writeFileSync(
+      file,
+      `name: start-h1
+description: bootstraps one etcd member from a discovery URL
+steps:
+  - id: start
+    type: start-member
+    with: {name: h1, data-dir: ${dataDir}, peer-url: "http://127.0.0.1:${peer}", client-url: "http://127.0.0.1:${client}", initial-cluster: "", discovery: "${one}", runtime: etcd}
+`,
+    );
+    const r = await lifeboat('playbook', 'run', file, '--yes', '--reason', 'discovery hand-off', '--audit-db', path.join(dir, 'handoff-audit.db'));
+    const pid = Number(/h1 \(etcd, pid (\d+)/.exec(r.stdout)?.[1] ?? 0);
+    if (pid > 0) pids.push(pid);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    // The run started it from the token; what the supervisor gets is the membership instead.
+    assert.match(fs.readFileSync(path.join(dir, 'handoff-audit.db')).toString('latin1'), /discovery-fallback/);
+    const env = readEnvFile(`${dataDir}.env`);
+    assert.equal(env.ETCD_INITIAL_CLUSTER, `h1=http://127.0.0.1:${peer}`);
+    assert.equal(env.ETCD_INITIAL_CLUSTER_STATE, 'existing');
+    const leaked = (text: string) => /(ETCD|LIFEBOAT)_DISCOVERY|--discovery/.test(text);
+    assert.ok(!Object.keys(env).some((k) => k.includes('DISCOVERY')), JSON.stringify(env));
+    assert.ok(!leaked(r.stdout), r.stdout);
+    assert.match(r.stdout, /--- etcd-h1\.service ---/);
+    const add = await lifeboat('member', 'add', 'h2', '--peer-urls', `http://127.0.0.1:${added}`, '--learner', '--endpoints', `127.0.0.1:${client}`);
+    assert.equal(add.code, 0, add.stderr);
+    assert.match(add.stdout, /ETCD_INITIAL_CLUSTER_STATE="existing"/);
+    assert.ok(!leaked(add.stdout), add.stdout);
   });
 
   test('an etcd member restarted with its data dir starts with the discovery service stopped', async () => {
