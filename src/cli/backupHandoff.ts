@@ -4,7 +4,7 @@
 // names where to put it) and the systemd unit that runs the agent from it.
 import path from 'node:path';
 import { shellQuote } from '../common/memberCommand.js';
-import { envLine } from '../ops/supervisor.js';
+import { envLine, systemdUnit } from '../ops/supervisor.js';
 import { packageRoot } from '../ops/startMember.js';
 import { envName } from './flagParser.js';
 
@@ -42,25 +42,18 @@ export function agentHandoff(settings: ReadonlyArray<readonly [string, string]>,
   if (settings.some(([k]) => k === 'user') && !settings.some(([k]) => k === 'password-file'))
     lines.push('# the password of LIFEBOAT_USER: LIFEBOAT_PASSWORD=... here, or LIFEBOAT_PASSWORD_FILE=/path (never on the command line)');
   const exec = [process.execPath, path.join(packageRoot(), 'bin', 'run.js'), 'backup', 'run', ...recipients].join(' ');
-  const unit = [
-    '[Unit]',
-    `Description=Lifeboat backup agent (${instance})`,
-    'After=network-online.target',
-    'Wants=network-online.target',
-    '',
-    '[Service]',
-    `EnvironmentFile=${envFile}`,
-    `ExecStart=${exec}`,
-    'Restart=always',
-    'RestartSec=5',
-    '# 3: refused (another agent holds the store, or the user lacks the root role). Restarting cannot help.',
-    'RestartPreventExitStatus=2 3',
-    '# SIGTERM: the agent commits its open segment, uploads what it can, releases the lock.',
-    'TimeoutStopSec=30',
-    '',
-    '[Install]',
-    'WantedBy=multi-user.target',
-    '',
-  ].join('\n');
+  const unit = systemdUnit({
+    description: `Lifeboat backup agent (${instance})`,
+    envFile,
+    exec,
+    tail: [
+      'Restart=always',
+      'RestartSec=5',
+      '# 3: refused (another agent holds the store, or the user lacks the root role). Restarting cannot help.',
+      'RestartPreventExitStatus=2 3',
+      '# SIGTERM: the agent commits its open segment, uploads what it can, releases the lock.',
+      'TimeoutStopSec=30',
+    ],
+  });
   return { envFile, unitName, envText: `${lines.join('\n')}\n`, unitText: unit };
 }

@@ -64,31 +64,47 @@ export interface UnitInput {
   user?: ServiceUser;
 }
 
-/** The unit that starts the member from its environment file. */
-export function unitText(u: UnitInput): string {
-  const exec =
-    u.runtime === 'etcd' ? etcdExecutable(u.etcdBin) : [process.execPath, ...lifeboatServerArgv(path.join(packageRoot(), 'bin', 'run.js'), [])].join(' ');
+/**
+ * A systemd unit started at boot that runs `exec` with the settings of
+ * `envFile`; `head` goes before them in [Service], `tail` after (restart policy,
+ * stop timeout). The members' units and the backup agent's share it.
+ */
+export function systemdUnit(u: { description: string; envFile: string; exec: string; head?: string[]; tail: string[] }): string {
   return [
     '[Unit]',
-    u.runtime === 'etcd' ? `Description=etcd member ${u.name}` : `Description=Lifeboat member ${u.name}`,
+    `Description=${u.description}`,
     'After=network-online.target',
     'Wants=network-online.target',
     '',
     '[Service]',
-    ...(u.runtime === 'etcd' ? ['Type=notify'] : []),
-    ...(u.user ? [`User=${u.user.name}`] : []),
+    ...(u.head ?? []),
     `EnvironmentFile=${u.envFile}`,
-    `ExecStart=${exec}`,
-    'Restart=on-failure',
-    ...(u.runtime === 'etcd'
-      ? ['LimitNOFILE=65536']
-      : ['# 78: removed from the cluster or superseded by a recovery. Restarting cannot help.', 'RestartPreventExitStatus=78']),
-    'TimeoutStopSec=30',
+    `ExecStart=${u.exec}`,
+    ...u.tail,
     '',
     '[Install]',
     'WantedBy=multi-user.target',
     '',
   ].join('\n');
+}
+
+/** The unit that starts the member from its environment file. */
+export function unitText(u: UnitInput): string {
+  const exec =
+    u.runtime === 'etcd' ? etcdExecutable(u.etcdBin) : [process.execPath, ...lifeboatServerArgv(path.join(packageRoot(), 'bin', 'run.js'), [])].join(' ');
+  return systemdUnit({
+    description: u.runtime === 'etcd' ? `etcd member ${u.name}` : `Lifeboat member ${u.name}`,
+    envFile: u.envFile,
+    exec,
+    head: [...(u.runtime === 'etcd' ? ['Type=notify'] : []), ...(u.user ? [`User=${u.user.name}`] : [])],
+    tail: [
+      'Restart=on-failure',
+      ...(u.runtime === 'etcd'
+        ? ['LimitNOFILE=65536']
+        : ['# 78: removed from the cluster or superseded by a recovery. Restarting cannot help.', 'RestartPreventExitStatus=78']),
+      'TimeoutStopSec=30',
+    ],
+  });
 }
 
 function etcdExecutable(given?: string): string {

@@ -20,19 +20,22 @@ import { readEnvFile } from '../support/envFile.js';
 import { freePorts } from '../support/ports.js';
 import { etcdctl, stopProcess } from '../support/tools.js';
 
+/** What a playbook run gives a step, with nothing asked and the run's files under `dir`/run. */
+const stepContext = (dir: string): StepContext => ({
+  progress: () => undefined,
+  event: () => undefined,
+  confirm: () => Promise.resolve(true),
+  runDir: path.join(dir, 'run'),
+  signal: new AbortController().signal,
+  connection: { dialTimeoutMs: 1000, commandTimeoutMs: 5000 },
+});
+
 describe('start-member bootstraps etcd members from a discovery URL', () => {
   let d: DiscoveryService;
   let dir: string;
   let token: string;
   const pids: number[] = [];
-  const ctx = (): StepContext => ({
-    progress: () => undefined,
-    event: () => undefined,
-    confirm: () => Promise.resolve(true),
-    runDir: path.join(dir, 'run'),
-    signal: new AbortController().signal,
-    connection: { dialTimeoutMs: 1000, commandTimeoutMs: 5000 },
-  });
+  const ctx = () => stepContext(dir);
   let ports: number[];
   const params = (i: number) => ({
     name: `e${i + 1}`,
@@ -210,14 +213,7 @@ describe('one runtime per discovery token', () => {
         runtime: 'etcd',
         timeout: 8_000,
       },
-      {
-        progress: () => undefined,
-        event: () => undefined,
-        confirm: () => Promise.resolve(true),
-        runDir: path.join(dir, 'run'),
-        signal: new AbortController().signal,
-        connection: { dialTimeoutMs: 1000, commandTimeoutMs: 5000 },
-      },
+      stepContext(dir),
     );
     const err = await step.then(
       () => assert.fail('start-member started an etcd member on a token a Lifeboat member registered with'),
