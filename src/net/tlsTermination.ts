@@ -18,6 +18,7 @@
 //   for connections we inject.
 import type net from 'node:net';
 import tls from 'node:tls';
+import { systemRoots } from './systemRoots.js';
 import { commonName, type WatchedTlsFiles } from './tlsFiles.js';
 import type { RefusalLog } from './refusalLog.js';
 
@@ -78,10 +79,10 @@ function refusalReason(code: string | Error | undefined): string {
   return known[c] ?? c;
 }
 
-/** The secure-context options for the files as they are now. */
+/** The secure-context options for the files as they are now: without a trusted CA file, client certificates are checked against the system roots, as etcd's (Go's) are. */
 function contextOptions(o: ServerTlsOptions): tls.SecureContextOptions {
   const m = o.files.current();
-  return { cert: m.cert, key: m.key, ca: m.ca };
+  return { cert: m.cert, key: m.key, ca: m.ca ?? (o.clientCertAuth ? systemRoots() : undefined) };
 }
 
 /**

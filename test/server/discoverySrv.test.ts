@@ -91,9 +91,9 @@ describe('lifeboat server --discovery-srv with _etcd-server-ssl records', () => 
     await dns?.stop();
   });
   // No --peer-trusted-ca-file (the CA is trusted as a system root, SSL_CERT_FILE): etcd's rule applies only then.
-  const start = (peer: IssuedCert) => {
+  const start = (peer: IssuedCert, extra: string[] = []) => {
     for (const m of members) {
-      c.spawn(m, ['--discovery-srv', 'tls.test', '--peer-cert-file', peer.cert, '--peer-key-file', peer.key], {
+      c.spawn(m, ['--discovery-srv', 'tls.test', '--peer-cert-file', peer.cert, '--peer-key-file', peer.key, ...extra], {
         wrap: dns!.wrap,
         env: { SSL_CERT_FILE: certs.ca },
       });
@@ -115,8 +115,13 @@ describe('lifeboat server --discovery-srv with _etcd-server-ssl records', () => 
     }
   });
 
-  test('peer certificates carrying the SRV domain as a SAN form the cluster, with the records as https:// peer URLs', async () => {
-    start(await issueCert(certs, 'srv-peer', { cn: 'lifeboat-peer', sans: 'DNS:tls.test' }));
+  test('peer certificates carrying the SRV domain as a SAN form the cluster (with --peer-cert-allowed-cn), the records as https:// peer URLs', async () => {
+    // --peer-cert-allowed-cn is still checked (at both ends), the client certificates against the system roots too.
+    start(await issueCert(certs, 'srv-peer', { cn: 'lifeboat-peer', sans: 'DNS:tls.test' }), [
+      '--peer-client-cert-auth',
+      '--peer-cert-allowed-cn',
+      'lifeboat-peer',
+    ]);
     await c.waitStarted(3);
     const list = await etcdctl(c.endpoints(), 'member', 'list');
     for (const m of members) assert.ok(list.stdout.includes(`, ${m.name}, https://${m.name}.tls.test:${new URL(m.peerUrl).port}, `), list.stdout);
