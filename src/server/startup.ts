@@ -155,12 +155,15 @@ export async function startMember(cfg: ServerConfig, log: Logger): Promise<Membe
   if (cfg.discoverySrv) {
     const { domain, serviceName } = cfg.discoverySrv;
     const initialCluster = await srvInitialCluster(domain, serviceName, { name: cfg.name, peerUrls: cfg.initialAdvertisePeerUrls });
-    log.info({ initialCluster: formatInitialCluster(initialCluster) }, `initial cluster from DNS SRV records of ${domain}`);
     // etcd 3.4 (embed.Config.PeerURLsMapAndToken): https:// peers from SRV records and no
     // --peer-trusted-ca-file make the SRV domain the peer TLS server name, so every peer's
     // certificate must carry it as a SAN; set at this bootstrap only, as etcd does.
     const https = [...initialCluster.values()].flat().some((u) => u.startsWith('https:'));
     const peerTls = https && !cfg.peerTls.trustedCaFile ? { ...cfg.peerTls, serverName: domain } : cfg.peerTls;
+    log.info(
+      { initialCluster: formatInitialCluster(initialCluster), ...(peerTls.serverName ? { peerServerName: peerTls.serverName } : {}) },
+      `initial cluster from DNS SRV records of ${domain}`,
+    );
     return bootstrap({ ...cfg, initialCluster, peerTls }, log);
   }
   return bootstrap(cfg, log);

@@ -123,6 +123,11 @@ describe('lifeboat server --discovery-srv with _etcd-server-ssl records', () => 
       'lifeboat-peer',
     ]);
     await c.waitStarted(3);
+    for (const m of members)
+      assert.ok(
+        m.log.some((l) => l.includes('"peerServerName":"tls.test"')),
+        m.log.join('\n'),
+      );
     const list = await etcdctl(c.endpoints(), 'member', 'list');
     for (const m of members) assert.ok(list.stdout.includes(`, ${m.name}, https://${m.name}.tls.test:${new URL(m.peerUrl).port}, `), list.stdout);
     const put = await etcdctl(c.endpoints(), 'put', 'k', 'v');
