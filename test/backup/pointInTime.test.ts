@@ -27,7 +27,7 @@ const conn = { dialTimeoutMs: 3000, commandTimeoutMs: 10_000 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const READS = 10;
 /** the load runs this long (leases of LEASE_TTL s expire inside it), at most MAX_STEPS operations */
-const LOAD_MS = 5000;
+const LOAD_MS = 6000;
 const MAX_STEPS = 600;
 const LEASE_TTL = 3;
 
@@ -93,8 +93,9 @@ async function randomLoad(c: EtcdClient, rng: Rng): Promise<Load> {
         break;
       }
       case 'grant': {
-        // Short leases (the first always) expire during the load; long ones are revoked or outlive it.
-        const short = expiring === 0 || rng.chance(0.5);
+        // Short leases (the first always), granted early enough to expire during the load; long ones are revoked or outlive it.
+        const early = Date.now() - started < LOAD_MS - (LEASE_TTL + 1) * 1000;
+        const short = early && (expiring === 0 || rng.chance(0.5));
         if (short) expiring++;
         const id = (await c.leaseGrant(short ? LEASE_TTL : 600)).id;
         leases.push(id);
