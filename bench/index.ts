@@ -1,5 +1,5 @@
 // `npm run bench -- <name> [args]`: each benchmark is bench/<name>.ts exporting run(args).
-const available = ['raft', 'storage', 'cluster', 'profile', 'idle', 'puts', 'medians', 'startup', 'backup'];
+const available = ['raft', 'storage', 'cluster', 'profile', 'idle', 'puts', 'medians', 'startup', 'backup', 'restore'];
 
 const [name, ...args] = process.argv.slice(2);
 if (!name || !available.includes(name)) {

@@ -110,7 +110,8 @@ export async function resolveRestorePoint(catalog: Catalog, point: RestorePoint,
       );
   }
   const chain = cluster.chains.filter((ch) => ch.fromRevision <= revision && revision <= ch.toRevision);
-  if (chain.length === 0) throw new RefusedError(`revision ${revision} of cluster ${cluster.clusterId} cannot be restored: ${nearest(cluster, revision)}`);
+  if (chain.length === 0)
+    throw new RefusedError(`revision ${revision} of cluster ${cluster.clusterId} cannot be restored: ${nearest(cluster, revision, catalog.unreadable)}`);
   const fulls = cluster.fulls
     .filter((f) => f.revision <= revision && chain.some((ch) => ch.fromRevision <= f.revision))
     .sort((a, b) => b.revision - a.revision);
@@ -126,15 +127,26 @@ function lastSeen(c: ClusterCatalog): number {
 }
 
 /** "the nearest restorable revisions are 1200 (before) and 1450 (after)", from the chains. */
-function nearest(c: ClusterCatalog, rev: number): string {
+function nearest(c: ClusterCatalog, rev: number, unreadable: Catalog['unreadable']): string {
   const before = c.chains.filter((ch) => ch.fromRevision <= rev).map((ch) => Math.min(ch.toRevision, rev));
   const after = c.chains.filter((ch) => ch.fromRevision > rev).map((ch) => ch.fromRevision);
   const b = before.length ? Math.max(...before) : undefined;
   const a = after.length ? Math.min(...after) : undefined;
   const hole = c.holes.find((h) => h.fromRevision <= rev && rev <= h.toRevision);
-  const where = hole ? `it is inside a gap (${hole.fromRevision}..${hole.toRevision})` : 'it is outside the restorable window';
+  const where = hole
+    ? `it is inside a gap (${hole.fromRevision}..${hole.toRevision})${causeOf(c.clusterId, hole, unreadable)}`
+    : 'it is outside the restorable window';
   const sides = [b !== undefined ? `${b} before it` : '', a !== undefined ? `${a} after it` : ''].filter(Boolean).join(' and ');
   return `${where}; the nearest restorable revisions are ${sides || 'none'}`;
+}
+
+/** A gap left by a segment whose object or manifest cannot be read (deleted, damaged): " where c…/seg-…: its object … is not in the store". */
+function causeOf(clusterId: string, hole: { fromRevision: number; toRevision: number }, unreadable: Catalog['unreadable']): string {
+  const causes = unreadable.filter((u) => {
+    const m = /^([0-9a-f]{16})\/seg-(\d{20})-(\d{20})-/.exec(u.key);
+    return m !== null && m[1] === clusterId && Number(m[2]) <= hole.toRevision && Number(m[3]) >= hole.fromRevision;
+  });
+  return causes.length > 0 ? ` where ${causes.map((u) => `${u.key}: ${u.problem}`).join(', ')}` : '';
 }
 
 /** The last revision seen at or before `atMs` (a full counts as seen when taken), and whether a later one's window holds the time. */

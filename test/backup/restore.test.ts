@@ -11,10 +11,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { clientFor, type EtcdClient } from '../../src/client/etcdClient.js';
-import type { RuntimeName } from '../../src/common/memberCommand.js';
-import { ScratchCluster } from '../../src/drill/scratchCluster.js';
-import { restoreEtcdSnapshotFile } from '../../src/recovery/etcdRestore.js';
-import { restoreSnapshot } from '../../src/recovery/restore.js';
 import { BackupFixture } from '../support/backupFixture.js';
 import { EtcdCluster } from '../support/etcdCluster.js';
 import { LifeboatCluster } from '../support/lifeboatCluster.js';
@@ -50,30 +46,6 @@ async function workload(c: EtcdClient, fx: BackupFixture): Promise<Written> {
   const s2 = await fx.segment();
   reads.set(s2.toRevision, await BackupFixture.keyspace(c, s2.toRevision));
   return { reads, mid, last: s2.toRevision, fulls: [f1.object, f2.object] };
-}
-
-/** The keyspace a member restored from `file` serves (etcd: through etcdctl snapshot restore). */
-async function keyspaceOf(file: string, runtime: RuntimeName, dir: string): Promise<string[]> {
-  const root = fs.mkdtempSync(path.join(dir, 'check-'));
-  const sc = await ScratchCluster.plan({ runtime, dir: root, logDir: root, size: 1, conn });
-  const m = sc.first;
-  const opts = { dataDir: m.dataDir, name: m.name, initialAdvertisePeerUrls: [m.peerUrl] };
-  let token: string | undefined;
-  if (runtime === 'etcd') token = (await restoreEtcdSnapshotFile(file, opts)).initialClusterToken;
-  else await restoreSnapshot(file, opts);
-  try {
-    await sc.start(m, 'new', `${m.name}=${m.peerUrl}`, token);
-    await sc.waitLeader();
-    const c = clientFor([m.clientUrl], conn);
-    try {
-      return await BackupFixture.keyspace(c);
-    } finally {
-      c.close();
-    }
-  } finally {
-    await sc.stop();
-    fs.rmSync(root, { recursive: true, force: true });
-  }
 }
 
 async function restore(store: string, at: string, output: string, ...args: string[]) {
@@ -131,7 +103,7 @@ for (const runtime of ['etcd', 'lifeboat'] as const) {
         assert.equal(r.code, 0, r.stderr);
         assert.match(r.stderr, /will use full .*revision \d+, \d+ bytes/);
         assert.equal(await revisionOf(out), rev);
-        assert.deepEqual(await keyspaceOf(out, runtime, dir), written.reads.get(rev), `revision ${rev}`);
+        assert.deepEqual(await BackupFixture.restoredKeyspace(out, runtime, dir), written.reads.get(rev), `revision ${rev}`);
       }
     });
 

@@ -14,6 +14,10 @@ import { agentIdentity, serializeManifest, type FullManifest, type HashPoint, ty
 import { decodeObject, encodeObject } from '../../src/backup/objectCodec.js';
 import { FileStore } from '../../src/backup/fileStore.js';
 import { decodeSegment, SegmentWriter, type RevisionRecord, type SegmentRecord } from '../../src/backup/segmentCodec.js';
+import type { RuntimeName } from '../../src/common/memberCommand.js';
+import { ScratchCluster } from '../../src/drill/scratchCluster.js';
+import { restoreEtcdSnapshotFile } from '../../src/recovery/etcdRestore.js';
+import { restoreSnapshot } from '../../src/recovery/restore.js';
 import { snapshotStatus } from '../../src/recovery/snapshotFormat.js';
 import { lifeboat } from './tools.js';
 
@@ -227,6 +231,30 @@ export class BackupFixture {
   static async keyspace(client: EtcdClient, revision?: number): Promise<string[]> {
     const r = await client.range(ALL_KEYS.key, { rangeEnd: ALL_KEYS.rangeEnd, ...(revision ? { revision } : {}) });
     return r.kvs.map((kv) => `${kv.key.toString()}=${kv.value.toString()}@${kv.createRevision}/${kv.modRevision}/${kv.version}/${kv.lease.toString(16)}`);
+  }
+
+  /** The keyspace a member restored from snapshot `file` serves (etcd: restored as etcdctl snapshot restore does), in a scratch directory under `dir`. */
+  static async restoredKeyspace(file: string, runtime: RuntimeName, dir: string): Promise<string[]> {
+    const root = fs.mkdtempSync(path.join(dir, 'check-'));
+    const sc = await ScratchCluster.plan({ runtime, dir: root, logDir: root, size: 1, conn });
+    const m = sc.first;
+    const opts = { dataDir: m.dataDir, name: m.name, initialAdvertisePeerUrls: [m.peerUrl] };
+    let token: string | undefined;
+    if (runtime === 'etcd') token = (await restoreEtcdSnapshotFile(file, opts)).initialClusterToken;
+    else await restoreSnapshot(file, opts);
+    try {
+      await sc.start(m, 'new', `${m.name}=${m.peerUrl}`, token);
+      await sc.waitLeader();
+      const c = clientFor([m.clientUrl], conn);
+      try {
+        return await BackupFixture.keyspace(c);
+      } finally {
+        c.close();
+      }
+    } finally {
+      await sc.stop();
+      fs.rmSync(root, { recursive: true, force: true });
+    }
   }
 
   close(): void {
