@@ -1,6 +1,7 @@
 import { Flags } from '#oclif-core';
 import { auditDbFlag } from '../../src/cli/auditFlags.js';
 import { recoverSession } from '../../src/cli/recoverSession.js';
+import { BACKUP_SOURCE_FLAG_NAMES, BACKUP_SOURCE_FLAGS, backupSourceFlagValues } from '../../src/cli/backupSourceFlags.js';
 import { terminalSessionIo } from '../../src/cli/sessionIo.js';
 import { InputError } from '../../src/common/errors.js';
 import { nodeClientTls, readNodeEtcdManifest } from '../../src/kube/controlPlane.js';
@@ -24,12 +25,14 @@ export default class Recover extends SessionCommand {
     '<%= config.bin %> recover',
     '<%= config.bin %> recover --from-data-dir /var/lib/lifeboat/m1 --from-data-dir /var/lib/lifeboat/m2',
     '<%= config.bin %> recover --from-data-dir /var/lib/lifeboat/m1 --yes --reason "INC-4711" --set data-dir=/var/lib/lifeboat/m1-new --set client-url=http://10.0.0.1:2379',
+    '<%= config.bin %> recover --from-backup s3://backups/etcd@2026-12-01T14:05:00Z --s3-endpoint https://minio:9000 --identity-file key.txt --yes --reason "INC-4711" --set data-dir=/var/lib/lifeboat/m1 --set name=m1 --set peer-url=http://10.0.0.1:2380 --set client-url=http://10.0.0.1:2379',
     '<%= config.bin %> recover --kubeadm --yes --reason "INC-4711" --set members="cp2=https://10.0.0.12:2380,https://10.0.0.12:2379;cp3=https://10.0.0.13:2380,https://10.0.0.13:2379"',
   ];
 
   static override flags = {
     'from-data-dir': Flags.string({ description: "a stopped survivor's data dir (repeatable)", multiple: true }),
     'from-snapshot': Flags.string({ description: 'a snapshot file (repeatable)', multiple: true }),
+    ...BACKUP_SOURCE_FLAGS,
     'cluster-id': Flags.string({
       description: 'the cluster to recover when the survivors are of different clusters: its ID in hex, as the plan prints it (asked on a terminal)',
     }),
@@ -53,6 +56,10 @@ export default class Recover extends SessionCommand {
     if (flags.kubeadm) {
       // The kubeadm recovery: the node's etcd.yaml gives the playbook everything but the other nodes, and the client TLS.
       const manifestsDir = flags['manifests-dir'] ?? '/etc/kubernetes/manifests';
+      if ((flags['from-backup'] ?? []).length > 0)
+        throw new InputError(
+          '--from-backup does not go with --kubeadm: materialize the point with `lifeboat backup restore --at POINT --output FILE` and give --from-snapshot FILE',
+        );
       const sources = [...(flags['from-data-dir'] ?? []), ...(flags['from-snapshot'] ?? [])];
       if (sources.length > 1)
         throw new InputError(`--kubeadm restores one member from one source (${sources.join(', ')} given): every other node rejoins from it`);
@@ -90,6 +97,7 @@ export default class Recover extends SessionCommand {
     await this.printSession(
       flags['write-out'],
       recoverSession({
+        ...backupSourceFlagValues(flags),
         dataDirs: flags['from-data-dir'] ?? [],
         snapshots: flags['from-snapshot'] ?? [],
         discardUncommitted: flags['discard-uncommitted'],
@@ -103,7 +111,7 @@ export default class Recover extends SessionCommand {
         endpointsGiven: flagGiven(metadata, 'endpoints'),
         json: flags['write-out'] === 'json',
         supervisor: supervisorFromFlags(flags),
-        runbook: runbookSettings(flags, metadata, [...RUNBOOK_SKIP, 'from-data-dir', 'from-snapshot', 'discard-uncommitted']),
+        runbook: runbookSettings(flags, metadata, [...RUNBOOK_SKIP, 'from-data-dir', 'from-snapshot', 'discard-uncommitted', ...BACKUP_SOURCE_FLAG_NAMES]),
       }),
     );
   }

@@ -1,6 +1,7 @@
 import { Flags } from '#oclif-core';
 import { EtcdCommand } from '../../src/cli/baseCommand.js';
 import { runbookSettings } from '../../src/cli/sessionCommand.js';
+import { BACKUP_SOURCE_FLAG_NAMES, BACKUP_SOURCE_FLAGS, backupSourceSets, resolveBackupPoints } from '../../src/cli/backupSourceFlags.js';
 import { shellQuote } from '../../src/common/memberCommand.js';
 import { formatOverview, formatPlan, MixedClustersError, planRecovery, type PlanOverview, type RecoveryPlan } from '../../src/recovery/plan.js';
 
@@ -11,6 +12,7 @@ export default class RecoverPlan extends EtcdCommand {
     '<%= config.bin %> recover plan --from-data-dir /var/lib/lifeboat/m1 --from-data-dir /var/lib/lifeboat/m2',
     '<%= config.bin %> recover plan --from-data-dir /var/lib/lifeboat/m1 --from-inspect m3.inspect.json --from-snapshot /backups/latest.db -w json',
     '<%= config.bin %> recover plan --from-data-dir /var/lib/lifeboat/m1 --from-data-dir /mnt/old-disk/m1 --cluster-id 8e9e05c52164694d',
+    '<%= config.bin %> recover plan --from-data-dir /var/lib/lifeboat/m1 --from-backup s3://backups/etcd@latest',
   ];
 
   static override flags = {
@@ -25,6 +27,7 @@ export default class RecoverPlan extends EtcdCommand {
       multiple: true,
     }),
     'from-snapshot': Flags.string({ description: 'a snapshot file (repeatable)', multiple: true }),
+    ...BACKUP_SOURCE_FLAGS,
     'cluster-id': Flags.string({
       description: 'the cluster to recover, when the sources are of different clusters: its ID in hex, as the plan prints it (only its sources are compared)',
     }),
@@ -43,6 +46,8 @@ export default class RecoverPlan extends EtcdCommand {
         walDirs: flags['wal-dir'] ?? [],
         inspectFiles: flags['from-inspect'] ?? [],
         snapshots: flags['from-snapshot'] ?? [],
+        backups: await resolveBackupPoints(flags, flags['cluster-id']),
+        preferBackup: flags['prefer-backup'],
         discardUncommitted: flags['discard-uncommitted'],
         ...(flags['cluster-id'] !== undefined ? { clusterId: flags['cluster-id'] } : {}),
       });
@@ -60,12 +65,15 @@ export default class RecoverPlan extends EtcdCommand {
       'discard-uncommitted',
       'cluster-id',
       'write-out',
+      ...BACKUP_SOURCE_FLAG_NAMES,
     ]);
     const best = plan.sources[plan.recommended];
     if ((best?.report?.authEnabled || best?.snapshot?.etcd?.authEnabled) && flags.user === undefined) {
       runbook.flags.push('--user', 'root');
       runbook.env.push('LIFEBOAT_PASSWORD');
     }
+    const storeSets = plan.sources[plan.recommended]?.backup ? backupSourceSets(flags) : [];
+    if (storeSets.length > 0) plan.command = `${plan.command} ${storeSets.map((s) => `--set ${shellQuote(s)}`).join(' ')}`;
     if (runbook.flags.length > 0) plan.command = `${plan.command} ${runbook.flags.map((w) => shellQuote(w)).join(' ')}`;
     if (runbook.env.length > 0) plan.command = `${plan.command}   # secrets from the environment: ${runbook.env.join(', ')}`;
     this.print(flags['write-out'], plan, (p: RecoveryPlan) => formatPlan(p));
