@@ -5,6 +5,7 @@
 // from the cluster at that revision. A damaged newest full falls back to an
 // older one and says so; a revision two clusters share, a point past the window
 // and a store without the identity are refused in one line with no output file.
+// With --drop-leases the member serves the same keys with no lease, and has none.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -54,6 +55,11 @@ async function workload(c: EtcdClient, fx: BackupFixture): Promise<Written> {
 
 /** The keyspace a member restored from `file` serves (etcd: through etcdctl snapshot restore). */
 async function keyspaceOf(file: string, runtime: RuntimeName, dir: string): Promise<string[]> {
+  return (await servedBy(file, runtime, dir)).keys;
+}
+
+/** The keyspace and the leases a member restored from `file` serves. */
+async function servedBy(file: string, runtime: RuntimeName, dir: string): Promise<{ keys: string[]; leases: bigint[] }> {
   const root = fs.mkdtempSync(path.join(dir, 'check-'));
   const sc = await ScratchCluster.plan({ runtime, dir: root, logDir: root, size: 1, conn });
   const m = sc.first;
@@ -66,7 +72,7 @@ async function keyspaceOf(file: string, runtime: RuntimeName, dir: string): Prom
     await sc.waitLeader();
     const c = clientFor([m.clientUrl], conn);
     try {
-      return await BackupFixture.keyspace(c);
+      return { keys: await BackupFixture.keyspace(c), leases: await c.leaseLeases() };
     } finally {
       c.close();
     }
@@ -133,6 +139,25 @@ for (const runtime of ['etcd', 'lifeboat'] as const) {
         assert.equal(await revisionOf(out), rev);
         assert.deepEqual(await keyspaceOf(out, runtime, dir), written.reads.get(rev), `revision ${rev}`);
       }
+    });
+
+    test('--drop-leases: the same keys detached from their leases, and no lease left', async () => {
+      const out = path.join(dir, 'no-leases.db');
+      const r = await restore(`file://${storeDir}`, String(written.mid), out, '--drop-leases');
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /leases dropped \(--drop-leases\): 1 leases removed/);
+      assert.equal(await revisionOf(out), written.mid);
+      const withLeases = written.reads.get(written.mid)!;
+      assert.ok(
+        withLeases.some((k) => !k.endsWith('/0')),
+        'the point has a leased key',
+      );
+      const served = await servedBy(out, runtime, dir);
+      assert.deepEqual(
+        served.keys,
+        withLeases.map((k) => k.replace(/\/[0-9a-f]+$/, '/0')),
+      );
+      assert.deepEqual(served.leases, []);
     });
 
     test('a damaged newest full: the older one is used, and the output says so', async () => {
