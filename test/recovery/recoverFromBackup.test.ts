@@ -6,7 +6,8 @@
 // compacted there (etcd 3.4: by writes to one throwaway key). `recover plan` with
 // that point and the newer survivor recommends the survivor and says what each
 // choice loses; `recover` refuses the older backup unless --prefer-backup. Bad
-// source strings fail in one line, and no member is started.
+// source strings fail in one line, and no member is started. The same store
+// copied into an S3 server (s3rver): recover --from-backup s3://…@latest.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -18,7 +19,9 @@ import { EtcdCluster } from '../support/etcdCluster.js';
 import { LifeboatCluster } from '../support/lifeboatCluster.js';
 import { freePorts } from '../support/ports.js';
 import { stopProcessesUnder } from '../support/processes.js';
-import { lifeboat } from '../support/tools.js';
+import { lifeboat, ROOT, run } from '../support/tools.js';
+import { openStore } from '../../src/backup/openStore.js';
+import { startS3Server } from '../support/s3Server.js';
 
 const conn = { dialTimeoutMs: 2000, commandTimeoutMs: 10_000 };
 
@@ -26,6 +29,7 @@ interface Written {
   mid: number;
   atMid: string[];
   last: number;
+  atLast: string[];
   clusterId: string;
 }
 
@@ -40,7 +44,8 @@ async function workload(c: EtcdClient, fx: BackupFixture): Promise<Written> {
   for (let i = 0; i < 20; i++) await c.put(`/app/b-${i}`, 'later');
   await c.deleteRange('/app/a-2');
   const s = await fx.segment();
-  return { mid, atMid, last: s.toRevision, clusterId: fx.clusterId.toString(16).padStart(16, '0') };
+  const atLast = await BackupFixture.keyspace(c, s.toRevision);
+  return { mid, atMid, last: s.toRevision, atLast, clusterId: fx.clusterId.toString(16).padStart(16, '0') };
 }
 
 for (const runtime of ['lifeboat', 'etcd'] as const) {
@@ -130,6 +135,61 @@ for (const runtime of ['lifeboat', 'etcd'] as const) {
       assert.equal(audit.code, 0, audit.stderr);
       await stopProcessesUnder(dataDir);
     });
+
+    if (runtime === 'lifeboat')
+      test('recover --from-backup s3://…@latest with --s3-endpoint: the keys of the last revision stored, no bump needed', async () => {
+        const s3 = await startS3Server(path.join(dir, 's3'), 'recoverFromBackup.s3');
+        try {
+          Object.assign(process.env, s3.env);
+          const from = await openStore(`file://${store}`);
+          const to = await openStore(s3.url('etcd'), { endpoint: s3.endpoint });
+          try {
+            for (const o of await from.list('')) await to.put(o.key, await from.get(o.key));
+          } finally {
+            from.close();
+            to.close();
+          }
+          const [client, peer] = await freePorts(2, 'recoverFromBackup.s3.new');
+          const dataDir = path.join(dir, 'from-s3');
+          const r = await run(
+            process.execPath,
+            [
+              path.join(ROOT, 'bin', 'run.js'),
+              'recover',
+              '--from-backup',
+              `${s3.url('etcd')}@latest`,
+              '--s3-endpoint',
+              s3.endpoint,
+              '--yes',
+              '--reason',
+              'test: from s3',
+              '--audit-db',
+              path.join(dir, 'audit-s3.db'),
+              '--set',
+              `data-dir=${dataDir}`,
+              '--set',
+              'name=s1',
+              '--set',
+              `peer-url=http://127.0.0.1:${peer}`,
+              '--set',
+              `client-url=http://127.0.0.1:${client}`,
+            ],
+            { env: { ...process.env, ...s3.env, NO_COLOR: '1' } },
+          );
+          assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+          assert.match(r.stdout, /revision: no bump/);
+          const c = clientFor([`http://127.0.0.1:${client}`], conn);
+          try {
+            assert.notEqual((await c.status()).header.clusterId.toString(16).padStart(16, '0'), written.clusterId);
+            assert.deepEqual(await BackupFixture.keyspace(c), written.atLast);
+          } finally {
+            c.close();
+          }
+          await stopProcessesUnder(dataDir);
+        } finally {
+          await s3.stop();
+        }
+      });
 
     test('recover plan: the survivor holds more than the backup point; recover refuses the older backup unless --prefer-backup', async () => {
       const point = `file://${store}@${written.mid}`;
