@@ -78,7 +78,7 @@ export function planRevisionBump(i: BumpInput): BumpPlan {
   const max = i.maxWrites ?? DEFAULT_MAX_BUMP_WRITES;
   if (bump > max)
     throw new RefusedError(
-      `the revision bump needs ${bump} writes (from revision ${i.sourceRevision} to ${target}, past the cluster's last recorded ${i.lastRevision}), over the limit of ${max} for a runtime without mark-compacted (etcd 3.4): raise max-bump-writes, or recover into a runtime that bumps in the restore (etcd 3.5.10+ with etcdutl, or Lifeboat); nothing was changed`,
+      `the revision bump needs ${bump} writes (from revision ${i.sourceRevision} to ${target}, past the cluster's last recorded ${i.lastRevision}), over the limit of ${max} for a runtime without mark-compacted (etcd 3.4): raise it with --set max-bump-writes=N, or recover into a runtime that bumps in the restore (etcd 3.5.10+ with etcdutl, or Lifeboat); nothing was changed`,
     );
   return {
     ...base,

@@ -191,6 +191,34 @@ for (const runtime of ['lifeboat', 'etcd'] as const) {
         }
       });
 
+    if (runtime === 'etcd')
+      test('a bump by writes over max-bump-writes is refused before the data dir is made', async () => {
+        const dataDir = path.join(dir, 'too-far');
+        const r = await lifeboat(
+          'recover',
+          '--from-backup',
+          `file://${store}@${written.mid}`,
+          '--yes',
+          '--reason',
+          't',
+          '--audit-db',
+          path.join(dir, 'audit-refused.db'),
+          '--set',
+          `data-dir=${dataDir}`,
+          '--set',
+          'name=t1',
+          '--set',
+          'peer-url=http://127.0.0.1:1',
+          '--set',
+          'client-url=http://127.0.0.1:2',
+          '--set',
+          'max-bump-writes=10',
+        );
+        assert.equal(r.code, 3, `${r.stdout}\n${r.stderr}`);
+        assert.match(r.stderr, /the revision bump needs \d+ writes .* over the limit of 10 .*--set max-bump-writes=N/);
+        assert.ok(!fs.existsSync(dataDir));
+      });
+
     test('recover plan: the survivor holds more than the backup point; recover refuses the older backup unless --prefer-backup', async () => {
       const point = `file://${store}@${written.mid}`;
       const plan = await lifeboat('recover', 'plan', '--from-data-dir', survivor, '--from-backup', point);

@@ -4,6 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { DataDirLockedError } from '../../storage/errors.js';
+import { RefusedError } from '../../common/errors.js';
 import { formatId, parseHexId, parseIdText } from '../../common/ids.js';
 import { probeOldMembers, type OldMember } from '../../recovery/fence.js';
 import { fenceDataDir, readFenceRecord } from '../../recovery/fenceDataDir.js';
@@ -315,13 +316,20 @@ async function revisionBumpOf(p: Record<string, unknown>, src: Source, runtime: 
   const stored = src.backup?.lastRevision ?? 0;
   if (given <= 0 && stored <= 0) return undefined;
   const sourceRevision = src.backup?.revision ?? (await snapshotStatus(src.path)).revision;
-  const plan = planRevisionBump({
-    sourceRevision,
-    lastRevision: Math.max(given, stored),
-    lastFrom: stored >= given ? 'in the backup store' : 'a survivor',
-    markCompacted: runtime === 'lifeboat' || etcdRestoreMarksCompacted(typeof p['etcd-bin'] === 'string' && p['etcd-bin'] ? p['etcd-bin'] : undefined),
-    maxWrites: Number(p['max-bump-writes'] ?? DEFAULT_MAX_BUMP_WRITES),
-  });
+  let plan: BumpPlan;
+  try {
+    plan = planRevisionBump({
+      sourceRevision,
+      lastRevision: Math.max(given, stored),
+      lastFrom: stored >= given ? 'in the backup store' : 'a survivor',
+      markCompacted: runtime === 'lifeboat' || etcdRestoreMarksCompacted(typeof p['etcd-bin'] === 'string' && p['etcd-bin'] ? p['etcd-bin'] : undefined),
+      maxWrites: Number(p['max-bump-writes'] ?? DEFAULT_MAX_BUMP_WRITES),
+    });
+  } catch (e) {
+    // A gap too large for writes: refused before the data dir is made (exit 3); max-bump-writes overrides it.
+    if (e instanceof RefusedError) throw new SafetyCheckError(e.message, 'max-bump-writes');
+    throw e;
+  }
   ctx.progress(plan.line);
   ctx.event('note', plan.line, { revisionBump: { ...plan } });
   return plan;
