@@ -99,7 +99,9 @@ export async function resolveBackupPoints(f: BackupSourceFlagValues, clusterId?:
   const out: BackupPoint[] = [];
   for (const src of sources) {
     try {
-      out.push(await describeBackupPoint(src, access, clusterId));
+      // The store names clusters by 16 hex digits; --cluster-id may drop the leading zeros.
+      const id = clusterId && /^(0x)?[0-9a-fA-F]{1,16}$/.test(clusterId) ? clusterId.replace(/^0x/, '').toLowerCase().padStart(16, '0') : undefined;
+      out.push(await describeBackupPoint(src, access, id));
     } catch (e) {
       tagStoreError(e);
       if (e instanceof Error) e.message = `--from-backup ${src.text}: ${e.message}`;
