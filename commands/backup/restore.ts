@@ -15,7 +15,7 @@ import path from 'node:path';
 export default class BackupRestore extends BaseCommand {
   static override summary = 'Materialize a snapshot of the cluster as it was at a revision or a time, from a backup store.';
 
-  static override description = `POINT is CLUSTERID:REV, REV (refused when two clusters in the store have it), an RFC 3339 time (2026-12-01T14:05:00Z), a relative time (-15m: that long ago) or latest. A time maps to the last revision the agent saw at or before it; when a later revision may also have happened before it (the agent was not current: an outage) the mapping is uncertain by that window, and a window wider than --max-time-uncertainty is refused unless --accept-uncertain-time. The newest intact full at or before the point and the segments after it are replayed into a scratch member of the source's runtime (a damaged full is passed over for an older one, saying so); what will be used is printed before it starts. The output is a snapshot at exactly that revision, with the leases the cluster had, in the source's format: 'lifeboat snapshot restore', 'lifeboat drill' and, for an etcd source, 'etcdctl snapshot restore' take it. Nothing is written to FILE unless the whole restore succeeds. Exit 0: written; 1: an object is damaged or missing; 2: bad input; 3: the point cannot be restored (a gap, outside the window, an uncertain time) or FILE exists.`;
+  static override description = `POINT is CLUSTERID:REV, REV (refused when two clusters in the store have it), an RFC 3339 time (2026-12-01T14:05:00Z), a relative time (-15m: that long ago) or latest. A time maps to the last revision the agent saw at or before it; when a later revision may also have happened before it (the agent was not current: an outage) the mapping is uncertain by that window, and a window wider than --max-time-uncertainty is refused unless --accept-uncertain-time. The newest intact full at or before the point and the segments after it are replayed into a scratch member of the source's runtime (a damaged full is passed over for an older one, saying so); what will be used is printed before it starts. The output is a snapshot at exactly that revision, with the leases the cluster had (--drop-leases: the keys detached from them, the leases removed), in the source's format: 'lifeboat snapshot restore', 'lifeboat drill' and, for an etcd source, 'etcdctl snapshot restore' take it. Nothing is written to FILE unless the whole restore succeeds. Exit 0: written; 1: an object is damaged or missing; 2: bad input; 3: the point cannot be restored (a gap, outside the window, an uncertain time) or FILE exists.`;
 
   static override examples = [
     '<%= config.bin %> backup restore file:///srv/backups --at latest --output /tmp/latest.db',
@@ -32,6 +32,10 @@ export default class BackupRestore extends BaseCommand {
     at: Flags.string({ description: 'the point: CLUSTERID:REV, REV, an RFC 3339 time, -DURATION or latest', required: true, helpValue: 'POINT' }),
     output: Flags.string({ description: 'the snapshot file to write', required: true, helpValue: 'FILE' }),
     force: Flags.boolean({ description: FORCE_FLAG_DESCRIPTION, default: false }),
+    'drop-leases': Flags.boolean({
+      description: 'detach the keys from their leases in the snapshot written, and remove the leases (the keys no longer expire); the output says how many',
+      default: false,
+    }),
     cluster: Flags.string({ description: 'the cluster ID (16 hex digits) when the store holds backups of more than one', helpValue: 'ID' }),
     'max-time-uncertainty': Flags.string({
       description: 'refuse a time that falls inside a revision window wider than this (an agent outage)',
@@ -75,6 +79,7 @@ export default class BackupRestore extends BaseCommand {
         ...(flags.cluster !== undefined ? { clusterId: flags.cluster.toLowerCase().padStart(16, '0') } : {}),
         maxTimeUncertaintyMs: maxUncertainty,
         acceptUncertainTime: flags['accept-uncertain-time'],
+        dropLeases: flags['drop-leases'],
         identities,
         ...(flags['etcd-bin'] !== undefined ? { etcdBin: flags['etcd-bin'] } : {}),
         ...creds,

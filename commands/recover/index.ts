@@ -1,6 +1,7 @@
 import { Flags } from '#oclif-core';
 import { auditDbFlag } from '../../src/cli/auditFlags.js';
 import { recoverSession } from '../../src/cli/recoverSession.js';
+import { BACKUP_SOURCE_FLAG_NAMES, BACKUP_SOURCE_FLAGS, backupSourceFlagValues } from '../../src/cli/backupSourceFlags.js';
 import { terminalSessionIo } from '../../src/cli/sessionIo.js';
 import { InputError } from '../../src/common/errors.js';
 import { nodeClientTls, readNodeEtcdManifest } from '../../src/kube/controlPlane.js';
@@ -18,18 +19,20 @@ import {
 } from '../../src/cli/sessionCommand.js';
 
 export default class Recover extends SessionCommand {
-  static override description = `The recovery session for a cluster that has lost quorum for good: name the survivors you have, see the plan (which one loses the least, what is kept and lost), confirm, and the recover-from-quorum-loss playbook runs — restore into a new one-member cluster with a new cluster ID, fence the old members, re-add the others one at a time as learners and promote them — every step recorded in the audit log. On a terminal it asks for what it needs; scripted, pass --from-data-dir, --set and --yes. Survivors of different clusters are never offered as a default: it asks which cluster to recover (scripted: refused unless --cluster-id names it). With --kubeadm, on the control-plane node that holds the survivor: everything is read from the node's etcd.yaml (--manifests-dir) and the recover-kubeadm-control-plane playbook runs, over TLS with the node's own etcd client certificate; --dry-run shows every manifest it moves and the change to etcd.yaml as a diff.`;
+  static override description = `The recovery session for a cluster that has lost quorum for good: name the survivors you have, see the plan (which one loses the least, what is kept and lost), confirm, and the recover-from-quorum-loss playbook runs — restore into a new one-member cluster with a new cluster ID, fence the old members, re-add the others one at a time as learners and promote them — every step recorded in the audit log. A backup point is a source too (--from-backup file:///dir@POINT or s3://bucket/prefix@POINT, the store's settings as flags, secrets from the environment or files): it is replayed as 'backup restore --at' does and the recovery goes on from it; an older backup is refused beside a newer survivor unless --prefer-backup. A source older than the cluster's last recorded revision gets the revision bump (mark-compacted; on etcd 3.4 writes to one throwaway key, then a compaction). On a terminal it asks for what it needs; scripted, pass --from-data-dir (or --from-snapshot, --from-backup), --set and --yes. Survivors of different clusters are never offered as a default: it asks which cluster to recover (scripted: refused unless --cluster-id names it). With --kubeadm, on the control-plane node that holds the survivor: everything is read from the node's etcd.yaml (--manifests-dir) and the recover-kubeadm-control-plane playbook runs, over TLS with the node's own etcd client certificate; --dry-run shows every manifest it moves and the change to etcd.yaml as a diff.`;
 
   static override examples = [
     '<%= config.bin %> recover',
     '<%= config.bin %> recover --from-data-dir /var/lib/lifeboat/m1 --from-data-dir /var/lib/lifeboat/m2',
     '<%= config.bin %> recover --from-data-dir /var/lib/lifeboat/m1 --yes --reason "INC-4711" --set data-dir=/var/lib/lifeboat/m1-new --set client-url=http://10.0.0.1:2379',
+    '<%= config.bin %> recover --from-backup s3://backups/etcd@2026-12-01T14:05:00Z --s3-endpoint https://minio:9000 --identity-file key.txt --yes --reason "INC-4711" --set data-dir=/var/lib/lifeboat/m1 --set name=m1 --set peer-url=http://10.0.0.1:2380 --set client-url=http://10.0.0.1:2379',
     '<%= config.bin %> recover --kubeadm --yes --reason "INC-4711" --set members="cp2=https://10.0.0.12:2380,https://10.0.0.12:2379;cp3=https://10.0.0.13:2380,https://10.0.0.13:2379"',
   ];
 
   static override flags = {
     'from-data-dir': Flags.string({ description: "a stopped survivor's data dir (repeatable)", multiple: true }),
     'from-snapshot': Flags.string({ description: 'a snapshot file (repeatable)', multiple: true }),
+    ...BACKUP_SOURCE_FLAGS,
     'cluster-id': Flags.string({
       description: 'the cluster to recover when the survivors are of different clusters: its ID in hex, as the plan prints it (asked on a terminal)',
     }),
@@ -53,6 +56,10 @@ export default class Recover extends SessionCommand {
     if (flags.kubeadm) {
       // The kubeadm recovery: the node's etcd.yaml gives the playbook everything but the other nodes, and the client TLS.
       const manifestsDir = flags['manifests-dir'] ?? '/etc/kubernetes/manifests';
+      if ((flags['from-backup'] ?? []).length > 0)
+        throw new InputError(
+          '--from-backup does not go with --kubeadm: materialize the point with `lifeboat backup restore --at POINT --output FILE` and give --from-snapshot FILE',
+        );
       const sources = [...(flags['from-data-dir'] ?? []), ...(flags['from-snapshot'] ?? [])];
       if (sources.length > 1)
         throw new InputError(`--kubeadm restores one member from one source (${sources.join(', ')} given): every other node rejoins from it`);
@@ -90,6 +97,7 @@ export default class Recover extends SessionCommand {
     await this.printSession(
       flags['write-out'],
       recoverSession({
+        ...backupSourceFlagValues(flags),
         dataDirs: flags['from-data-dir'] ?? [],
         snapshots: flags['from-snapshot'] ?? [],
         discardUncommitted: flags['discard-uncommitted'],
@@ -103,7 +111,7 @@ export default class Recover extends SessionCommand {
         endpointsGiven: flagGiven(metadata, 'endpoints'),
         json: flags['write-out'] === 'json',
         supervisor: supervisorFromFlags(flags),
-        runbook: runbookSettings(flags, metadata, [...RUNBOOK_SKIP, 'from-data-dir', 'from-snapshot', 'discard-uncommitted']),
+        runbook: runbookSettings(flags, metadata, [...RUNBOOK_SKIP, 'from-data-dir', 'from-snapshot', 'discard-uncommitted', ...BACKUP_SOURCE_FLAG_NAMES]),
       }),
     );
   }

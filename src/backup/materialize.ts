@@ -5,7 +5,8 @@
 // revision asked, with the leases the cluster had (granted with their recorded
 // IDs and TTLs), in the source's format, so `snapshot restore`, `drill` and
 // (for an etcd source) `etcdctl snapshot restore` take it. A damaged full is
-// passed over for the next older one, and the output says so.
+// passed over for the next older one, and the output says so. With dropLeases,
+// the keys are detached from their leases in the file written (dropLeases.ts).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,6 +16,7 @@ import { resolveTarget } from '../client/target.js';
 import { formatDuration } from '../common/durations.js';
 import { snapshotStatus } from '../recovery/snapshotFormat.js';
 import { snapshotRevision } from './snapshotRevision.js';
+import { dropLeases, type LeasesDropped } from './dropLeases.js';
 import { readCatalog } from './catalog.js';
 import type { ObjectStore } from './objectStore.js';
 import { Replay, ReplayError, replayOptions, segmentLoader, type HashCheck } from './replay.js';
@@ -29,6 +31,8 @@ export interface MaterializeOptions {
   clusterId?: string;
   maxTimeUncertaintyMs: number;
   acceptUncertainTime: boolean;
+  /** detach the keys from their leases in the output, and remove the leases */
+  dropLeases?: boolean;
   identities?: readonly string[];
   etcdBin?: string;
   credentials?: ConnectionOptions['credentials'];
@@ -49,6 +53,8 @@ export interface MaterializeResult {
   output: string;
   size: number;
   hashChecks: HashCheck[];
+  /** with dropLeases: what was detached */
+  leasesDropped?: LeasesDropped;
 }
 
 const plural = (n: number, w: string) => `${n} ${w}${n === 1 ? '' : 's'}`;
@@ -116,6 +122,16 @@ export async function materialize(o: MaterializeOptions): Promise<MaterializeRes
           fs.rmSync(saved.path, { force: true });
           throw new ReplayError(`the snapshot of the replay is at revision ${st}, not ${plan.target}; nothing was written`);
         }
+        let leasesDropped: LeasesDropped | undefined;
+        if (o.dropLeases) {
+          try {
+            leasesDropped = await dropLeases(saved.path);
+          } catch (e) {
+            fs.rmSync(saved.path, { force: true });
+            throw e;
+          }
+          say(`dropped the leases: ${leasesDropped.leases} leases removed, ${leasesDropped.revisions} stored revisions of keys detached from theirs`);
+        }
         return {
           clusterId: plan.clusterId,
           runtime: plan.full.runtime,
@@ -125,8 +141,9 @@ export async function materialize(o: MaterializeOptions): Promise<MaterializeRes
           skippedFulls: skipped,
           segments: plan.segments.map((s) => s.object),
           output: saved.path,
-          size: saved.size,
+          size: fs.statSync(saved.path).size,
           hashChecks: replay.hashChecks,
+          ...(leasesDropped ? { leasesDropped } : {}),
         };
       } finally {
         await replay.close();

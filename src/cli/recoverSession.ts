@@ -6,8 +6,10 @@ import { settleCredentials } from '../playbook/credentials.js';
 import { runPlaybookSession, type PlaybookRunRequest, type SessionResult } from '../playbook/session.js';
 import { decideRecovery, RECOVER_PLAYBOOK, type RecoverAsk, type RecoverInput } from '../recovery/recoverSession.js';
 import { terminalSessionIo } from './sessionIo.js';
+import { backupSourceSets, resolveBackupPoints, type BackupSourceFlagValues } from './backupSourceFlags.js';
 
-export type RecoverRequest = RecoverInput &
+export type RecoverRequest = Omit<RecoverInput, 'backups'> &
+  BackupSourceFlagValues &
   Pick<PlaybookRunRequest, 'reason' | 'auditDb' | 'connection' | 'endpoints' | 'endpointsGiven' | 'json' | 'supervisor' | 'runbook'>;
 
 /** The terminal's questions, each answer's time kept (by question) so the audit log records when it was given. */
@@ -35,14 +37,17 @@ export async function recoverSession(req: RecoverRequest, ask: (answeredAt: Map<
   // The password is the first question (nothing is drawn yet), and is checked against the survivor's
   // own auth store as soon as the plan has chosen it: a wrong one is said before any other question.
   let connection = await settleCredentials(req.connection, {});
-  const { sets, events, promptDefaults } = await decideRecovery(req, ask(answeredAt), async (source) => {
+  // Backup points are read from their stores (the catalog only) before the plan compares them; their settings go to the playbook.
+  const backups = await resolveBackupPoints(req, req.clusterId);
+  const decision = { ...req, backups, sets: [...backupSourceSets(req), ...req.sets] };
+  const { sets, events, promptDefaults } = await decideRecovery(decision, ask(answeredAt), async (source) => {
     connection = await settleCredentials(connection, { source });
   });
   // What the plan filled in is the plan's, not the operator's --set (which wins, and stays labelled --set).
-  const planned = sets.filter((s) => !req.sets.includes(s));
+  const planned = sets.filter((s) => !decision.sets.includes(s));
   return runPlaybookSession({
     target: RECOVER_PLAYBOOK,
-    sets: req.sets,
+    sets: decision.sets,
     planned,
     yes: req.yes,
     dryRun: false,

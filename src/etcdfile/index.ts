@@ -4,6 +4,7 @@
 
 export { BoltDb, type BoltOpenOptions } from './boltDb.js';
 export { emptyBoltBuckets } from './boltEmptyBuckets.js';
+export { detachBoltLeases } from './boltDetachLeases.js';
 export { BoltFormatError, EtcdDataError, isEtcdFileError } from './boltErrors.js';
 export type { BoltEntry, BucketRef } from './bucketCursor.js';
 export { scanEtcdDb, type EtcdDbSummary, type EtcdRevision, type ScanOptions } from './etcdDbScan.js';

@@ -4,7 +4,15 @@ export { KvStore, type KvEntry, type KvOpenOptions, type KvWriter } from './kvSt
 export type { ClusterMetaReader, ClusterMetaWriter } from './clusterMeta.js';
 export type { KvSnapshotInfo } from './types.js';
 export type { KvSnapshotSource } from './snapshotSource.js';
-export { moveSnapshotIntoPlaceSync, restoreSnapshot, snapshotTrailerStripped, stripSnapshotTrailerSync, verifySnapshot } from './snapshotFile.js';
+export {
+  moveSnapshotIntoPlaceSync,
+  restoreSnapshot,
+  snapshotTrailerStripped,
+  stripSnapshotTrailerSync,
+  verifySnapshot,
+  writeSnapshotSync,
+} from './snapshotFile.js';
+export { detachLeasesInDb } from './leaseDetach.js';
 export { KvDamagedError } from './kvSchema.js';
 export { ErrCompacted, ErrFutureRev, ErrKeyNotFound, ErrLeaseNotFound, KvError, type KvErrorKind } from './errors.js';
 export {

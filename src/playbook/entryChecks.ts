@@ -4,7 +4,8 @@
 // variable: a step parameter declares its check (stepTypes.ts, `check`), and the
 // variable feeding it (`${vars.NAME}`, or a member field `${m.peerUrl}` of a
 // for-each over `${vars.NAME}`) takes it on.
-//   source        exists, readable, a member's data dir (Lifeboat or etcd) or a snapshot
+//   source        exists, readable, a member's data dir (Lifeboat or etcd) or a snapshot;
+//                 or a backup point, STORE@POINT, well formed (the store is read later)
 //   new-data-dir  not an existing file
 //   listen-url    when the URL's host is this host, its port is free — unless the
 //                 playbook stops that member first (stop-member), as a restart does
@@ -19,6 +20,7 @@ import type { EntryCheck } from './stepTypes.js';
 import type { StepLibrary } from './validate.js';
 import { isMemberSpec } from './values.js';
 import { bindError } from '../common/ports.js';
+import { parseBackupSource } from '../backup/backupSource.js';
 
 type MemberField = 'peerUrl' | 'clientUrl' | 'dataDir';
 const MEMBER_FIELDS: readonly string[] = ['peerUrl', 'clientUrl', 'dataDir'];
@@ -116,6 +118,11 @@ async function checkOne(kind: EntryCheck, value: string): Promise<string | undef
 }
 
 function sourceProblem(p: string): string | undefined {
+  try {
+    if (parseBackupSource(p)) return undefined;
+  } catch (e) {
+    return (e as Error).message;
+  }
   let st: fs.Stats;
   try {
     st = fs.statSync(p);

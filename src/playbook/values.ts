@@ -73,6 +73,8 @@ function convertMember(raw: unknown): Converted {
 function convertPath(raw: unknown): Converted {
   if (typeof raw !== 'string' || raw.trim() === '') return fail(`expected a path, got ${describeRaw(raw)}`);
   const p = raw.trim();
+  // A store URL (a backup point, file:///dir@POINT or s3://bucket/prefix@POINT) is no path on this host.
+  if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(p)) return ok(p);
   return ok(path.resolve(p === '~' ? homedir() : p.startsWith('~/') ? path.join(homedir(), p.slice(2)) : p));
 }
 

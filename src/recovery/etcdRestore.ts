@@ -86,6 +86,14 @@ function tools(o: EtcdRestoreOptions): { etcd: string; restore: { bin: string; e
   return { etcd, restore, version: v.version };
 }
 
+/** Whether this etcd's restore can bump the revision and mark it compacted: etcdutl of 3.5.10 or later (3.4's etcdctl cannot). */
+export function etcdRestoreMarksCompacted(etcdBin?: string): boolean {
+  const etcd = etcdBinary(etcdBin);
+  if (path.basename(etcdRestoreTool(etcd).bin) !== 'etcdutl') return false;
+  const [major, minor, patch] = etcdVersionOf(etcd).version.split('.').map(Number);
+  return major > 3 || (major === 3 && (minor > 5 || (minor === 5 && patch >= 10)));
+}
+
 /** The backend bucket of member records: the new cluster's are written by its members as they start. */
 const MEMBERSHIP_BUCKETS = ['members'];
 
@@ -189,7 +197,15 @@ export async function restoreEtcdSnapshotFile(file: string, o: EtcdRestoreOption
   } finally {
     fs.rmSync(scratch, { force: true });
   }
-  return result(o, token, BigInt(`0x${status.clusterId || '0'}`), status.revision, status.etcd?.liveKeys ?? status.totalKeys, t.version, 0);
+  return result(
+    o,
+    token,
+    o.parentClusterId ?? BigInt(`0x${status.clusterId || '0'}`),
+    status.revision + (o.bumpRevision ?? 0),
+    status.etcd?.liveKeys ?? status.totalKeys,
+    t.version,
+    0,
+  );
 }
 
 /** The name of the internal member that replays a survivor's log; never a member of a recovered cluster. */

@@ -2,7 +2,12 @@
 // dirs, `datadir inspect -w json` files from other hosts, snapshots), the
 // source that loses the least, exactly what is kept and what may be lost, and
 // the command that applies the plan. Sources of different clusters are never
-// compared with each other: the operator names the cluster to recover.
+// compared with each other: the operator names the cluster to recover. A backup
+// point (STORE@POINT, resolved by the caller from the store's catalog) is compared
+// with the survivors of its cluster by revision: it is recommended only when it
+// holds more, or when the operator prefers it (--prefer-backup); what each choice
+// loses is said either way. An older snapshot or backup gets the revision bump
+// (revisionBump.ts), planned here.
 import fs from 'node:fs';
 import path from 'node:path';
 import { InputError, RefusedError } from '../common/errors.js';
@@ -11,8 +16,24 @@ import { DataDirLockedError } from '../storage/errors.js';
 import { inspectDataDir, type DataDirReport } from './inspect.js';
 import { snapshotStatus, type SnapshotStatus } from './snapshotFormat.js';
 import { fencedDataDirProblem } from './fenceRecord.js';
+import { etcdRestoreMarksCompacted } from './etcdRestore.js';
+import { planRevisionBump } from './revisionBump.js';
 
-export type SourceKind = 'data-dir' | 'inspect' | 'snapshot';
+export type SourceKind = 'data-dir' | 'inspect' | 'snapshot' | 'backup';
+
+/** A backup point as the store's catalog describes it (src/backup/backupSource.ts resolves it). */
+export interface BackupPoint {
+  /** STORE@POINT */
+  source: string;
+  clusterId: string;
+  runtime: 'etcd' | 'lifeboat';
+  revision: number;
+  /** the last revision the store holds for the cluster */
+  lastRevision: number;
+  /** when the agent saw the revision (ISO) */
+  seenAt?: string;
+  lastSeenAt?: string;
+}
 
 export interface PlanSource {
   kind: SourceKind;
@@ -20,6 +41,8 @@ export interface PlanSource {
   /** Data dir or inspect file. */
   report?: DataDirReport;
   snapshot?: SnapshotStatus;
+  /** A backup point (path is STORE@POINT). */
+  backup?: BackupPoint;
   /** Why this source cannot be used (damaged, locked, unreadable). */
   error?: string;
   /** Refused by a safety check: a data dir a running member holds, or a fenced one. */
@@ -90,6 +113,14 @@ export interface RecoveryPlan {
   discardUncommitted: boolean;
   /** Runs the plan (placeholders in <angle brackets> for what the operator must choose). */
   command: string;
+  /** Backup points against the survivors: which holds more, what each choice loses. */
+  compared: string[];
+  /** The revision bump the recovery will make (or why none). */
+  revisionBump?: string;
+  /** A survivor's revision above the recommended snapshot's or backup's: the recovery's `last-revision`. */
+  lastRevision?: number;
+  /** A backup was given and a survivor holds more: not recommended; the one line saying how to choose it anyway. */
+  backupSetAside?: string;
 }
 
 export interface PlanInput {
@@ -98,6 +129,10 @@ export interface PlanInput {
   walDirs?: string[];
   inspectFiles: string[];
   snapshots: string[];
+  /** Backup points, already resolved against their stores. */
+  backups?: BackupPoint[];
+  /** Recommend a backup point even when a survivor holds more. */
+  preferBackup?: boolean;
   discardUncommitted: boolean;
   /** The cluster to recover when the sources span clusters (hex, as the plan prints it). */
   clusterId?: string;
@@ -180,6 +215,14 @@ async function load(input: PlanInput): Promise<PlanSource[]> {
       out.push({ kind: 'snapshot', path: path.resolve(file), error: (e as Error).message, ...errorClass(e) });
     }
   }
+  for (const b of input.backups ?? [])
+    out.push({
+      kind: 'backup',
+      path: b.source,
+      backup: b,
+      snapshotTakenAt: b.seenAt,
+      snapshotAgeSeconds: b.seenAt ? Math.max(0, Math.round((now - Date.parse(b.seenAt)) / 1000)) : null,
+    });
   return out;
 }
 
@@ -190,16 +233,35 @@ function newer(a: DataDirReport, b: DataDirReport): boolean {
 
 type Indexed = { s: PlanSource; i: number };
 
-/** The most recent of one cluster's sources: the newest log, else the snapshot with the highest revision. */
-function mostRecent(candidates: Indexed[]): Indexed {
-  const logs = candidates.filter(({ s }) => s.report);
-  if (logs.length > 0) return logs.reduce((a, b) => (newer(b.s.report!, a.s.report!) ? b : a));
-  return candidates.reduce((a, b) => (b.s.snapshot!.revision > a.s.snapshot!.revision ? b : a));
+/** The KV revision a source holds. */
+function revisionOf(s: PlanSource): number {
+  return s.report?.kvRevision ?? s.snapshot?.revision ?? s.backup?.revision ?? 0;
+}
+
+/**
+ * The most recent of one cluster's sources: the newest log, else the snapshot with
+ * the highest revision; a backup point only when it holds a higher revision than
+ * that (or is preferred, or is all there is).
+ */
+function mostRecent(candidates: Indexed[], preferBackup = false): Indexed {
+  const backups = candidates.filter(({ s }) => s.backup);
+  const others = candidates.filter(({ s }) => !s.backup);
+  const bestBackup = backups.length > 0 ? backups.reduce((a, b) => (revisionOf(b.s) > revisionOf(a.s) ? b : a)) : undefined;
+  const logs = others.filter(({ s }) => s.report);
+  const bestOther =
+    logs.length > 0
+      ? logs.reduce((a, b) => (newer(b.s.report!, a.s.report!) ? b : a))
+      : others.length > 0
+        ? others.reduce((a, b) => (b.s.snapshot!.revision > a.s.snapshot!.revision ? b : a))
+        : undefined;
+  if (!bestOther) return bestBackup!;
+  if (bestBackup && (preferBackup || revisionOf(bestBackup.s) > revisionOf(bestOther.s))) return bestBackup;
+  return bestOther;
 }
 
 /** The source's cluster ID as inspect reports it (etcd data dirs: their WAL's; etcd snapshots: derived), normalized; null: unknown. */
 function clusterOf(s: PlanSource): string | null {
-  const id = parseHexId(s.report?.clusterId ?? s.snapshot?.clusterId ?? '');
+  const id = parseHexId(s.report?.clusterId ?? s.snapshot?.clusterId ?? s.backup?.clusterId ?? '');
   return id === undefined || id === 0n ? null : formatId(id);
 }
 
@@ -209,7 +271,7 @@ function keysOf(s: PlanSource): number {
 }
 
 /** The usable sources grouped by cluster, in the order given; each source of unknown cluster alone. */
-function groupByCluster(sources: PlanSource[]): PlanCluster[] {
+function groupByCluster(sources: PlanSource[], preferBackup = false): PlanCluster[] {
   const groups: PlanCluster[] = [];
   const byId = new Map<string, PlanCluster>();
   sources.forEach((s, i) => {
@@ -224,7 +286,10 @@ function groupByCluster(sources: PlanSource[]): PlanCluster[] {
     g.sources.push(i);
   });
   for (const g of groups) {
-    g.best = mostRecent(g.sources.map((i) => ({ s: sources[i], i }))).i;
+    g.best = mostRecent(
+      g.sources.map((i) => ({ s: sources[i], i })),
+      preferBackup,
+    ).i;
     const best = sources[g.best];
     g.keys = keysOf(best);
     const parent = parseHexId(best.report?.parentClusterId ?? best.snapshot?.parentClusterId ?? '');
@@ -293,8 +358,8 @@ function chooseCluster(input: PlanInput, sources: PlanSource[], groups: PlanClus
 }
 
 export async function planRecovery(input: PlanInput): Promise<RecoveryPlan> {
-  if (input.dataDirs.length + input.inspectFiles.length + input.snapshots.length === 0) {
-    throw new InputError('give at least one source: --from-data-dir DIR, --from-inspect FILE.json or --from-snapshot FILE');
+  if (input.dataDirs.length + input.inspectFiles.length + input.snapshots.length + (input.backups?.length ?? 0) === 0) {
+    throw new InputError('give at least one source: --from-data-dir DIR, --from-inspect FILE.json, --from-snapshot FILE or --from-backup STORE@POINT');
   }
   const sources = await load(input);
   if (sources.every((s) => s.error)) {
@@ -308,16 +373,22 @@ export async function planRecovery(input: PlanInput): Promise<RecoveryPlan> {
     throw new InputError(`${missing.map((s) => s.error).join('; ')} (the plan compares every source you name: fix the path or leave it out)`);
   const warnings: string[] = [];
   for (const s of sources) if (s.error) warnings.push(`${s.path} cannot be used: ${s.error}`);
-  const clusters = groupByCluster(sources);
+  const clusters = groupByCluster(sources, input.preferBackup);
   const chosen = chooseCluster(input, sources, clusters, warnings);
   // Only the chosen cluster's sources are compared: another cluster's log or revision says nothing about this one's.
   const usable = chosen.sources.map((i) => ({ s: sources[i], i }));
   const logs = usable.filter(({ s }) => s.report);
   const snaps = usable.filter(({ s }) => s.snapshot);
 
-  const best = mostRecent(usable);
+  const best = mostRecent(usable, input.preferBackup);
   let why: string;
-  if (best.s.report) {
+  if (best.s.backup) {
+    const b = best.s.backup;
+    why =
+      input.preferBackup && usable.some(({ s }) => !s.backup && revisionOf(s) > b.revision)
+        ? `the backup point, as --prefer-backup asks (revision ${b.revision}), though a survivor holds more (see Compared)`
+        : `the backup point holds revision ${b.revision} of cluster ${b.clusterId}${usable.length > 1 ? ', more than any other source' : ''}`;
+  } else if (best.s.report) {
     const r = best.s.report;
     why =
       logs.length > 1
@@ -385,11 +456,29 @@ export async function planRecovery(input: PlanInput): Promise<RecoveryPlan> {
     for (const m of r.markers) warnings.push(m === 'superseded' && fenced ? fenced : `${best.s.path} is marked ${m}`);
     if (best.s.kind === 'inspect')
       warnings.push(`the recommended survivor is on another host: copy its data dir here (lifeboat datadir pack / unpack) and plan again with --from-data-dir`);
+  } else if (best.s.backup) {
+    const b = best.s.backup;
+    keeps.push(
+      `cluster ${b.clusterId}'s keys and leases at revision ${b.revision}${b.seenAt ? ` (seen by the agent at ${b.seenAt})` : ''}, replayed from the store`,
+    );
+    loses.push(
+      b.lastRevision > b.revision
+        ? `every write after revision ${b.revision}: the store holds up to ${b.lastRevision}${b.lastSeenAt ? ` (${b.lastSeenAt})` : ''}, ${b.lastRevision - b.revision} revisions more`
+        : `every write after revision ${b.revision}, the last the store holds`,
+    );
   } else {
     const s = best.s.snapshot!;
     keeps.push(`the snapshot's ${s.totalKeys} keys at revision ${s.revision} (applied index ${s.appliedIndex})`);
     loses.push('every write after the snapshot was taken');
   }
+  const compared = compareBackups(usable, best);
+  let backupSetAside: string | undefined;
+  const olderBackup = usable.find(({ s }) => s.backup && revisionOf(s) < revisionOf(best.s));
+  if (!best.s.backup && olderBackup) {
+    backupSetAside = `the backup ${olderBackup.s.path} (revision ${revisionOf(olderBackup.s)}) is older than ${best.s.path} (revision ${revisionOf(best.s)}): recovering from it would lose ${revisionOf(best.s) - revisionOf(olderBackup.s)} revisions; recover from ${best.s.path} (leave out --from-backup), or choose the backup with --prefer-backup`;
+    warnings.push(backupSetAside);
+  }
+  const bump = bumpOf(best.s, usable);
   // Another cluster's data is not recovered by this plan: said in Lost, never silently.
   for (const g of clusters) {
     if (g === chosen) continue;
@@ -406,6 +495,7 @@ export async function planRecovery(input: PlanInput): Promise<RecoveryPlan> {
     `--set source=${sourceArg}`,
     '--set data-dir=<new data dir>',
     input.discardUncommitted ? '--set discard-uncommitted=true' : '',
+    bump.lastRevision !== undefined ? `--set last-revision=${bump.lastRevision}` : '',
     '--set members=<name=peerURL,clientURL,...>',
   ]
     .filter(Boolean)
@@ -421,7 +511,77 @@ export async function planRecovery(input: PlanInput): Promise<RecoveryPlan> {
     warnings,
     discardUncommitted: input.discardUncommitted,
     command,
+    compared,
+    ...(bump.line ? { revisionBump: bump.line } : {}),
+    ...(bump.lastRevision !== undefined ? { lastRevision: bump.lastRevision } : {}),
+    ...(backupSetAside ? { backupSetAside } : {}),
   };
+}
+
+const seconds = (from?: string, to?: string): string => {
+  if (!from || !to) return '';
+  const s = Math.round((Date.parse(to) - Date.parse(from)) / 1000);
+  return s > 0 ? `, about ${formatAge(s)} of writes` : '';
+};
+
+/** Each backup point against each other source of the cluster: which holds more, and what each choice loses. */
+function compareBackups(usable: Indexed[], best: Indexed): string[] {
+  const out: string[] = [];
+  for (const { s: b } of usable.filter(({ s }) => s.backup)) {
+    for (const { s: o } of usable.filter(({ s }) => !s.backup)) {
+      const bp = b.backup!;
+      const rb = bp.revision;
+      const ro = revisionOf(o);
+      const oTime = o.report?.lastWrite ?? o.snapshotTakenAt;
+      const what = `${o.kind} ${o.path}`;
+      if (ro > rb)
+        out.push(
+          `${what} holds more (revision ${ro}) than the backup ${b.path} (revision ${rb}): choosing the backup loses revisions ${rb + 1}..${ro} (${ro - rb} revisions${seconds(bp.seenAt, oTime)}); choosing ${o.path} loses nothing the backup holds`,
+        );
+      else if (rb > ro)
+        out.push(
+          `the backup ${b.path} holds more (revision ${rb}) than ${what} (revision ${ro}): choosing ${o.path} loses revisions ${ro + 1}..${rb} (${rb - ro} revisions${seconds(oTime, bp.seenAt)}); choosing the backup loses nothing ${o.path} holds`,
+        );
+      else out.push(`the backup ${b.path} and ${what} hold the same revision (${rb}): either choice loses nothing the other holds`);
+    }
+  }
+  if (out.length > 0) out.push(`recommended: ${best.s.path}`);
+  return out;
+}
+
+/**
+ * The bump the recovery makes from the recommended source (a snapshot or a backup
+ * point), from the cluster's last recorded revision: the store's, and any survivor's
+ * of the same cluster (the recovery's `last-revision`).
+ */
+function bumpOf(best: PlanSource, usable: Indexed[]): { line?: string; lastRevision?: number } {
+  if (best.report) return {};
+  const survivors = usable.filter(({ s }) => s.report).map(({ s }) => s.report!.kvRevision);
+  const survivor = Math.max(0, ...survivors);
+  const stored = best.backup?.lastRevision ?? 0;
+  const last = Math.max(survivor, stored);
+  const sourceRevision = revisionOf(best);
+  const runtime = best.backup?.runtime ?? (best.snapshot?.format === 'etcd' ? 'etcd' : 'lifeboat');
+  let markCompacted = runtime === 'lifeboat';
+  if (!markCompacted) {
+    try {
+      markCompacted = etcdRestoreMarksCompacted();
+    } catch {
+      markCompacted = false;
+    }
+  }
+  const lastRevision = survivor > sourceRevision ? survivor : undefined;
+  try {
+    const plan = planRevisionBump({
+      sourceRevision,
+      lastRevision: last,
+      lastFrom: stored >= survivor ? 'in the backup store' : 'a survivor',
+      markCompacted,
+    });
+    return { line: plan.line, ...(lastRevision !== undefined ? { lastRevision } : {}) };
+  } catch (e) {
+    return { line: (e as Error).message, ...(lastRevision !== undefined ? { lastRevision } : {}) };
+  }
 }
 
 /** A source's lines in the text form; `mark` is '*' for the recommended one. */
@@ -440,6 +600,13 @@ function sourceLines(s: PlanSource, mark: string): string[] {
       `    kv revision ${r.kvRevision}, ${r.keyCount} keys, hash ${r.hash}; last write ${r.lastWrite ?? 'unknown'}`,
       `    past commit: ${u.count === 0 ? 'none' : `${u.count} entries (${u.from}..${u.to})${kinds ? `: ${kinds}` : ''}`}`,
       `    snapshot age ${ageText(s)}`,
+    ];
+  }
+  if (s.backup) {
+    const b = s.backup;
+    return [
+      `${mark} backup ${s.path} (${b.runtime})`,
+      `    cluster ${b.clusterId}; revision ${b.revision}${b.seenAt ? ` (seen ${b.seenAt})` : ''}; the store holds up to ${b.lastRevision}`,
     ];
   }
   const t = s.snapshot!;
@@ -501,6 +668,8 @@ export function formatPlan(p: RecoveryPlan): string {
   lines.push(...sourcesText(p.sources, p.clusters, chosen, p.recommended));
   lines.push('', `Recommended: ${p.sources[p.recommended].path}`, `  because ${p.why}`, 'Kept:', ...p.keeps.map((k) => `  - ${k}`));
   lines.push('Lost:', ...(p.loses.length ? p.loses.map((l) => `  - ${l}`) : ['  - nothing the sources hold']));
+  if (p.compared.length) lines.push('Compared:', ...p.compared.map((c) => `  - ${c}`));
+  if (p.revisionBump) lines.push(`Revision bump: ${p.revisionBump.replace(/^revision: /, '')}`);
   if (p.warnings.length) lines.push('Warnings:', ...p.warnings.map((w) => `  ! ${w}`));
   lines.push('', 'Apply it with:', `  ${p.command}`);
   return lines.join('\n');

@@ -8,7 +8,7 @@ import { formatId, parseHexId } from '../common/ids.js';
 import { NAME_PLACEHOLDER } from '../ops/memberTls.js';
 import { REPLAY_MEMBER_NAME } from './etcdRestore.js';
 import type { DataDirReport, InspectedMember } from './inspect.js';
-import { formatOverview, formatPlan, MixedClustersError, planRecovery, type PlanInput, type RecoveryPlan } from './plan.js';
+import { formatOverview, formatPlan, MixedClustersError, planRecovery, type BackupPoint, type PlanInput, type RecoveryPlan } from './plan.js';
 import { detectSurvivorTls, HOST_ROOT_ENV, TLS_VARIABLES, tlsSearchText, type DetectedTls } from './survivorTls.js';
 
 /** The playbook `lifeboat recover` runs. */
@@ -41,6 +41,10 @@ export interface RecoverAsk {
 export interface RecoverInput {
   dataDirs: string[];
   snapshots: string[];
+  /** backup points (--from-backup), resolved against their stores */
+  backups?: BackupPoint[];
+  /** recover from the backup point even when a survivor holds more */
+  preferBackup?: boolean;
   discardUncommitted: boolean;
   /** the cluster to recover when the sources span clusters (asked on a terminal when not given) */
   clusterId?: string;
@@ -72,7 +76,7 @@ export async function decideRecovery(req: RecoverInput, ask: RecoverAsk, checkCr
   // The session's own questions, the plan it showed and the go-ahead belong in the run's audit record too.
   const events: SessionEvent[] = [];
   let dataDirs = req.dataDirs;
-  if (dataDirs.length === 0 && req.snapshots.length === 0) {
+  if (dataDirs.length === 0 && req.snapshots.length === 0 && (req.backups ?? []).length === 0) {
     if (!ask.tty) throw new RefusedError('no sources: pass --from-data-dir (or --from-snapshot); there is no terminal to ask on');
     const message = DATA_DIRS_QUESTION;
     const answer = await ask.input(message);
@@ -86,6 +90,8 @@ export async function decideRecovery(req: RecoverInput, ask: RecoverAsk, checkCr
     dataDirs,
     inspectFiles: [],
     snapshots: req.snapshots,
+    ...(req.backups ? { backups: req.backups } : {}),
+    ...(req.preferBackup ? { preferBackup: true } : {}),
     discardUncommitted: req.discardUncommitted,
     ...(req.clusterId !== undefined ? { clusterId: req.clusterId } : {}),
   };
@@ -98,7 +104,9 @@ export async function decideRecovery(req: RecoverInput, ask: RecoverAsk, checkCr
     plan = await planRecovery({ ...planInput, clusterId: await askCluster(e, ask, events) });
   }
   const best = plan.sources[plan.recommended];
-  if (checkCredentials && best.kind !== 'inspect') await checkCredentials(best.path);
+  // A backup given and a survivor holding more: never the survivor silently instead, never the older backup by default.
+  if (plan.backupSetAside && !ask.tty) throw new RefusedError(`${plan.backupSetAside}; nothing was changed`);
+  if (checkCredentials && best.kind !== 'inspect' && best.kind !== 'backup') await checkCredentials(best.path);
   const tls = survivorTls(plan, req.sets);
   const planText = [formatPlan(plan), ...(tls.line ? [tls.line] : [])].join('\n');
   ask.show(planText);
@@ -215,6 +223,7 @@ export function recoverSets(plan: RecoveryPlan, discardUncommitted: boolean, ope
   if (me?.name) preset.push(`name=${me.name}`);
   if (me?.peerURLs[0]) preset.push(`peer-url=${me.peerURLs[0]}`);
   if (discardUncommitted) preset.push('discard-uncommitted=true');
+  if (plan.lastRevision !== undefined) preset.push(`last-revision=${plan.lastRevision}`);
   // The other survivors' data dirs are on this host: fenced once the new cluster is verified (another cluster's, never).
   const chosen = plan.clusters.find((g) => g.sources.includes(plan.recommended));
   const others = plan.sources.filter((s, i) => i !== plan.recommended && s.report && chosen?.sources.includes(i)).map((s) => s.path);
@@ -258,7 +267,9 @@ export function recoverDefaults(plan: RecoveryPlan): Record<string, unknown> {
   const report = best.report;
   const me = report?.members.find((m) => m.id === report.memberId);
   const out: Record<string, unknown> = {};
-  out['data-dir'] = newDirBeside(best.path, me?.name || path.basename(best.path));
+  out['data-dir'] = best.backup
+    ? newDirBeside(path.join(process.cwd(), 'recovered'), 'recovered')
+    : newDirBeside(best.path, me?.name || path.basename(best.path));
   if (me?.clientURLs[0]) out['client-url'] = me.clientURLs[0];
   const others = (report?.members ?? best.snapshot?.members ?? []).filter(
     (m) => m.id !== report?.memberId && m.name !== '' && m.peerURLs[0] && m.clientURLs[0] && !isHelperRecord(m, me, report),

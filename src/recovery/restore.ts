@@ -30,6 +30,8 @@ export interface RestoreOptions {
   bumpRevision?: number;
   markCompacted?: boolean;
   skipHashCheck?: boolean;
+  /** The old cluster's ID to record as the parent, when the source's own is not it (a backup point's replay member). */
+  parentClusterId?: bigint;
   /** From a data dir: drop the entries past the survivor's commit index. */
   discardUncommitted?: boolean;
   /** bytes of the snapshot copied (Lifeboat) or read (etcd) so far, for a progress bar */
@@ -105,7 +107,7 @@ function withStore<T>(part: string, quickCheck: boolean, use: (kv: KvStore) => T
 
 /** Writes the new data dir's Raft state (`state`, read once the store is changed) and cluster identity around its open KV store. */
 function finish(o: RestoreOptions, storage: RaftStorage, memberId: bigint, kv: KvStore, state: () => PersistedState, uncommittedKept: number): RestoreResult {
-  const oldCluster = kv.cluster.clusterId() ?? 0n;
+  const oldCluster = o.parentClusterId ?? kv.cluster.clusterId() ?? 0n;
   const ancestors = [kv.cluster.parentClusterId()].filter((x): x is bigint => x !== undefined && x !== 0n);
   const clusterId = newClusterId(oldCluster, memberId, ancestors);
   kv.writeLocal((c) => {

@@ -5,6 +5,7 @@
 // from the cluster at that revision. A damaged newest full falls back to an
 // older one and says so; a revision two clusters share, a point past the window
 // and a store without the identity are refused in one line with no output file.
+// With --drop-leases the member serves the same keys with no lease, and has none.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -105,6 +106,25 @@ for (const runtime of ['etcd', 'lifeboat'] as const) {
         assert.equal(await revisionOf(out), rev);
         assert.deepEqual(await BackupFixture.restoredKeyspace(out, runtime, dir), written.reads.get(rev), `revision ${rev}`);
       }
+    });
+
+    test('--drop-leases: the same keys detached from their leases, and no lease left', async () => {
+      const out = path.join(dir, 'no-leases.db');
+      const r = await restore(`file://${storeDir}`, String(written.mid), out, '--drop-leases');
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /leases dropped \(--drop-leases\): 1 leases removed/);
+      assert.equal(await revisionOf(out), written.mid);
+      const withLeases = written.reads.get(written.mid)!;
+      assert.ok(
+        withLeases.some((k) => !k.endsWith('/0')),
+        'the point has a leased key',
+      );
+      const served = await BackupFixture.restoredState(out, runtime, dir);
+      assert.deepEqual(
+        served.keys,
+        withLeases.map((k) => k.replace(/\/[0-9a-f]+$/, '/0')),
+      );
+      assert.deepEqual(served.leases, []);
     });
 
     test('a damaged newest full: the older one is used, and the output says so', async () => {

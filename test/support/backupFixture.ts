@@ -235,6 +235,11 @@ export class BackupFixture {
 
   /** The keyspace a member restored from snapshot `file` serves (etcd: restored as etcdctl snapshot restore does), in a scratch directory under `dir`. */
   static async restoredKeyspace(file: string, runtime: RuntimeName, dir: string): Promise<string[]> {
+    return (await BackupFixture.restoredState(file, runtime, dir)).keys;
+  }
+
+  /** The keyspace and the leases a member restored from `file` serves (etcd: through etcdctl snapshot restore). */
+  static async restoredState(file: string, runtime: RuntimeName, dir: string): Promise<{ keys: string[]; leases: bigint[] }> {
     const root = fs.mkdtempSync(path.join(dir, 'check-'));
     const sc = await ScratchCluster.plan({ runtime, dir: root, logDir: root, size: 1, conn });
     const m = sc.first;
@@ -247,7 +252,7 @@ export class BackupFixture {
       await sc.waitLeader();
       const c = clientFor([m.clientUrl], conn);
       try {
-        return await BackupFixture.keyspace(c);
+        return { keys: await BackupFixture.keyspace(c), leases: await c.leaseLeases() };
       } finally {
         c.close();
       }

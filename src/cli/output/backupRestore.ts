@@ -10,5 +10,10 @@ export function backupRestoreOutput(r: MaterializeResult): string {
     equal.length > 0
       ? `HashKV equal to the cluster's at ${equal.length} recorded point${equal.length === 1 ? '' : 's'}${atTarget ? `, revision ${r.revision} among them` : ''}`
       : 'no hash point recorded on the way: the replay checked every revision, not a hash',
+    ...(r.leasesDropped
+      ? [
+          `leases dropped (--drop-leases): ${r.leasesDropped.leases} leases removed, the keys of ${r.leasesDropped.revisions} stored revisions detached from theirs (they no longer expire; the file's HashKV differs from the cluster's by that)`,
+        ]
+      : []),
   ].join('\n');
 }

@@ -1,7 +1,5 @@
 // `backup verify`'s result for people, and reading its --identity-file flags.
-import fs from 'node:fs';
 import type { VerifyResult } from '../../backup/verify.js';
-import { InputError } from '../../common/errors.js';
 
 export function backupVerifyOutput(r: VerifyResult): string {
   const lines: string[] = [];
@@ -17,23 +15,4 @@ export function backupVerifyOutput(r: VerifyResult): string {
   return lines.join('\n');
 }
 
-/** The age identities in the files given (AGE-SECRET-KEY-1… lines; comments and blank lines skipped). The keys are never shown. */
-export function readIdentityFiles(files: readonly string[]): string[] {
-  const out: string[] = [];
-  for (const f of files) {
-    let text: string;
-    try {
-      text = fs.readFileSync(f, 'utf8');
-    } catch (e) {
-      throw new InputError(`--identity-file ${f}: cannot read it (${(e as NodeJS.ErrnoException).code ?? 'unreadable'}); give the age identity file`);
-    }
-    const keys = text
-      .split(/\r?\n/)
-      .map((l) => l.trim())
-      .filter((l) => l.startsWith('AGE-SECRET-KEY-1'));
-    if (keys.length === 0)
-      throw new InputError(`--identity-file ${f} holds no age identity (a line starting AGE-SECRET-KEY-1); give the file age-keygen wrote`);
-    out.push(...keys);
-  }
-  return out;
-}
+export { readIdentityFiles } from '../../backup/identityFiles.js';

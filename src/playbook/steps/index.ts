@@ -8,9 +8,12 @@ import { KUBE_STEPS } from './kubeSteps.js';
 import { migrateStep } from './migrateSteps.js';
 import { fenceOldDataDirs, fenceOldMembers, inspectSources, restore, verifySnapshot } from './sourceSteps.js';
 import { startMember, stopMember } from './startStopSteps.js';
+import { applyRevisionBump, materializeBackup } from './backupSourceSteps.js';
 
 export const STEP_LIBRARY: Record<string, StepDefinition> = Object.fromEntries(
   [
+    materializeBackup,
+    applyRevisionBump,
     inspectSources,
     fenceOldMembers,
     fenceOldDataDirs,

@@ -1,8 +1,10 @@
 // Steps that look at what survived and build the new cluster's first member:
-// inspect-sources, fence-old-members, verify-snapshot, restore.
+// inspect-sources, fence-old-members, verify-snapshot, restore. A backup point
+// (STORE@POINT) is the snapshot materialize-backup made of it (backupSourceSteps.ts).
 import fs from 'node:fs';
 import path from 'node:path';
 import { DataDirLockedError } from '../../storage/errors.js';
+import { RefusedError } from '../../common/errors.js';
 import { formatId, parseHexId, parseIdText } from '../../common/ids.js';
 import { probeOldMembers, type OldMember } from '../../recovery/fence.js';
 import { fenceDataDir, readFenceRecord } from '../../recovery/fenceDataDir.js';
@@ -13,14 +15,19 @@ import type { RuntimeName } from '../../common/memberCommand.js';
 import { parseRuntimeChoice, resolveRuntime, runtimeOfDataDir, type RuntimeChoice } from '../../ops/runtime.js';
 import { restoreEtcdDataDir, restoreEtcdSnapshotFile } from '../../recovery/etcdRestore.js';
 import { SafetyCheckError, type StepContext, type StepDefinition } from '../stepTypes.js';
+import { planRevisionBump, DEFAULT_MAX_BUMP_WRITES, type BumpPlan } from '../../recovery/revisionBump.js';
+import { etcdRestoreMarksCompacted } from '../../recovery/etcdRestore.js';
+import { backupRecordOf, type BackupRecord } from './backupSourceSteps.js';
 
-type Source = { kind: 'data-dir' | 'snapshot'; path: string; walDir?: string };
+type Source = { kind: 'data-dir' | 'snapshot'; path: string; walDir?: string; backup?: BackupRecord };
 
 const walDirParam = { type: 'string' as const, default: '', description: "an etcd source's separate WAL directory (its --wal-dir)" };
 
-/** The source named by a step's `source` (and `wal-dir`) parameters. */
-function sourceOf(p: Record<string, unknown>): Source {
+/** The source named by a step's `source` (and `wal-dir`) parameters; a backup point, the snapshot this run materialized of it. */
+function sourceOf(p: Record<string, unknown>, ctx: Pick<StepContext, 'runDir'>): Source {
   const file = String(p.source);
+  const backup = backupRecordOf(file, ctx);
+  if (backup) return { kind: 'snapshot', path: backup.snapshot, backup };
   if (!fs.existsSync(file)) throw new Error(`source ${file} does not exist`);
   const walDir = typeof p['wal-dir'] === 'string' && p['wal-dir'] !== '' ? path.resolve(p['wal-dir']) : undefined;
   return { kind: fs.statSync(file).isDirectory() ? 'data-dir' : 'snapshot', path: path.resolve(file), ...(walDir ? { walDir } : {}) };
@@ -33,6 +40,8 @@ function inspectSource(src: Source): ReturnType<typeof inspectDataDir> {
 
 /** The old cluster's members, as the source recorded them. */
 async function oldMembersOf(src: Source): Promise<{ clusterId: string; memberId?: string; members: OldMember[] }> {
+  // A store keeps the cluster's ID, not its membership (the snapshot's is the replay member's).
+  if (src.backup) return { clusterId: src.backup.clusterId, members: [] };
   if (src.kind === 'snapshot') {
     const s = await snapshotStatus(src.path);
     return { clusterId: s.clusterId, members: s.members };
@@ -105,10 +114,16 @@ export const inspectSources: StepDefinition = {
   },
   describe: (p) => [`read ${String(p.source)} (read-only)`],
   async run(p, ctx) {
-    const src = sourceOf(p);
+    const src = sourceOf(p, ctx);
     const oldDirs = (p['old-data-dirs'] as string[] | undefined) ?? [];
     if (src.kind === 'snapshot') {
       const s = await snapshotStatus(src.path);
+      if (src.backup) {
+        await refuseOtherClusters(src.backup.source, src.backup.clusterId, oldDirs, ctx);
+        await requireRootCredentials(s.etcd?.authEnabled === true, ctx);
+        ctx.progress(`backup point: ${s.etcd?.liveKeys ?? s.totalKeys} keys at revision ${src.backup.revision}, cluster ${src.backup.clusterId}`);
+        return { kind: 'backup', clusterId: src.backup.clusterId, revision: src.backup.revision, keys: s.etcd?.liveKeys ?? s.totalKeys, members: 0 };
+      }
       await refuseOtherClusters(src.path, s.clusterId, oldDirs, ctx);
       await requireRootCredentials(s.etcd?.authEnabled === true, ctx);
       ctx.progress(`snapshot: ${s.totalKeys} keys at revision ${s.revision}, cluster ${s.clusterId}`);
@@ -158,7 +173,7 @@ export const fenceOldMembers: StepDefinition = {
     `probe the peer and client URLs of every member of ${String(p.source)}'s old cluster${(p['assume-dead'] as string[]).length ? `, treating ${(p['assume-dead'] as string[]).join(', ')} as dead` : ''}`,
   ],
   async run(p, ctx) {
-    const src = sourceOf(p);
+    const src = sourceOf(p, ctx);
     if (src.kind === 'data-dir') {
       // The survivor itself must be stopped: its data dir is locked while it runs.
       try {
@@ -171,7 +186,8 @@ export const fenceOldMembers: StepDefinition = {
     const old = await oldMembersOf(src);
     const skip = new Set(p['skip-urls'] as string[]);
     const members = old.members.map((m) => ({ ...m, peerURLs: m.peerURLs.filter((u) => !skip.has(u)), clientURLs: m.clientURLs.filter((u) => !skip.has(u)) }));
-    ctx.progress(`probing ${members.length} old members of cluster ${old.clusterId}`);
+    if (src.backup) ctx.progress(`the store does not record cluster ${old.clusterId}'s members: none to probe (stop the old members yourself)`);
+    else ctx.progress(`probing ${members.length} old members of cluster ${old.clusterId}`);
     const r = await probeOldMembers(members, p['assume-dead'] as string[]);
     for (const a of r.assumedDead)
       ctx.event('override', `--assume-dead ${a.member.id} (${a.member.name || 'unnamed'}): it answered at ${a.url} but the operator declared it dead`, {
@@ -213,6 +229,17 @@ export const restore: StepDefinition = {
     'discard-uncommitted': { type: 'bool', default: false, description: "drop the entries past the survivor's commit index" },
     'bump-revision': { type: 'int', default: 0, description: 'raise the revision (with mark-compacted) so watchers relist' },
     'mark-compacted': { type: 'bool', default: false, description: 'mark the revisions before the new one compacted' },
+    'last-revision': {
+      type: 'int',
+      default: 0,
+      description:
+        "the cluster's last recorded revision known beside the source (a survivor's); a backup point's store gives its own: an older snapshot source gets the revision bump",
+    },
+    'max-bump-writes': {
+      type: 'int',
+      default: DEFAULT_MAX_BUMP_WRITES,
+      description: 'the largest revision bump reached by writes on a runtime without mark-compacted (etcd 3.4)',
+    },
     runtime: {
       type: 'string',
       default: 'auto',
@@ -227,7 +254,7 @@ export const restore: StepDefinition = {
   ],
   async run(p, ctx) {
     const target = String(p['data-dir']);
-    const src = sourceOf(p);
+    const src = sourceOf(p, ctx);
     const runtime = restoreRuntime(src, parseRuntimeChoice(typeof p.runtime === 'string' ? p.runtime : 'auto', 'runtime'));
     if (runtime === 'etcd') return restoreIntoEtcd(p, ctx, src);
     if (fs.existsSync(target) && fs.readdirSync(target).length > 0) {
@@ -245,12 +272,15 @@ export const restore: StepDefinition = {
           keys: done.keyCount,
           reused: true,
           runtime: 'lifeboat',
+          'bump-to': 0,
         };
       }
     }
-    const opts = restoreOptions(p);
+    const bump = await revisionBumpOf(p, src, 'lifeboat', ctx);
+    const opts = withBump(restoreOptions(p), bump, src);
     const old = await oldMembersOf(src);
     const r = src.kind === 'snapshot' ? await restoreSnapshot(src.path, opts) : await restoreDataDir(src.path, opts);
+    if (src.backup) fs.rmSync(src.path, { force: true });
     ctx.progress(`restored ${r.keys} keys at revision ${r.revision}: cluster ${r.clusterId} (parent ${r.parentClusterId})`);
     ctx.event('note', `new cluster ${r.clusterId} replaces ${r.parentClusterId}`, {
       clusterId: r.clusterId,
@@ -267,9 +297,52 @@ export const restore: StepDefinition = {
       uncommittedKept: r.uncommittedKept,
       reused: false,
       runtime,
+      'bump-to': 0,
+      ...(bump ? { 'revision-bump': bump.line } : {}),
     };
   },
 };
+
+/**
+ * The revision bump rule (revisionBump.ts) for a snapshot or backup source older
+ * than the cluster's last recorded revision: the store's for a backup point, and
+ * the `last-revision` given (a survivor's). Not applied when the operator set
+ * bump-revision himself, nor to a data dir (the survivor is the newest there is).
+ * Said in the run's audit record.
+ */
+async function revisionBumpOf(p: Record<string, unknown>, src: Source, runtime: RuntimeName, ctx: StepContext): Promise<BumpPlan | undefined> {
+  if (src.kind !== 'snapshot' || Number(p['bump-revision'] ?? 0) > 0) return undefined;
+  const given = Number(p['last-revision'] ?? 0);
+  const stored = src.backup?.lastRevision ?? 0;
+  if (given <= 0 && stored <= 0) return undefined;
+  const sourceRevision = src.backup?.revision ?? (await snapshotStatus(src.path)).revision;
+  let plan: BumpPlan;
+  try {
+    plan = planRevisionBump({
+      sourceRevision,
+      lastRevision: Math.max(given, stored),
+      lastFrom: stored >= given ? 'in the backup store' : 'a survivor',
+      markCompacted: runtime === 'lifeboat' || etcdRestoreMarksCompacted(typeof p['etcd-bin'] === 'string' && p['etcd-bin'] ? p['etcd-bin'] : undefined),
+      maxWrites: Number(p['max-bump-writes'] ?? DEFAULT_MAX_BUMP_WRITES),
+    });
+  } catch (e) {
+    // A gap too large for writes: refused before the data dir is made (exit 3); max-bump-writes overrides it.
+    if (e instanceof RefusedError) throw new SafetyCheckError(e.message, 'max-bump-writes');
+    throw e;
+  }
+  ctx.progress(plan.line);
+  ctx.event('note', plan.line, { revisionBump: { ...plan } });
+  return plan;
+}
+
+/** The restore's options with a mark-compacted bump, and the old cluster's ID for a backup point. */
+function withBump<T extends RestoreOptions>(o: T, bump: BumpPlan | undefined, src: Source): T {
+  return {
+    ...o,
+    ...(bump?.method === 'mark-compacted' ? { bumpRevision: bump.bump, markCompacted: true } : {}),
+    ...(src.backup ? { parentClusterId: BigInt(`0x${src.backup.clusterId}`) } : {}),
+  };
+}
 
 /** The restore step's parameters as the restore functions of either runtime take them. */
 function restoreOptions(p: Record<string, unknown>): RestoreOptions {
@@ -286,6 +359,12 @@ function restoreOptions(p: Record<string, unknown>): RestoreOptions {
 
 /** The new member's runtime: the source's unless forced; only an etcd snapshot may become either. */
 function restoreRuntime(src: Source, choice: RuntimeChoice): RuntimeName {
+  if (src.backup)
+    return src.backup.runtime === 'etcd'
+      ? choice === 'lifeboat'
+        ? 'lifeboat'
+        : 'etcd'
+      : resolveRuntime(choice, 'lifeboat', `the backup ${src.backup.source} (of a Lifeboat cluster)`);
   if (src.kind === 'data-dir') return resolveRuntime(choice, runtimeOfDataDir(src.path), `the source data dir ${src.path}`);
   const kind = snapshotKind(src.path);
   if (kind.format === 'etcd') return choice === 'lifeboat' ? 'lifeboat' : 'etcd';
@@ -307,8 +386,9 @@ async function restoreIntoEtcd(p: Record<string, unknown>, ctx: StepContext, src
       return { ...done, reused: true };
     }
   }
+  const bump = await revisionBumpOf(p, src, 'etcd', ctx);
   const opts = {
-    ...restoreOptions(p),
+    ...withBump(restoreOptions(p), bump, src),
     ...(p['etcd-bin'] ? { etcdBin: p['etcd-bin'] as string } : {}),
     ...(src.walDir ? { walDir: src.walDir } : {}),
     onProgress: (t: string) => ctx.progress(t),
@@ -318,6 +398,7 @@ async function restoreIntoEtcd(p: Record<string, unknown>, ctx: StepContext, src
     src.kind === 'snapshot'
       ? await restoreEtcdSnapshotFile(src.path, opts)
       : await restoreEtcdDataDir(src.path, { ...opts, parentClusterId: BigInt(`0x${old.clusterId || '0'}`) });
+  if (src.backup) fs.rmSync(src.path, { force: true });
   ctx.progress(`restored ${r.keys} keys at revision ${r.revision} into etcd ${r.etcdVersion}: cluster ${r.clusterId} (parent ${r.parentClusterId})`);
   ctx.event('note', `new etcd cluster ${r.clusterId} replaces ${r.parentClusterId} (token ${r.initialClusterToken})`, {
     clusterId: r.clusterId,
@@ -336,6 +417,8 @@ async function restoreIntoEtcd(p: Record<string, unknown>, ctx: StepContext, src
     runtime: 'etcd',
     'initial-cluster-token': r.initialClusterToken,
     dataDir: r.dataDir,
+    'bump-to': bump?.method === 'writes' ? bump.target : 0,
+    ...(bump ? { 'revision-bump': bump.line } : {}),
   };
   fs.mkdirSync(ctx.runDir, { recursive: true });
   fs.writeFileSync(record, `${JSON.stringify(out)}\n`);
@@ -363,7 +446,7 @@ export const fenceOldDataDirs: StepDefinition = {
     `fence ${[String(p.source), ...(p['old-data-dirs'] as string[])].join(', ')} (superseded by ${String(p['superseded-by'])}); ask for the other old members`,
   ],
   async run(p, ctx) {
-    const src = sourceOf(p);
+    const src = sourceOf(p, ctx);
     const by = parseIdText(String(p['superseded-by']));
     if (by === undefined || by === 0n) throw new Error(`superseded-by ${String(p['superseded-by'])} is not a cluster ID`);
     // Who the old members were, read before the source is fenced (fenced, it no longer reads).
