@@ -132,6 +132,12 @@ describe('recover --kubeadm', () => {
     assert.ok(dry.stdout.includes(`+      path: ${cp1.dataDir}-restored`), dry.stdout);
     assert.ok(dry.stdout.includes('+    - --initial-cluster-state=new'), dry.stdout);
     assert.equal(listing(stash(cp1)), '(none)');
+    // A node whose manifests dir is not on this host is remote: the steps printed for it use that dir.
+    const remoteDir = path.join(dir, 'on-another-host', 'etc/kubernetes/manifests');
+    const dryRemote = await recover(cp1.manifestsDir, '--dry-run', '--set', `members=cp3=${cp3.peerUrl},${cp3.clientUrl},${remoteDir}`);
+    assert.equal(dryRemote.code, 0, dryRemote.stderr);
+    const printed = `print: on cp3's host: mv ${remoteDir}-stopped-by-lifeboat/kube-apiserver.yaml ${remoteDir}/`;
+    assert.ok(dryRemote.stdout.includes(printed), `${printed}\n${dryRemote.stdout}`);
 
     // cp3's peer certificate does not name its address: its rejoin would hang, so the run stops there (exit 3, one line)...
     const peer = (f: string) => path.join(cp3.pkiDir, f);
@@ -144,6 +150,8 @@ describe('recover --kubeadm', () => {
     const runId = /Run ID: (r-[0-9a-f-]+)/.exec(stopped.stdout + stopped.stderr)?.[1];
     assert.ok(runId, stopped.stdout);
     assert.equal(listing(cp3.manifestsDir), 'etcd.yaml,kube-apiserver.yaml', "cp3's files untouched");
+    // cp1's API server came back before the stop: the run waited for its /readyz.
+    assert.ok(stopped.stdout.includes(`kube-apiserver at ${cp1.apiServerUrl} ready`), stopped.stdout);
     // ...and, given its renewed certificate, the resumed run goes on from cp3.
     writeFileSync(peer('peer.crt'), good.cert);
     writeFileSync(peer('peer.key'), good.key);
@@ -227,7 +235,7 @@ describe('recover --kubeadm --from-snapshot', () => {
     requireEtcdTools();
     requireTool('openssl');
     dir = mkdtempSync(path.join(os.tmpdir(), 'lifeboat-kubeadm-snap-'));
-    nodes = await makeKubeadmNodes(dir, 1, 'kube/kubeadmRecovery-snapshot', freePorts);
+    nodes = await makeKubeadmNodes(dir, 1, 'kube/kubeadmRecovery-snapshot', freePorts, { components: true });
     const [cp1] = nodes;
     const ctl = (...args: string[]) =>
       etcdctl(
@@ -264,10 +272,26 @@ describe('recover --kubeadm --from-snapshot', () => {
         'test: back to the snapshot',
         '--audit-db',
         path.join(dir, 'audit.db'),
+        '--restart-kube-components',
+        '--set',
+        'restart-wait=1s',
       ],
       { timeoutMs: 120_000 },
     );
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    // --restart-kube-components: the API server (stopped for the restore and started again), controller manager and scheduler restarted once more...
+    const starts = (f: string) => cp1.kubelet.pod(f).starts;
+    assert.deepEqual(
+      ['kube-apiserver.yaml', 'kube-controller-manager.yaml', 'kube-scheduler.yaml'].map(starts),
+      [3, 2, 2],
+      'the kubelet saw each component restarted',
+    );
+    assert.equal(readdirSync(cp1.manifestsDir).sort().join(','), 'etcd.yaml,kube-apiserver.yaml,kube-controller-manager.yaml,kube-scheduler.yaml');
+    assert.match(r.stdout, /restarted kube-apiserver.yaml, kube-controller-manager.yaml, kube-scheduler.yaml on this node/);
+    // ...and after each start the run waited for the API server's /readyz, which answered 503 before 200.
+    assert.equal(r.stdout.split(`kube-apiserver at ${cp1.apiServerUrl} ready (/readyz 200 after`).length - 1, 2, r.stdout);
+    const answers = readFileSync(path.join(dir, 'cp1-kubelet', 'kube-apiserver.yaml.log'), 'utf8').match(/readyz \d+/g) ?? ([] as string[]);
+    assert.ok(answers.includes('readyz 503') && answers.at(-1) === 'readyz 200', answers.join(','));
     assert.match(`${r.stdout}${r.stderr}`, /resource versions went back/);
     const keys = (await ctl('get', '/registry/', '--prefix', '--keys-only')).stdout.split('\n').filter(Boolean);
     assert.equal(keys.length, 10, keys.join(','));
