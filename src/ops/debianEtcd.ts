@@ -105,8 +105,11 @@ export function rewriteDebianEtcd(d: DebianEtcd, change: EnvChange): string {
     lines.forEach((l, i) => {
       if (LINE.exec(l)?.[1] === key) at = i;
     });
-    if (at >= 0) lines[at] = envLine(key, value);
-    else appended.push(envLine(key, value));
+    if (at < 0) return void appended.push(envLine(key, value));
+    // The line keeps its own quoting (and stays as it was when its value does).
+    const old = LINE.exec(lines[at])![2];
+    if (unquote(old) === value) return;
+    lines[at] = old.trim().startsWith('"') ? `${key}="${value.replace(/(["\\$`])/g, '\\$1')}"` : envLine(key, value);
   };
   set('ETCD_DATA_DIR', change.dataDir);
   set('ETCD_INITIAL_CLUSTER', change.initialCluster);
