@@ -19,14 +19,14 @@ import {
 } from '../../src/cli/sessionCommand.js';
 
 export default class Recover extends SessionCommand {
-  static override description = `The recovery session for a cluster that has lost quorum for good: name the survivors you have, see the plan (which one loses the least, what is kept and lost), confirm, and the recover-from-quorum-loss playbook runs — restore into a new one-member cluster with a new cluster ID, fence the old members, re-add the others one at a time as learners and promote them — every step recorded in the audit log. On a terminal it asks for what it needs; scripted, pass --from-data-dir, --set and --yes. Survivors of different clusters are never offered as a default: it asks which cluster to recover (scripted: refused unless --cluster-id names it). With --kubeadm, on the control-plane node that holds the survivor: everything is read from the node's etcd.yaml (--manifests-dir) and the recover-kubeadm-control-plane playbook runs, over TLS with the node's own etcd client certificate; --dry-run shows every manifest it moves and the change to etcd.yaml as a diff. With --debian-etcd, the same for Debian's packaged etcd: the member is read from etcd.service's env file (--env-file, default /etc/default/etcd), stopped and started with systemctl, and the file's ETCD_DATA_DIR and ETCD_INITIAL_CLUSTER(_STATE) lines rewritten (the recover-debian-etcd playbook).`;
+  static override description = `The recovery session for a cluster that has lost quorum for good: name the survivors you have, see the plan (which one loses the least, what is kept and lost), confirm, and the recover-from-quorum-loss playbook runs — restore into a new one-member cluster with a new cluster ID, fence the old members, re-add the others one at a time as learners and promote them — every step recorded in the audit log. On a terminal it asks for what it needs; scripted, pass --from-data-dir, --set and --yes. Survivors of different clusters are never offered as a default: it asks which cluster to recover (scripted: refused unless --cluster-id names it). With --kubeadm, on the control-plane node that holds the survivor: everything is read from the node's etcd.yaml (--manifests-dir) and the recover-kubeadm-control-plane playbook runs, over TLS with the node's own etcd client certificate; --dry-run shows every manifest it moves and the change to etcd.yaml as a diff. With --debian-etcd, the same for Debian's packaged etcd: the member is read from etcd.service's env file (--etcd-env-file, default /etc/default/etcd), stopped and started with systemctl, and the file's ETCD_DATA_DIR and ETCD_INITIAL_CLUSTER(_STATE) lines rewritten (the recover-debian-etcd playbook).`;
 
   static override examples = [
-    '<%= config.bin %> recover --debian-etcd --yes --reason "INC-4711" --set members="etcd2=http://10.0.0.12:2380,http://10.0.0.12:2379"',
     '<%= config.bin %> recover',
     '<%= config.bin %> recover --from-data-dir /var/lib/lifeboat/m1 --from-data-dir /var/lib/lifeboat/m2',
     '<%= config.bin %> recover --from-data-dir /var/lib/lifeboat/m1 --yes --reason "INC-4711" --set data-dir=/var/lib/lifeboat/m1-new --set client-url=http://10.0.0.1:2379',
     '<%= config.bin %> recover --kubeadm --yes --reason "INC-4711" --set members="cp2=https://10.0.0.12:2380,https://10.0.0.12:2379;cp3=https://10.0.0.13:2380,https://10.0.0.13:2379"',
+    '<%= config.bin %> recover --debian-etcd --yes --reason "INC-4711" --set members="etcd2=http://10.0.0.12:2380,http://10.0.0.12:2379"',
   ];
 
   static override flags = {
@@ -43,11 +43,12 @@ export default class Recover extends SessionCommand {
     }),
     'debian-etcd': Flags.boolean({
       description:
-        "Debian's packaged etcd (etcd.service with --env-file): read this host's member from that file and run the recover-debian-etcd playbook (the source: its data dir, or one --from-data-dir/--from-snapshot)",
+        "Debian's packaged etcd (etcd.service with --etcd-env-file): read this host's member from that file and run the recover-debian-etcd playbook (the source: its data dir, or one --from-data-dir/--from-snapshot)",
       default: false,
       exclusive: ['kubeadm'],
     }),
-    'env-file': Flags.string({ description: "with --debian-etcd: etcd.service's env file (default /etc/default/etcd)" }),
+    // Not --env-file: Node 20 takes that word anywhere on its command line as its own option.
+    'etcd-env-file': Flags.string({ description: "with --debian-etcd: etcd.service's env file (default /etc/default/etcd)" }),
     'manifests-dir': Flags.string({ description: "with --kubeadm: this node's static pod manifests dir (default /etc/kubernetes/manifests)" }),
     'dry-run': Flags.boolean({
       description: 'with --kubeadm or --debian-etcd: print every step and every manifest or env file change as a diff; change nothing',
@@ -69,7 +70,9 @@ export default class Recover extends SessionCommand {
     const { flags, metadata } = await this.parse(Recover);
     if (flags['debian-etcd']) {
       // Debian's etcd.service: its env file gives the playbook everything but the other members.
-      const envFile = flags['env-file'] ?? DEFAULT_ETCD_ENV_FILE;
+      if (flags['manifests-dir'] !== undefined || flags['restart-kube-components'])
+        throw new InputError('--manifests-dir and --restart-kube-components go with --kubeadm, not --debian-etcd');
+      const envFile = flags['etcd-env-file'] ?? DEFAULT_ETCD_ENV_FILE;
       const sources = [...(flags['from-data-dir'] ?? []), ...(flags['from-snapshot'] ?? [])];
       if (sources.length > 1)
         throw new InputError(`--debian-etcd restores one member from one source (${sources.join(', ')} given): every other member rejoins from it`);
@@ -87,13 +90,13 @@ export default class Recover extends SessionCommand {
           endpointsGiven: flagGiven(metadata, 'endpoints'),
           json: flags['write-out'] === 'json',
           supervisor: supervisorFromFlags(flags),
-          runbook: runbookSettings(flags, metadata, [...RUNBOOK_SKIP, 'from-data-dir', 'from-snapshot', 'debian-etcd', 'env-file', 'dry-run']),
+          runbook: runbookSettings(flags, metadata, [...RUNBOOK_SKIP, 'from-data-dir', 'from-snapshot', 'debian-etcd', 'etcd-env-file', 'dry-run']),
           io: terminalSessionIo({ json: flags['write-out'] === 'json' }),
         }),
       );
       return;
     }
-    if (flags['env-file'] !== undefined) throw new InputError('--env-file goes with --debian-etcd: add --debian-etcd');
+    if (flags['etcd-env-file'] !== undefined) throw new InputError('--etcd-env-file goes with --debian-etcd: add --debian-etcd');
     if (flags.kubeadm) {
       // The kubeadm recovery: the node's etcd.yaml gives the playbook everything but the other nodes, and the client TLS.
       const manifestsDir = flags['manifests-dir'] ?? DEFAULT_MANIFESTS_DIR;

@@ -78,7 +78,7 @@ export function readDebianEtcd(file: string): DebianEtcd {
     const code = (e as NodeJS.ErrnoException).code;
     throw new InputError(
       code === 'ENOENT'
-        ? `${file} does not exist: give the env file of Debian's etcd.service (--env-file, default ${DEFAULT_ETCD_ENV_FILE})`
+        ? `${file} does not exist: give the env file of Debian's etcd.service (--etcd-env-file, default ${DEFAULT_ETCD_ENV_FILE})`
         : `${file}: ${(e as Error).message}`,
     );
   }

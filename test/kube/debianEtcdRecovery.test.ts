@@ -52,7 +52,7 @@ describe('recover --debian-etcd', () => {
           BIN,
           'recover',
           '--debian-etcd',
-          '--env-file',
+          '--etcd-env-file',
           h1.envFile,
           ...tls,
           '--yes',
@@ -68,6 +68,15 @@ describe('recover --debian-etcd', () => {
         { env: s.env, timeoutMs: 180_000 },
       );
 
+    // No such env file: one line (exit 2).
+    const missing = await run(
+      process.execPath,
+      [BIN, 'recover', '--debian-etcd', '--etcd-env-file', path.join(dir, 'nowhere'), ...tls, '--yes', '--reason', 'x'],
+      {
+        env: s.env,
+      },
+    );
+    failsWithOneLine(missing, 2, `${path.join(dir, 'nowhere')} does not exist`, '--etcd-env-file');
     // The others still run: refused (exit 3) before anything is stopped or written.
     failsWithOneLine(await recover(), 3, 'etcd2 answers at', 'assume-dead');
     assert.deepEqual(
@@ -80,6 +89,19 @@ describe('recover --debian-etcd', () => {
     assert.equal((await s.systemctl('stop', h2.unit)).code, 0);
     assert.equal((await s.systemctl('stop', h3.unit)).code, 0);
     rmSync(h3.dataDir, { recursive: true, force: true });
+    // Dry run: the change to the env file as a diff, nothing stopped or written.
+    const dry = await run(
+      process.execPath,
+      [BIN, 'recover', '--debian-etcd', '--etcd-env-file', h1.envFile, ...tls, '--dry-run', '--set', `members=${members}`],
+      {
+        env: s.env,
+      },
+    );
+    assert.equal(dry.code, 0, dry.stderr);
+    for (const line of [`-ETCD_DATA_DIR="${h1.dataDir}"`, `+ETCD_DATA_DIR="${h1.dataDir}-restored"`, `+ETCD_INITIAL_CLUSTER="etcd1=${h1.peerUrl}"`])
+      assert.ok(dry.stdout.includes(line), `${line}\n${dry.stdout}`);
+    assert.equal(readFileSync(h1.envFile, 'utf8'), original.get('etcd1'));
+    assert.equal(s.calls().length, 5);
     const r = await recover();
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
     // The survivor stopped and started by its unit, each rejoining host likewise, one at a time.

@@ -298,5 +298,33 @@ describe('recover --kubeadm --from-snapshot', () => {
     assert.ok(readFileSync(path.join(cp1.manifestsDir, 'etcd.yaml'), 'utf8').includes(`      path: ${cp1.dataDir}-restored\n`));
     const inspect = await run(process.execPath, [BIN, 'datadir', 'inspect', cp1.dataDir]);
     assert.match(`${inspect.stdout}${inspect.stderr}`, /fenced/);
+
+    // The playbook run directly (from the restored data dir) connects as recover --kubeadm does, with the node's own client
+    // certificate (no TLS flags given). Its API server, not ready within apiserver-timeout (503 for its first 1.5 s), is a warning.
+    const again = await run(
+      process.execPath,
+      [
+        BIN,
+        'playbook',
+        'run',
+        'recover-kubeadm-control-plane',
+        '--set',
+        `manifests-dir=${cp1.manifestsDir}`,
+        '--set',
+        `data-dir=${cp1.dataDir}-again`,
+        '--set',
+        'apiserver-timeout=1s',
+        '--yes',
+        '--reason',
+        'test: the playbook run directly',
+        '--audit-db',
+        path.join(dir, 'audit.db'),
+      ],
+      { timeoutMs: 120_000 },
+    );
+    assert.equal(again.code, 0, `${again.stdout}\n${again.stderr}`);
+    assert.match(again.stdout, /healthy: leader [0-9a-f]+/);
+    assert.match(again.stdout, /kube-apiserver at https:\/\/127\.0\.0\.1:\d+ not ready within 1s \((its \/readyz last answered 503 |it did not answer)/);
+    assert.equal((await ctl('get', '/registry/', '--prefix', '--keys-only')).stdout.split('\n').filter(Boolean).length, 10);
   });
 });
