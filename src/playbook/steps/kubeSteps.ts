@@ -84,7 +84,12 @@ export async function otherMembers(m: MemberConfig, ctx: StepContext): Promise<O
 }
 
 /** Waits until no process holds the data dir and the member's URLs no longer answer; names what still holds them. */
-export async function waitEtcdGone(m: MemberConfig, ctx: StepContext, timeoutMs: number, how = 'after its manifest was moved away'): Promise<void> {
+export async function waitEtcdGone(
+  m: MemberConfig,
+  ctx: StepContext,
+  timeoutMs: number,
+  how = 'after its manifest was moved away (is the kubelet running?)',
+): Promise<void> {
   const urls = [...m.advertiseClientUrls, ...m.initialAdvertisePeerUrls];
   let holder = '';
   try {
