@@ -12,6 +12,7 @@ import {
   supervisorFlags,
   supervisorFromFlags,
 } from '../../src/cli/sessionCommand.js';
+import { KUBEADM_PLAYBOOK, kubeadmPlaybookConnection } from '../../src/kube/controlPlane.js';
 import { runPlaybookSession } from '../../src/playbook/session.js';
 
 export default class PlaybookRun extends SessionCommand {
@@ -42,6 +43,8 @@ export default class PlaybookRun extends SessionCommand {
 
   async run(): Promise<void> {
     const { args, flags, metadata } = await this.parse(PlaybookRun);
+    const connection =
+      args.playbook === KUBEADM_PLAYBOOK ? kubeadmPlaybookConnection(flags.set ?? [], flags.vars, connectionFromFlags(flags)) : connectionFromFlags(flags);
     await this.printSession(
       flags['write-out'],
       runPlaybookSession({
@@ -52,7 +55,7 @@ export default class PlaybookRun extends SessionCommand {
         dryRun: flags['dry-run'],
         ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
         ...(flags['audit-db'] !== undefined ? { auditDb: flags['audit-db'] } : {}),
-        connection: connectionFromFlags(flags),
+        connection,
         endpoints: flags.endpoints,
         endpointsGiven: flagGiven(metadata, 'endpoints'),
         json: flags['write-out'] === 'json',

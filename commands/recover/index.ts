@@ -4,7 +4,8 @@ import { recoverSession } from '../../src/cli/recoverSession.js';
 import { BACKUP_SOURCE_FLAG_NAMES, BACKUP_SOURCE_FLAGS, backupSourceFlagValues } from '../../src/cli/backupSourceFlags.js';
 import { terminalSessionIo } from '../../src/cli/sessionIo.js';
 import { InputError } from '../../src/common/errors.js';
-import { nodeClientTls, readNodeEtcdManifest } from '../../src/kube/controlPlane.js';
+import { DEFAULT_MANIFESTS_DIR, readNodeEtcdManifest, withNodeClientTls } from '../../src/kube/controlPlane.js';
+import { DEFAULT_ETCD_ENV_FILE, readDebianEtcd, withDebianEtcdTls } from '../../src/ops/debianEtcd.js';
 import { runPlaybookSession } from '../../src/playbook/session.js';
 import {
   connectionFromFlags,
@@ -19,7 +20,7 @@ import {
 } from '../../src/cli/sessionCommand.js';
 
 export default class Recover extends SessionCommand {
-  static override description = `The recovery session for a cluster that has lost quorum for good: name the survivors you have, see the plan (which one loses the least, what is kept and lost), confirm, and the recover-from-quorum-loss playbook runs — restore into a new one-member cluster with a new cluster ID, fence the old members, re-add the others one at a time as learners and promote them — every step recorded in the audit log. A backup point is a source too (--from-backup file:///dir@POINT or s3://bucket/prefix@POINT, the store's settings as flags, secrets from the environment or files): it is replayed as 'backup restore --at' does and the recovery goes on from it; an older backup is refused beside a newer survivor unless --prefer-backup. A source older than the cluster's last recorded revision gets the revision bump (mark-compacted; on etcd 3.4 writes to one throwaway key, then a compaction). On a terminal it asks for what it needs; scripted, pass --from-data-dir (or --from-snapshot, --from-backup), --set and --yes. Survivors of different clusters are never offered as a default: it asks which cluster to recover (scripted: refused unless --cluster-id names it). With --kubeadm, on the control-plane node that holds the survivor: everything is read from the node's etcd.yaml (--manifests-dir) and the recover-kubeadm-control-plane playbook runs, over TLS with the node's own etcd client certificate; --dry-run shows every manifest it moves and the change to etcd.yaml as a diff.`;
+  static override description = `The recovery session for a cluster that has lost quorum for good: name the survivors you have, see the plan (which one loses the least, what is kept and lost), confirm, and the recover-from-quorum-loss playbook runs — restore into a new one-member cluster with a new cluster ID, fence the old members, re-add the others one at a time as learners and promote them — every step recorded in the audit log. A backup point is a source too (--from-backup file:///dir@POINT or s3://bucket/prefix@POINT, the store's settings as flags, secrets from the environment or files): it is replayed as 'backup restore --at' does and the recovery goes on from it; an older backup is refused beside a newer survivor unless --prefer-backup. A source older than the cluster's last recorded revision gets the revision bump (mark-compacted; on etcd 3.4 writes to one throwaway key, then a compaction). On a terminal it asks for what it needs; scripted, pass --from-data-dir (or --from-snapshot, --from-backup), --set and --yes. Survivors of different clusters are never offered as a default: it asks which cluster to recover (scripted: refused unless --cluster-id names it). With --kubeadm, on the control-plane node that holds the survivor: everything is read from the node's etcd.yaml (--manifests-dir) and the recover-kubeadm-control-plane playbook runs, over TLS with the node's own etcd client certificate; --dry-run shows every manifest it moves and the change to etcd.yaml as a diff. With --debian-etcd, the same for Debian's packaged etcd: the member is read from etcd.service's env file (--etcd-env-file, default /etc/default/etcd), stopped and started with systemctl, and the file's ETCD_DATA_DIR and ETCD_INITIAL_CLUSTER(_STATE) lines rewritten (the recover-debian-etcd playbook).`;
 
   static override examples = [
     '<%= config.bin %> recover',
@@ -27,6 +28,7 @@ export default class Recover extends SessionCommand {
     '<%= config.bin %> recover --from-data-dir /var/lib/lifeboat/m1 --yes --reason "INC-4711" --set data-dir=/var/lib/lifeboat/m1-new --set client-url=http://10.0.0.1:2379',
     '<%= config.bin %> recover --from-backup s3://backups/etcd@2026-12-01T14:05:00Z --s3-endpoint https://minio:9000 --identity-file key.txt --yes --reason "INC-4711" --set data-dir=/var/lib/lifeboat/m1 --set name=m1 --set peer-url=http://10.0.0.1:2380 --set client-url=http://10.0.0.1:2379',
     '<%= config.bin %> recover --kubeadm --yes --reason "INC-4711" --set members="cp2=https://10.0.0.12:2380,https://10.0.0.12:2379;cp3=https://10.0.0.13:2380,https://10.0.0.13:2379"',
+    '<%= config.bin %> recover --debian-etcd --yes --reason "INC-4711" --set members="etcd2=http://10.0.0.12:2380,http://10.0.0.12:2379"',
   ];
 
   static override flags = {
@@ -42,8 +44,24 @@ export default class Recover extends SessionCommand {
         "a kubeadm control plane: read this node's etcd.yaml and run the recover-kubeadm-control-plane playbook (the source: etcd.yaml's data dir, or one --from-data-dir/--from-snapshot)",
       default: false,
     }),
+    'debian-etcd': Flags.boolean({
+      description:
+        "Debian's packaged etcd (etcd.service with --etcd-env-file): read this host's member from that file and run the recover-debian-etcd playbook (the source: its data dir, or one --from-data-dir/--from-snapshot)",
+      default: false,
+      exclusive: ['kubeadm'],
+    }),
+    // Not --env-file: Node 20 takes that word anywhere on its command line as its own option.
+    'etcd-env-file': Flags.string({ description: "with --debian-etcd: etcd.service's env file (default /etc/default/etcd)" }),
     'manifests-dir': Flags.string({ description: "with --kubeadm: this node's static pod manifests dir (default /etc/kubernetes/manifests)" }),
-    'dry-run': Flags.boolean({ description: 'with --kubeadm: print every step and every manifest change as a diff; change nothing', default: false }),
+    'dry-run': Flags.boolean({
+      description: 'with --kubeadm or --debian-etcd: print every step and every manifest or env file change as a diff; change nothing',
+      default: false,
+    }),
+    'restart-kube-components': Flags.boolean({
+      description:
+        "with --kubeadm: at the end restart this node's kube-apiserver, controller manager and scheduler (their manifests moved out and back) and wait for /readyz; without it, how to restart them is printed",
+      default: false,
+    }),
     set: Flags.string({ description: 'a playbook variable, NAME=VALUE (repeatable)', multiple: true, multipleNonGreedy: true }),
     yes: playbookYesFlag,
     reason: reasonFlag,
@@ -53,9 +71,42 @@ export default class Recover extends SessionCommand {
 
   async run(): Promise<void> {
     const { flags, metadata } = await this.parse(Recover);
+    if (flags['debian-etcd']) {
+      // Debian's etcd.service: its env file gives the playbook everything but the other members.
+      if (flags['manifests-dir'] !== undefined || flags['restart-kube-components'])
+        throw new InputError('--manifests-dir and --restart-kube-components go with --kubeadm, not --debian-etcd');
+      const envFile = flags['etcd-env-file'] ?? DEFAULT_ETCD_ENV_FILE;
+      if ((flags['from-backup'] ?? []).length > 0)
+        throw new InputError(
+          '--from-backup does not go with --debian-etcd: materialize the point with `lifeboat backup restore --at POINT --output FILE` and give --from-snapshot FILE',
+        );
+      const sources = [...(flags['from-data-dir'] ?? []), ...(flags['from-snapshot'] ?? [])];
+      if (sources.length > 1)
+        throw new InputError(`--debian-etcd restores one member from one source (${sources.join(', ')} given): every other member rejoins from it`);
+      await this.printSession(
+        flags['write-out'],
+        runPlaybookSession({
+          target: 'recover-debian-etcd',
+          sets: [`env-file=${envFile}`, ...sources.map((s) => `source=${s}`), ...(flags.set ?? [])],
+          yes: flags.yes,
+          dryRun: flags['dry-run'],
+          ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
+          ...(flags['audit-db'] !== undefined ? { auditDb: flags['audit-db'] } : {}),
+          connection: withDebianEtcdTls(readDebianEtcd(envFile), connectionFromFlags(flags)),
+          endpoints: flags.endpoints,
+          endpointsGiven: flagGiven(metadata, 'endpoints'),
+          json: flags['write-out'] === 'json',
+          supervisor: supervisorFromFlags(flags),
+          runbook: runbookSettings(flags, metadata, [...RUNBOOK_SKIP, 'from-data-dir', 'from-snapshot', 'debian-etcd', 'etcd-env-file', 'dry-run']),
+          io: terminalSessionIo({ json: flags['write-out'] === 'json' }),
+        }),
+      );
+      return;
+    }
+    if (flags['etcd-env-file'] !== undefined) throw new InputError('--etcd-env-file goes with --debian-etcd: add --debian-etcd');
     if (flags.kubeadm) {
       // The kubeadm recovery: the node's etcd.yaml gives the playbook everything but the other nodes, and the client TLS.
-      const manifestsDir = flags['manifests-dir'] ?? '/etc/kubernetes/manifests';
+      const manifestsDir = flags['manifests-dir'] ?? DEFAULT_MANIFESTS_DIR;
       if ((flags['from-backup'] ?? []).length > 0)
         throw new InputError(
           '--from-backup does not go with --kubeadm: materialize the point with `lifeboat backup restore --at POINT --output FILE` and give --from-snapshot FILE',
@@ -64,20 +115,17 @@ export default class Recover extends SessionCommand {
       if (sources.length > 1)
         throw new InputError(`--kubeadm restores one member from one source (${sources.join(', ')} given): every other node rejoins from it`);
       const manifest = readNodeEtcdManifest(manifestsDir);
-      let connection = connectionFromFlags(flags);
-      if (!connection.tls) {
-        const tls = nodeClientTls(manifest);
-        if (tls) connection = { ...connection, tls };
-        else if (manifest.advertiseClientUrls.some((u) => u.startsWith('https://')))
-          throw new InputError(
-            `${manifest.file}: no etcd client certificate beside ${manifest.tls.trustedCaFile ?? 'its CA'} (healthcheck-client.crt): give --cacert, --cert and --key`,
-          );
-      }
+      const connection = withNodeClientTls(manifest, connectionFromFlags(flags));
       await this.printSession(
         flags['write-out'],
         runPlaybookSession({
           target: 'recover-kubeadm-control-plane',
-          sets: [`manifests-dir=${manifestsDir}`, ...sources.map((s) => `source=${s}`), ...(flags.set ?? [])],
+          sets: [
+            `manifests-dir=${manifestsDir}`,
+            ...sources.map((s) => `source=${s}`),
+            ...(flags['restart-kube-components'] ? ['restart-kube-components=true'] : []),
+            ...(flags.set ?? []),
+          ],
           yes: flags.yes,
           dryRun: flags['dry-run'],
           ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
@@ -87,13 +135,22 @@ export default class Recover extends SessionCommand {
           endpointsGiven: flagGiven(metadata, 'endpoints'),
           json: flags['write-out'] === 'json',
           supervisor: supervisorFromFlags(flags),
-          runbook: runbookSettings(flags, metadata, [...RUNBOOK_SKIP, 'from-data-dir', 'from-snapshot', 'kubeadm', 'manifests-dir', 'dry-run']),
+          runbook: runbookSettings(flags, metadata, [
+            ...RUNBOOK_SKIP,
+            'from-data-dir',
+            'from-snapshot',
+            'kubeadm',
+            'manifests-dir',
+            'dry-run',
+            'restart-kube-components',
+          ]),
           io: terminalSessionIo({ json: flags['write-out'] === 'json' }),
         }),
       );
       return;
     }
-    if (flags['manifests-dir'] !== undefined || flags['dry-run']) throw new InputError('--manifests-dir and --dry-run go with --kubeadm: add --kubeadm');
+    if (flags['manifests-dir'] !== undefined || flags['dry-run'] || flags['restart-kube-components'])
+      throw new InputError('--manifests-dir, --dry-run and --restart-kube-components go with --kubeadm: add --kubeadm');
     await this.printSession(
       flags['write-out'],
       recoverSession({

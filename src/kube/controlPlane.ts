@@ -5,11 +5,14 @@
 import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { parse as parseYaml } from 'yaml';
 import { InputError } from '../common/errors.js';
 import { readEtcdManifest, type EtcdManifest } from './etcdManifest.js';
 
 export const ETCD_MANIFEST = 'etcd.yaml';
 export const API_SERVER_MANIFEST = 'kube-apiserver.yaml';
+export const KUBEADM_PLAYBOOK = 'recover-kubeadm-control-plane';
+export const DEFAULT_MANIFESTS_DIR = '/etc/kubernetes/manifests';
 export const KUBE_COMPONENT_MANIFESTS = ['kube-apiserver.yaml', 'kube-controller-manager.yaml', 'kube-scheduler.yaml'];
 
 /**
@@ -121,16 +124,20 @@ export function imageVersionProblem(imageTag: string, binVersion: string, bin: s
 /**
  * Why a member's peer certificate would not let it rejoin (expired, or its SANs
  * miss its peer URL's host: the join then hangs on the TLS handshake), with the
- * command kubeadm renews it with; undefined when it is good.
+ * command that renews it (kubeadm's by default); undefined when it is good.
  */
-export function peerCertProblem(certFile: string, peerUrl: string, now = new Date()): string | undefined {
+export function peerCertProblem(
+  certFile: string,
+  peerUrl: string,
+  renew = 'on that node run: kubeadm init phase certs etcd-peer',
+  now = new Date(),
+): string | undefined {
   let cert: X509Certificate;
   try {
     cert = new X509Certificate(fs.readFileSync(certFile));
   } catch (e) {
     return `peer certificate ${certFile} cannot be read (${(e as Error).message})`;
   }
-  const renew = 'on that node run: kubeadm init phase certs etcd-peer';
   if (new Date(cert.validTo) <= now) return `peer certificate ${certFile} expired on ${cert.validTo}: ${renew}`;
   const host = new URL(peerUrl).hostname.replace(/^\[|\]$/g, '');
   const covered = /^[\d.]+$|:/.test(host) ? cert.checkIP(host) !== undefined : cert.checkHost(host) !== undefined;
@@ -145,4 +152,56 @@ export function nodeClientTls(m: EtcdManifest): { caFile: string; certFile: stri
   const dir = path.dirname(ca);
   const [certFile, keyFile] = [path.join(dir, 'healthcheck-client.crt'), path.join(dir, 'healthcheck-client.key')];
   return fs.existsSync(certFile) && fs.existsSync(keyFile) ? { caFile: ca, certFile, keyFile } : undefined;
+}
+
+/**
+ * The connection for a recovery run on a kubeadm node: the operator's TLS flags
+ * when given, else the node's own etcd client certificate; refused in one line
+ * (naming the flags) when etcd serves https and the node has none.
+ */
+export function withNodeClientTls<C extends { tls?: { caFile?: string; certFile?: string; keyFile?: string } }>(m: EtcdManifest, connection: C): C {
+  if (connection.tls) return connection;
+  const tls = nodeClientTls(m);
+  if (tls) return { ...connection, tls };
+  if (m.advertiseClientUrls.some((u) => u.startsWith('https://')))
+    throw new InputError(
+      `${m.file}: no etcd client certificate beside ${m.tls.trustedCaFile ?? 'its CA'} (healthcheck-client.crt): give --cacert, --cert and --key`,
+    );
+  return connection;
+}
+
+/**
+ * `playbook run recover-kubeadm-control-plane` connects as `recover --kubeadm`
+ * does: with the node's client certificate unless TLS flags are given. The
+ * manifests dir is the run's manifests-dir (--set wins over --vars); left to
+ * its default and unreadable, the connection stays as given (the playbook's
+ * own check names the problem, or a terminal asks for the dir).
+ */
+export function kubeadmPlaybookConnection<C extends { tls?: { caFile?: string; certFile?: string; keyFile?: string } }>(
+  sets: readonly string[],
+  varsFile: string | undefined,
+  connection: C,
+): C {
+  if (connection.tls) return connection;
+  const fromSet = sets
+    .filter((s) => s.startsWith('manifests-dir='))
+    .at(-1)
+    ?.slice('manifests-dir='.length);
+  let fromVars: unknown;
+  if (fromSet === undefined && varsFile !== undefined) {
+    try {
+      fromVars = (parseYaml(fs.readFileSync(varsFile, 'utf8')) as Record<string, unknown> | null)?.['manifests-dir'];
+    } catch {
+      fromVars = undefined; // the session reports an unreadable vars file
+    }
+  }
+  const given = fromSet ?? (typeof fromVars === 'string' ? fromVars : undefined);
+  let m: EtcdManifest;
+  try {
+    m = readNodeEtcdManifest(given ?? DEFAULT_MANIFESTS_DIR);
+  } catch (e) {
+    if (given !== undefined) throw e;
+    return connection;
+  }
+  return withNodeClientTls(m, connection);
 }

@@ -7,7 +7,7 @@
 // only in the data volume, --initial-cluster and its state, the old data dirs
 // fenced and kube-apiserver.yaml back; etcd restarted once more keeps every key.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -46,7 +46,10 @@ describe('recover --kubeadm', () => {
       String((JSON.parse((await ctl(cp1.clientUrl, 'member', 'list', '-w', 'json')).stdout) as { header: { cluster_id: unknown } }).header.cluster_id);
     const oldClusterId = await clusterId();
     const auditDb = path.join(dir, 'audit.db');
-    const members = [cp2, cp3].map((n) => `${n.name}=${n.peerUrl},${n.clientUrl},${n.manifestsDir}`).join(';');
+    // cp2 is on another host: its manifests dir as members gives it is not on this one, so its steps are printed (and the
+    // test, as its operator, follows them on its files here); cp3's files are on this host, so its steps are run.
+    const cp2Remote = path.join(dir, 'on-another-host', 'cp2', 'etc/kubernetes/manifests');
+    const members = `cp2=${cp2.peerUrl},${cp2.clientUrl},${cp2Remote};cp3=${cp3.peerUrl},${cp3.clientUrl},${cp3.manifestsDir}`;
     const recover = (manifestsDir: string, ...extra: string[]) =>
       run(
         process.execPath,
@@ -111,15 +114,39 @@ describe('recover --kubeadm', () => {
     rmSync(cp3.dataDir, { recursive: true, force: true });
     // A lost node boots again once its manifests say to rejoin (the recovery rewrote them): its kubelet then runs them.
     let booting = true;
+    // cp2's operator, once the learner for cp2 is added: the printed steps, on cp2's own files.
+    const joinCp2 = async (listed: string) => {
+      const stash2 = stash(cp2);
+      mkdirSync(stash2, { recursive: true });
+      for (const f of ['kube-apiserver.yaml', 'etcd.yaml']) renameSync(path.join(cp2.manifestsDir, f), path.join(stash2, f));
+      const newId = BigInt(/"cluster_id":(\d+)/.exec(listed)![1]).toString(16);
+      assert.equal((await run(process.execPath, [BIN, 'datadir', 'fence', cp2.dataDir, '--superseded-by', newId])).code, 0);
+      const cluster = (JSON.parse(listed) as { members: Array<{ name?: string; peerURLs: string[] }> }).members
+        .map((m) => `${m.name || 'cp2'}=${m.peerURLs[0]}`)
+        .join(',');
+      mkdirSync(`${cp2.dataDir}-rejoined`, { recursive: true, mode: 0o700 });
+      const yaml2 = readFileSync(path.join(stash2, 'etcd.yaml'), 'utf8')
+        .replace(`      path: ${cp2.dataDir}\n`, `      path: ${cp2.dataDir}-rejoined\n`)
+        .replace(/--initial-cluster=[^\n]*/, `--initial-cluster=${cluster}`)
+        .replace('    image: registry', '    - --initial-cluster-state=existing\n    image: registry');
+      writeFileSync(path.join(cp2.manifestsDir, 'etcd.yaml'), yaml2);
+      rmSync(path.join(stash2, 'etcd.yaml'));
+      cp2.kubelet.start();
+    };
     const boots = (async () => {
       const pending = new Set([cp2, cp3]);
       for (let i = 0; i < 2400 && booting && pending.size > 0; i++) {
-        for (const n of pending) {
-          const f = path.join(n.manifestsDir, 'etcd.yaml');
-          if (existsSync(f) && readFileSync(f, 'utf8').includes('-rejoined')) {
-            n.kubelet.start();
-            pending.delete(n);
+        if (pending.has(cp2) && i % 5 === 0) {
+          const l = await ctl(cp1.clientUrl, 'member', 'list', '-w', 'json');
+          if (l.code === 0 && l.stdout.includes(`"peerURLs":["${cp2.peerUrl}"],"isLearner":true`)) {
+            await joinCp2(l.stdout);
+            pending.delete(cp2);
           }
+        }
+        const f = path.join(cp3.manifestsDir, 'etcd.yaml');
+        if (pending.has(cp3) && existsSync(f) && readFileSync(f, 'utf8').includes('-rejoined')) {
+          cp3.kubelet.start();
+          pending.delete(cp3);
         }
         await new Promise((r) => setTimeout(r, 100));
       }
@@ -132,6 +159,12 @@ describe('recover --kubeadm', () => {
     assert.ok(dry.stdout.includes(`+      path: ${cp1.dataDir}-restored`), dry.stdout);
     assert.ok(dry.stdout.includes('+    - --initial-cluster-state=new'), dry.stdout);
     assert.equal(listing(stash(cp1)), '(none)');
+    // A node whose manifests dir is not on this host is remote: the steps printed for it use that dir.
+    const remoteDir = path.join(dir, 'on-another-host', 'etc/kubernetes/manifests');
+    const dryRemote = await recover(cp1.manifestsDir, '--dry-run', '--set', `members=cp3=${cp3.peerUrl},${cp3.clientUrl},${remoteDir}`);
+    assert.equal(dryRemote.code, 0, dryRemote.stderr);
+    const printed = `print: on cp3's host: mv ${remoteDir}-stopped-by-lifeboat/kube-apiserver.yaml ${remoteDir}/`;
+    assert.ok(dryRemote.stdout.includes(printed), `${printed}\n${dryRemote.stdout}`);
 
     // cp3's peer certificate does not name its address: its rejoin would hang, so the run stops there (exit 3, one line)...
     const peer = (f: string) => path.join(cp3.pkiDir, f);
@@ -144,6 +177,17 @@ describe('recover --kubeadm', () => {
     const runId = /Run ID: (r-[0-9a-f-]+)/.exec(stopped.stdout + stopped.stderr)?.[1];
     assert.ok(runId, stopped.stdout);
     assert.equal(listing(cp3.manifestsDir), 'etcd.yaml,kube-apiserver.yaml', "cp3's files untouched");
+    // cp2's steps were printed with its manifests dir, and the data dir kubeadm gives every node (this one's).
+    for (const line of [
+      `on cp2: mkdir -p ${cp2Remote}-stopped-by-lifeboat && mv ${cp2Remote}/kube-apiserver.yaml ${cp2Remote}/etcd.yaml ${cp2Remote}-stopped-by-lifeboat/`,
+      `on cp2: lifeboat datadir fence ${cp1.dataDir} --superseded-by `,
+      `on cp2: in ${cp2Remote}-stopped-by-lifeboat/etcd.yaml: the etcd-data volume's hostPath to ${cp1.dataDir}-rejoined (new, empty)`,
+      `on cp2's host: mv ${cp2Remote}-stopped-by-lifeboat/kube-apiserver.yaml ${cp2Remote}/`,
+    ])
+      assert.ok(stopped.stdout.includes(line), `${line}\n${stopped.stdout}`);
+    renameSync(path.join(stash(cp2), 'kube-apiserver.yaml'), path.join(cp2.manifestsDir, 'kube-apiserver.yaml'));
+    // cp1's API server came back before the stop: the run waited for its /readyz.
+    assert.ok(stopped.stdout.includes(`kube-apiserver at ${cp1.apiServerUrl} ready`), stopped.stdout);
     // ...and, given its renewed certificate, the resumed run goes on from cp3.
     writeFileSync(peer('peer.crt'), good.cert);
     writeFileSync(peer('peer.key'), good.key);
@@ -227,7 +271,7 @@ describe('recover --kubeadm --from-snapshot', () => {
     requireEtcdTools();
     requireTool('openssl');
     dir = mkdtempSync(path.join(os.tmpdir(), 'lifeboat-kubeadm-snap-'));
-    nodes = await makeKubeadmNodes(dir, 1, 'kube/kubeadmRecovery-snapshot', freePorts);
+    nodes = await makeKubeadmNodes(dir, 1, 'kube/kubeadmRecovery-snapshot', freePorts, { components: true });
     const [cp1] = nodes;
     const ctl = (...args: string[]) =>
       etcdctl(
@@ -264,15 +308,59 @@ describe('recover --kubeadm --from-snapshot', () => {
         'test: back to the snapshot',
         '--audit-db',
         path.join(dir, 'audit.db'),
+        '--restart-kube-components',
+        '--set',
+        'restart-wait=1s',
       ],
       { timeoutMs: 120_000 },
     );
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    // --restart-kube-components: the API server (stopped for the restore and started again), controller manager and scheduler restarted once more...
+    const starts = (f: string) => cp1.kubelet.pod(f).starts;
+    assert.deepEqual(
+      ['kube-apiserver.yaml', 'kube-controller-manager.yaml', 'kube-scheduler.yaml'].map(starts),
+      [3, 2, 2],
+      'the kubelet saw each component restarted',
+    );
+    assert.equal(readdirSync(cp1.manifestsDir).sort().join(','), 'etcd.yaml,kube-apiserver.yaml,kube-controller-manager.yaml,kube-scheduler.yaml');
+    assert.match(r.stdout, /restarted kube-apiserver.yaml, kube-controller-manager.yaml, kube-scheduler.yaml on this node/);
+    // ...and after each start the run waited for the API server's /readyz, which answered 503 before 200.
+    assert.equal(r.stdout.split(`kube-apiserver at ${cp1.apiServerUrl} ready (/readyz 200 after`).length - 1, 2, r.stdout);
+    const answers = readFileSync(path.join(dir, 'cp1-kubelet', 'kube-apiserver.yaml.log'), 'utf8').match(/readyz \d+/g) ?? ([] as string[]);
+    assert.ok(answers.includes('readyz 503') && answers.at(-1) === 'readyz 200', answers.join(','));
     assert.match(`${r.stdout}${r.stderr}`, /resource versions went back/);
     const keys = (await ctl('get', '/registry/', '--prefix', '--keys-only')).stdout.split('\n').filter(Boolean);
     assert.equal(keys.length, 10, keys.join(','));
     assert.ok(readFileSync(path.join(cp1.manifestsDir, 'etcd.yaml'), 'utf8').includes(`      path: ${cp1.dataDir}-restored\n`));
     const inspect = await run(process.execPath, [BIN, 'datadir', 'inspect', cp1.dataDir]);
     assert.match(`${inspect.stdout}${inspect.stderr}`, /fenced/);
+
+    // The playbook run directly (from the restored data dir) connects as recover --kubeadm does, with the node's own client
+    // certificate (no TLS flags given). Its API server, not ready within apiserver-timeout (503 for its first 1.5 s), is a warning.
+    const again = await run(
+      process.execPath,
+      [
+        BIN,
+        'playbook',
+        'run',
+        'recover-kubeadm-control-plane',
+        '--set',
+        `manifests-dir=${cp1.manifestsDir}`,
+        '--set',
+        `data-dir=${cp1.dataDir}-again`,
+        '--set',
+        'apiserver-timeout=1s',
+        '--yes',
+        '--reason',
+        'test: the playbook run directly',
+        '--audit-db',
+        path.join(dir, 'audit.db'),
+      ],
+      { timeoutMs: 120_000 },
+    );
+    assert.equal(again.code, 0, `${again.stdout}\n${again.stderr}`);
+    assert.match(again.stdout, /healthy: leader [0-9a-f]+/);
+    assert.match(again.stdout, /kube-apiserver at https:\/\/127\.0\.0\.1:\d+ not ready within 1s \((its \/readyz last answered 503 |it did not answer)/);
+    assert.equal((await ctl('get', '/registry/', '--prefix', '--keys-only')).stdout.split('\n').filter(Boolean).length, 10);
   });
 });

@@ -67,6 +67,8 @@ interface PodSpec {
 
 export class KubeletStandIn {
   readonly pods = new Map<string, Pod>();
+  /** starts per manifest name, across its moves out of the dir and back (a restart by moving the manifest counts) */
+  private readonly startsOf = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private readonly stage: string;
@@ -89,10 +91,15 @@ export class KubeletStandIn {
     return this;
   }
 
-  /** The pod of manifest `name` (e.g. "etcd.yaml"): how often it was started, and whether it runs now. */
+  /** The pod of manifest `name` (e.g. "etcd.yaml"): how often a pod of that name was started, and whether it runs now. */
   pod(name: string): { starts: number; running: boolean; pid?: number; error?: string } {
     const p = this.pods.get(name);
-    return { starts: p?.starts ?? 0, running: !!p?.proc && p.proc.exitCode === null && p.proc.signalCode === null, pid: p?.proc?.pid, error: p?.error };
+    return {
+      starts: this.startsOf.get(name) ?? 0,
+      running: !!p?.proc && p.proc.exitCode === null && p.proc.signalCode === null,
+      pid: p?.proc?.pid,
+      error: p?.error,
+    };
   }
 
   /** Kills a running pod's process (a crash): the stand-in restarts it. */
@@ -242,6 +249,7 @@ export class KubeletStandIn {
     pod.proc = proc;
     pod.error = undefined;
     pod.starts++;
+    this.startsOf.set(name, (this.startsOf.get(name) ?? 0) + 1);
     pod.failures = 0;
     pod.startedAt = Date.now();
     pod.lastProbe = 0;

@@ -4,6 +4,7 @@ import { checkWrites, compact, defrag, disarmAlarm, packDataDirStep, unpackDataD
 import { checkClusterStep, waitHealthyStep } from './healthSteps.js';
 import { addLearner, promote, waitCaughtUpStep } from './learnerSteps.js';
 import { removeMember, updatePeerUrls } from './membershipSteps.js';
+import { DEBIAN_ETCD_STEPS } from './debianEtcdSteps.js';
 import { KUBE_STEPS } from './kubeSteps.js';
 import { migrateStep } from './migrateSteps.js';
 import { fenceOldDataDirs, fenceOldMembers, inspectSources, restore, verifySnapshot } from './sourceSteps.js';
@@ -36,5 +37,6 @@ export const STEP_LIBRARY: Record<string, StepDefinition> = Object.fromEntries(
     unpackDataDirStep,
     migrateStep,
     ...KUBE_STEPS,
+    ...DEBIAN_ETCD_STEPS,
   ].map((s) => [s.type, s]),
 );

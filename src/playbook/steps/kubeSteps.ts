@@ -10,6 +10,7 @@ import { parseIdText, formatId } from '../../common/ids.js';
 import { rewriteEtcdManifest, type EtcdManifest } from '../../kube/etcdManifest.js';
 import {
   API_SERVER_MANIFEST,
+  DEFAULT_MANIFESTS_DIR,
   ETCD_MANIFEST,
   KUBE_COMPONENT_MANIFESTS,
   imageVersionProblem,
@@ -21,6 +22,7 @@ import {
   writeManifestAtomic,
   type Move,
 } from '../../kube/controlPlane.js';
+import { apiServerOf, readyz } from '../../kube/apiServer.js';
 import { memberList, waitUntil } from '../../ops/memberOps.js';
 import { etcdBinary, etcdVersionOf, memberPid, runtimeOfDataDir } from '../../ops/runtime.js';
 import { answers, probeOldMembers, type OldMember } from '../../recovery/fence.js';
@@ -30,13 +32,18 @@ import { SafetyCheckError, type StepContext, type StepDefinition } from '../step
 const manifestsDirParam = { type: 'path' as const, required: true, description: "the node's static pod manifests dir (kubeadm: /etc/kubernetes/manifests)" };
 const timeoutParam = (ms: number) => ({ type: 'duration' as const, default: ms, description: 'give up after this long' });
 const str = (v: unknown) => (typeof v === 'string' ? v : '');
+/** A node's manifests dir is on this host when it exists here; otherwise the node is remote and its steps are printed with it. */
+const onThisHost = (dir: string) => dir !== '' && fs.existsSync(dir);
+
+/** What the recovery reads of a member's configuration, from a static pod manifest or Debian's /etc/default/etcd. */
+export type MemberConfig = Pick<EtcdManifest, 'name' | 'flags' | 'hostDataDir' | 'advertiseClientUrls' | 'initialAdvertisePeerUrls'>;
 
 /** The restored data dir's default: beside the old one, which stays (fenced). */
 export const restoredDataDir = (hostDataDir: string) => `${hostDataDir}-restored`;
-const rejoinedDataDir = (hostDataDir: string) => `${hostDataDir}-rejoined`;
+export const rejoinedDataDir = (hostDataDir: string) => `${hostDataDir}-rejoined`;
 
 /** The member's own peer URL and the others' in --initial-cluster. */
-function initialCluster(m: EtcdManifest): Array<{ name: string; peerUrl: string }> {
+function initialCluster(m: MemberConfig): Array<{ name: string; peerUrl: string }> {
   return (m.flags.get('initial-cluster') ?? '')
     .split(',')
     .filter(Boolean)
@@ -58,7 +65,7 @@ function recordMoves(ctx: StepContext, node: string, what: string, moves: Move[]
  * first node kubeadm made has only itself in --initial-cluster), else as
  * --initial-cluster names them.
  */
-async function otherMembers(m: EtcdManifest, ctx: StepContext): Promise<OldMember[]> {
+export async function otherMembers(m: MemberConfig, ctx: StepContext): Promise<OldMember[]> {
   const self = new Set(m.initialAdvertisePeerUrls);
   const fromFlag = initialCluster(m)
     .filter((o) => o.name !== m.name && !self.has(o.peerUrl))
@@ -77,7 +84,12 @@ async function otherMembers(m: EtcdManifest, ctx: StepContext): Promise<OldMembe
 }
 
 /** Waits until no process holds the data dir and the member's URLs no longer answer; names what still holds them. */
-async function waitEtcdGone(m: EtcdManifest, ctx: StepContext, timeoutMs: number): Promise<void> {
+export async function waitEtcdGone(
+  m: MemberConfig,
+  ctx: StepContext,
+  timeoutMs: number,
+  how = 'after its manifest was moved away (is the kubelet running?)',
+): Promise<void> {
   const urls = [...m.advertiseClientUrls, ...m.initialAdvertisePeerUrls];
   let holder = '';
   try {
@@ -97,7 +109,7 @@ async function waitEtcdGone(m: EtcdManifest, ctx: StepContext, timeoutMs: number
   } catch (e) {
     if (ctx.signal.aborted || !holder) throw e;
     throw new Error(
-      `etcd did not stop within ${timeoutMs / 1000}s after its manifest was moved away: ${holder}; is the kubelet running, or does something else (a systemd etcd, a container) hold them? Stop it, then resume`,
+      `etcd did not stop within ${timeoutMs / 1000}s ${how}: ${holder}; does something else (another etcd, a container) hold them? Stop it, then resume`,
     );
   }
 }
@@ -246,20 +258,31 @@ export const writeKubeadmEtcdManifest: StepDefinition = {
   },
 };
 
+/** A remote node's manifests moved back, as its operator runs it there. */
+function remoteStartLine(p: Record<string, unknown>): string {
+  const there = str(p['manifests-dir']) || str(p['node-manifests-dir']) || DEFAULT_MANIFESTS_DIR;
+  return `on ${str(p.node) || 'the node'}'s host: mv ${(p.files as string[]).map((f) => path.join(stashDirFor(there), f)).join(' ')} ${there}/`;
+}
+
 export const startKubeadmPods: StepDefinition = {
   type: 'start-kubeadm-pods',
   description: 'Move stopped manifests back into the manifests dir, so the kubelet starts their pods again (an empty manifests dir: a remote node, printed).',
   params: {
-    'manifests-dir': { type: 'string', default: '', description: "the node's manifests dir on this host (empty: another host's, printed)" },
+    'manifests-dir': { type: 'string', default: '', description: "the node's manifests dir (not on this host, or empty: another host's, printed)" },
+    'node-manifests-dir': { type: 'string', default: '', description: "a remote node's manifests dir when manifests-dir is empty" },
     files: { type: 'list', required: true, description: 'the manifests to move back (etcd.yaml, kube-apiserver.yaml, ...)' },
     node: { type: 'string', default: '', description: 'the node, for messages' },
   },
-  describe: (p) => [`move ${(p.files as string[]).join(', ')} back into ${str(p['manifests-dir']) || `${str(p.node)}'s manifests dir (on its host)`}`],
+  describe: (p) => [
+    onThisHost(str(p['manifests-dir'])) ? `move ${(p.files as string[]).join(', ')} back into ${str(p['manifests-dir'])}` : `print: ${remoteStartLine(p)}`,
+  ],
   run(p, ctx) {
     const dir = str(p['manifests-dir']);
     const files = p.files as string[];
-    if (!dir) {
-      ctx.event('note', `on ${str(p.node) || 'the node'}: move ${files.join(', ')} back into /etc/kubernetes/manifests`);
+    if (!onThisHost(dir)) {
+      const line = remoteStartLine(p);
+      ctx.event('note', line);
+      ctx.progress(line);
       return Promise.resolve({ moved: [] });
     }
     const moves = moveManifests(files, stashDirFor(dir), dir, { optional: KUBE_COMPONENT_MANIFESTS.filter((f) => f !== API_SERVER_MANIFEST) });
@@ -269,16 +292,45 @@ export const startKubeadmPods: StepDefinition = {
   },
 };
 
-/** The steps a rejoining node's operator runs on its host, in order. */
+/**
+ * The steps a rejoining node's operator runs on its host, in order, with its
+ * manifests dir (as `members` gives it, else this node's: kubeadm lays every
+ * node out alike) and its data dir (this node's: kubeadm-config's
+ * etcd.local.dataDir is the cluster's).
+ */
 function remoteJoinSteps(p: Record<string, unknown>): string[] {
   const by = String(p['superseded-by']);
+  const dir = str(p['manifests-dir']) || str(p['node-manifests-dir']) || DEFAULT_MANIFESTS_DIR;
+  const dataDir = str(p['node-data-dir']) || '/var/lib/etcd';
+  const stash = stashDirFor(dir);
   return [
-    `mkdir -p /etc/kubernetes/manifests-stopped-by-lifeboat && mv /etc/kubernetes/manifests/{kube-apiserver,etcd}.yaml /etc/kubernetes/manifests-stopped-by-lifeboat/`,
-    `lifeboat datadir fence /var/lib/etcd --superseded-by ${by}`,
-    `check /etc/kubernetes/pki/etcd/peer.crt: not expired, its SANs name ${new URL(String(p['peer-url'])).hostname} (else: kubeadm init phase certs etcd-peer)`,
-    `in etcd.yaml: the etcd-data volume's hostPath to a new empty dir, --initial-cluster=${String(p['initial-cluster'])}, --initial-cluster-state=existing`,
-    `mv /etc/kubernetes/manifests-stopped-by-lifeboat/etcd.yaml /etc/kubernetes/manifests/`,
+    `mkdir -p ${stash} && mv ${path.join(dir, API_SERVER_MANIFEST)} ${path.join(dir, ETCD_MANIFEST)} ${stash}/`,
+    `lifeboat datadir fence ${dataDir} --superseded-by ${by}`,
+    `check ${path.join(path.dirname(path.resolve(dir)), 'pki/etcd/peer.crt')} (or its etcd.yaml's --peer-cert-file): not expired, its SANs name ${new URL(String(p['peer-url'])).hostname} (else: kubeadm init phase certs etcd-peer)`,
+    `in ${path.join(stash, ETCD_MANIFEST)}: the etcd-data volume's hostPath to ${rejoinedDataDir(dataDir)} (new, empty), --initial-cluster=${String(p['initial-cluster'])}, --initial-cluster-state=existing`,
+    `mv ${path.join(stash, ETCD_MANIFEST)} ${dir}/`,
   ];
+}
+
+/**
+ * A stopped member about to rejoin: its old data dir fenced, and the new, empty
+ * one (its old one with -rejoined appended) made. A config already naming the
+ * new dir is a resumed run's: its old dir was fenced then.
+ */
+export function fenceForRejoin(m: MemberConfig, supersededBy: string, ctx: StepContext): string {
+  const by = parseIdText(supersededBy);
+  if (by === undefined || by === 0n) throw new Error(`superseded-by ${supersededBy} is not a cluster ID`);
+  const resumed = m.hostDataDir.endsWith('-rejoined');
+  const oldDir = resumed ? m.hostDataDir.slice(0, -'-rejoined'.length) : m.hostDataDir;
+  if (fs.existsSync(oldDir) && fs.readdirSync(oldDir).length > 0) {
+    const f = fenceDataDir(oldDir, by);
+    ctx.event('fence', `fenced ${oldDir} (${f.runtime}, superseded by ${formatId(by)})`, { dataDir: oldDir, member: m.name });
+  }
+  const newDir = rejoinedDataDir(oldDir);
+  if (!resumed && fs.existsSync(newDir) && fs.readdirSync(newDir).length > 0)
+    throw new SafetyCheckError(`member ${m.name}: ${newDir} is not empty; move it aside, then resume`);
+  fs.mkdirSync(newDir, { recursive: true, mode: 0o700 });
+  return newDir;
 }
 
 export const joinKubeadmNode: StepDefinition = {
@@ -286,7 +338,13 @@ export const joinKubeadmNode: StepDefinition = {
   description:
     'Rejoin a control-plane node as the learner add-learner made for it: on this host, stop its static pods, fence its old data dir, check its peer certificate, rewrite its etcd.yaml (a new data dir, the new cluster, --initial-cluster-state=existing) and move it back; on another host, print these steps. Then wait until it answers.',
   params: {
-    'manifests-dir': { type: 'string', default: '', description: 'its manifests dir on this host (empty: the node is remote; its steps are printed)' },
+    'manifests-dir': {
+      type: 'string',
+      default: '',
+      description: 'its manifests dir: on this host, its steps are run; not on this host (or empty), the node is remote and its steps are printed with it',
+    },
+    'node-manifests-dir': { type: 'string', default: '', description: "a remote node's manifests dir when manifests-dir is empty (this node's)" },
+    'node-data-dir': { type: 'string', default: '', description: "a remote node's etcd data dir (this node's: kubeadm-config's etcd.local.dataDir)" },
     name: { type: 'string', required: true, description: 'its member name' },
     'peer-url': { type: 'url', required: true, description: 'its peer URL' },
     'client-url': { type: 'url', required: true, description: 'its client URL' },
@@ -296,7 +354,7 @@ export const joinKubeadmNode: StepDefinition = {
   },
   preflight(p) {
     const dir = str(p['manifests-dir']);
-    if (!dir) return undefined;
+    if (!onThisHost(dir)) return undefined;
     try {
       readNodeEtcdManifest(dir);
       return undefined;
@@ -305,13 +363,13 @@ export const joinKubeadmNode: StepDefinition = {
     }
   },
   describe: (p) =>
-    str(p['manifests-dir'])
+    onThisHost(str(p['manifests-dir']))
       ? [`on this host: stop ${String(p.name)}'s pods (${String(p['manifests-dir'])}), fence its data dir, rewrite its etcd.yaml to join, start it`]
-      : [`print ${String(p.name)}'s steps for its host and wait for it at ${String(p['client-url'])}`],
+      : [...remoteJoinSteps(p).map((l) => `on ${String(p.name)}'s host: ${l}`), `wait for ${String(p.name)} at ${String(p['client-url'])}`],
   async run(p, ctx) {
     const dir = str(p['manifests-dir']);
     const clientUrl = String(p['client-url']);
-    if (!dir) {
+    if (!onThisHost(dir)) {
       for (const s of remoteJoinSteps(p)) {
         ctx.progress(`on ${String(p.name)}: ${s}`);
         ctx.event('note', `on ${String(p.name)}'s host: ${s}`);
@@ -323,19 +381,7 @@ export const joinKubeadmNode: StepDefinition = {
       const stash = stashDirFor(dir);
       recordMoves(ctx, m.name, 'stop its pod', moveManifests([API_SERVER_MANIFEST, ETCD_MANIFEST], dir, stash, { optional: [API_SERVER_MANIFEST] }));
       await waitEtcdGone(m, ctx, 60_000);
-      const by = parseIdText(String(p['superseded-by']));
-      if (by === undefined || by === 0n) throw new Error(`superseded-by ${String(p['superseded-by'])} is not a cluster ID`);
-      // A manifest already naming the new data dir is a resumed run's: its old dir was fenced then.
-      const resumed = m.hostDataDir.endsWith('-rejoined');
-      const oldDir = resumed ? m.hostDataDir.slice(0, -'-rejoined'.length) : m.hostDataDir;
-      if (fs.existsSync(oldDir) && fs.readdirSync(oldDir).length > 0) {
-        const f = fenceDataDir(oldDir, by);
-        ctx.event('fence', `fenced ${oldDir} (${f.runtime}, superseded by ${formatId(by)})`, { dataDir: oldDir, member: m.name });
-      }
-      const newDir = rejoinedDataDir(oldDir);
-      if (!resumed && fs.existsSync(newDir) && fs.readdirSync(newDir).length > 0)
-        throw new SafetyCheckError(`member ${m.name}: ${newDir} is not empty; move it aside, then resume`);
-      fs.mkdirSync(newDir, { recursive: true, mode: 0o700 });
+      const newDir = fenceForRejoin(m, String(p['superseded-by']), ctx);
       const text = rewriteEtcdManifest(m, { hostDataDir: newDir, initialCluster: String(p['initial-cluster']), initialClusterState: 'existing' });
       const original = path.join(stash, `${ETCD_MANIFEST}.before-lifeboat`);
       if (!fs.existsSync(original)) writeManifestAtomic(original, m.text);
@@ -356,6 +402,55 @@ export const joinKubeadmNode: StepDefinition = {
   },
 };
 
+/**
+ * Waits until this node's kube-apiserver answers 200 on /readyz. Etcd is
+ * already recovered when this runs, so a timeout is a warning with what the
+ * API server last said, not a failure.
+ */
+async function waitApiServerReady(dir: string, ctx: StepContext, timeoutMs: number): Promise<{ ready: boolean; url?: string }> {
+  const api = apiServerOf(dir);
+  if (!api) {
+    ctx.progress(`no ${API_SERVER_MANIFEST} in ${dir}: no API server to wait for`);
+    return { ready: false };
+  }
+  const started = Date.now();
+  let last: { status: number; body: string } | undefined;
+  try {
+    await waitUntil(
+      `kube-apiserver at ${api.url} to be ready`,
+      timeoutMs,
+      async () => {
+        last = (await readyz(api)) ?? last;
+        return last?.status === 200 ? true : undefined;
+      },
+      500,
+      ctx.signal,
+    );
+  } catch (e) {
+    if (ctx.signal.aborted) throw e;
+    const said = last ? `its /readyz last answered ${last.status} ${last.body}` : 'it did not answer';
+    ctx.event('warning', `kube-apiserver at ${api.url} not ready within ${timeoutMs / 1000}s (${said}): etcd is recovered; check the API server's log`, {
+      url: api.url,
+    });
+    return { ready: false, url: api.url };
+  }
+  ctx.progress(`kube-apiserver at ${api.url} ready (/readyz 200 after ${((Date.now() - started) / 1000).toFixed(1)}s)`);
+  ctx.event('note', `kube-apiserver at ${api.url} ready`, { url: api.url });
+  return { ready: true, url: api.url };
+}
+
+export const waitApiServerReadyStep: StepDefinition = {
+  type: 'wait-kube-apiserver-ready',
+  description:
+    "Wait until this node's kube-apiserver (its manifest's --advertise-address and --secure-port) answers 200 on /readyz; a node without kube-apiserver.yaml has nothing to wait for, and a timeout is a warning (etcd is already recovered).",
+  params: {
+    'manifests-dir': manifestsDirParam,
+    timeout: timeoutParam(120_000),
+  },
+  describe: (p) => [`wait for ${apiServerOf(String(p['manifests-dir']))?.url ?? "this node's kube-apiserver"}/readyz to answer 200`],
+  run: (p, ctx) => waitApiServerReady(String(p['manifests-dir']), ctx, Number(p.timeout)),
+};
+
 export const finishKubeadmRecovery: StepDefinition = {
   type: 'finish-kubeadm-recovery',
   description:
@@ -367,6 +462,7 @@ export const finishKubeadmRecovery: StepDefinition = {
     source: { type: 'string', default: '', description: 'the recovery source' },
     'restart-kube-components': { type: 'bool', default: false, description: "restart this node's API server, controller manager and scheduler" },
     'restart-wait': { type: 'duration', default: 25_000, description: 'how long their manifests stay away (the kubelet reads the dir every 20 s)' },
+    'ready-timeout': timeoutParam(120_000),
   },
   describe: (p) => [
     `${p['restart-kube-components'] ? 'restart' : 'say how to restart'} the kube components; print the kubeadm-config change (etcd.local.dataDir: ${String(p['old-data-dir'])} -> ${String(p['data-dir'])})`,
@@ -395,10 +491,20 @@ export const finishKubeadmRecovery: StepDefinition = {
       await new Promise((r) => setTimeout(r, Number(p['restart-wait'])));
       recordMoves(ctx, 'this node', 'restart its pod', moveManifests(here, stashDirFor(dir), dir));
       ctx.event('note', `restarted ${here.join(', ')} on this node; on the other nodes: ${restart}`);
+      ctx.progress(`restarted ${here.join(', ')} on this node`);
+      if (here.includes(API_SERVER_MANIFEST)) await waitApiServerReady(dir, ctx, Number(p['ready-timeout']));
     } else ctx.event('note', restart);
     ctx.progress(restart);
     return { restarted: !!p['restart-kube-components'] };
   },
 };
 
-export const KUBE_STEPS = [readKubeadmNode, stopKubeadmControlPlane, writeKubeadmEtcdManifest, startKubeadmPods, joinKubeadmNode, finishKubeadmRecovery];
+export const KUBE_STEPS = [
+  readKubeadmNode,
+  stopKubeadmControlPlane,
+  writeKubeadmEtcdManifest,
+  startKubeadmPods,
+  waitApiServerReadyStep,
+  joinKubeadmNode,
+  finishKubeadmRecovery,
+];
