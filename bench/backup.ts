@@ -208,7 +208,10 @@ async function round(sys: BenchCluster, o: Options, dir: string): Promise<Round>
         const full = await lifeboat(['backup', 'full', '--store', url, '--s3-endpoint', s3.endpoint, '--endpoints', endpoints[0]], env);
         if (full.code !== 0) throw new Error(`${sys.name}: backup full failed: ${full.out}`);
         const t0 = performance.now();
-        const own = await sys.snapshotSave(endpoints[0], path.join(dir, `own-${sys.name}.db`));
+        const ownFile = path.join(dir, `own-${sys.name}.db`);
+        const own = await sys.snapshotSave(endpoints[0], ownFile);
+        // Each round saves afresh (a save refuses to replace a file).
+        fs.rmSync(ownFile, { force: true });
         if (own.code !== 0) throw new Error(`${sys.name}: snapshot save failed: ${own.stderr}`);
         r.fullSeconds = full.seconds;
         r.ownSaveSeconds = (performance.now() - t0) / 1000;

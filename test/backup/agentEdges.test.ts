@@ -4,7 +4,9 @@
 //   so and reconnects, and once the cluster is back every revision is stored,
 //   once, with no gap;
 // - the first full of an empty cluster is at revision 1 (etcd's empty keyspace),
-//   so the chain goes on from 2 and a restart resumes it;
+//   so the chain goes on from 2 and a restart resumes it; the agent runs from its
+//   own bundle (dist/backup-run.cjs), without oclif, and a file store's without
+//   the S3 SDK;
 // - against the S3 server (which checks SigV4 signatures and lists multipart
 //   uploads, test/support/s3Front.ts): a wrong secret is refused at start in
 //   one line (exit 3); with the right one the upload a killed agent left half
@@ -109,41 +111,52 @@ test(
   },
 );
 
-test('the first full of an empty cluster is at revision 1: the chain goes on from revision 2, and a restart resumes it', { timeout: 90_000 }, async () => {
-  const cluster = await EtcdCluster.start({ size: 1, portSeed: 'agentEdges-empty' });
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-agentEmpty-'));
-  let agent: Agent | undefined;
-  try {
-    const ep = cluster.endpoints;
-    const storeDir = path.join(dir, 'store');
-    fs.mkdirSync(storeDir);
-    const store = new FileStore(pathToFileURL(storeDir).href, storeDir);
-    const args = ['--endpoints', ep, '--store', pathToFileURL(storeDir).href, '--spool-dir', path.join(dir, 'spool'), '--delta-interval', '300ms'];
-    agent = startAgent(args);
-    await waitLine(agent, /full \(first full\) at revision 1: 0 keys/);
-    await waitLine(agent, /watching \S+ from revision 2$/);
-    assert.equal((await etcdctl(ep, 'put', 'a', '1')).code, 0);
-    await assertWholeChain(store, 2);
-    await stop(agent);
+test(
+  'the first full of an empty cluster is at revision 1: the chain goes on from revision 2, and a restart resumes it; the agent loads neither oclif nor an ES module, nor the S3 SDK for a file store',
+  { timeout: 90_000 },
+  async () => {
+    const cluster = await EtcdCluster.start({ size: 1, portSeed: 'agentEdges-empty' });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-agentEmpty-'));
+    let agent: Agent | undefined;
+    try {
+      const ep = cluster.endpoints;
+      const storeDir = path.join(dir, 'store');
+      fs.mkdirSync(storeDir);
+      const store = new FileStore(pathToFileURL(storeDir).href, storeDir);
+      const args = ['--endpoints', ep, '--store', pathToFileURL(storeDir).href, '--spool-dir', path.join(dir, 'spool'), '--delta-interval', '300ms'];
+      // NODE_DEBUG says each CommonJS module loaded (MODULE) and each ES module (ESM).
+      agent = startAgent(args, { NODE_DEBUG: 'module,esm' });
+      await waitLine(agent, /full \(first full\) at revision 1: 0 keys/);
+      await waitLine(agent, /watching \S+ from revision 2$/);
+      const loaded = agent.lines.filter((l) => /^(MODULE|ESM) \d+:/.test(l));
+      assert.ok(
+        loaded.some((l) => l.includes('backup-run.cjs')),
+        'backup run ran from dist/backup-run.cjs',
+      );
+      assert.deepEqual(loaded.filter((l) => /@aws-sdk|oclif|^ESM/.test(l)).slice(0, 5), [], 'the agent loaded what it does not use');
+      assert.equal((await etcdctl(ep, 'put', 'a', '1')).code, 0);
+      await assertWholeChain(store, 2);
+      await stop(agent);
 
-    agent = startAgent(args);
-    await waitLine(agent, /resuming after revision 2 \(last full at revision 1\)/);
-    await waitLine(agent, /watching \S+ from revision 3$/);
-    assert.equal((await etcdctl(ep, 'put', 'b', '2')).code, 0);
-    await assertWholeChain(store, 3);
-    assert.ok(!agent.lines.some((l) => /full \(/.test(l)), `no second full: ${agent.lines.join(' | ')}`);
-    const c = (await readCatalog(store)).clusters[0];
-    assert.deepEqual(
-      c.fulls.map((f) => [f.revision, f.keyCount]),
-      [[1, 0]],
-    );
-    await stop(agent);
-  } finally {
-    if (agent?.proc.exitCode === null) agent.proc.kill('SIGKILL');
-    await cluster.stop();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-});
+      agent = startAgent(args);
+      await waitLine(agent, /resuming after revision 2 \(last full at revision 1\)/);
+      await waitLine(agent, /watching \S+ from revision 3$/);
+      assert.equal((await etcdctl(ep, 'put', 'b', '2')).code, 0);
+      await assertWholeChain(store, 3);
+      assert.ok(!agent.lines.some((l) => /full \(/.test(l)), `no second full: ${agent.lines.join(' | ')}`);
+      const c = (await readCatalog(store)).clusters[0];
+      assert.deepEqual(
+        c.fulls.map((f) => [f.revision, f.keyCount]),
+        [[1, 0]],
+      );
+      await stop(agent);
+    } finally {
+      if (agent?.proc.exitCode === null) agent.proc.kill('SIGKILL');
+      await cluster.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);
 
 describe('backup run against an S3 server that checks signatures and lists uploads', () => {
   let cluster: EtcdCluster;
@@ -253,7 +266,6 @@ describe('backup run against an S3 server that checks signatures and lists uploa
     const forced = startAgent([...agentArgs('locks', 'spool-here'), '--force'], s3.env);
     agents.push(forced);
     await waitLine(forced, /--force: taking the lock from the agent on backup-host-2 \(pid \d+, started /);
-    await waitLine(forced, /resuming after revision \d+/);
     await waitLine(forced, /watching \S+ from revision/);
     const sdk = new S3Client({
       region: 'us-east-1',
