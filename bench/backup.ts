@@ -20,6 +20,7 @@ import { openStore } from '../src/backup/openStore.js';
 import { EtcdClient } from '../src/client/etcdClient.js';
 import { startS3Server, type S3Server } from '../test/support/s3Server.js';
 import { BIN } from '../test/support/lifeboatCluster.js';
+import { AGENT_NODE_FLAGS } from '../src/cli/backupHandoff.js';
 import { cleanupAll, onCleanup } from './cleanup.js';
 import { fillKeys } from './fill.js';
 import { runLoad } from './loadGenerator.js';
@@ -28,7 +29,8 @@ import { cpuSeconds, sampleRss } from './memberRss.js';
 import { commitOf, median } from './runStats.js';
 import { startEtcd, startLifeboat, type BenchCluster } from './systems.js';
 
-const USAGE = 'usage: npm run bench -- backup [--runs N] [--seconds S] [--clients N] [--delta-interval MS] [--full-keys N] [--out DIR]';
+const USAGE =
+  'usage: npm run bench -- backup [--runs N] [--seconds S] [--clients N] [--delta-interval MS] [--full-keys N] [--agent-node-flags "FLAGS"] [--out DIR]';
 
 interface Options {
   runs: number;
@@ -36,11 +38,21 @@ interface Options {
   clients: number;
   deltaMs: number;
   fullKeys: number;
+  /** node's flags before bin/run.js for the agent: those of its systemd unit unless given */
+  agentNodeFlags: readonly string[];
   outDir: string;
 }
 
 function parse(args: string[]): Options {
-  const o: Options = { runs: 3, seconds: 30, clients: 100, deltaMs: 5000, fullKeys: 1_000_000, outDir: path.join('bench', 'results') };
+  const o: Options = {
+    runs: 3,
+    seconds: 30,
+    clients: 100,
+    deltaMs: 5000,
+    fullKeys: 1_000_000,
+    agentNodeFlags: AGENT_NODE_FLAGS,
+    outDir: path.join('bench', 'results'),
+  };
   for (let i = 0; i < args.length; i += 2) {
     const v = args[i + 1];
     if (v === undefined) fail(`${args[i]} needs a value`);
@@ -49,6 +61,7 @@ function parse(args: string[]): Options {
     else if (args[i] === '--clients') o.clients = Number(v);
     else if (args[i] === '--delta-interval') o.deltaMs = Number(v);
     else if (args[i] === '--full-keys') o.fullKeys = Number(v);
+    else if (args[i] === '--agent-node-flags') o.agentNodeFlags = v.split(/\s+/).filter(Boolean);
     else if (args[i] === '--out') o.outDir = v;
     else fail(`unknown option ${args[i]}`);
   }
@@ -112,6 +125,7 @@ async function round(sys: BenchCluster, o: Options, dir: string): Promise<Round>
     agent = spawn(
       process.execPath,
       [
+        ...o.agentNodeFlags,
         BIN,
         'backup',
         'run',
@@ -194,7 +208,10 @@ async function round(sys: BenchCluster, o: Options, dir: string): Promise<Round>
         const full = await lifeboat(['backup', 'full', '--store', url, '--s3-endpoint', s3.endpoint, '--endpoints', endpoints[0]], env);
         if (full.code !== 0) throw new Error(`${sys.name}: backup full failed: ${full.out}`);
         const t0 = performance.now();
-        const own = await sys.snapshotSave(endpoints[0], path.join(dir, `own-${sys.name}.db`));
+        const ownFile = path.join(dir, `own-${sys.name}.db`);
+        const own = await sys.snapshotSave(endpoints[0], ownFile);
+        // Each round saves afresh (a save refuses to replace a file).
+        fs.rmSync(ownFile, { force: true });
         if (own.code !== 0) throw new Error(`${sys.name}: snapshot save failed: ${own.stderr}`);
         r.fullSeconds = full.seconds;
         r.ownSaveSeconds = (performance.now() - t0) / 1000;
@@ -259,7 +276,7 @@ export async function run(args: string[]): Promise<void> {
     '|---|---:|---:|',
     ...rows.map(([label, f, d]) => `| ${label} | ${cell('etcd', f, d)} | ${cell('Lifeboat', f, d)} |`),
   ].join('\n');
-  const header = `backup agent, --delta-interval ${o.deltaMs} ms, ${o.seconds} s of puts from ${o.clients} clients per round; Lifeboat ${commitOf('.')}; ${describeMachineLine(describeMachine(os.tmpdir()))}`;
+  const header = `backup agent, --delta-interval ${o.deltaMs} ms, ${o.seconds} s of puts from ${o.clients} clients per round; agent node flags "${o.agentNodeFlags.join(' ')}"; Lifeboat ${commitOf('.')}; ${describeMachineLine(describeMachine(os.tmpdir()))}`;
   console.log(`\n${header}\n\n${table}\n\ntargets: lag p99 ≤ ${2 * o.deltaMs} ms (2 × --delta-interval); agent RSS ≤ 100 MiB`);
   fs.mkdirSync(o.outDir, { recursive: true });
   const stem = path.join(o.outDir, `${new Date().toISOString().slice(0, 10)}-backup`);

@@ -50,6 +50,8 @@ async function main() {
     { words: ['server'], bundle: 'member.cjs' },
     { words: ['snapshot', 'save'], bundle: 'snapshot-save.cjs' },
     { words: ['snapshot', 'restore'], bundle: 'snapshot-restore.cjs' },
+    // The backup agent: long-lived, as a member is (oclif held it about 6 MiB larger).
+    { words: ['backup', 'run'], bundle: 'backup-run.cjs' },
     // The everyday commands a runbook calls in loops (src/cli/everydayCommands.ts).
     ...[['version'], ['get'], ['put'], ['endpoint', 'health'], ['endpoint', 'status'], ['member', 'list'], ['snapshot', 'status']].map((words) => ({
       words,

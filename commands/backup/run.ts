@@ -1,14 +1,9 @@
-import os from 'node:os';
-import { AgentLock } from '../../src/backup/agent/agentLock.js';
-import { AgentMetrics } from '../../src/backup/agent/agentMetrics.js';
-import { BackupAgent } from '../../src/backup/agent/backupAgent.js';
-import { requireRootRole } from '../../src/backup/agent/rootCheck.js';
-import { Spool } from '../../src/backup/agent/spool.js';
-import { AGENT_FLAGS, checkSchedule, codecOf } from '../../src/cli/backupAgentFlags.js';
-import { agentHandoff, givenSettings } from '../../src/cli/backupHandoff.js';
-import { openBackupStore, STORE_FLAGS, storeUrlOf, tagStoreError } from '../../src/cli/backupStoreFlags.js';
-import { connectionFromFlags, EtcdCommand } from '../../src/cli/baseCommand.js';
-import { clientFor } from '../../src/client/etcdClient.js';
+// `lifeboat backup run` for --help and oclif's runners: bin/run.js runs it
+// without oclif (src/cli/backupRunMain.ts), from the same flags and runAgent.
+import { AGENT_FLAGS } from '../../src/cli/backupAgentFlags.js';
+import { runAgent } from '../../src/cli/backupRunMain.js';
+import { STORE_FLAGS, tagStoreError } from '../../src/cli/backupStoreFlags.js';
+import { EtcdCommand } from '../../src/cli/baseCommand.js';
 
 export default class BackupRun extends EtcdCommand {
   static override summary = 'Run the backup agent: every revision off the host within seconds, fulls on a schedule.';
@@ -33,82 +28,6 @@ export default class BackupRun extends EtcdCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(BackupRun);
-    const url = storeUrlOf(flags);
-    const schedule = checkSchedule(flags['full-schedule']);
-    const codec = codecOf(flags);
-    if (flags['delta-interval'] < 100) this.error(`--delta-interval ${flags['delta-interval']}ms: give at least 100ms`, { exit: 2 });
-    if (flags['print-unit']) {
-      const valueFlags = new Set(
-        Object.entries({ ...BackupRun.baseFlags, ...BackupRun.flags })
-          .filter(([, f]) => (f as { type: string }).type !== 'boolean')
-          .map(([n]) => n),
-      );
-      const h = agentHandoff(givenSettings(this.argv, valueFlags), new URL(url).pathname.split('/').filter(Boolean).pop() ?? 'store');
-      this.log(`--- ${h.envFile} (mode 0600) ---\n${h.envText}--- /etc/systemd/system/${h.unitName} ---\n${h.unitText}`);
-      this.log(`Then: systemctl daemon-reload && systemctl enable --now ${h.unitName}`);
-      return;
-    }
-    const conn = connectionFromFlags(flags);
-    const endpoints = flags.endpoints
-      .split(',')
-      .map((e) => e.trim())
-      .filter(Boolean);
-    const log = (line: string) => process.stdout.write(`${new Date().toISOString()} ${line}\n`);
-    const check = clientFor(endpoints, conn);
-    try {
-      await requireRootRole(check, conn.credentials?.user);
-    } finally {
-      check.close();
-    }
-    const metrics = new AgentMetrics();
-    const spool = await Spool.open(flags['spool-dir']);
-    let lastRetryLog = 0;
-    const store = await openBackupStore(url, flags, (e) => {
-      // Said at once (an outage shows in /health), then at most every 30 s.
-      metrics.storeFailing = true;
-      if (Date.now() - lastRetryLog < 30_000) return;
-      lastRetryLog = Date.now();
-      log(`store: ${e.op} ${e.key} failed (${e.error.message}); retrying; ${spool.pending().length} object(s), ${spool.bytes} bytes wait in the spool`);
-    });
-    metrics.storeWrapperRetries = () => store.retries;
-    const lock = await AgentLock.take(store, flags.force, log);
-    let agent: BackupAgent | undefined;
-    const onSignal = (sig: string) => {
-      log(`${sig}: stopping`);
-      agent?.stop();
-    };
-    process.once('SIGTERM', () => onSignal('SIGTERM'));
-    process.once('SIGINT', () => onSignal('SIGINT'));
-    try {
-      const aborted = await store.abortStaleUploads(15 * 60_000);
-      if (aborted > 0) log(`aborted ${aborted} upload(s) a killed agent left half done`);
-      if (flags['listen-metrics']) await metrics.listen(flags['listen-metrics']);
-      log(
-        `backup agent on ${os.hostname()} (pid ${process.pid}): store ${store.url}, spool ${spool.dir}${spool.pending().length ? ` (${spool.pending().length} object(s) waiting)` : ''}, full schedule "${schedule}", segments every ${flags['delta-interval']}ms${flags['listen-metrics'] ? `, metrics on ${flags['listen-metrics']}` : ''}`,
-      );
-      agent = new BackupAgent({
-        endpoints,
-        connection: conn,
-        store,
-        spool,
-        lock,
-        codec,
-        deltaIntervalMs: flags['delta-interval'],
-        segmentBytes: flags['segment-size'],
-        fullSchedule: schedule,
-        fullAfterEvents: flags['full-after-events'],
-        fullAfterBytes: flags['full-after-bytes'],
-        hashEvery: flags['hash-every'],
-        spoolLimit: flags['spool-limit'],
-        metrics,
-        log,
-      });
-      await agent.run();
-    } finally {
-      metrics.close();
-      await lock.release().catch((e: Error) => log(`could not release the lock: ${e.message}`));
-      store.close();
-      log('stopped');
-    }
+    await runAgent(flags, this.argv);
   }
 }

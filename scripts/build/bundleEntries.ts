@@ -2,7 +2,8 @@
 // into one CommonJS file: `lifeboat server` (serverEntry.ts and every module it
 // imports) into dist/member.cjs, `snapshot save` and `snapshot restore` into
 // dist/snapshot-save.cjs and dist/snapshot-restore.cjs, the everyday commands
-// (everydayRun.ts) into dist/everyday.cjs, and the process-title
+// (everydayRun.ts) into dist/everyday.cjs, `backup run` (backupRunMain.ts) into
+// dist/backup-run.cjs, and the process-title
 // masking every command runs first into dist/process-title.cjs (bin/run.js is a
 // CommonJS script, so a lean command loads no ES module at all). A member started from
 // some 110 ES modules held about 3 MiB more two seconds after start, and 1.5 MiB
@@ -24,7 +25,7 @@ import { build, type Plugin } from 'esbuild';
 
 const dist = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-/** Each module bin/run.js requires as a bundle of its own (dist/<out>.cjs): the three lean commands, and the process-title masking every command runs first. */
+/** Each module bin/run.js requires as a bundle of its own (dist/<out>.cjs): the lean commands, and the process-title masking every command runs first. */
 const ENTRIES = [
   { in: 'src/cli/serverEntry.js', out: 'member' },
   { in: 'src/cli/snapshotSaveRun.js', out: 'snapshot-save' },
@@ -34,6 +35,9 @@ const ENTRIES = [
   // from its vendor bundle and V8 code cache (dist/vendor/grpc-js.js, the one vendor
   // module let in), and only by the commands that connect.
   { in: 'src/cli/everydayRun.js', out: 'everyday', vendor: ['dist/vendor/grpc-js.js'] },
+  // `backup run`, the long-running agent: the S3 SDK stays outside (external), required
+  // only when the store is s3://.
+  { in: 'src/cli/backupRunMain.js', out: 'backup-run', vendor: ['dist/vendor/grpc-js.js'] },
 ];
 
 /** What a bundled module's `import.meta.url` becomes: its own file's URL, found from the bundle's place (dist/ may move). */
@@ -76,7 +80,7 @@ async function bundle(entries: ReadonlyArray<{ in: string; out: string; vendor?:
     platform: 'node',
     target: 'node20',
     format: 'cjs',
-    external: ['bindings', '@node-rs/crc32', '@inquirer/*'],
+    external: ['bindings', '@node-rs/crc32', '@inquirer/*', '@aws-sdk/*'],
     define: { __LIFEBOAT_FAULTS__: String(faults) },
     // Folds the constant: `if (false) …` and `false && …` go, with the names in them.
     minifySyntax: true,

@@ -1,120 +1,27 @@
-// Flags of the backup commands that make objects (`backup run`, `backup full`):
-// the spool, compression and encryption, and the agent's schedule and limits.
-// Each is also read from LIFEBOAT_<FLAG>.
-import fs from 'node:fs';
-import { Flags } from '#oclif-core';
-import { Cron } from 'croner';
-import { InputError } from '../common/errors.js';
-import type { Compression } from '../backup/layout.js';
-import type { EncodeOptions } from '../backup/objectCodec.js';
-import { durationFlag } from './baseCommand.js';
-import { envName } from './flagParser.js';
+// oclif's flags of the backup commands that make objects (`backup run`, `backup
+// full`), built from the tables in backupAgentSpecs.ts (which says what they are).
+import { oclifBoolean, oclifDuration, oclifInteger, oclifSize, oclifString, oclifStrings } from './oclifFlag.js';
+import { AGENT_FLAG_SPECS as A, CODEC_FLAG_SPECS as C } from './backupAgentSpecs.js';
 
-const env = (name: string) => envName('LIFEBOAT', name);
-
-const UNITS: Record<string, number> = { '': 1, b: 1, k: 1e3, kb: 1e3, kib: 1024, m: 1e6, mb: 1e6, mib: 1024 ** 2, g: 1e9, gb: 1e9, gib: 1024 ** 3 };
-
-/** "64MiB", "1GB", "4096" → bytes. */
-export function parseSize(text: string, flag: string): number {
-  const m = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(text.trim());
-  const unit = m ? UNITS[m[2].toLowerCase()] : undefined;
-  if (!m || unit === undefined) throw new InputError(`${flag} ${text}: not a size; give bytes, or a number with KiB, MiB or GiB (e.g. 64MiB)`);
-  return Math.round(Number(m[1]) * unit);
-}
-
-const sizeFlag = (name: string, description: string, def: string) =>
-  Flags.custom<number>({
-    description,
-    env: env(name),
-    helpValue: 'SIZE',
-    defaultHelp: () => Promise.resolve(def),
-    default: parseSize(def, `--${name}`),
-    parse: (input) => Promise.resolve(parseSize(input, `--${name}`)),
-  })();
+export { checkSchedule, codecOf, recipientsOf } from './backupAgentSpecs.js';
 
 export const CODEC_FLAGS = {
-  compression: Flags.string({ description: 'compression of stored objects', options: ['gzip', 'brotli', 'none'], default: 'gzip', env: env('compression') }),
-  'encrypt-to': Flags.string({
-    description: 'encrypt every object to this age recipient (age1...; repeat for more); the identity never touches the store or the agent',
-    multiple: true,
-    helpValue: 'RECIPIENT',
-  }),
-  'recipients-file': Flags.string({
-    description: 'age recipients, one per line (# comments), as age -R reads them',
-    env: env('recipients-file'),
-    helpValue: 'FILE',
-  }),
+  compression: oclifString('compression', C.compression),
+  'encrypt-to': oclifStrings('encrypt-to', C['encrypt-to']),
+  'recipients-file': oclifString('recipients-file', C['recipients-file']),
 };
 
 export const AGENT_FLAGS = {
-  'spool-dir': Flags.string({
-    description: 'a local directory where every object is written durably before it is uploaded (and waits while the store is down)',
-    env: env('spool-dir'),
-    helpValue: 'DIR',
-    required: true,
-  }),
+  'spool-dir': oclifString('spool-dir', A['spool-dir']),
   ...CODEC_FLAGS,
-  'full-schedule': Flags.string({
-    description: "when to take fulls: a cron expression (minute hour day month weekday, the agent's local time); a full of an unchanged cluster is skipped",
-    default: '0 */6 * * *',
-    env: env('full-schedule'),
-  }),
-  'full-after-events': Flags.integer({
-    description: 'also take a full after this many events since the last (0: off)',
-    default: 0,
-    env: env('full-after-events'),
-  }),
-  'full-after-bytes': sizeFlag('full-after-bytes', 'also take a full after this many bytes of changes since the last (0: off)', '0'),
-  'delta-interval': durationFlag('delta-interval', 5000, '5s', 'close a segment this long after its first revision (an idle cluster writes none)'),
-  'segment-size': sizeFlag('segment-size', 'close a segment once it is this large', '4MiB'),
-  'hash-every': Flags.integer({
-    description: 'record HashKV as a hash point every this many revisions, for `backup verify` (0: after fulls only)',
-    default: 10000,
-    env: env('hash-every'),
-  }),
-  'spool-limit': sizeFlag(
-    'spool-limit',
-    'past this much in the spool the agent stops reading the watch (and says so) until the store takes uploads again',
-    '1GiB',
-  ),
-  'listen-metrics': Flags.string({
-    description: 'serve /metrics (Prometheus) and /health on this URL, e.g. http://127.0.0.1:9479',
-    env: env('listen-metrics'),
-    helpValue: 'URL',
-  }),
-  force: Flags.boolean({ description: "take the store's lock from another agent (one that is gone for good)", default: false }),
-  'print-unit': Flags.boolean({ description: 'print a systemd unit and environment file that run this agent as given, and exit', default: false }),
+  'full-schedule': oclifString('full-schedule', A['full-schedule']),
+  'full-after-events': oclifInteger('full-after-events', A['full-after-events']),
+  'full-after-bytes': oclifSize('full-after-bytes', A['full-after-bytes']),
+  'delta-interval': oclifDuration('delta-interval', A['delta-interval']),
+  'segment-size': oclifSize('segment-size', A['segment-size']),
+  'hash-every': oclifInteger('hash-every', A['hash-every']),
+  'spool-limit': oclifSize('spool-limit', A['spool-limit']),
+  'listen-metrics': oclifString('listen-metrics', A['listen-metrics']),
+  force: oclifBoolean('force', A.force),
+  'print-unit': oclifBoolean('print-unit', A['print-unit']),
 };
-
-/** The age recipients of --encrypt-to and --recipients-file, checked for shape. */
-export function recipientsOf(flags: { 'encrypt-to'?: string[]; 'recipients-file'?: string }): string[] {
-  const out = [...(flags['encrypt-to'] ?? [])];
-  const file = flags['recipients-file'];
-  if (file) {
-    let text: string;
-    try {
-      text = fs.readFileSync(file, 'utf8');
-    } catch (e) {
-      throw new InputError(`--recipients-file ${file}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
-    }
-    for (const line of text.split(/\r?\n/)) if (line.trim() && !line.trim().startsWith('#')) out.push(line.trim());
-  }
-  for (const r of out)
-    if (!/^age1[0-9a-z]{50,}$/.test(r))
-      throw new InputError(`age recipient ${JSON.stringify(r)} is not an age public key (age1...); give the output of age-keygen -y`);
-  return out;
-}
-
-export function codecOf(flags: { compression: string; 'encrypt-to'?: string[]; 'recipients-file'?: string }): EncodeOptions {
-  return { compression: flags.compression as Compression, recipients: recipientsOf(flags) };
-}
-
-/** A cron expression croner takes, or a one-line error naming the flag. */
-export function checkSchedule(expr: string): string {
-  try {
-    new Cron(expr, { paused: true });
-  } catch (e) {
-    throw new InputError(`--full-schedule ${JSON.stringify(expr)}: ${(e as Error).message}; give a cron expression such as "0 */6 * * *"`);
-  }
-  return expr;
-}

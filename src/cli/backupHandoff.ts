@@ -3,10 +3,19 @@
 // file holding the settings given (LIFEBOAT_*; a password never: the file
 // names where to put it) and the systemd unit that runs the agent from it.
 import path from 'node:path';
-import { shellQuote } from '../common/memberCommand.js';
+import { MEMBER_NODE_FLAGS, shellQuote } from '../common/memberCommand.js';
 import { envLine, systemdUnit } from '../ops/supervisor.js';
 import { packageRoot } from '../ops/startMember.js';
 import { envName } from './flagParser.js';
+
+/**
+ * Node's flags for the agent, before bin/run.js (V8 reads them only at start-up):
+ * the member's, for the same reasons (memberCommand.ts). Under 100 clients' puts
+ * V8's default young generation grew the agent's peak RSS from about 90 to over
+ * 120 MiB; with them it stays under 100 MiB for the same CPU per revision
+ * (`npm run bench -- backup`, bench/results/).
+ */
+export const AGENT_NODE_FLAGS: readonly string[] = MEMBER_NODE_FLAGS;
 
 /** Flags that are never written to the env file: secrets, and the ones that only make sense once. */
 const NOT_HANDED_OVER = new Set(['password', 'print-unit', 'force', 'debug', 'encrypt-to']);
@@ -41,7 +50,7 @@ export function agentHandoff(settings: ReadonlyArray<readonly [string, string]>,
   ];
   if (settings.some(([k]) => k === 'user') && !settings.some(([k]) => k === 'password-file'))
     lines.push('# the password of LIFEBOAT_USER: LIFEBOAT_PASSWORD=... here, or LIFEBOAT_PASSWORD_FILE=/path (never on the command line)');
-  const exec = [process.execPath, path.join(packageRoot(), 'bin', 'run.js'), 'backup', 'run', ...recipients].join(' ');
+  const exec = [process.execPath, ...AGENT_NODE_FLAGS, path.join(packageRoot(), 'bin', 'run.js'), 'backup', 'run', ...recipients].join(' ');
   const unit = systemdUnit({
     description: `Lifeboat backup agent (${instance})`,
     envFile,

@@ -5,6 +5,7 @@
 // prints their --help, from flags built out of the same tables (oclifFlag.ts).
 // The parser keeps oclif's rules and, through exitFor, the toolkit's wording of
 // usage errors.
+import { parseSize } from '../common/byteSizes.js';
 import { parseDuration } from '../common/durations.js';
 
 interface FlagBase {
@@ -17,15 +18,21 @@ interface FlagBase {
   helpGroup?: 'GLOBAL';
   /** --help's text for the default, where the default is not a plain value */
   defaultHelp?: string;
+  /** --help's name for the value: --spool-dir DIR */
+  helpValue?: string;
 }
 export type FlagSpec =
   | (FlagBase & { type: 'string'; default?: string; options?: readonly string[]; required?: boolean })
+  /** given any number of times (never from the environment): a list */
+  | (FlagBase & { type: 'strings' })
+  /** bytes, written as "4MiB" or "4096" */
+  | (FlagBase & { type: 'size'; default: number })
   | (FlagBase & { type: 'integer'; default: number })
   /** milliseconds, written as "5s" or "500ms" */
   | (FlagBase & { type: 'duration'; default: number })
   | (FlagBase & { type: 'boolean'; default: boolean; allowNo?: boolean });
 
-export type FlagValues = Record<string, string | number | boolean | undefined>;
+export type FlagValues = Record<string, string | string[] | number | boolean | undefined>;
 
 /** A flag's environment variable: LIFEBOAT_<FLAG>, or etcdctl's ETCDCTL_<FLAG>. */
 export const envName = (prefix: 'LIFEBOAT' | 'ETCDCTL', flag: string) => `${prefix}_${flag.toUpperCase().replaceAll('-', '_')}`;
@@ -49,13 +56,22 @@ export function flagValue(spec: FlagSpec, raw: string, source: string, fail: (me
       throw fail((err as Error).message);
     }
   }
+  if (spec.type === 'size') {
+    try {
+      return parseSize(raw, source);
+    } catch (err) {
+      throw fail((err as Error).message);
+    }
+  }
   if (spec.type === 'boolean') return truthy(raw);
+  if (spec.type === 'strings') return raw;
   if (spec.options && !spec.options.includes(raw)) throw fail(`invalid ${source} "${raw}": expected one of ${spec.options.join(', ')}`);
   return raw;
 }
 
 /** The first of `spec.env` that is set, read; undefined when none is. */
 export function envValue(spec: FlagSpec, env: NodeJS.ProcessEnv, fail: (message: string) => Error): string | number | boolean | undefined {
+  if (spec.type === 'strings') return undefined;
   for (const name of spec.env ?? []) {
     const raw = env[name];
     if (raw) return flagValue(spec, raw, name, fail);
@@ -77,11 +93,13 @@ export function parseFlags(
 ): { flags: FlagValues; args: string[] } {
   const fail = (message: string) => usage(o.commandId, message);
   const byChar = new Map(Object.entries(specs).flatMap(([name, s]) => (s.char ? [[s.char, name] as const] : [])));
-  const given = new Map<string, string | number | boolean>();
+  const given = new Map<string, string | string[] | number | boolean>();
   const positional: string[] = [];
   const set = (flag: string, v: string | number | boolean) => {
+    const list = specs[flag]?.type === 'strings' ? given.get(flag) : undefined;
+    if (Array.isArray(list)) return void list.push(String(v));
     if (given.has(flag)) throw fail(`--${flag} can only be given once`);
-    given.set(flag, v);
+    given.set(flag, specs[flag]?.type === 'strings' ? [String(v)] : v);
   };
   const isFlag = (arg: string) => specs[arg.replace(/^--(no-)?|=[\s\S]*$/g, '')] !== undefined || byChar.has(arg.slice(1, 2));
   for (let i = 0; i < argv.length; i++) {
@@ -131,7 +149,7 @@ export function parseFlags(
   }
   const flags: FlagValues = {};
   for (const [flag, spec] of Object.entries(specs)) {
-    flags[flag] = given.has(flag) ? given.get(flag) : (envValue(spec, o.env ?? process.env, fail) ?? spec.default);
+    flags[flag] = given.has(flag) ? given.get(flag) : (envValue(spec, o.env ?? process.env, fail) ?? ('default' in spec ? spec.default : undefined));
   }
   // Every missing one at once, as oclif lists them.
   const missing = Object.entries(specs)

@@ -2,6 +2,7 @@
 // commands oclif parses: one table, so both parsers take the same flags.
 import { Args, Flags } from '#oclif-core';
 import type { ArgSpec } from './commandTable.js';
+import { parseSize } from '../common/byteSizes.js';
 import { parseDuration } from '../common/durations.js';
 import { envValue, type FlagSpec } from './flagParser.js';
 
@@ -18,6 +19,7 @@ function common(name: string, spec: FlagSpec) {
     ...(spec.char ? { char: spec.char as 'w' } : {}),
     ...(env ? { env } : {}),
     ...(spec.helpGroup ? { helpGroup: spec.helpGroup } : {}),
+    ...(spec.helpValue ? { helpValue: spec.helpValue } : {}),
     ...(spec.defaultHelp === undefined ? {} : { defaultHelp: () => Promise.resolve(spec.defaultHelp) }),
     /** the default, or the value of a further variable */
     defaultFrom: <T>(def: T) => (fallback ? () => Promise.resolve((envValue(fallback, process.env, fail) as T | undefined) ?? def) : def),
@@ -52,11 +54,28 @@ export function oclifDuration(name: string, spec: Spec<'duration'>) {
   })();
 }
 
+export function oclifSize(name: string, spec: Spec<'size'>) {
+  const { defaultFrom, ...c } = common(name, spec);
+  return Flags.custom<number>({
+    ...c,
+    default: defaultFrom(spec.default),
+    parse: (input) => Promise.resolve(parseSize(input, `--${name}`)),
+  })();
+}
+
+/** A flag given any number of times: a list (never from the environment). */
+export function oclifStrings(name: string, spec: Spec<'strings'>) {
+  const { defaultFrom: _, env: __, ...c } = common(name, spec);
+  return Flags.string({ ...c, multiple: true });
+}
+
 /** Any flag of a table, typed loosely (commands/server.ts: its run parses its own argv). */
 export function oclifFlag(name: string, spec: FlagSpec) {
   if (spec.type === 'integer') return oclifInteger(name, spec);
   if (spec.type === 'boolean') return oclifBoolean(name, spec);
   if (spec.type === 'duration') return oclifDuration(name, spec);
+  if (spec.type === 'size') return oclifSize(name, spec);
+  if (spec.type === 'strings') return oclifStrings(name, spec);
   return oclifString(name, spec);
 }
 

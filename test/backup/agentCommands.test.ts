@@ -104,7 +104,7 @@ test('backup run --print-unit: an env file with the settings given (never the pa
     'RestartPreventExitStatus=2 3',
   ])
     assert.ok(r.stdout.split('\n').includes(line), `${line} in:\n${r.stdout}`);
-  assert.match(r.stdout, /^ExecStart=\S+node\S* \S+bin\/run\.js backup run$/m);
+  assert.match(r.stdout, /^ExecStart=\S+node\S* --max-semi-space-size=4 --heap-growing-percent=50 --v8-pool-size=1 \S+bin\/run\.js backup run$/m);
   assert.match(r.stdout, /systemctl enable --now lifeboat-backup-etcd\.service/);
 });
 

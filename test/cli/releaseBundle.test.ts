@@ -8,7 +8,7 @@ import { after, describe, test } from 'node:test';
 import { FAILPOINTS } from '../../src/common/failpoint.js';
 import { BIN, LifeboatCluster, ROOT, etcdctl, type MemberProc } from '../support/lifeboatCluster.js';
 
-const RELEASE_BUNDLES = ['member.cjs', 'snapshot-save.cjs', 'snapshot-restore.cjs', 'everyday.cjs', 'process-title.cjs'];
+const RELEASE_BUNDLES = ['member.cjs', 'snapshot-save.cjs', 'snapshot-restore.cjs', 'everyday.cjs', 'backup-run.cjs', 'process-title.cjs'];
 const TEST_BUNDLE = path.join(ROOT, 'dist', 'test', 'member-faults.cjs');
 const NAMES = Object.keys(FAILPOINTS);
 

@@ -23,6 +23,8 @@ export interface S3Server {
   env: Record<string, string>;
   /** the same with wrong keys */
   wrongKeysEnv: Record<string, string>;
+  /** the right access key with a wrong secret (the server checks every request's SigV4 signature) */
+  wrongSecretEnv: Record<string, string>;
   running(): boolean;
   start(): Promise<void>;
   /** SIGTERM, then SIGKILL after 2 s; resolves once it has exited */
@@ -42,6 +44,7 @@ export async function startS3Server(dir: string, seed: string, o: { bucket?: str
     url: (prefix = '') => `s3://${bucket}${prefix ? `/${prefix}` : ''}`,
     env: { ...common, ...S3RVER_KEYS },
     wrongKeysEnv: { ...common, AWS_ACCESS_KEY_ID: 'NOTTHEKEY', AWS_SECRET_ACCESS_KEY: 'not-the-secret-either' },
+    wrongSecretEnv: { ...common, AWS_ACCESS_KEY_ID: S3RVER_KEYS.AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY: 'not-the-secret' },
     running: () => child !== undefined,
     async start() {
       if (child) return;
