@@ -83,13 +83,17 @@ export class RaftDriver {
   /** Runs fn against the core and schedules the resulting work. */
   with<T>(fn: (raft: RawNode) => T): T {
     try {
-      return fn(this.raft);
+      return this.metrics.spans.during('raft', () => fn(this.raft));
     } finally {
       this.kick();
     }
   }
 
   private process(): void {
+    this.metrics.spans.during('raft', () => this.processReady());
+  }
+
+  private processReady(): void {
     if (this.stopped) return;
     if (!this.owedCommitTimer && this.raft.hasOwedCommits()) {
       this.owedCommitTimer = setTimeout(() => {
