@@ -12,6 +12,7 @@ import type { TestCerts } from '../test/support/certs.js';
 import { commitOf, median } from './runStats.js';
 import { cleanupAll } from './cleanup.js';
 import { runLoad, type LoadResult } from './loadGenerator.js';
+import { observed } from './loadObserver.js';
 import { describeMachine, describeMachineLine } from './machine.js';
 import { cpuTotal, sampleRss } from './memberRss.js';
 import { benchCerts, startEtcd, startLifeboat, TLS_CLUSTER_JS, type BenchCluster } from './systems.js';
@@ -91,7 +92,17 @@ interface Variant {
 }
 
 /** One round of one system: a fresh cluster, a warm-up, then each client count. */
-type Sample = LoadResult & { rssMiB: number; cpuMsPerPut: number };
+type Sample = LoadResult & {
+  rssMiB: number;
+  cpuMsPerPut: number;
+  leaderChanges: number;
+  /** Lifeboat's (NaN for etcd): the worst member's event-loop delay max, its stalls over 50 ms, the longest on CPU */
+  loopMaxMs: number;
+  stalls: number;
+  stallOnCpuMaxMs: number;
+  /** stalls by cause (Lifeboat) */
+  stallCauses: Record<string, number>;
+};
 
 async function measure(v: Variant, o: PutsOptions, certs?: TestCerts): Promise<Map<number, Sample>> {
   const sys = await v.start(certs);
@@ -104,10 +115,23 @@ async function measure(v: Variant, o: PutsOptions, certs?: TestCerts): Promise<M
       const rss = sampleRss(sys.pids());
       // CPU time of the members (every thread) per put: what a busy machine distorts least.
       const cpu0 = cpuTotal(sys.pids());
-      const r = await runLoad({ endpoints, tls, clients, workers: o.workers, op: PUT, valueSize: 256, durationMs: o.seconds * 1000 });
+      const { r, seen } = await observed(sys, () =>
+        runLoad({ endpoints, tls, clients, workers: o.workers, op: PUT, valueSize: 256, durationMs: o.seconds * 1000 }),
+      );
       const cpuMsPerPut = ((cpuTotal(sys.pids()) - cpu0) * 1000) / Math.max(1, r.ops);
       if (r.errors > 0) throw new Error(`${v.name}: ${r.errors} of ${r.ops + r.errors} puts failed at ${clients} clients: ${r.firstError ?? ''}`);
-      out.set(clients, { ...r, rssMiB: rss.stop(), cpuMsPerPut });
+      const loops = seen.loop.flatMap((d) => (d ? [d.maxMs] : []));
+      const lifeboat = loops.length > 0;
+      out.set(clients, {
+        ...r,
+        rssMiB: rss.stop(),
+        cpuMsPerPut,
+        leaderChanges: seen.leaderChanges,
+        loopMaxMs: lifeboat ? Math.max(...loops) : NaN,
+        stalls: lifeboat ? seen.stalls.count : NaN,
+        stallOnCpuMaxMs: lifeboat ? seen.stalls.longestOnCpuMs : NaN,
+        stallCauses: seen.stalls.byCause,
+      });
     }
     return out;
   } finally {
@@ -134,7 +158,10 @@ export async function run(args: string[]): Promise<void> {
         const m = await measure(v, o, certs);
         results.get(v.name)?.push(m);
         const line = [...m]
-          .map(([c, x]) => `${c}c ${x.perSecond.toFixed(0)}/s p50 ${x.p50Ms.toFixed(2)} p99 ${x.p99Ms.toFixed(2)} ms CPU/put ${x.cpuMsPerPut.toFixed(3)} ms`)
+          .map(
+            ([c, x]) =>
+              `${c}c ${x.perSecond.toFixed(0)}/s p50 ${x.p50Ms.toFixed(2)} p99 ${x.p99Ms.toFixed(2)} ms CPU/put ${x.cpuMsPerPut.toFixed(3)} ms max ${x.maxMs.toFixed(0)} ms stalls ${JSON.stringify(x.stallCauses)}`,
+          )
           .join(', ');
         console.log(`round ${r + 1}/${o.runs} ${v.name}${o.tls ? ' with TLS' : ''}: ${line} (load ${os.loadavg()[0].toFixed(2)})`);
       }
@@ -147,6 +174,13 @@ export async function run(args: string[]): Promise<void> {
     { label: 'puts/s', f: (x) => x.perSecond, digits: 0 },
     { label: 'p50 ms', f: (x) => x.p50Ms, digits: 2 },
     { label: 'p99 ms', f: (x) => x.p99Ms, digits: 2 },
+    { label: 'p99.9 ms', f: (x) => x.p999Ms, digits: 1 },
+    { label: 'max ms', f: (x) => x.maxMs, digits: 1 },
+    { label: 'leader changes', f: (x) => x.leaderChanges, digits: 0 },
+    { label: 'event-loop delay max ms (worst member)', f: (x) => x.loopMaxMs, digits: 0 },
+    { label: 'stalls over 50 ms (3 members)', f: (x) => x.stalls, digits: 0 },
+    { label: 'fsync stalls (3 members)', f: (x) => (Number.isNaN(x.stalls) ? NaN : (x.stallCauses.fsync ?? 0)), digits: 0 },
+    { label: 'longest stall on CPU ms', f: (x) => x.stallOnCpuMaxMs, digits: 0 },
     { label: 'member CPU ms per put (3 members)', f: (x) => x.cpuMsPerPut, digits: 3 },
     { label: 'peak RSS MiB', f: (x) => x.rssMiB, digits: 1 },
   ];
