@@ -8,18 +8,19 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { TestCerts } from '../test/support/certs.js';
 import { commitOf, median } from './runStats.js';
 import { cleanupAll } from './cleanup.js';
 import { runLoad, type LoadResult } from './loadGenerator.js';
 import { observed } from './loadObserver.js';
 import { describeMachine, describeMachineLine } from './machine.js';
-import { cpuTotal, sampleRss } from './memberRss.js';
+import { cpuTotal, maxRss, sampleRss } from './memberRss.js';
 import { benchCerts, startEtcd, startLifeboat, TLS_CLUSTER_JS, type BenchCluster } from './systems.js';
 import { warmUp, WARMUP_SECONDS } from './warmUp.js';
 
 const USAGE =
-  'usage: npm run bench -- puts [--runs N] [--clients 1,16,100] [--seconds S] [--warmup S] [--workers N] [--before DIR]... [--tls] [--out DIR] [--tag T]';
+  'usage: npm run bench -- puts [--runs N] [--clients 1,16,100] [--seconds S] [--warmup S] [--workers N] [--idle-after S] [--before DIR]... [--tls] [--out DIR] [--tag T]';
 const PUT = { kind: 'put', keyPrefix: 'bench/put/', keySpace: 10_000 } as const;
 
 interface PutsOptions {
@@ -29,6 +30,8 @@ interface PutsOptions {
   /** 16-client puts on each cluster before its first measured load (bench/warmUp.ts) */
   warmupSeconds: number;
   workers: number;
+  /** after the last client count: seconds of no load, then the members' RSS (0: not measured) */
+  idleAfterS: number;
   /** older builds, each run in every round after this one */
   before: string[];
   outDir: string;
@@ -45,6 +48,7 @@ function parse(args: string[]): PutsOptions {
     seconds: 10,
     warmupSeconds: WARMUP_SECONDS,
     workers: 4,
+    idleAfterS: 0,
     outDir: path.join('bench', 'results'),
   };
   for (let i = 0; i < args.length; i += 2) {
@@ -60,6 +64,7 @@ function parse(args: string[]): PutsOptions {
     else if (args[i] === '--seconds') o.seconds = Number(v);
     else if (args[i] === '--workers') o.workers = Number(v);
     else if (args[i] === '--warmup') o.warmupSeconds = Number(v);
+    else if (args[i] === '--idle-after') o.idleAfterS = Number(v);
     else if (args[i] === '--before') o.before.push(path.resolve(v));
     else if (args[i] === '--out') o.outDir = v;
     else if (args[i] === '--tag') o.tag = v;
@@ -67,7 +72,7 @@ function parse(args: string[]): PutsOptions {
   }
   const positive = [o.runs, o.seconds, o.workers, ...o.clients].every((n) => Number.isInteger(n) && n > 0);
   if (!positive || o.clients.length === 0) fail('--runs, --clients, --seconds and --workers take positive integers');
-  if (!(o.warmupSeconds >= 0)) fail('--warmup takes seconds, 0 or more');
+  if (!(o.warmupSeconds >= 0) || !(o.idleAfterS >= 0)) fail('--warmup and --idle-after take seconds, 0 or more');
   for (const dir of o.before) {
     if (!fs.existsSync(path.join(dir, 'dist', 'test', 'support', 'lifeboatCluster.js'))) {
       fail(`--before ${dir}: no built tree there (git worktree add DIR <commit>, link node_modules, npx tsc -p . in it)`);
@@ -102,6 +107,8 @@ type Sample = LoadResult & {
   stallOnCpuMaxMs: number;
   /** stalls by cause (Lifeboat) */
   stallCauses: Record<string, number>;
+  /** the largest member RSS --idle-after seconds after the last load (on the last client count's sample; NaN elsewhere) */
+  rssIdleAfterMiB: number;
 };
 
 async function measure(v: Variant, o: PutsOptions, certs?: TestCerts): Promise<Map<number, Sample>> {
@@ -131,7 +138,13 @@ async function measure(v: Variant, o: PutsOptions, certs?: TestCerts): Promise<M
         stalls: lifeboat ? seen.stalls.count : NaN,
         stallOnCpuMaxMs: lifeboat ? seen.stalls.longestOnCpuMs : NaN,
         stallCauses: seen.stalls.byCause,
+        rssIdleAfterMiB: NaN,
       });
+    }
+    const last = out.get(o.clients[o.clients.length - 1]);
+    if (o.idleAfterS > 0 && last) {
+      await sleep(o.idleAfterS * 1000);
+      last.rssIdleAfterMiB = maxRss(sys.pids());
     }
     return out;
   } finally {
@@ -183,6 +196,7 @@ export async function run(args: string[]): Promise<void> {
     { label: 'longest stall on CPU ms', f: (x) => x.stallOnCpuMaxMs, digits: 0 },
     { label: 'member CPU ms per put (3 members)', f: (x) => x.cpuMsPerPut, digits: 3 },
     { label: 'peak RSS MiB', f: (x) => x.rssMiB, digits: 1 },
+    ...(o.idleAfterS > 0 ? [{ label: `member RSS MiB ${o.idleAfterS} s after the last load`, f: (x: Sample) => x.rssIdleAfterMiB, digits: 1 }] : []),
   ];
   const names = variants.map((v) => v.name);
   const lines = [
