@@ -17,13 +17,17 @@ import { fillKeys } from './fill.js';
 import { measureCatchUp } from './learnerCatchUp.js';
 import { runLoad, type LoadResult } from './loadGenerator.js';
 import { describeMachine, describeMachineLine } from './machine.js';
-import { cpuTotal, maxRss, sampleRss } from './memberRss.js';
+import { fmtLoop, observed, type Observed } from './loadObserver.js';
+import { memoryParts, scrapeAll, smapsRollup, type LoopDelay } from './memberMetrics.js';
+import { cpuTotal, maxRss, rssMiB, sampleRss } from './memberRss.js';
+import { startNodeFloor } from './nodeFloor.js';
 import { startNoopServers } from './noopServer.js';
 import { measureRecovery } from './recoveryFigure.js';
 import { measureSnapshot } from './snapshotFigures.js';
+import { formatStalls } from './stalls.js';
 import { writeReport } from './report.js';
 import { warmUp } from './warmUp.js';
-import { benchCerts, startEtcd, startLifeboat, type SystemName } from './systems.js';
+import { benchCerts, startEtcd, startLifeboat, type BenchCluster, type SystemName } from './systems.js';
 import type { TestCerts } from '../test/support/certs.js';
 
 const PUT_PREFIX = 'bench/put/';
@@ -33,7 +37,9 @@ const GENERATOR_BOUND = 0.8;
 const t0 = performance.now();
 const log = (s: string) => console.log(`[${((performance.now() - t0) / 1000).toFixed(0).padStart(4)}s] ${s}`);
 const fmt = (r: LoadResult) =>
-  `${Math.round(r.perSecond).toLocaleString('en-US')}/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms, max ${r.maxMs.toFixed(1)} ms${r.errors ? `, ${r.errors} errors (${r.firstError})` : ''}`;
+  `${Math.round(r.perSecond).toLocaleString('en-US')}/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms, p99.9 ${r.p999Ms.toFixed(1)} ms, max ${r.maxMs.toFixed(1)} ms${r.errors ? `, ${r.errors} errors (${r.firstError})` : ''}`;
+/** etcd's side of a figure only Lifeboat has (its event loop, its runtime's memory). */
+const NO_EVENT_LOOP = 'n/a (Go)';
 
 interface Ceiling {
   clients: number;
@@ -92,6 +98,7 @@ async function benchSystem(
   log(`${label}: starting 3 members`);
   const sys = name === 'etcd' ? await startEtcd(certs) : await startLifeboat(before, certs);
   const tls = sys.tls;
+  const floor = startNodeFloor();
   try {
     const up = Date.now();
     await sleep(2000);
@@ -103,6 +110,8 @@ async function benchSystem(
       { id: 'rss-idle-settled', label: `member RSS, idle ${o.idleSettleSeconds} s after start`, unit: 'MiB', better: 'lower' },
       maxRss(sys.pids()),
     );
+    await idleBreakdown(name, label, sys, floor, figures, raw);
+    floor.stop();
     const endpoints = await sys.endpoints();
     const load = (clients: number, op: Parameters<typeof runLoad>[0]['op']) =>
       runLoad({ endpoints, tls, clients, workers: o.workers, op, valueSize: o.valueSize, durationMs: o.seconds * 1000 });
@@ -110,11 +119,15 @@ async function benchSystem(
     await warmUp({ endpoints, tls, workers: o.workers, op: put, valueSize: o.valueSize }, o.warmupSeconds);
 
     const maxClients = Math.max(...o.putClients);
+    let leaderChangesAll = 0;
     for (const clients of o.putClients) {
       const rss = clients === maxClients ? sampleRss(sys.pids()) : undefined;
-      const r = await load(clients, put);
-      log(`${label}: puts, ${clients} clients: ${fmt(r)}`);
-      raw[`put-${clients}`] = r;
+      const { r, seen } = await observed(sys, () => load(clients, put));
+      log(`${label}: puts, ${clients} clients: ${fmt(r)}; leader changes ${seen.leaderChanges}`);
+      logSeen(label, seen);
+      raw[`put-${clients}`] = { ...r, ...seen };
+      leaderChangesAll += seen.leaderChanges;
+      setSeenFigures(name, figures, `put-${clients}`, `${clients}-client puts`, r, seen);
       const note = r.errors ? `(${r.errors} errors)` : undefined;
       figures.set(name, { id: `put-${clients}-rate`, label: `puts/s, ${clients} clients`, unit: '/s', better: 'higher', note }, r.perSecond);
       figures.set(name, { id: `put-${clients}-p50`, label: `put p50, ${clients} clients`, unit: 'ms', better: 'lower' }, r.p50Ms);
@@ -131,13 +144,16 @@ async function benchSystem(
     for (const serializable of [false, true]) {
       for (const clients of o.getClients) {
         const kind = serializable ? 'serializable' : 'linearizable';
-        const r = await load(clients, { kind: 'get', serializable, keyPrefix: PUT_PREFIX, keySpace: o.keySpace });
-        log(`${label}: ${kind} gets, ${clients} clients: ${fmt(r)}`);
-        raw[`get-${kind}-${clients}`] = r;
+        const { r, seen } = await observed(sys, () => load(clients, { kind: 'get', serializable, keyPrefix: PUT_PREFIX, keySpace: o.keySpace }));
+        log(`${label}: ${kind} gets, ${clients} clients: ${fmt(r)}; leader changes ${seen.leaderChanges}`);
+        logSeen(label, seen);
+        raw[`get-${kind}-${clients}`] = { ...r, ...seen };
+        leaderChangesAll += seen.leaderChanges;
         figures.set(name, { id: `get-${kind}-${clients}-rate`, label: `${kind} gets/s, ${clients} clients`, unit: '/s', better: 'higher' }, r.perSecond);
         figures.set(name, { id: `get-${kind}-${clients}-p99`, label: `${kind} get p99, ${clients} clients`, unit: 'ms', better: 'lower' }, r.p99Ms);
       }
     }
+    figures.set(name, { id: 'leader-changes', label: 'leader changes during the put and get loads', unit: '', better: 'lower' }, leaderChangesAll);
 
     for (const perfLoad of o.checkPerf) {
       log(`${label}: etcdctl check perf --load=${perfLoad} (60 s)`);
@@ -219,8 +235,82 @@ async function benchSystem(
     if (filled > 0)
       figures.set(name, { id: 'fill', label: 'bulk load (Txns of 128 puts, 32 clients), keys/s', unit: '/s', better: 'higher' }, filled / fillSeconds);
   } finally {
+    floor.stop();
     log(`${label}: stopping`);
     await sys.stop();
+  }
+}
+
+function logSeen(label: string, seen: Observed): void {
+  if (seen.loop.some(Boolean)) log(`${label}:   event-loop delay: ${fmtLoop(seen.loop)}`);
+  if (seen.loop.some(Boolean)) log(`${label}:   ${formatStalls(seen.stalls)}`);
+}
+
+/** A load point's tail, leader changes, and (Lifeboat's only) event-loop delay and stalls, as figures. */
+function setSeenFigures(name: SystemName, figures: FigureSet, id: string, what: string, r: LoadResult, seen: Observed): void {
+  figures.set(name, { id: `${id}-p999`, label: `${what}: p99.9`, unit: 'ms', better: 'lower' }, r.p999Ms);
+  figures.set(name, { id: `${id}-leader-changes`, label: `${what}: leader changes`, unit: '', better: 'lower' }, seen.leaderChanges);
+  const loops = seen.loop.filter((d): d is LoopDelay => d !== undefined);
+  const loopOnly = (row: { id: string; label: string; unit: string }, v: number) =>
+    loops.length ? figures.set(name, { ...row, better: 'lower' }, v) : figures.set(name, { ...row, better: 'lower' }, NaN, NO_EVENT_LOOP);
+  loopOnly({ id: `${id}-loop-p99`, label: `${what}: event-loop delay p99, worst member`, unit: 'ms' }, Math.max(...loops.map((d) => d.p99Ms)));
+  loopOnly({ id: `${id}-loop-max`, label: `${what}: event-loop delay max, worst member`, unit: 'ms' }, Math.max(...loops.map((d) => d.maxMs)));
+  loopOnly({ id: `${id}-stalls`, label: `${what}: stalls over 50 ms, 3 members`, unit: '' }, seen.stalls.count);
+  loopOnly({ id: `${id}-stalls-attributed`, label: `${what}: stalls attributed to a cause`, unit: '%' }, seen.stalls.attributed * 100);
+  loopOnly({ id: `${id}-stall-on-cpu-max`, label: `${what}: longest stall on CPU`, unit: 'ms' }, seen.stalls.longestOnCpuMs);
+}
+
+/**
+ * What the largest idle member's RSS is made of, beside an empty Node process
+ * measured at the same moment: RSS, PSS and private memory of both (smaps_rollup),
+ * and for Lifeboat the parts its /metrics names (V8 heap, code, external and array
+ * buffers, SQLite's page cache, the watchdog's worker).
+ */
+async function idleBreakdown(
+  name: SystemName,
+  label: string,
+  sys: BenchCluster,
+  floor: ReturnType<typeof startNodeFloor>,
+  figures: FigureSet,
+  raw: Record<string, unknown>,
+): Promise<void> {
+  const pids = sys.pids();
+  const rss = pids.map(rssMiB);
+  const i = rss.indexOf(Math.max(...rss));
+  const [samples] = await scrapeAll([sys.metricsUrls()[i]], sys.tls);
+  const member = smapsRollup(pids[i]);
+  const empty = await floor.measure();
+  const parts = memoryParts(samples);
+  raw.idle = { member: `m${i + 1}`, ...member, parts, floor: empty };
+  const row = (id: string, label: string) => ({ id: `idle-${id}`, label: `idle member: ${label}`, unit: 'MiB', better: 'lower' as const });
+  figures.set(name, row('rss', 'RSS (smaps_rollup)'), member.rss);
+  figures.set(name, row('pss', 'PSS'), member.pss);
+  figures.set(name, row('private', 'private memory'), member.private);
+  figures.set(name, row('floor-rss', 'an empty Node process beside it, RSS'), empty.rss);
+  figures.set(name, row('over-floor', 'RSS over the empty Node process'), member.rss - empty.rss);
+  const lifeboatOnly = (id: string, label: string, v: number | undefined) =>
+    v === undefined ? figures.set(name, row(id, label), NaN, NO_EVENT_LOOP) : figures.set(name, row(id, label), v);
+  lifeboatOnly('heap-used', 'V8 heap used', parts?.heapUsed);
+  lifeboatOnly('heap-total', 'V8 heap total', parts?.heapTotal);
+  lifeboatOnly('code-space', 'V8 code space', parts?.codeSpace);
+  lifeboatOnly('external', 'external (Buffers, SQLite objects)', parts?.external);
+  lifeboatOnly('array-buffers', 'of which array buffers', parts?.arrayBuffers);
+  lifeboatOnly('sqlite-cache', 'SQLite page cache, at most', parts?.sqliteCacheBound);
+  const worker = { ...row('watchdog-worker', "stall watchdog's worker started (1) or not (0)"), unit: '' };
+  if (parts) figures.set(name, worker, parts.watchdogWorker ? 1 : 0);
+  else figures.set(name, worker, NaN, NO_EVENT_LOOP);
+  const f = (v: number) => v.toFixed(1);
+  log(
+    `${label}: idle member m${i + 1}: RSS ${f(member.rss)} MiB, PSS ${f(member.pss)}, private ${f(member.private)}; an empty Node process beside it: RSS ${f(empty.rss)}, PSS ${f(empty.pss)}, private ${f(empty.private)}; over it: RSS ${f(member.rss - empty.rss)} MiB`,
+  );
+  if (parts) {
+    const named = parts.heapTotal + parts.external + parts.sqliteCacheBound;
+    log(
+      `${label}:   V8 heap ${f(parts.heapUsed)} used of ${f(parts.heapTotal)} (floor ${f(empty.heapUsed)} of ${f(empty.heapTotal)}; code space ${f(parts.codeSpace)}), external ${f(parts.external)} (floor ${f(empty.external)}; array buffers ${f(parts.arrayBuffers)}), SQLite page cache at most ${f(parts.sqliteCacheBound)}, stall watchdog worker ${parts.watchdogWorker ? 'running (about 12 MiB)' : 'not started'}; the rest (native code and libraries, malloc arenas, stacks) ${f(member.rss - named)}`,
+    );
+    log(
+      `${label}:   what can go: heap over the floor ${f(parts.heapTotal - empty.heapTotal)} MiB, external over the floor ${f(parts.external - empty.external)} MiB${parts.watchdogWorker ? ', the watchdog worker' : ''}; outside the heap and external memory it holds ${f(member.rss - named - (empty.rss - empty.heapTotal - empty.external))} MiB more than the floor (the code it loads: gRPC, SQLite, its own; malloc arenas)`,
+    );
   }
 }
 

@@ -19,6 +19,8 @@ export interface LoadResult {
   perSecond: number;
   p50Ms: number;
   p99Ms: number;
+  /** p99.9: the tail beside max, which one slow call decides */
+  p999Ms: number;
   maxMs: number;
 }
 
@@ -106,6 +108,7 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
       perSecond: ops / seconds,
       p50Ms: merged.getValueAtPercentile(50) / 1000,
       p99Ms: merged.getValueAtPercentile(99) / 1000,
+      p999Ms: merged.getValueAtPercentile(99.9) / 1000,
       maxMs: merged.maxValue / 1000,
     };
   } finally {

@@ -8,17 +8,19 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { TestCerts } from '../test/support/certs.js';
 import { commitOf, median } from './runStats.js';
 import { cleanupAll } from './cleanup.js';
 import { runLoad, type LoadResult } from './loadGenerator.js';
+import { observed } from './loadObserver.js';
 import { describeMachine, describeMachineLine } from './machine.js';
-import { cpuTotal, sampleRss } from './memberRss.js';
+import { cpuTotal, maxRss, sampleRss } from './memberRss.js';
 import { benchCerts, startEtcd, startLifeboat, TLS_CLUSTER_JS, type BenchCluster } from './systems.js';
 import { warmUp, WARMUP_SECONDS } from './warmUp.js';
 
 const USAGE =
-  'usage: npm run bench -- puts [--runs N] [--clients 1,16,100] [--seconds S] [--warmup S] [--workers N] [--before DIR]... [--tls] [--out DIR] [--tag T]';
+  'usage: npm run bench -- puts [--runs N] [--clients 1,16,100] [--seconds S] [--warmup S] [--workers N] [--idle-after S] [--before DIR]... [--tls] [--out DIR] [--tag T]';
 const PUT = { kind: 'put', keyPrefix: 'bench/put/', keySpace: 10_000 } as const;
 
 interface PutsOptions {
@@ -28,6 +30,8 @@ interface PutsOptions {
   /** 16-client puts on each cluster before its first measured load (bench/warmUp.ts) */
   warmupSeconds: number;
   workers: number;
+  /** after the last client count: seconds of no load, then the members' RSS (0: not measured) */
+  idleAfterS: number;
   /** older builds, each run in every round after this one */
   before: string[];
   outDir: string;
@@ -44,6 +48,7 @@ function parse(args: string[]): PutsOptions {
     seconds: 10,
     warmupSeconds: WARMUP_SECONDS,
     workers: 4,
+    idleAfterS: 0,
     outDir: path.join('bench', 'results'),
   };
   for (let i = 0; i < args.length; i += 2) {
@@ -59,6 +64,7 @@ function parse(args: string[]): PutsOptions {
     else if (args[i] === '--seconds') o.seconds = Number(v);
     else if (args[i] === '--workers') o.workers = Number(v);
     else if (args[i] === '--warmup') o.warmupSeconds = Number(v);
+    else if (args[i] === '--idle-after') o.idleAfterS = Number(v);
     else if (args[i] === '--before') o.before.push(path.resolve(v));
     else if (args[i] === '--out') o.outDir = v;
     else if (args[i] === '--tag') o.tag = v;
@@ -66,7 +72,7 @@ function parse(args: string[]): PutsOptions {
   }
   const positive = [o.runs, o.seconds, o.workers, ...o.clients].every((n) => Number.isInteger(n) && n > 0);
   if (!positive || o.clients.length === 0) fail('--runs, --clients, --seconds and --workers take positive integers');
-  if (!(o.warmupSeconds >= 0)) fail('--warmup takes seconds, 0 or more');
+  if (!(o.warmupSeconds >= 0) || !(o.idleAfterS >= 0)) fail('--warmup and --idle-after take seconds, 0 or more');
   for (const dir of o.before) {
     if (!fs.existsSync(path.join(dir, 'dist', 'test', 'support', 'lifeboatCluster.js'))) {
       fail(`--before ${dir}: no built tree there (git worktree add DIR <commit>, link node_modules, npx tsc -p . in it)`);
@@ -91,7 +97,19 @@ interface Variant {
 }
 
 /** One round of one system: a fresh cluster, a warm-up, then each client count. */
-type Sample = LoadResult & { rssMiB: number; cpuMsPerPut: number };
+type Sample = LoadResult & {
+  rssMiB: number;
+  cpuMsPerPut: number;
+  leaderChanges: number;
+  /** Lifeboat's (NaN for etcd): the worst member's event-loop delay max, its stalls over 50 ms, the longest on CPU */
+  loopMaxMs: number;
+  stalls: number;
+  stallOnCpuMaxMs: number;
+  /** stalls by cause (Lifeboat) */
+  stallCauses: Record<string, number>;
+  /** the largest member RSS --idle-after seconds after the last load (on the last client count's sample; NaN elsewhere) */
+  rssIdleAfterMiB: number;
+};
 
 async function measure(v: Variant, o: PutsOptions, certs?: TestCerts): Promise<Map<number, Sample>> {
   const sys = await v.start(certs);
@@ -104,10 +122,29 @@ async function measure(v: Variant, o: PutsOptions, certs?: TestCerts): Promise<M
       const rss = sampleRss(sys.pids());
       // CPU time of the members (every thread) per put: what a busy machine distorts least.
       const cpu0 = cpuTotal(sys.pids());
-      const r = await runLoad({ endpoints, tls, clients, workers: o.workers, op: PUT, valueSize: 256, durationMs: o.seconds * 1000 });
+      const { r, seen } = await observed(sys, () =>
+        runLoad({ endpoints, tls, clients, workers: o.workers, op: PUT, valueSize: 256, durationMs: o.seconds * 1000 }),
+      );
       const cpuMsPerPut = ((cpuTotal(sys.pids()) - cpu0) * 1000) / Math.max(1, r.ops);
       if (r.errors > 0) throw new Error(`${v.name}: ${r.errors} of ${r.ops + r.errors} puts failed at ${clients} clients: ${r.firstError ?? ''}`);
-      out.set(clients, { ...r, rssMiB: rss.stop(), cpuMsPerPut });
+      const loops = seen.loop.flatMap((d) => (d ? [d.maxMs] : []));
+      const lifeboat = loops.length > 0;
+      out.set(clients, {
+        ...r,
+        rssMiB: rss.stop(),
+        cpuMsPerPut,
+        leaderChanges: seen.leaderChanges,
+        loopMaxMs: lifeboat ? Math.max(...loops) : NaN,
+        stalls: lifeboat ? seen.stalls.count : NaN,
+        stallOnCpuMaxMs: lifeboat ? seen.stalls.longestOnCpuMs : NaN,
+        stallCauses: seen.stalls.byCause,
+        rssIdleAfterMiB: NaN,
+      });
+    }
+    const last = out.get(o.clients[o.clients.length - 1]);
+    if (o.idleAfterS > 0 && last) {
+      await sleep(o.idleAfterS * 1000);
+      last.rssIdleAfterMiB = maxRss(sys.pids());
     }
     return out;
   } finally {
@@ -134,7 +171,10 @@ export async function run(args: string[]): Promise<void> {
         const m = await measure(v, o, certs);
         results.get(v.name)?.push(m);
         const line = [...m]
-          .map(([c, x]) => `${c}c ${x.perSecond.toFixed(0)}/s p50 ${x.p50Ms.toFixed(2)} p99 ${x.p99Ms.toFixed(2)} ms CPU/put ${x.cpuMsPerPut.toFixed(3)} ms`)
+          .map(
+            ([c, x]) =>
+              `${c}c ${x.perSecond.toFixed(0)}/s p50 ${x.p50Ms.toFixed(2)} p99 ${x.p99Ms.toFixed(2)} ms CPU/put ${x.cpuMsPerPut.toFixed(3)} ms max ${x.maxMs.toFixed(0)} ms stalls ${JSON.stringify(x.stallCauses)}`,
+          )
           .join(', ');
         console.log(`round ${r + 1}/${o.runs} ${v.name}${o.tls ? ' with TLS' : ''}: ${line} (load ${os.loadavg()[0].toFixed(2)})`);
       }
@@ -147,8 +187,16 @@ export async function run(args: string[]): Promise<void> {
     { label: 'puts/s', f: (x) => x.perSecond, digits: 0 },
     { label: 'p50 ms', f: (x) => x.p50Ms, digits: 2 },
     { label: 'p99 ms', f: (x) => x.p99Ms, digits: 2 },
+    { label: 'p99.9 ms', f: (x) => x.p999Ms, digits: 1 },
+    { label: 'max ms', f: (x) => x.maxMs, digits: 1 },
+    { label: 'leader changes', f: (x) => x.leaderChanges, digits: 0 },
+    { label: 'event-loop delay max ms (worst member)', f: (x) => x.loopMaxMs, digits: 0 },
+    { label: 'stalls over 50 ms (3 members)', f: (x) => x.stalls, digits: 0 },
+    { label: 'fsync stalls (3 members)', f: (x) => (Number.isNaN(x.stalls) ? NaN : (x.stallCauses.fsync ?? 0)), digits: 0 },
+    { label: 'longest stall on CPU ms', f: (x) => x.stallOnCpuMaxMs, digits: 0 },
     { label: 'member CPU ms per put (3 members)', f: (x) => x.cpuMsPerPut, digits: 3 },
     { label: 'peak RSS MiB', f: (x) => x.rssMiB, digits: 1 },
+    ...(o.idleAfterS > 0 ? [{ label: `member RSS MiB ${o.idleAfterS} s after the last load`, f: (x: Sample) => x.rssIdleAfterMiB, digits: 1 }] : []),
   ];
   const names = variants.map((v) => v.name);
   const lines = [

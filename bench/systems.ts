@@ -10,8 +10,10 @@ import { makeCerts, type TestCerts } from '../test/support/certs.js';
 import { EtcdCluster } from '../test/support/etcdCluster.js';
 import { BIN, LifeboatCluster } from '../test/support/lifeboatCluster.js';
 import { TlsCluster } from '../test/tls/tlsCluster.js';
+import { freePorts } from '../test/support/ports.js';
 import { run, waitFor, type RunResult } from '../test/support/tools.js';
 import { onCleanup } from './cleanup.js';
+import { stallsInLog, type StallRecord } from './stalls.js';
 
 export type SystemName = 'etcd' | 'lifeboat';
 
@@ -29,6 +31,10 @@ export interface BenchCluster {
   endpoints(): Promise<string[]>;
   /** pids of the three founding members */
   pids(): number[];
+  /** the founding members' /metrics URLs */
+  metricsUrls(): string[];
+  /** every event-loop stall the founding members logged so far (Lifeboat's watchdog; none for etcd) */
+  stalls(): StallRecord[];
   /** `<tool> snapshot save FILE` against one endpoint */
   snapshotSave(endpoint: string, file: string): Promise<RunResult>;
   /** `<tool> snapshot restore FILE` into a new data dir (not started) */
@@ -128,6 +134,9 @@ export async function startEtcd(certs?: TestCerts): Promise<BenchCluster> {
         tls,
       ),
     pids: () => founders.map((m) => m.proc?.pid ?? 0),
+    // etcd serves /metrics on its client URLs.
+    metricsUrls: () => founders.map((m) => `${cluster.endpointOf(m).replace(/^(?!https?:\/\/)/, 'http://')}/metrics`),
+    stalls: () => [],
     snapshotSave: (endpoint, file) =>
       run('etcdctl', ['--endpoints', endpoint, ...cluster.tlsArgs(), '--command-timeout=600s', 'snapshot', 'save', file], {
         env: { ...process.env, ETCDCTL_API: '3' },
@@ -187,6 +196,21 @@ export async function startLifeboat(before?: string, certs?: TestCerts): Promise
     ? ((await import(path.join(before, 'dist', 'test', 'support', 'lifeboatCluster.js'))) as { LifeboatCluster: typeof LifeboatCluster; BIN: string })
     : { LifeboatCluster, BIN };
   const seed = `bench-lifeboat-${process.pid}`;
+  // Every member serves /metrics (event-loop delay, stalls, memory) on a URL of its own.
+  const metricsPorts = await freePorts(8, `${seed}-metrics`);
+  const metricsUrls = new Map<string, string>();
+  const withMetrics = (c: LifeboatCluster) => {
+    const spawn = c.spawn.bind(c);
+    c.spawn = (m, args, opts) => {
+      let url = metricsUrls.get(m.name);
+      if (!url) {
+        const port = metricsPorts.shift();
+        if (port === undefined) throw new Error('out of metrics ports');
+        metricsUrls.set(m.name, (url = `${certs ? 'https' : 'http'}://127.0.0.1:${port}`));
+      }
+      return spawn(m, [...args, '--listen-metrics-urls', url], opts);
+    };
+  };
   let secure: TlsCluster | undefined;
   let cluster: LifeboatCluster;
   if (certs) {
@@ -194,6 +218,7 @@ export async function startLifeboat(before?: string, certs?: TestCerts): Promise
     secure = await tlsBuild.TlsCluster.create(seed, certs, 3);
     cluster = secure.c;
     cluster.timing = [];
+    withMetrics(cluster);
     try {
       await secure.startFounders('m1', 'm2', 'm3');
     } catch (e) {
@@ -201,8 +226,19 @@ export async function startLifeboat(before?: string, certs?: TestCerts): Promise
       throw e;
     }
   } else {
-    // etcd's heartbeat and election timeout, which etcd runs with here (the tests' are faster).
-    cluster = await build.LifeboatCluster.start(seed, 3, [], { defaultTiming: true });
+    // As LifeboatCluster.start, with etcd's heartbeat and election timeout, which etcd runs with here (the tests' are faster).
+    cluster = await build.LifeboatCluster.create(seed, 3);
+    cluster.timing = [];
+    withMetrics(cluster);
+    for (let i = 1; i <= 3; i++) cluster.members.push(cluster.define(`m${i}`));
+    const initial = cluster.initialCluster();
+    for (const m of cluster.members) cluster.spawn(m, ['--initial-cluster', initial, '--initial-cluster-state', 'new']);
+    try {
+      await cluster.waitStarted(3);
+    } catch (e) {
+      await cluster.stopAll();
+      throw e;
+    }
   }
   const unregister = onCleanup(() => cluster.stopAll());
   const founders = [...cluster.members];
@@ -217,6 +253,8 @@ export async function startLifeboat(before?: string, certs?: TestCerts): Promise
         tls,
       ),
     pids: () => founders.map((m) => m.proc?.pid ?? 0),
+    metricsUrls: () => founders.map((m) => `${metricsUrls.get(m.name) ?? ''}/metrics`),
+    stalls: () => founders.flatMap((m) => stallsInLog(m.name, m.log)),
     snapshotSave: (endpoint, file) => lifeboat(['snapshot', 'save', file, '--endpoints', endpoint, ...cliTlsArgs(tls), '--command-timeout', '600s']),
     snapshotRestore: (file, dataDir) =>
       lifeboat(['snapshot', 'restore', file, '--data-dir', dataDir, '--name', 'restored', '--initial-advertise-peer-urls', RESTORE_PEER]),

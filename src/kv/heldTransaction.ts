@@ -38,6 +38,8 @@ export interface HeldTransactionOptions {
   onLost(e: Error): void;
   /** Told how long each commit of held applies took, in seconds (a member's metrics). */
   onCommit?(seconds: number): void;
+  /** Runs each commit of held applies (a member marks it for its stall watchdog). */
+  aroundCommit?(commit: () => void): void;
   /** Why writes must wait now (a defragment holds the write lock), if they must. */
   writesBlocked(): string | undefined;
 }
@@ -166,7 +168,8 @@ export class HeldTransaction {
     this.held = undefined;
     const start = process.hrtime.bigint();
     try {
-      this.commitStmt.run();
+      if (this.opts.aroundCommit) this.opts.aroundCommit(() => this.commitStmt.run());
+      else this.commitStmt.run();
       this.opts.onCommit?.(Number(process.hrtime.bigint() - start) / 1e9);
     } catch (e) {
       throw this.heldLost(`commit of ${held.batches} applied batches to ${this.path} failed: ${(e as Error).message}`);

@@ -85,6 +85,8 @@ export class KvStore {
   onCommitFailure: ((e: Error) => void) | undefined;
   /** Told how long each commit of held applies took, in seconds (a member's metrics). */
   onCommit: ((seconds: number) => void) | undefined;
+  /** Runs each commit of held applies (a member marks it as the loop's 'commit' span). */
+  aroundCommit: ((commit: () => void) => void) | undefined;
   private readonly core: StoreCore;
   private readonly ctx: ApplyContext;
   private readonly writer: KvWriter;
@@ -104,6 +106,7 @@ export class KvStore {
       readWorkerIdleMs: knobs.readWorkerIdleMs,
       onLost: (e) => this.onCommitFailure?.(e),
       onCommit: (seconds) => this.onCommit?.(seconds),
+      aroundCommit: (commit) => (this.aroundCommit ? this.aroundCommit(commit) : commit()),
       writesBlocked: () => (this.maintenance.defragmenting ? `kv: ${path} is being defragmented; writes must wait until it is done` : undefined),
     });
     this.core = core;
@@ -382,6 +385,12 @@ export class KvStore {
   /** Rows this store changed since the last checkpoint that copied the whole WAL (since open, before the first). */
   changesSinceCheckpoint(): number {
     return this.checkpoints.changesSince();
+  }
+
+  /** The most SQLite's page cache of this connection may hold, in bytes (PRAGMA cache_size: negative is KiB, positive pages). */
+  pageCacheLimitBytes(): number {
+    const size = this.core.db.pragma('cache_size', { simple: true }) as number;
+    return size < 0 ? -size * 1024 : size * (this.core.db.pragma('page_size', { simple: true }) as number);
   }
 
   /** Whether the worker thread runs now (tests: it ends when idle). */

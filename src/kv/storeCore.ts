@@ -15,6 +15,8 @@ export interface StoreCoreOptions {
   onLost(e: Error): void;
   /** Told how long each commit of held applies took, in seconds (a member's metrics). */
   onCommit?(seconds: number): void;
+  /** Runs each commit of held applies. */
+  aroundCommit?(commit: () => void): void;
   /** Why writes must wait now, if they must. */
   writesBlocked(): string | undefined;
 }

@@ -6,7 +6,8 @@
 // with the loop free to serve reads, ticks and heartbeats while the disk works.
 // A Ready of one entry or none (a light load: nothing to overlap) is fsynced on
 // the loop itself, which spares the two thread wake-ups of the pool on the put's
-// critical path.
+// critical path, unless the disk has lately been slow: an fsync of 100 ms on the
+// loop holds every heartbeat, read and request behind it (a stall).
 import { type Entry, type HardState, type Message, type Ready, type Snapshot, type SoftState } from '../raft/types.js';
 import type { RawNode } from '../raft/rawNode.js';
 import { failpointSet } from '../common/failpoint.js';
@@ -21,6 +22,9 @@ import type { Metrics } from './metrics.js';
 export const OWED_COMMIT_MS = 2;
 /** A Ready with at most this many entries is fsynced on the event loop (see above). */
 export const SYNC_ON_LOOP_MAX_ENTRIES = 1;
+/** An fsync slower than this keeps the next ones off the loop for SLOW_DISK_HOLD_MS. */
+export const SLOW_FSYNC_MS = 10;
+const SLOW_DISK_HOLD_MS = 10_000;
 
 /** What the driver needs from the data directory's Raft storage. */
 export interface LogStore {
@@ -53,6 +57,8 @@ export class RaftDriver {
   private stopped = false;
   /** The fsync of the outstanding Ready, while it runs. */
   private syncing: Promise<void> | undefined;
+  /** When an fsync last took over SLOW_FSYNC_MS (performance.now()). */
+  private slowFsyncAt = -Infinity;
 
   constructor(
     readonly raft: RawNode,
@@ -83,13 +89,17 @@ export class RaftDriver {
   /** Runs fn against the core and schedules the resulting work. */
   with<T>(fn: (raft: RawNode) => T): T {
     try {
-      return fn(this.raft);
+      return this.metrics.spans.during('raft', () => fn(this.raft));
     } finally {
       this.kick();
     }
   }
 
   private process(): void {
+    this.metrics.spans.during('raft', () => this.processReady());
+  }
+
+  private processReady(): void {
     if (this.stopped) return;
     if (!this.owedCommitTimer && this.raft.hasOwedCommits()) {
       this.owedCommitTimer = setTimeout(() => {
@@ -111,8 +121,13 @@ export class RaftDriver {
     }
     if (!rd.mustSync || (__LIFEBOAT_FAULTS__ && failpointSet('ack-before-fsync'))) return this.finish(rd);
     const start = process.hrtime.bigint();
-    const synced = () => this.metrics.observeFsync(Number(process.hrtime.bigint() - start) / 1e9, rd.entries.length);
-    if (!rd.snapshot && rd.entries.length <= SYNC_ON_LOOP_MAX_ENTRIES) {
+    const synced = () => {
+      const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+      if (seconds * 1000 > SLOW_FSYNC_MS) this.slowFsyncAt = performance.now();
+      this.metrics.observeFsync(seconds, rd.entries.length);
+    };
+    const diskFast = performance.now() - this.slowFsyncAt > SLOW_DISK_HOLD_MS;
+    if (!rd.snapshot && rd.entries.length <= SYNC_ON_LOOP_MAX_ENTRIES && diskFast) {
       try {
         this.metrics.spans.during('fsync', () => this.store.syncNow());
       } catch (e) {

@@ -182,6 +182,7 @@ export class Member {
       proposeConf: (cc, member, deadline) => this.proposer.proposeConf(cc, member, deadline),
     });
     this.metrics.dbSize = () => this.kv.dbSize();
+    this.metrics.kvPageCacheLimit = () => this.kv.pageCacheLimitBytes();
     this.metrics.onStall = (s) => this.log.warn({ ms: Math.round(s.ms), cause: s.cause, cpuMs: Math.round(s.cpuMs) }, 'event loop stalled');
     this.watchHub = new WatchHub(view.kv, this.log, p.cfg.watchProgressNotifyMs);
     const leaseHost = {
@@ -320,6 +321,7 @@ export class Member {
   private watched(kv: KvStore): KvStore {
     kv.onCommitFailure = (e) => this.fatal(e);
     kv.onCommit = (s) => this.metrics.kvCommit.observe(s);
+    kv.aroundCommit = (commit) => this.metrics.spans.during('commit', commit);
     return kv;
   }
 

@@ -4,6 +4,7 @@
 // scrape, as prom-client reports them), and GC pauses by kind. A stall of the loop
 // holds every request, heartbeat and fsync behind it: these say when and how long.
 import { constants, monitorEventLoopDelay, performance, PerformanceObserver, type IntervalHistogram } from 'node:perf_hooks';
+import v8 from 'node:v8';
 import { Histogram } from './metrics.js';
 
 /** prom-client's buckets for nodejs_gc_duration_seconds. */
@@ -77,6 +78,29 @@ export class RuntimeMetrics {
     }
     const help = 'Garbage collection duration by kind, one of major, minor, incremental or weakcb.';
     const gc = [...this.gc].map(([kind, h], i) => h.render('nodejs_gc_duration_seconds', help, `kind="${kind}"`, i === 0));
-    return [...lines, ...gc].join('\n');
+    return [...lines, ...gc, memory()].join('\n');
   }
+}
+
+/**
+ * What the process's memory is made of, under prom-client's names (plus the array
+ * buffers, which it leaves out): `npm run bench -- cluster` prints an idle member's
+ * RSS broken down by these. Cheap enough per scrape (no heap walk).
+ */
+function memory(): string {
+  const m = process.memoryUsage();
+  const spaces = v8.getHeapSpaceStatistics();
+  // prom-client's label: the space's name without its _space suffix (code, old, new, ...).
+  const space = (s: v8.HeapSpaceInfo) => s.space_name.replace(/_space$/, '');
+  const perSpace = (name: string, help: string, pick: (s: v8.HeapSpaceInfo) => number) =>
+    [`# HELP ${name} ${help}`, `# TYPE ${name} gauge`, ...spaces.map((s) => `${name}{space="${space(s)}"} ${pick(s)}`)].join('\n');
+  return [
+    gauge('process_resident_memory_bytes', 'Resident memory size in bytes.', m.rss),
+    gauge('nodejs_heap_size_total_bytes', 'Process heap size from Node.js in bytes.', m.heapTotal),
+    gauge('nodejs_heap_size_used_bytes', 'Process heap size used from Node.js in bytes.', m.heapUsed),
+    gauge('nodejs_external_memory_bytes', 'Node.js external memory size in bytes.', m.external),
+    gauge('lifeboat_nodejs_array_buffers_bytes', 'Memory of ArrayBuffers and Buffers (part of the external memory), in bytes.', m.arrayBuffers),
+    perSpace('nodejs_heap_space_size_total_bytes', 'Process heap space size total from Node.js in bytes.', (s) => s.space_size),
+    perSpace('nodejs_heap_space_size_used_bytes', 'Process heap space size used from Node.js in bytes.', (s) => s.space_used_size),
+  ].join('\n');
 }

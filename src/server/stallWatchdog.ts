@@ -4,6 +4,11 @@
 // fsync, an apply, a snapshot), or on GC when a GC pause covered most of it, and
 // measured with the process's CPU time over it: a stall with little CPU is the
 // machine descheduling us (or a blocking call), one with a full core our own work.
+// The worker (an isolate of its own, about 12 MiB) starts only at a stall on CPU
+// that no span names: until then the loop finds its stalls itself, from a beat that
+// came late, and blames the span with the longest own time since the last beat when
+// it covers half the stall (or GC), so a member that stalls only in its spans, or
+// only when the machine does not run it, carries no worker.
 import { Worker } from 'node:worker_threads';
 import { SPANS, type SpanMarker } from './spanMarker.js';
 
@@ -56,9 +61,14 @@ setInterval(() => {
 }, beatMs);
 `;
 
+const now = () => performance.timeOrigin + performance.now();
+
 export class StallWatchdog {
   private worker: Worker | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** Until the worker runs: when the loop last beat, and the process's CPU time then. */
+  private lastBeat = 0;
+  private lastCpu: NodeJS.CpuUsage | undefined;
 
   /** `gcDuring(start, end)`: ms of GC pause within that window (the runtime metrics' record). */
   constructor(
@@ -68,20 +78,58 @@ export class StallWatchdog {
   ) {}
 
   start(): void {
-    if (this.worker) return;
-    this.timer = setInterval(() => this.marker.beat(), BEAT_MS);
+    if (this.timer) return;
+    this.lastBeat = now();
+    this.lastCpu = process.cpuUsage();
+    this.timer = setInterval(() => this.beat(), BEAT_MS);
     this.timer.unref();
-    this.worker = new Worker(WATCHDOG, { eval: true, workerData: { buffer: this.marker.buffer, stallMs: STALL_MS, beatMs: BEAT_MS, spans: SPANS } });
-    this.worker.unref();
-    this.worker.on('message', (s: Stall) => {
-      const cause = this.gcDuring(s.start, s.start + s.ms) >= s.ms / 2 ? 'gc' : s.cause;
-      this.onStall({ ...s, cause });
+  }
+
+  /** Whether the worker runs (it starts at the first stall). */
+  get workerRunning(): boolean {
+    return this.worker !== undefined;
+  }
+
+  private beat(): void {
+    this.marker.beat();
+    if (this.worker || !this.timer) return;
+    const t = now();
+    const late = t - this.lastBeat - BEAT_MS;
+    const cpu = process.cpuUsage(this.lastCpu);
+    const longest = this.marker.takeLongest();
+    if (late > STALL_MS) {
+      const cpuMs = (cpu.user + cpu.system) / 1000;
+      const cause = this.report({ ms: late, cause: longest.ms >= late / 2 ? longest.span : 'other', cpuMs, start: this.lastBeat });
+      // Our own work the spans do not name: from now on the worker samples what the loop runs while stuck.
+      if (cause === 'other' && cpuMs >= late / 2) this.startWorker();
+    }
+    this.lastBeat = t;
+    this.lastCpu = process.cpuUsage();
+  }
+
+  /** Tells onStall, blamed on GC when GC pauses covered half of it; returns the cause told. */
+  private report(s: Stall): string {
+    const cause = this.gcDuring(s.start, s.start + s.ms) >= s.ms / 2 ? 'gc' : s.cause;
+    this.onStall({ ...s, cause });
+    return cause;
+  }
+
+  private startWorker(): void {
+    const w = new Worker(WATCHDOG, { eval: true, workerData: { buffer: this.marker.buffer, stallMs: STALL_MS, beatMs: BEAT_MS, spans: SPANS } });
+    this.worker = w;
+    w.unref();
+    w.on('message', (s: Stall) => void this.report(s));
+    w.on('error', () => {
+      // Back to finding stalls on the loop (and starting a worker at the next one).
+      if (this.worker === w) this.worker = undefined;
+      this.lastBeat = now();
+      this.lastCpu = process.cpuUsage();
     });
-    this.worker.on('error', () => (this.worker = undefined));
   }
 
   async stop(): Promise<void> {
     clearInterval(this.timer);
+    this.timer = undefined;
     const w = this.worker;
     this.worker = undefined;
     await w?.terminate();

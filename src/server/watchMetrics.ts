@@ -26,6 +26,8 @@ export class MemberMetrics extends Metrics {
   /** Stalls of the event loop over STALL_MS, by cause; told to onStall (the member logs each). */
   readonly stalls = new Map<string, { count: number; seconds: Histogram; cpuSeconds: number }>();
   onStall: (s: Stall) => void = () => {};
+  /** The most kv.db's page cache may hold (PRAGMA cache_size); it holds at most the file's pages. */
+  kvPageCacheLimit: () => number = () => 0;
   private readonly watchdog = new StallWatchdog(
     this.spans,
     (start, end) => this.runtime.gcDuring(start, end),
@@ -64,11 +66,23 @@ export class MemberMetrics extends Metrics {
         "Duration of kv.db's checkpoints (WAL into the file, then fsync), in the store's worker.",
       ),
       this.runtime.render(),
+      g(
+        'lifeboat_kv_page_cache_limit_bytes',
+        "The most SQLite's page cache of kv.db may hold (PRAGMA cache_size); it holds no more than the file's pages.",
+        'gauge',
+        this.kvPageCacheLimit(),
+      ),
+      g(
+        'lifeboat_stall_watchdog_worker_running',
+        "Whether the stall watchdog's worker thread runs (it starts at the first stall).",
+        'gauge',
+        this.watchdog.workerRunning ? 1 : 0,
+      ),
       [...this.stalls]
         .map(([cause, c], i) =>
           c.seconds.render(
             'lifeboat_eventloop_stall_duration_seconds',
-            `Event-loop stalls over ${STALL_MS} ms, by what the loop was running (other, fsync, apply, snapshot, gc).`,
+            `Event-loop stalls over ${STALL_MS} ms, by what the loop was running (other, fsync, apply, snapshot, commit, gc).`,
             `cause="${cause}"`,
             i === 0,
           ),

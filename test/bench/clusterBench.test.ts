@@ -60,6 +60,34 @@ test('bench cluster, short: etcd and Lifeboat side by side in every figure, then
       assert.ok(typeof v === 'number' && Number.isFinite(v) && v > 0, `${id} of ${system}: ${v}`);
     }
   }
+  // Issue 55's figures: the tail, leader changes and idle memory for both systems; the
+  // event loop's delay, stalls and memory parts for Lifeboat, which etcd (Go) has none of.
+  const figure = (id: string) => {
+    const f = result.figures.find((x) => x.id === id);
+    assert.ok(f, `figure ${id} missing`);
+    return f;
+  };
+  const bothCounts = ['put-1-p999', 'put-8-p999', 'put-1-leader-changes', 'put-8-leader-changes', 'leader-changes', 'idle-rss', 'idle-pss'];
+  for (const id of [...bothCounts, 'idle-private', 'idle-floor-rss', 'idle-over-floor']) {
+    for (const system of ['etcd', 'lifeboat'] as const) {
+      const v = figure(id)[system];
+      assert.ok(typeof v === 'number' && Number.isFinite(v), `${id} of ${system}: ${v}`);
+      if (bothCounts.includes(id)) assert.ok(v >= 0, `${id} of ${system}: ${v}`);
+    }
+  }
+  const lifeboatOnly = [
+    ...['put-1', 'put-8'].flatMap((p) => ['loop-p99', 'loop-max', 'stalls', 'stalls-attributed', 'stall-on-cpu-max'].map((x) => `${p}-${x}`)),
+    ...['heap-used', 'heap-total', 'code-space', 'external', 'array-buffers', 'sqlite-cache', 'watchdog-worker'].map((x) => `idle-${x}`),
+  ];
+  for (const id of lifeboatOnly) {
+    const f = figure(id);
+    assert.ok(typeof f.lifeboat === 'number' && f.lifeboat >= 0, `${id} of lifeboat: ${f.lifeboat}`);
+    assert.equal(f.text?.etcd, 'n/a (Go)', `${id} of etcd`);
+  }
+  const raw = (result as unknown as { raw: { lifeboat: Record<string, { loop: unknown[]; stalls: { count: number } }> } }).raw;
+  assert.equal(raw.lifeboat['put-8'].loop.length, 3, 'an event-loop delay per member');
+  assert.ok(raw.lifeboat['put-8'].stalls.count >= 0);
+
   const recovery = result.figures.find((x) => x.id === 'recovery-tool');
   assert.ok(recovery?.lifeboat !== undefined && recovery.lifeboat > 0, 'the recovery figure is missing');
 

@@ -60,11 +60,27 @@ describe('runtime and storage metrics', () => {
     assert.ok(gauge(text, 'nodejs_eventloop_lag_p99_seconds')! >= gauge(text, 'nodejs_eventloop_lag_p50_seconds')!, 'p99 >= p50');
   });
 
+  test("what the member's memory is made of: RSS, V8 heap and its spaces, external and array buffers, kv.db's page cache limit", async () => {
+    const text = await (await fetch(`${metricsUrl}/metrics`)).text();
+    const rss = gauge(text, 'process_resident_memory_bytes')!;
+    const heapUsed = gauge(text, 'nodejs_heap_size_used_bytes')!;
+    const heapTotal = gauge(text, 'nodejs_heap_size_total_bytes')!;
+    assert.ok(rss > 10 * 2 ** 20 && heapUsed > 0 && heapUsed <= heapTotal && heapTotal < rss, `rss ${rss}, heap ${heapUsed} of ${heapTotal}`);
+    assert.ok(gauge(text, 'nodejs_external_memory_bytes')! >= gauge(text, 'lifeboat_nodejs_array_buffers_bytes')!);
+    assert.match(text, /^nodejs_heap_space_size_used_bytes\{space="code"\} \d+$/m);
+    assert.match(text, /^nodejs_heap_space_size_total_bytes\{space="old"\} \d+$/m);
+    // kvSchema.ts: cache_size = -65536 (KiB).
+    assert.equal(gauge(text, 'lifeboat_kv_page_cache_limit_bytes'), 64 * 2 ** 20);
+  });
+
   test('a stall of the member (stopped 400 ms) is logged and counted, with the little CPU it used: the machine, not its own work', async () => {
     const m = c.members[0];
     const pid = m.proc!.pid!;
     const logged = () => m.log.filter((l) => l.includes('event loop stalled'));
     const before = logged().length;
+    const scrape = async () => (await fetch(`${metricsUrl}/metrics`)).text();
+    const workerBefore = gauge(await scrape(), 'lifeboat_stall_watchdog_worker_running');
+    assert.ok(workerBefore === 0 || workerBefore === 1, `lifeboat_stall_watchdog_worker_running ${workerBefore}`);
     process.kill(pid, 'SIGSTOP');
     try {
       await sleep(400);
@@ -75,7 +91,9 @@ describe('runtime and storage metrics', () => {
     const stall = JSON.parse(line) as { ms: number; cause: string; cpuMs: number };
     assert.ok(stall.ms >= 300, `stall of ${stall.ms} ms`);
     assert.ok(stall.cpuMs < stall.ms / 2, `CPU ${stall.cpuMs} ms over a ${stall.ms} ms stall`);
-    const text = await (await fetch(`${metricsUrl}/metrics`)).text();
+    const text = await scrape();
+    // A stall off CPU is the machine's (or a blocking call's): it starts no worker to sample the loop.
+    assert.equal(gauge(text, 'lifeboat_stall_watchdog_worker_running'), workerBefore);
     assert.ok((histogramCount(text, 'lifeboat_eventloop_stall_duration_seconds', `cause="${stall.cause}"`) ?? 0) >= 1, text);
     assert.match(text, new RegExp(`^lifeboat_eventloop_stall_cpu_seconds_total\\{cause="${stall.cause}"\\} \\S+$`, 'm'));
   });
