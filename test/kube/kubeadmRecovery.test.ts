@@ -267,7 +267,7 @@ describe('recover --kubeadm --from-snapshot', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  test("a one-node control plane back to its snapshot: the snapshot's keys, the old data dir fenced, the step back in time said", async () => {
+  test("a one-node control plane back to its snapshot: the snapshot's keys, the revision bumped past the old data dir's before the API server starts, the old data dir fenced", async () => {
     requireEtcdTools();
     requireTool('openssl');
     dir = mkdtempSync(path.join(os.tmpdir(), 'lifeboat-kubeadm-snap-'));
@@ -288,21 +288,31 @@ describe('recover --kubeadm --from-snapshot', () => {
       );
     cp1.kubelet.start();
     await waitFor('etcd', async () => (await ctl('endpoint', 'health')).code === 0, { timeoutMs: 30_000 });
+    const revision = async () =>
+      Number(
+        (JSON.parse((await ctl('endpoint', 'status', '-w', 'json')).stdout) as Array<{ Status: { header: { revision: number } } }>)[0].Status.header.revision,
+      );
     for (let k = 0; k < 10; k++) assert.equal((await ctl('put', `/registry/a${k}`, 'v')).code, 0);
     const snap = path.join(dir, 'etcd.snapshot');
+    const snapRevision = await revision();
     assert.equal((await ctl('snapshot', 'save', snap)).code, 0);
-    assert.equal((await ctl('put', '/registry/after-the-snapshot', 'v')).code, 0);
+    // Written after the snapshot: the old data dir's revision is the cluster's last, 20 past the snapshot's.
+    for (let k = 0; k < 20; k++) assert.equal((await ctl('put', '/registry/after-the-snapshot', `v${k}`)).code, 0);
+    const oldRevision = await revision();
+    assert.equal(oldRevision, snapRevision + 20);
+    const recoverArgs = [BIN, 'recover', '--kubeadm', '--manifests-dir', cp1.manifestsDir, '--from-snapshot', snap];
+
+    // The dry run says the revision would go back, and that the bump comes before the API server starts.
+    const dry = await run(process.execPath, [...recoverArgs, '--dry-run'], { timeoutMs: 60_000 });
+    assert.equal(dry.code, 0, `${dry.stdout}\n${dry.stderr}`);
+    assert.match(dry.stdout, new RegExp(`would go back from ${oldRevision} to ${snapRevision}.*before kube-apiserver\\.yaml is moved back`));
+    const apiLog = path.join(dir, 'cp1-kubelet', 'kube-apiserver.yaml.log');
+    const apiLogBefore = readFileSync(apiLog, 'utf8').length;
 
     const r = await run(
       process.execPath,
       [
-        BIN,
-        'recover',
-        '--kubeadm',
-        '--manifests-dir',
-        cp1.manifestsDir,
-        '--from-snapshot',
-        snap,
+        ...recoverArgs,
         '--yes',
         '--reason',
         'test: back to the snapshot',
@@ -328,7 +338,24 @@ describe('recover --kubeadm --from-snapshot', () => {
     assert.equal(r.stdout.split(`kube-apiserver at ${cp1.apiServerUrl} ready (/readyz 200 after`).length - 1, 2, r.stdout);
     const answers = readFileSync(path.join(dir, 'cp1-kubelet', 'kube-apiserver.yaml.log'), 'utf8').match(/readyz \d+/g) ?? ([] as string[]);
     assert.ok(answers.includes('readyz 503') && answers.at(-1) === 'readyz 200', answers.join(','));
-    assert.match(`${r.stdout}${r.stderr}`, /resource versions went back/);
+    // The revision bump (etcd 3.4: writes, then a compaction): past the old data dir's, everything before compacted...
+    const bumped = await revision();
+    assert.ok(bumped >= oldRevision + 1000, `revision ${bumped} after the recovery, the old data dir's ${oldRevision}`);
+    assert.match(r.stdout, new RegExp(`would go back from ${oldRevision} to ${snapRevision}`));
+    assert.match(r.stdout, /revision bump: \d+ writes from \d+ to \d+, compacted at \d+/);
+    assert.match((await ctl('get', '/registry/a0', '--rev', String(bumped - 1))).stderr, /required revision has been compacted/);
+    assert.match(`${r.stdout}${r.stderr}`, /the revision did not \(raised to \d+/);
+    // ...made before the API server started: every start since read a revision past the old one.
+    const seen = [
+      ...readFileSync(apiLog, 'utf8')
+        .slice(apiLogBefore)
+        .matchAll(/etcd revision (\d+)/g),
+    ].map((x) => Number(x[1]));
+    assert.equal(seen.length, 2, `the API server's starts after the restore: ${seen.join(',')}`);
+    assert.ok(
+      seen.every((x) => x >= oldRevision + 1000),
+      `the API server saw revisions ${seen.join(',')}; the old data dir's was ${oldRevision}`,
+    );
     const keys = (await ctl('get', '/registry/', '--prefix', '--keys-only')).stdout.split('\n').filter(Boolean);
     assert.equal(keys.length, 10, keys.join(','));
     assert.ok(readFileSync(path.join(cp1.manifestsDir, 'etcd.yaml'), 'utf8').includes(`      path: ${cp1.dataDir}-restored\n`));
