@@ -389,5 +389,46 @@ describe('recover --kubeadm --from-snapshot', () => {
     assert.match(again.stdout, /healthy: leader [0-9a-f]+/);
     assert.match(again.stdout, /kube-apiserver at https:\/\/127\.0\.0\.1:\d+ not ready within 1s \((its \/readyz last answered 503 |it did not answer)/);
     assert.equal((await ctl('get', '/registry/', '--prefix', '--keys-only')).stdout.split('\n').filter(Boolean).length, 10);
+
+    // A backup store of the cluster as it is now, with a full at this revision; then 20 more writes.
+    mkdirSync(path.join(dir, 'store'));
+    const store = `file://${path.join(dir, 'store')}`;
+    const tls = ['--endpoints', cp1.clientUrl, '--cacert', cp1.clientTls.ca, '--cert', cp1.clientTls.cert, '--key', cp1.clientTls.key];
+    const full = await run(process.execPath, [BIN, 'backup', 'full', '--store', store, ...tls], { timeoutMs: 60_000 });
+    assert.equal(full.code, 0, `${full.stdout}\n${full.stderr}`);
+    const point = await revision();
+    for (let k = 0; k < 20; k++) assert.equal((await ctl('put', '/registry/after-the-backup', `v${k}`)).code, 0);
+    const before = await revision();
+    // A second full: the store's last recorded revision is the cluster's last, and drives the bump.
+    const full2 = await run(process.execPath, [BIN, 'backup', 'full', '--store', store, ...tls], { timeoutMs: 60_000 });
+    assert.equal(full2.code, 0, `${full2.stdout}\n${full2.stderr}`);
+    // The older point as the source: replayed, then bumped past the cluster's last revision before the API server starts.
+    const fromBackup = await run(
+      process.execPath,
+      [
+        BIN,
+        'recover',
+        '--kubeadm',
+        '--manifests-dir',
+        cp1.manifestsDir,
+        '--from-backup',
+        `${store}@${point}`,
+        '--set',
+        `data-dir=${cp1.dataDir}-from-backup`,
+        '--set',
+        'apiserver-timeout=1s',
+        '--yes',
+        '--reason',
+        'test: back to a backup point',
+        '--audit-db',
+        path.join(dir, 'audit.db'),
+      ],
+      { timeoutMs: 120_000 },
+    );
+    assert.equal(fromBackup.code, 0, `${fromBackup.stdout}\n${fromBackup.stderr}`);
+    assert.match(fromBackup.stdout, new RegExp(`materialized file://\\S+@${point}: revision ${point} of cluster [0-9a-f]{16}`));
+    assert.match(fromBackup.stdout, new RegExp(`last recorded revision ${before}, in the backup store, \\+ 1000.*would go back from ${before} to ${point}`));
+    assert.ok((await revision()) >= before + 1000, `revision ${await revision()}, the old data dir's ${before}`);
+    assert.equal((await ctl('get', '/registry/', '--prefix', '--keys-only')).stdout.split('\n').filter(Boolean).length, 10);
   });
 });
