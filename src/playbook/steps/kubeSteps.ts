@@ -65,19 +65,18 @@ function etcdRevisionOf(file: string): number | undefined {
 /**
  * The cluster's last recorded revision beside an older source (a snapshot or a
  * backup point), for the revision bump rule: `last-revision` when given, else
- * the revision of the member's own old data dir (read from its db; from the
- * member itself when it still runs and the db cannot be read). 0 for a data-dir
+ * the revision of the member's own old data dir (from the member itself while
+ * it still runs, else read from its db). 0 for a data-dir
  * source, or when nothing is known (a backup point's store still gives its own).
  */
 export async function lastRevisionBeside(m: MemberConfig, source: string, given: number, ctx: StepContext): Promise<number> {
   if (given > 0 || !olderSource(source)) return given > 0 ? given : 0;
-  const offline = fs.existsSync(etcdDbFile(m.hostDataDir)) ? etcdRevisionOf(etcdDbFile(m.hostDataDir)) : undefined;
-  if (offline !== undefined) return offline;
+  // A running member first: its db on disk may lag its last batch of writes.
   const c = clientFor(m.advertiseClientUrls, { ...ctx.connection, dialTimeoutMs: 2000, commandTimeoutMs: 5000 });
   try {
     return (await c.status()).header.revision;
   } catch {
-    return 0;
+    return (fs.existsSync(etcdDbFile(m.hostDataDir)) ? etcdRevisionOf(etcdDbFile(m.hostDataDir)) : undefined) ?? 0;
   } finally {
     c.close();
   }
