@@ -402,6 +402,20 @@ describe('recover --kubeadm --from-snapshot', () => {
     // A second full: the store's last recorded revision is the cluster's last, and drives the bump.
     const full2 = await run(process.execPath, [BIN, 'backup', 'full', '--store', store, ...tls], { timeoutMs: 60_000 });
     assert.equal(full2.code, 0, `${full2.stdout}\n${full2.stderr}`);
+    // A store path without a scheme and point: one line, nothing moved.
+    const manifestsBefore = readdirSync(cp1.manifestsDir).sort().join(',');
+    const notAPoint = await run(process.execPath, [
+      BIN,
+      'recover',
+      '--kubeadm',
+      '--manifests-dir',
+      cp1.manifestsDir,
+      '--from-backup',
+      path.join(dir, 'store'),
+      '--yes',
+    ]);
+    failsWithOneLine(notAPoint, 2, `--from-backup ${path.join(dir, 'store')}: not a store point`);
+    assert.equal(readdirSync(cp1.manifestsDir).sort().join(','), manifestsBefore);
     // The older point as the source: replayed, then bumped past the cluster's last revision before the API server starts.
     const fromBackup = await run(
       process.execPath,

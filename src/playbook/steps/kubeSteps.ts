@@ -66,8 +66,8 @@ function etcdRevisionOf(file: string): number | undefined {
  * The cluster's last recorded revision beside an older source (a snapshot or a
  * backup point), for the revision bump rule: `last-revision` when given, else
  * the revision of the member's own old data dir (from the member itself while
- * it still runs, else read from its db). 0 for a data-dir
- * source, or when nothing is known (a backup point's store still gives its own).
+ * it still runs, else read from its db). 0 for a data-dir source, or when
+ * nothing is known (a backup point's store still gives its own).
  */
 export async function lastRevisionBeside(m: MemberConfig, source: string, given: number, ctx: StepContext): Promise<number> {
   if (given > 0 || !olderSource(source)) return given > 0 ? given : 0;
