@@ -1,7 +1,8 @@
 import { Flags } from '#oclif-core';
 import { auditDbFlag } from '../../src/cli/auditFlags.js';
 import { recoverSession } from '../../src/cli/recoverSession.js';
-import { BACKUP_SOURCE_FLAG_NAMES, BACKUP_SOURCE_FLAGS, backupSourceFlagValues } from '../../src/cli/backupSourceFlags.js';
+import { parseBackupSource } from '../../src/backup/backupSource.js';
+import { BACKUP_SOURCE_FLAG_NAMES, BACKUP_SOURCE_FLAGS, backupSourceFlagValues, backupSourceSets } from '../../src/cli/backupSourceFlags.js';
 import { terminalSessionIo } from '../../src/cli/sessionIo.js';
 import { InputError } from '../../src/common/errors.js';
 import { DEFAULT_MANIFESTS_DIR, readNodeEtcdManifest, withNodeClientTls } from '../../src/kube/controlPlane.js';
@@ -18,6 +19,24 @@ import {
   supervisorFlags,
   supervisorFromFlags,
 } from '../../src/cli/sessionCommand.js';
+
+/**
+ * The one source of --kubeadm or --debian-etcd (none: the member's own data dir);
+ * a backup point checked here, in one line, before anything is read.
+ */
+function oneRecoverySource(
+  f: { 'from-data-dir'?: string[]; 'from-snapshot'?: string[]; 'from-backup'?: string[]; 'prefer-backup': boolean },
+  flag: string,
+  what: string,
+): string[] {
+  if (f['prefer-backup']) throw new InputError(`--prefer-backup does not go with ${flag}: it recovers from the one source given`);
+  for (const b of f['from-backup'] ?? [])
+    if (!parseBackupSource(b)) throw new InputError(`--from-backup ${b}: not a store point; give file:///dir@POINT or s3://bucket/prefix@POINT`);
+  const sources = [...(f['from-data-dir'] ?? []), ...(f['from-snapshot'] ?? []), ...(f['from-backup'] ?? [])];
+  if (sources.length > 1)
+    throw new InputError(`${flag} restores one member from one source (${sources.join(', ')} given): every other ${what} rejoins from it`);
+  return sources;
+}
 
 export default class Recover extends SessionCommand {
   static override description = `The recovery session for a cluster that has lost quorum for good: name the survivors you have, see the plan (which one loses the least, what is kept and lost), confirm, and the recover-from-quorum-loss playbook runs — restore into a new one-member cluster with a new cluster ID, fence the old members, re-add the others one at a time as learners and promote them — every step recorded in the audit log. A backup point is a source too (--from-backup file:///dir@POINT or s3://bucket/prefix@POINT, the store's settings as flags, secrets from the environment or files): it is replayed as 'backup restore --at' does and the recovery goes on from it; an older backup is refused beside a newer survivor unless --prefer-backup. A source older than the cluster's last recorded revision gets the revision bump (mark-compacted; on etcd 3.4 writes to one throwaway key, then a compaction). On a terminal it asks for what it needs; scripted, pass --from-data-dir (or --from-snapshot, --from-backup), --set and --yes. Survivors of different clusters are never offered as a default: it asks which cluster to recover (scripted: refused unless --cluster-id names it). With --kubeadm, on the control-plane node that holds the survivor: everything is read from the node's etcd.yaml (--manifests-dir) and the recover-kubeadm-control-plane playbook runs, over TLS with the node's own etcd client certificate; --dry-run shows every manifest it moves and the change to etcd.yaml as a diff. With --debian-etcd, the same for Debian's packaged etcd: the member is read from etcd.service's env file (--etcd-env-file, default /etc/default/etcd), stopped and started with systemctl, and the file's ETCD_DATA_DIR and ETCD_INITIAL_CLUSTER(_STATE) lines rewritten (the recover-debian-etcd playbook).`;
@@ -41,12 +60,12 @@ export default class Recover extends SessionCommand {
     'discard-uncommitted': Flags.boolean({ description: "drop the entries past the survivor's commit index (by default they are applied)", default: false }),
     kubeadm: Flags.boolean({
       description:
-        "a kubeadm control plane: read this node's etcd.yaml and run the recover-kubeadm-control-plane playbook (the source: etcd.yaml's data dir, or one --from-data-dir/--from-snapshot)",
+        "a kubeadm control plane: read this node's etcd.yaml and run the recover-kubeadm-control-plane playbook (the source: etcd.yaml's data dir, or one --from-data-dir/--from-snapshot/--from-backup; an older one gets the revision bump before the API server starts)",
       default: false,
     }),
     'debian-etcd': Flags.boolean({
       description:
-        "Debian's packaged etcd (etcd.service with --etcd-env-file): read this host's member from that file and run the recover-debian-etcd playbook (the source: its data dir, or one --from-data-dir/--from-snapshot)",
+        "Debian's packaged etcd (etcd.service with --etcd-env-file): read this host's member from that file and run the recover-debian-etcd playbook (the source: its data dir, or one --from-data-dir/--from-snapshot/--from-backup; an older one gets the revision bump)",
       default: false,
       exclusive: ['kubeadm'],
     }),
@@ -76,18 +95,12 @@ export default class Recover extends SessionCommand {
       if (flags['manifests-dir'] !== undefined || flags['restart-kube-components'])
         throw new InputError('--manifests-dir and --restart-kube-components go with --kubeadm, not --debian-etcd');
       const envFile = flags['etcd-env-file'] ?? DEFAULT_ETCD_ENV_FILE;
-      if ((flags['from-backup'] ?? []).length > 0)
-        throw new InputError(
-          '--from-backup does not go with --debian-etcd: materialize the point with `lifeboat backup restore --at POINT --output FILE` and give --from-snapshot FILE',
-        );
-      const sources = [...(flags['from-data-dir'] ?? []), ...(flags['from-snapshot'] ?? [])];
-      if (sources.length > 1)
-        throw new InputError(`--debian-etcd restores one member from one source (${sources.join(', ')} given): every other member rejoins from it`);
+      const sources = oneRecoverySource(flags, '--debian-etcd', 'member');
       await this.printSession(
         flags['write-out'],
         runPlaybookSession({
           target: 'recover-debian-etcd',
-          sets: [`env-file=${envFile}`, ...sources.map((s) => `source=${s}`), ...(flags.set ?? [])],
+          sets: [`env-file=${envFile}`, ...sources.map((s) => `source=${s}`), ...backupSourceSets(flags), ...(flags.set ?? [])],
           yes: flags.yes,
           dryRun: flags['dry-run'],
           ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
@@ -97,7 +110,15 @@ export default class Recover extends SessionCommand {
           endpointsGiven: flagGiven(metadata, 'endpoints'),
           json: flags['write-out'] === 'json',
           supervisor: supervisorFromFlags(flags),
-          runbook: runbookSettings(flags, metadata, [...RUNBOOK_SKIP, 'from-data-dir', 'from-snapshot', 'debian-etcd', 'etcd-env-file', 'dry-run']),
+          runbook: runbookSettings(flags, metadata, [
+            ...RUNBOOK_SKIP,
+            'from-data-dir',
+            'from-snapshot',
+            'debian-etcd',
+            'etcd-env-file',
+            'dry-run',
+            ...BACKUP_SOURCE_FLAG_NAMES,
+          ]),
           io: terminalSessionIo({ json: flags['write-out'] === 'json' }),
         }),
       );
@@ -107,13 +128,7 @@ export default class Recover extends SessionCommand {
     if (flags.kubeadm) {
       // The kubeadm recovery: the node's etcd.yaml gives the playbook everything but the other nodes, and the client TLS.
       const manifestsDir = flags['manifests-dir'] ?? DEFAULT_MANIFESTS_DIR;
-      if ((flags['from-backup'] ?? []).length > 0)
-        throw new InputError(
-          '--from-backup does not go with --kubeadm: materialize the point with `lifeboat backup restore --at POINT --output FILE` and give --from-snapshot FILE',
-        );
-      const sources = [...(flags['from-data-dir'] ?? []), ...(flags['from-snapshot'] ?? [])];
-      if (sources.length > 1)
-        throw new InputError(`--kubeadm restores one member from one source (${sources.join(', ')} given): every other node rejoins from it`);
+      const sources = oneRecoverySource(flags, '--kubeadm', 'node');
       const manifest = readNodeEtcdManifest(manifestsDir);
       const connection = withNodeClientTls(manifest, connectionFromFlags(flags));
       await this.printSession(
@@ -123,6 +138,7 @@ export default class Recover extends SessionCommand {
           sets: [
             `manifests-dir=${manifestsDir}`,
             ...sources.map((s) => `source=${s}`),
+            ...backupSourceSets(flags),
             ...(flags['restart-kube-components'] ? ['restart-kube-components=true'] : []),
             ...(flags.set ?? []),
           ],
@@ -143,6 +159,7 @@ export default class Recover extends SessionCommand {
             'manifests-dir',
             'dry-run',
             'restart-kube-components',
+            ...BACKUP_SOURCE_FLAG_NAMES,
           ]),
           io: terminalSessionIo({ json: flags['write-out'] === 'json' }),
         }),

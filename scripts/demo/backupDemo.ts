@@ -5,8 +5,8 @@
 // prefix deleted "by accident" comes back with `backup restore-keys` at the
 // revision before the delete; then every member is lost (stopped, data dirs
 // removed) and the whole cluster is recovered from the store as it was at a
-// time between two writes: `backup restore --at TIME` makes the snapshot and
-// `recover --from-snapshot` brings up a new 3-member cluster from it. Every key
+// time between two writes: `recover --from-backup STORE@TIME` replays the store
+// to that time and brings up a new 3-member cluster from it. Every key
 // is checked both times. Everything it starts is stopped, its directory removed.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -195,8 +195,6 @@ async function main(): Promise<void> {
     for (const p of [agent, ...running]) p.kill('SIGKILL');
     await Promise.all([agent, ...running].map((p) => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(null) : p.on('exit', r)))));
     for (const m of members) fs.rmSync(m.dataDir, { recursive: true, force: true });
-    const snap = path.join(dir, 'cluster-at-time.db');
-    await must(['backup', 'restore', store, '--at', between, '--output', snap]);
     const fresh: Member[] = ['m1', 'm2', 'm3'].map((name, i) => ({
       name,
       peer: url(ports[6 + 2 * i]),
@@ -206,8 +204,8 @@ async function main(): Promise<void> {
     fs.mkdirSync(path.join(dir, 'recovered'));
     await must([
       'recover',
-      '--from-snapshot',
-      snap,
+      '--from-backup',
+      `${store}@${between}`,
       '--yes',
       '--reason',
       'demo: every member lost',

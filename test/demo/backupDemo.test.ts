@@ -23,7 +23,7 @@ test('the backup demo runs the agent, verifies, restores keys, and recovers the 
   assert.equal(out.code, 0, out.text);
   assert.match(out.text, /backup verified: cluster [0-9a-f]{16} \(lifeboat\)/);
   assert.match(out.text, /every one of the 150 orders is back/);
-  assert.match(out.text, /wrote .*cluster-at-time\.db .* at revision \d+/);
+  assert.match(out.text, /materialized file:\/\/\S+@\S+Z: revision \d+ of cluster [0-9a-f]{16}/);
   assert.match(out.text, /Run r-\S+ succeeded/);
   assert.match(out.text, /the recovered cluster \(3 members\) holds every one of the \d+ keys as they were at \S+Z: \/app\/release=v1/);
 });

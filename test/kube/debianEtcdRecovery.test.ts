@@ -85,6 +85,16 @@ describe('recover --debian-etcd', () => {
     );
     assert.equal(readFileSync(h1.envFile, 'utf8'), original.get('etcd1'));
 
+    // A snapshot, then 5 writes (the keys unchanged): older than etcd1's data dir.
+    const revision = async () =>
+      Number(
+        (JSON.parse((await ctl(h1.clientUrl, 'endpoint', 'status', '-w', 'json')).stdout) as Array<{ Status: { header: { revision: number } } }>)[0].Status
+          .header.revision,
+      );
+    const snap = path.join(dir, 'etcd1.snapshot');
+    assert.equal((await ctl(h1.clientUrl, 'snapshot', 'save', snap)).code, 0);
+    const snapRevision = await revision();
+    for (let k = 0; k < 5; k++) assert.equal((await ctl(h1.clientUrl, 'put', '/k/0', 'v0')).code, 0);
     // Two hosts lost: their etcd stopped, etcd3's disk gone too.
     assert.equal((await s.systemctl('stop', h2.unit)).code, 0);
     assert.equal((await s.systemctl('stop', h3.unit)).code, 0);
@@ -101,6 +111,17 @@ describe('recover --debian-etcd', () => {
     for (const line of [`-ETCD_DATA_DIR="${h1.dataDir}"`, `+ETCD_DATA_DIR="${h1.dataDir}-restored"`, `+ETCD_INITIAL_CLUSTER="etcd1=${h1.peerUrl}"`])
       assert.ok(dry.stdout.includes(line), `${line}\n${dry.stdout}`);
     assert.equal(readFileSync(h1.envFile, 'utf8'), original.get('etcd1'));
+    // From that snapshot, the dry run says the revision would go back, and the bump.
+    const dryOlder = await run(
+      process.execPath,
+      [BIN, 'recover', '--debian-etcd', '--etcd-env-file', h1.envFile, ...tls, '--dry-run', '--from-snapshot', snap, '--set', `members=${members}`],
+      { env: s.env },
+    );
+    assert.equal(dryOlder.code, 0, dryOlder.stderr);
+    assert.match(
+      dryOlder.stdout,
+      new RegExp(`would go back from ${snapRevision + 5} to ${snapRevision}; once etcd is healthy and before any other member rejoins`),
+    );
     assert.equal(s.calls().length, 5);
     const r = await recover();
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);

@@ -267,7 +267,7 @@ describe('recover --kubeadm --from-snapshot', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  test("a one-node control plane back to its snapshot: the snapshot's keys, the old data dir fenced, the step back in time said", async () => {
+  test("a one-node control plane back to its snapshot: the snapshot's keys, the revision bumped past the old data dir's before the API server starts, the old data dir fenced", async () => {
     requireEtcdTools();
     requireTool('openssl');
     dir = mkdtempSync(path.join(os.tmpdir(), 'lifeboat-kubeadm-snap-'));
@@ -288,21 +288,31 @@ describe('recover --kubeadm --from-snapshot', () => {
       );
     cp1.kubelet.start();
     await waitFor('etcd', async () => (await ctl('endpoint', 'health')).code === 0, { timeoutMs: 30_000 });
+    const revision = async () =>
+      Number(
+        (JSON.parse((await ctl('endpoint', 'status', '-w', 'json')).stdout) as Array<{ Status: { header: { revision: number } } }>)[0].Status.header.revision,
+      );
     for (let k = 0; k < 10; k++) assert.equal((await ctl('put', `/registry/a${k}`, 'v')).code, 0);
     const snap = path.join(dir, 'etcd.snapshot');
+    const snapRevision = await revision();
     assert.equal((await ctl('snapshot', 'save', snap)).code, 0);
-    assert.equal((await ctl('put', '/registry/after-the-snapshot', 'v')).code, 0);
+    // Written after the snapshot: the old data dir's revision is the cluster's last, 20 past the snapshot's.
+    for (let k = 0; k < 20; k++) assert.equal((await ctl('put', '/registry/after-the-snapshot', `v${k}`)).code, 0);
+    const oldRevision = await revision();
+    assert.equal(oldRevision, snapRevision + 20);
+    const recoverArgs = [BIN, 'recover', '--kubeadm', '--manifests-dir', cp1.manifestsDir, '--from-snapshot', snap];
+
+    // The dry run says the revision would go back, and that the bump comes before the API server starts.
+    const dry = await run(process.execPath, [...recoverArgs, '--dry-run'], { timeoutMs: 60_000 });
+    assert.equal(dry.code, 0, `${dry.stdout}\n${dry.stderr}`);
+    assert.match(dry.stdout, new RegExp(`would go back from ${oldRevision} to ${snapRevision}.*before kube-apiserver\\.yaml is moved back`));
+    const apiLog = path.join(dir, 'cp1-kubelet', 'kube-apiserver.yaml.log');
+    const apiLogBefore = readFileSync(apiLog, 'utf8').length;
 
     const r = await run(
       process.execPath,
       [
-        BIN,
-        'recover',
-        '--kubeadm',
-        '--manifests-dir',
-        cp1.manifestsDir,
-        '--from-snapshot',
-        snap,
+        ...recoverArgs,
         '--yes',
         '--reason',
         'test: back to the snapshot',
@@ -328,7 +338,24 @@ describe('recover --kubeadm --from-snapshot', () => {
     assert.equal(r.stdout.split(`kube-apiserver at ${cp1.apiServerUrl} ready (/readyz 200 after`).length - 1, 2, r.stdout);
     const answers = readFileSync(path.join(dir, 'cp1-kubelet', 'kube-apiserver.yaml.log'), 'utf8').match(/readyz \d+/g) ?? ([] as string[]);
     assert.ok(answers.includes('readyz 503') && answers.at(-1) === 'readyz 200', answers.join(','));
-    assert.match(`${r.stdout}${r.stderr}`, /resource versions went back/);
+    // The revision bump (etcd 3.4: writes, then a compaction): past the old data dir's, everything before compacted...
+    const bumped = await revision();
+    assert.ok(bumped >= oldRevision + 1000, `revision ${bumped} after the recovery, the old data dir's ${oldRevision}`);
+    assert.match(r.stdout, new RegExp(`would go back from ${oldRevision} to ${snapRevision}`));
+    assert.match(r.stdout, /revision bump: \d+ writes from \d+ to \d+, compacted at \d+/);
+    assert.match((await ctl('get', '/registry/a0', '--rev', String(bumped - 1))).stderr, /required revision has been compacted/);
+    assert.match(`${r.stdout}${r.stderr}`, /the revision did not \(raised to \d+/);
+    // ...made before the API server started: every start since read a revision past the old one.
+    const seen = [
+      ...readFileSync(apiLog, 'utf8')
+        .slice(apiLogBefore)
+        .matchAll(/etcd revision (\d+)/g),
+    ].map((x) => Number(x[1]));
+    assert.equal(seen.length, 2, `the API server's starts after the restore: ${seen.join(',')}`);
+    assert.ok(
+      seen.every((x) => x >= oldRevision + 1000),
+      `the API server saw revisions ${seen.join(',')}; the old data dir's was ${oldRevision}`,
+    );
     const keys = (await ctl('get', '/registry/', '--prefix', '--keys-only')).stdout.split('\n').filter(Boolean);
     assert.equal(keys.length, 10, keys.join(','));
     assert.ok(readFileSync(path.join(cp1.manifestsDir, 'etcd.yaml'), 'utf8').includes(`      path: ${cp1.dataDir}-restored\n`));
@@ -361,6 +388,61 @@ describe('recover --kubeadm --from-snapshot', () => {
     assert.equal(again.code, 0, `${again.stdout}\n${again.stderr}`);
     assert.match(again.stdout, /healthy: leader [0-9a-f]+/);
     assert.match(again.stdout, /kube-apiserver at https:\/\/127\.0\.0\.1:\d+ not ready within 1s \((its \/readyz last answered 503 |it did not answer)/);
+    assert.equal((await ctl('get', '/registry/', '--prefix', '--keys-only')).stdout.split('\n').filter(Boolean).length, 10);
+
+    // A backup store of the cluster as it is now, with a full at this revision; then 20 more writes.
+    mkdirSync(path.join(dir, 'store'));
+    const store = `file://${path.join(dir, 'store')}`;
+    const tls = ['--endpoints', cp1.clientUrl, '--cacert', cp1.clientTls.ca, '--cert', cp1.clientTls.cert, '--key', cp1.clientTls.key];
+    const full = await run(process.execPath, [BIN, 'backup', 'full', '--store', store, ...tls], { timeoutMs: 60_000 });
+    assert.equal(full.code, 0, `${full.stdout}\n${full.stderr}`);
+    const point = await revision();
+    for (let k = 0; k < 20; k++) assert.equal((await ctl('put', '/registry/after-the-backup', `v${k}`)).code, 0);
+    const before = await revision();
+    // A second full: the store's last recorded revision is the cluster's last, and drives the bump.
+    const full2 = await run(process.execPath, [BIN, 'backup', 'full', '--store', store, ...tls], { timeoutMs: 60_000 });
+    assert.equal(full2.code, 0, `${full2.stdout}\n${full2.stderr}`);
+    // A store path without a scheme and point: one line, nothing moved.
+    const manifestsBefore = readdirSync(cp1.manifestsDir).sort().join(',');
+    const notAPoint = await run(process.execPath, [
+      BIN,
+      'recover',
+      '--kubeadm',
+      '--manifests-dir',
+      cp1.manifestsDir,
+      '--from-backup',
+      path.join(dir, 'store'),
+      '--yes',
+    ]);
+    failsWithOneLine(notAPoint, 2, `--from-backup ${path.join(dir, 'store')}: not a store point`);
+    assert.equal(readdirSync(cp1.manifestsDir).sort().join(','), manifestsBefore);
+    // The older point as the source: replayed, then bumped past the cluster's last revision before the API server starts.
+    const fromBackup = await run(
+      process.execPath,
+      [
+        BIN,
+        'recover',
+        '--kubeadm',
+        '--manifests-dir',
+        cp1.manifestsDir,
+        '--from-backup',
+        `${store}@${point}`,
+        '--set',
+        `data-dir=${cp1.dataDir}-from-backup`,
+        '--set',
+        'apiserver-timeout=1s',
+        '--yes',
+        '--reason',
+        'test: back to a backup point',
+        '--audit-db',
+        path.join(dir, 'audit.db'),
+      ],
+      { timeoutMs: 120_000 },
+    );
+    assert.equal(fromBackup.code, 0, `${fromBackup.stdout}\n${fromBackup.stderr}`);
+    assert.match(fromBackup.stdout, new RegExp(`materialized file://\\S+@${point}: revision ${point} of cluster [0-9a-f]{16}`));
+    assert.match(fromBackup.stdout, new RegExp(`last recorded revision ${before}, in the backup store, \\+ 1000.*would go back from ${before} to ${point}`));
+    assert.ok((await revision()) >= before + 1000, `revision ${await revision()}, the old data dir's ${before}`);
     assert.equal((await ctl('get', '/registry/', '--prefix', '--keys-only')).stdout.split('\n').filter(Boolean).length, 10);
   });
 });

@@ -12,7 +12,17 @@ import { etcdBinary, runtimeOfDataDir } from '../../ops/runtime.js';
 import { handOverDataDir, lookupServiceUser, type ServiceUser } from '../../ops/supervisor.js';
 import { answers, probeOldMembers } from '../../recovery/fence.js';
 import { SafetyCheckError, type StepContext, type StepDefinition } from '../stepTypes.js';
-import { fenceForRejoin, otherMembers, rejoinedDataDir, restoredDataDir, waitEtcdGone } from './kubeSteps.js';
+import {
+  fenceForRejoin,
+  lastRevisionBeside,
+  lastRevisionParams,
+  olderSource,
+  otherMembers,
+  rejoinedDataDir,
+  restoredDataDir,
+  revisionBumpPreview,
+  waitEtcdGone,
+} from './kubeSteps.js';
 
 const envFileParam = { type: 'path' as const, required: true, description: "the env file of Debian's etcd.service (/etc/default/etcd)" };
 const str = (v: unknown) => (typeof v === 'string' ? v : '');
@@ -58,8 +68,9 @@ export const readDebianEtcdStep: StepDefinition = {
   params: {
     'env-file': envFileParam,
     'data-dir': { type: 'string', default: '', description: 'the new data dir (empty: the old one with -restored appended)' },
-    source: { type: 'string', default: '', description: "the survivor's data dir or a snapshot (empty: the file's data dir)" },
+    source: { type: 'string', default: '', description: "the survivor's data dir, a snapshot or a backup point STORE@POINT (empty: the file's data dir)" },
     'etcd-bin': { type: 'string', default: '', description: 'the etcd binary (etcdctl beside it restores)' },
+    ...lastRevisionParams,
   },
   preflight(p) {
     if (typeof p['env-file'] !== 'string') return undefined;
@@ -83,23 +94,27 @@ export const readDebianEtcdStep: StepDefinition = {
     return [
       `read ${d.file}: member ${d.name}, data dir ${d.hostDataDir}, unit ${d.unit}`,
       `systemctl stop ${d.unit}; restore ${str(p.source) || d.hostDataDir} into ${newDir} (${d.hostDataDir} stays, fenced); systemctl start ${d.unit}`,
+      ...revisionBumpPreview(d, p, 'once etcd is healthy and before any other member rejoins'),
       ...manifestDiff(d.file, d.text, after),
     ];
   },
-  run(p) {
+  async run(p, ctx) {
     const d = readDebianEtcd(String(p['env-file']));
     const source = str(p.source);
-    return Promise.resolve({
+    const lastRevision = await lastRevisionBeside(d, source || d.hostDataDir, Number(p['last-revision'] ?? 0), ctx);
+    if (lastRevision > 0 && olderSource(source)) ctx.progress(`the cluster's last recorded revision: ${lastRevision} (an older source gets the revision bump)`);
+    return {
       name: d.name,
       peerUrl: d.initialAdvertisePeerUrls[0],
       clientUrl: d.advertiseClientUrls[0],
       hostDataDir: d.hostDataDir,
       dataDir: str(p['data-dir']) || restoredDataDir(d.hostDataDir),
       source: source || d.hostDataDir,
+      lastRevision,
       // Restored from elsewhere (a snapshot), the member's own old data dir is fenced with the source.
       oldDataDirs: source && path.resolve(source) !== path.resolve(d.hostDataDir) && runtimeOfDataDir(d.hostDataDir) ? [d.hostDataDir] : [],
       unit: d.unit,
-    });
+    };
   },
 };
 

@@ -25,7 +25,13 @@ import {
 import { apiServerOf, readyz } from '../../kube/apiServer.js';
 import { memberList, waitUntil } from '../../ops/memberOps.js';
 import { etcdBinary, etcdVersionOf, memberPid, runtimeOfDataDir } from '../../ops/runtime.js';
+import { parseBackupSource } from '../../backup/backupSource.js';
+import { clientFor } from '../../client/etcdClient.js';
+import { etcdDbFile } from '../../etcdfile/etcdDataDir.js';
+import { scanEtcdDb } from '../../etcdfile/index.js';
+import { etcdRestoreMarksCompacted } from '../../recovery/etcdRestore.js';
 import { answers, probeOldMembers, type OldMember } from '../../recovery/fence.js';
+import { planRevisionBump, BUMP_MARGIN } from '../../recovery/revisionBump.js';
 import { fenceDataDir } from '../../recovery/fenceDataDir.js';
 import { SafetyCheckError, type StepContext, type StepDefinition } from '../stepTypes.js';
 
@@ -41,6 +47,88 @@ export type MemberConfig = Pick<EtcdManifest, 'name' | 'flags' | 'hostDataDir' |
 /** The restored data dir's default: beside the old one, which stays (fenced). */
 export const restoredDataDir = (hostDataDir: string) => `${hostDataDir}-restored`;
 export const rejoinedDataDir = (hostDataDir: string) => `${hostDataDir}-rejoined`;
+
+/** A snapshot file or a backup point: a source that may be older than the cluster was (a data dir is the newest there is). */
+export function olderSource(source: string): boolean {
+  return !!parseBackupSource(source) || (fs.existsSync(source) && fs.statSync(source).isFile());
+}
+
+/** The revision of an etcd db file (a data dir's or a snapshot), read without etcd; undefined when it cannot be read. */
+function etcdRevisionOf(file: string): number | undefined {
+  try {
+    return scanEtcdDb(file).currentRevision;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The cluster's last recorded revision beside an older source (a snapshot or a
+ * backup point), for the revision bump rule: `last-revision` when given, else
+ * the revision of the member's own old data dir (from the member itself while
+ * it still runs, else read from its db). 0 for a data-dir source, or when
+ * nothing is known (a backup point's store still gives its own).
+ */
+export async function lastRevisionBeside(m: MemberConfig, source: string, given: number, ctx: StepContext): Promise<number> {
+  if (given > 0 || !olderSource(source)) return given > 0 ? given : 0;
+  // A running member first: its db on disk may lag its last batch of writes.
+  const c = clientFor(m.advertiseClientUrls, { ...ctx.connection, dialTimeoutMs: 2000, commandTimeoutMs: 5000 });
+  try {
+    return (await c.status()).header.revision;
+  } catch {
+    return (fs.existsSync(etcdDbFile(m.hostDataDir)) ? etcdRevisionOf(etcdDbFile(m.hostDataDir)) : undefined) ?? 0;
+  } finally {
+    c.close();
+  }
+}
+
+/**
+ * The dry run's word on the revision: for an older source, what the bump rule
+ * will do (the cluster's revisions would otherwise go back), read without etcd.
+ */
+export function revisionBumpPreview(m: MemberConfig, p: Record<string, unknown>, before: string): string[] {
+  const source = str(p.source);
+  if (!source || !olderSource(source)) return [];
+  const given = Number(p['last-revision'] ?? 0);
+  const last = given > 0 ? given : (etcdRevisionOf(etcdDbFile(m.hostDataDir)) ?? 0);
+  const from = given > 0 ? 'last-revision' : `${m.hostDataDir}, this member's old data dir`;
+  if (parseBackupSource(source))
+    return [
+      `revision: the backup point is replayed first; older than the cluster's last recorded revision (the store's${last > 0 ? `, or ${last} in ${from}` : ''}), resource versions would go back: the revision is raised to that + ${BUMP_MARGIN} and everything before compacted, ${before}`,
+    ];
+  const sourceRevision = etcdRevisionOf(source);
+  if (sourceRevision === undefined) return [];
+  try {
+    const plan = planRevisionBump({
+      sourceRevision,
+      lastRevision: last,
+      lastFrom: from,
+      markCompacted: marksCompacted(str(p['etcd-bin'])),
+      maxWrites: Number(p['max-bump-writes'] ?? 0) || undefined,
+    });
+    return [plan.method === 'none' ? plan.line : `${plan.line}; ${before}`];
+  } catch (e) {
+    return [`revision: ${(e as Error).message}`];
+  }
+}
+
+function marksCompacted(etcdBin: string): boolean {
+  try {
+    return etcdRestoreMarksCompacted(etcdBin || undefined);
+  } catch {
+    return false; // no etcd to ask: the preflight says so
+  }
+}
+
+/** The parameters of the read steps for the revision bump rule. */
+export const lastRevisionParams = {
+  'last-revision': {
+    type: 'int' as const,
+    default: 0,
+    description: "the cluster's last recorded revision (0: the member's old data dir's, when the source is a snapshot or a backup point)",
+  },
+  'max-bump-writes': { type: 'int' as const, default: 0, description: 'the largest revision bump by writes (0: the default), for the dry run' },
+};
 
 /** The member's own peer URL and the others' in --initial-cluster. */
 function initialCluster(m: MemberConfig): Array<{ name: string; peerUrl: string }> {
@@ -135,9 +223,14 @@ export const readKubeadmNode: StepDefinition = {
   params: {
     'manifests-dir': manifestsDirParam,
     'data-dir': { type: 'string', default: '', description: 'the new data dir on the host (empty: the old one with -restored appended)' },
-    source: { type: 'string', default: '', description: "the survivor's data dir or a snapshot (empty: etcd.yaml's data dir on the host)" },
+    source: {
+      type: 'string',
+      default: '',
+      description: "the survivor's data dir, a snapshot or a backup point STORE@POINT (empty: etcd.yaml's data dir on the host)",
+    },
     'etcd-bin': { type: 'string', default: '', description: 'the etcd binary matching the image (etcdctl beside it restores)' },
     also: { type: 'list', default: [], description: 'more manifests to stop with the API server (kube-controller-manager.yaml, kube-scheduler.yaml)' },
+    ...lastRevisionParams,
   },
   preflight(p) {
     if (typeof p['manifests-dir'] !== 'string') return undefined;
@@ -164,10 +257,11 @@ export const readKubeadmNode: StepDefinition = {
       `read ${m.file}: member ${m.name}, data dir ${m.hostDataDir} on the host (${m.dataDir} in the pod), image ${m.image}`,
       ...stopped.map((f) => `move ${path.join(dir, f)} to ${path.join(stash, f)} (stops the pod; moved back at the end)`),
       `restore ${str(p.source) || m.hostDataDir} into ${newDir}; ${m.hostDataDir} stays, fenced`,
+      ...revisionBumpPreview(m, p, `once etcd is healthy and before ${API_SERVER_MANIFEST} is moved back`),
       ...manifestDiff(path.join(dir, ETCD_MANIFEST), m.text, after),
     ];
   },
-  run(p, ctx) {
+  async run(p, ctx) {
     const m = readNodeEtcdManifest(String(p['manifests-dir']));
     const bin = etcdBinCheck(m, str(p['etcd-bin']));
     if (bin.problem) throw new SafetyCheckError(bin.problem);
@@ -175,20 +269,24 @@ export const readKubeadmNode: StepDefinition = {
     const clientUrl = m.advertiseClientUrls[0] ?? '';
     if (!peerUrl || !clientUrl) throw new SafetyCheckError(`${m.file} has no --initial-advertise-peer-urls or --advertise-client-urls: fix the manifest first`);
     ctx.progress(`member ${m.name}: ${clientUrl}, data dir ${m.hostDataDir}, etcd ${m.imageTag} (etcd-bin ${bin.version ?? '?'})`);
-    return Promise.resolve({
+    const source = str(p.source) || m.hostDataDir;
+    const lastRevision = await lastRevisionBeside(m, source, Number(p['last-revision'] ?? 0), ctx);
+    if (lastRevision > 0 && olderSource(source)) ctx.progress(`the cluster's last recorded revision: ${lastRevision} (an older source gets the revision bump)`);
+    return {
       name: m.name,
       peerUrl,
       clientUrl,
       hostDataDir: m.hostDataDir,
       containerDataDir: m.dataDir,
       dataDir: str(p['data-dir']) || restoredDataDir(m.hostDataDir),
-      source: str(p.source) || m.hostDataDir,
+      source,
+      lastRevision,
       // Restored from elsewhere (a snapshot), the node's own old data dir is fenced with the source.
       oldDataDirs: str(p.source) && path.resolve(str(p.source)) !== path.resolve(m.hostDataDir) && runtimeOfDataDir(m.hostDataDir) ? [m.hostDataDir] : [],
       stashDir: stashDirFor(String(p['manifests-dir'])),
       imageTag: m.imageTag,
       etcdVersion: bin.version ?? '',
-    });
+    };
   },
 };
 
@@ -460,6 +558,7 @@ export const finishKubeadmRecovery: StepDefinition = {
     'old-data-dir': { type: 'path', required: true, description: 'the data dir etcd.yaml had' },
     'data-dir': { type: 'path', required: true, description: 'the restored data dir' },
     source: { type: 'string', default: '', description: 'the recovery source' },
+    'bumped-to': { type: 'int', default: 0, description: 'the revision the bump raised the cluster to (0: none)' },
     'restart-kube-components': { type: 'bool', default: false, description: "restart this node's API server, controller manager and scheduler" },
     'restart-wait': { type: 'duration', default: 25_000, description: 'how long their manifests stay away (the kubelet reads the dir every 20 s)' },
     'ready-timeout': timeoutParam(120_000),
@@ -471,10 +570,13 @@ export const finishKubeadmRecovery: StepDefinition = {
     const dir = String(p['manifests-dir']);
     const [oldDir, newDir] = [String(p['old-data-dir']), String(p['data-dir'])];
     const source = str(p.source);
-    if (source && fs.existsSync(source) && fs.statSync(source).isFile())
+    const bumpedTo = Number(p['bumped-to'] ?? 0);
+    if (source && olderSource(source))
       ctx.event(
         'warning',
-        `restored from the snapshot ${source}: the cluster went back in time, so resource versions went back too; every client of the API servers must relist (restarting the components below does it)`,
+        bumpedTo > 0
+          ? `restored from ${source}: the keys went back in time, the revision did not (raised to ${bumpedTo}, everything before compacted), so watchers relist; the watch caches still hold newer objects until the components below restart`
+          : `restored from ${source}: the cluster went back in time, so resource versions went back too; every client of the API servers must relist (restarting the components below does it)`,
       );
     const kubectl = `kubectl -n kube-system edit cm kubeadm-config   # in ClusterConfiguration: etcd.local.dataDir: ${oldDir}  ->  ${newDir}`;
     ctx.event('kubeadm-config', `kubeadm upgrade regenerates etcd.yaml from the kubeadm-config ConfigMap; change its data dir with: ${kubectl}`, {

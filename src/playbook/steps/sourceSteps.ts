@@ -273,6 +273,7 @@ export const restore: StepDefinition = {
           reused: true,
           runtime: 'lifeboat',
           'bump-to': 0,
+          'bumped-to': 0,
         };
       }
     }
@@ -298,6 +299,7 @@ export const restore: StepDefinition = {
       reused: false,
       runtime,
       'bump-to': 0,
+      'bumped-to': bumpedTo(bump),
       ...(bump ? { 'revision-bump': bump.line } : {}),
     };
   },
@@ -334,6 +336,9 @@ async function revisionBumpOf(p: Record<string, unknown>, src: Source, runtime: 
   ctx.event('note', plan.line, { revisionBump: { ...plan } });
   return plan;
 }
+
+/** The revision the bump raises the cluster to (in the restore, or by writes once it serves); 0 without one. */
+const bumpedTo = (bump: BumpPlan | undefined) => (bump && bump.method !== 'none' ? bump.target : 0);
 
 /** The restore's options with a mark-compacted bump, and the old cluster's ID for a backup point. */
 function withBump<T extends RestoreOptions>(o: T, bump: BumpPlan | undefined, src: Source): T {
@@ -418,6 +423,7 @@ async function restoreIntoEtcd(p: Record<string, unknown>, ctx: StepContext, src
     'initial-cluster-token': r.initialClusterToken,
     dataDir: r.dataDir,
     'bump-to': bump?.method === 'writes' ? bump.target : 0,
+    'bumped-to': bumpedTo(bump),
     ...(bump ? { 'revision-bump': bump.line } : {}),
   };
   fs.mkdirSync(ctx.runDir, { recursive: true });
