@@ -101,6 +101,8 @@ export interface ReplayStats {
   downloadMs: number;
   restoreMs: number;
   replayMs: number;
+  /** of replayMs: compacting and computing HashKV at the hash points */
+  hashMs: number;
 }
 
 /** What the replay writes to: the scratch member over gRPC, or the kv store opened in-process. */
@@ -123,7 +125,17 @@ interface ReplayTarget {
 /** A scratch member (or an in-process store) holding the cluster's state at plan.target; close() stops it and removes its files. */
 export class Replay {
   readonly hashChecks: HashCheck[] = [];
-  readonly stats: ReplayStats = { revisions: 0, events: 0, leasesGranted: 0, leasesRevoked: 0, storedBytes: 0, downloadMs: 0, restoreMs: 0, replayMs: 0 };
+  readonly stats: ReplayStats = {
+    revisions: 0,
+    events: 0,
+    leasesGranted: 0,
+    leasesRevoked: 0,
+    storedBytes: 0,
+    downloadMs: 0,
+    restoreMs: 0,
+    replayMs: 0,
+    hashMs: 0,
+  };
   private scratch: ScratchCluster | undefined;
   private client_: EtcdClient | undefined;
   private keeper: LeaseKeeper | undefined;
@@ -424,7 +436,10 @@ export class Replay {
     if (after !== target)
       throw new ReplayError(`revoking the leases the source revoked moved the replay from revision ${target} to ${after}`, undefined, target);
     this.stats.replayMs = Date.now() - t0;
-    this.say(`replayed ${this.stats.revisions} revisions (${this.stats.events} events) to revision ${target} in ${(this.stats.replayMs / 1000).toFixed(1)}s`);
+    const compared = this.hashChecks.filter((h) => h.equal !== null).length;
+    this.say(
+      `replayed ${this.stats.revisions} revisions (${this.stats.events} events) to revision ${target} in ${(this.stats.replayMs / 1000).toFixed(3)}s, ${(this.stats.hashMs / 1000).toFixed(3)}s of it on ${compared} HashKV check${compared === 1 ? '' : 's'}`,
+    );
   }
 
   private async apply(rec: RevisionRecord, object: string): Promise<void> {
@@ -465,11 +480,13 @@ export class Replay {
         this.hashChecks.push({ ...pick(hp), replayed: null, equal: null });
         continue;
       }
+      const t0 = Date.now();
       if (hp.compactRevision > this.compacted) {
         await this.target.compact(hp.compactRevision);
         this.compacted = hp.compactRevision;
       }
       const h = await this.target.hashKV(rev);
+      this.stats.hashMs += Date.now() - t0;
       const equal = h.hash === hp.hash && h.compactRevision === hp.compactRevision;
       this.hashChecks.push({ ...pick(hp), replayed: h.hash, equal });
       if (!equal) {
