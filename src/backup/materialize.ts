@@ -1,7 +1,8 @@
 // `backup restore --at POINT --output FILE`: the cluster as it was at a point,
 // as a snapshot file. The point is resolved (restorePoint.ts), the newest intact
 // full at or before it and the segments after it are replayed by the replay
-// rules (replay.ts), and the scratch member's snapshot is saved: at exactly the
+// rules (replay.ts), and the replay's snapshot is saved (a Lifeboat source is
+// replayed in-process and keeps its cluster ID and members): at exactly the
 // revision asked, with the leases the cluster had (granted with their recorded
 // IDs and TTLs), in the source's format, so `snapshot restore`, `drill` and
 // (for an etcd source) `etcdctl snapshot restore` take it. A damaged full is
@@ -11,8 +12,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ConnectionOptions } from '../client/etcdClient.js';
-import { saveSnapshot } from '../client/snapshotSave.js';
-import { resolveTarget } from '../client/target.js';
 import { formatDuration } from '../common/durations.js';
 import { snapshotStatus } from '../recovery/snapshotFormat.js';
 import { snapshotRevision } from './snapshotRevision.js';
@@ -100,7 +99,7 @@ export async function materialize(o: MaterializeOptions): Promise<MaterializeRes
       for (const line of describePlan(plan)) say(`will use ${line}`);
       let replay: Replay | undefined;
       try {
-        replay = await Replay.run(replayOptions(o, { plan, logDir: o.logDir, workDir: work, onProgress: say }));
+        replay = await Replay.run(replayOptions(o, { plan, logDir: o.logDir, workDir: work, onProgress: say, inProcess: true }));
       } catch (e) {
         // A damaged full: the next older one may still reach the point.
         if (
@@ -115,8 +114,7 @@ export async function materialize(o: MaterializeOptions): Promise<MaterializeRes
         throw e;
       }
       try {
-        const conn = { dialTimeoutMs: 2000, commandTimeoutMs: 600_000, ...(o.credentials ? { credentials: o.credentials } : {}) };
-        const saved = await saveSnapshot(resolveTarget({ ...conn, endpoints: [replay.endpoint] }), o.output);
+        const saved = await replay.saveSnapshot(o.output);
         const st = snapshotRevision(await snapshotStatus(saved.path));
         if (st !== plan.target) {
           fs.rmSync(saved.path, { force: true });

@@ -8,7 +8,10 @@
 // 2. The full is restored into one scratch member on loopback ports, its data
 //    dir on tmpfs when there is one (etcd 3.4 cannot be told not to fsync), with
 //    --max-txn-ops and --max-request-bytes raised above the largest revision.
-//    Nothing but the replay writes to it (no drill marker).
+//    Nothing but the replay writes to it (no drill marker). With `inProcess`, a
+//    Lifeboat full is instead opened as a kv store in this process
+//    (inProcessReplay.ts): the same applier, no member, no gRPC, and the
+//    source's cluster ID and membership kept.
 // 3. Leases are granted with their recorded IDs and TTLs and kept alive
 //    (leaseKeeper.ts); then each revision is one Txn, its events in order: a PUT
 //    with its value and lease, a DELETE of the exact key. After each, the
@@ -40,6 +43,10 @@ import { readCatalog } from './catalog.js';
 import { chooseCluster, planReplay, ReplayError, type ReplayPlan } from './replayPlan.js';
 import { decodeSegment, SegmentFormatError, type RevisionRecord, type Segment } from './segmentCodec.js';
 import type { TxnOp } from '../client/types.js';
+import { saveSnapshot } from '../client/snapshotSave.js';
+import { resolveTarget } from '../client/target.js';
+import { ALL_KEYS } from '../client/keyRange.js';
+import { InProcessStore, type TxnOutcome } from './inProcessReplay.js';
 
 export { ReplayError } from './replayPlan.js';
 
@@ -63,6 +70,12 @@ export interface ReplayOptions {
   credentials?: ConnectionOptions['credentials'];
   /** compare HashKV at every recorded hash point (default true) */
   checkHashPoints?: boolean;
+  /**
+   * A Lifeboat source is replayed in a kv store opened in this process, not in a
+   * scratch member (an etcd source always has its member): `client` and
+   * `endpoint` are then unavailable; keyCount and saveSnapshot work either way.
+   */
+  inProcess?: boolean;
   onProgress?: (line: string) => void;
   signal?: AbortSignal;
 }
@@ -88,15 +101,46 @@ export interface ReplayStats {
   downloadMs: number;
   restoreMs: number;
   replayMs: number;
+  /** of replayMs: compacting and computing HashKV at the hash points */
+  hashMs: number;
 }
 
-/** A scratch member holding the cluster's state at plan.target; close() stops it and removes its files. */
+/** What the replay writes to: the scratch member over gRPC, or the kv store opened in-process. */
+interface ReplayTarget {
+  revision(): Promise<number>;
+  compactRevision(): Promise<number>;
+  leaseCount: number;
+  /** one revision's events as one Txn; throws when refused */
+  txn(rec: RevisionRecord, ops: TxnOp[]): Promise<TxnOutcome>;
+  grantLease(id: bigint, ttlSeconds: number): Promise<void>;
+  revokeLease(id: bigint): void;
+  settleRevokes(): Promise<{ revoked: number; holdingKeys: bigint[] }>;
+  compact(revision: number): Promise<void>;
+  hashKV(revision: number): Promise<{ hash: number; compactRevision: number }>;
+  keyCount(): Promise<number>;
+  /** throws what broke in the background (the member's lease keep-alive) */
+  check(): void;
+}
+
+/** A scratch member (or an in-process store) holding the cluster's state at plan.target; close() stops it and removes its files. */
 export class Replay {
   readonly hashChecks: HashCheck[] = [];
-  readonly stats: ReplayStats = { revisions: 0, events: 0, leasesGranted: 0, leasesRevoked: 0, storedBytes: 0, downloadMs: 0, restoreMs: 0, replayMs: 0 };
+  readonly stats: ReplayStats = {
+    revisions: 0,
+    events: 0,
+    leasesGranted: 0,
+    leasesRevoked: 0,
+    storedBytes: 0,
+    downloadMs: 0,
+    restoreMs: 0,
+    replayMs: 0,
+    hashMs: 0,
+  };
   private scratch: ScratchCluster | undefined;
   private client_: EtcdClient | undefined;
   private keeper: LeaseKeeper | undefined;
+  private local: InProcessStore | undefined;
+  private target_: ReplayTarget | undefined;
   private readonly dirs: string[] = [];
   private readonly files = new Map<string, string>();
   private compacted = 0;
@@ -110,6 +154,21 @@ export class Replay {
 
   get plan(): ReplayPlan {
     return this.o.plan;
+  }
+
+  /** Whether this replay runs in-process (a Lifeboat source with `inProcess`), not in a scratch member. */
+  get inProcess(): boolean {
+    return this.runtime === 'lifeboat' && this.o.inProcess === true;
+  }
+
+  private get target(): ReplayTarget {
+    if (!this.target_) throw new Error('the replay has not restored its full');
+    return this.target_;
+  }
+
+  /** Keys at plan.target. */
+  keyCount(): Promise<number> {
+    return this.target.keyCount();
   }
 
   /** The scratch member's client URL. */
@@ -238,12 +297,13 @@ export class Replay {
     const fileRevision = snapshotRevision(st);
     if (fileRevision !== full.revision)
       throw new ReplayError(`${full.object}: the snapshot is at revision ${fileRevision}, its manifest says ${full.revision}`, full.object);
-    if (st.authEnabled && !this.o.credentials)
-      throw new ReplayError(`${full.object} has auth enabled, and so has the replay's member: give the source's root user (--user)`, full.object);
     // tmpfs: the scratch member's writes never wait for a disk.
     const shm = fs.existsSync('/dev/shm') && fs.statSync('/dev/shm').isDirectory() ? '/dev/shm' : os.tmpdir();
     const dataRoot = fs.mkdtempSync(path.join(shm, 'lifeboat-replay-'));
     this.dirs.push(dataRoot);
+    if (this.inProcess) return this.openFull(file, dataRoot, t0);
+    if (st.authEnabled && !this.o.credentials)
+      throw new ReplayError(`${full.object} has auth enabled, and so has the replay's member: give the source's root user (--user)`, full.object);
     const conn: ConnectionOptions = { dialTimeoutMs: 2000, commandTimeoutMs: 60_000, ...(this.o.credentials ? { credentials: this.o.credentials } : {}) };
     const sc = await ScratchCluster.plan({
       runtime: this.runtime,
@@ -265,13 +325,68 @@ export class Replay {
     fs.rmSync(file, { force: true });
     await sc.start(m, 'new', `${m.name}=${m.peerUrl}`, token);
     await sc.waitLeader();
-    this.client_ = clientFor([m.clientUrl], conn);
-    const at = (await this.client.status()).header.revision;
-    if (at !== this.plan.base) throw new ReplayError(`${full.object}: restored, the member is at revision ${at}, the full at ${this.plan.base}`, full.object);
-    this.compacted = (await this.client.hashKV(0)).compactRevision;
-    this.keeper = await LeaseKeeper.start(this.client);
+    const client = clientFor([m.clientUrl], conn);
+    this.client_ = client;
+    const keeper = await LeaseKeeper.start(client);
+    this.keeper = keeper;
+    this.target_ = {
+      revision: async () => (await client.status()).header.revision,
+      compactRevision: async () => (await client.hashKV(0)).compactRevision,
+      get leaseCount() {
+        return keeper.count;
+      },
+      txn: async (_rec, ops) => {
+        const res = await client.txn({ success: ops });
+        return { revision: res.header.revision, deleted: res.responses.map((r) => ('deleteRange' in r ? r.deleteRange.deleted : undefined)) };
+      },
+      grantLease: (id, ttl) => keeper.grant(id, ttl),
+      revokeLease: (id) => keeper.revoke(id),
+      settleRevokes: () => keeper.settleRevokes(),
+      compact: async (rev) => void (await client.compact(rev, { physical: true })),
+      hashKV: (rev) => client.hashKV(rev),
+      keyCount: async () => (await client.range(ALL_KEYS.key, { rangeEnd: ALL_KEYS.rangeEnd, countOnly: true })).count,
+      check: () => keeper.check(),
+    };
+    await this.fullRestored(m.dataDir, t0);
+  }
+
+  /** 2, in-process: the full installed and opened as a kv store in `dir`. */
+  private async openFull(file: string, dir: string, t0: number): Promise<void> {
+    let local: InProcessStore;
+    try {
+      local = await InProcessStore.open(file, dir);
+    } catch (e) {
+      throw new ReplayError(`${this.plan.full.object}: ${(e as Error).message}`, this.plan.full.object);
+    }
+    this.local = local;
+    fs.rmSync(file, { force: true });
+    // The store answers at once; a throw becomes a rejection, as the member's would.
+    const now = <T>(fn: () => T): Promise<T> => new Promise((resolve) => resolve(fn()));
+    this.target_ = {
+      revision: () => now(() => local.revision),
+      compactRevision: () => now(() => local.compactRevision),
+      get leaseCount() {
+        return local.leaseCount;
+      },
+      txn: (rec) => now(() => local.txn(rec)),
+      grantLease: (id, ttl) => now(() => local.grantLease(id, ttl)),
+      revokeLease: (id) => local.revokeLease(id),
+      settleRevokes: () => now(() => local.settleRevokes()),
+      compact: (rev) => now(() => local.compact(rev)),
+      hashKV: (rev) => now(() => local.hashKv(rev)),
+      keyCount: () => now(() => local.keyCount()),
+      check: () => undefined,
+    };
+    await this.fullRestored(`${dir} (in-process)`, t0);
+  }
+
+  private async fullRestored(where: string, t0: number): Promise<void> {
+    const { full } = this.plan;
+    const at = await this.target.revision();
+    if (at !== this.plan.base) throw new ReplayError(`${full.object}: restored, the replay is at revision ${at}, the full at ${this.plan.base}`, full.object);
+    this.compacted = await this.target.compactRevision();
     this.stats.restoreMs = Date.now() - t0;
-    this.say(`restored ${full.object} (${this.runtime}, revision ${this.plan.base}, ${this.keeper.count} leases) in ${m.dataDir}`);
+    this.say(`restored ${full.object} (${this.runtime}, revision ${this.plan.base}, ${this.target.leaseCount} leases) in ${where}`);
     this.sinceEqual = [full.object];
     await this.hashPointsAt(this.plan.base);
   }
@@ -290,13 +405,13 @@ export class Replay {
       this.sinceEqual.push(m.object);
       for (const rec of seg.records) {
         this.o.signal?.throwIfAborted();
-        this.keeper!.check();
+        this.target.check();
         if (rec.kind === 'lease-grant') {
           if (rec.beforeRevision > target) continue;
-          await this.keeper!.grant(rec.id, rec.ttlSeconds);
+          await this.target.grantLease(rec.id, rec.ttlSeconds);
           this.stats.leasesGranted++;
         } else if (rec.kind === 'lease-revoke') {
-          if (rec.afterRevision < target) this.keeper!.revoke(rec.id);
+          if (rec.afterRevision < target) this.target.revokeLease(rec.id);
         } else {
           if (rec.revision <= reached) continue;
           if (rec.revision > target) break;
@@ -315,13 +430,16 @@ export class Replay {
       if (reached >= target) break;
     }
     if (reached !== target) throw new ReplayError(`the replay ended at revision ${reached}, not ${target}: the segments stop there`, undefined, reached + 1);
-    const settled = await this.keeper!.settleRevokes();
+    const settled = await this.target.settleRevokes();
     this.stats.leasesRevoked = settled.revoked;
-    const after = (await this.client.status()).header.revision;
+    const after = await this.target.revision();
     if (after !== target)
       throw new ReplayError(`revoking the leases the source revoked moved the replay from revision ${target} to ${after}`, undefined, target);
     this.stats.replayMs = Date.now() - t0;
-    this.say(`replayed ${this.stats.revisions} revisions (${this.stats.events} events) to revision ${target} in ${(this.stats.replayMs / 1000).toFixed(1)}s`);
+    const compared = this.hashChecks.filter((h) => h.equal !== null).length;
+    this.say(
+      `replayed ${this.stats.revisions} revisions (${this.stats.events} events) to revision ${target} in ${(this.stats.replayMs / 1000).toFixed(3)}s, ${(this.stats.hashMs / 1000).toFixed(3)}s of it on ${compared} HashKV check${compared === 1 ? '' : 's'}`,
+    );
   }
 
   private async apply(rec: RevisionRecord, object: string): Promise<void> {
@@ -332,22 +450,22 @@ export class Replay {
         throw new ReplayError(`${at}: an event of key ${keyText(e.kv.key)} says mod revision ${e.kv.modRevision}`, object, rec.revision);
       ops.push(e.type === 'PUT' ? { put: { key: e.kv.key, value: e.kv.value, lease: e.kv.lease } } : { deleteRange: { key: e.kv.key } });
     }
-    let res;
+    let res: TxnOutcome;
     try {
-      res = await this.client.txn({ success: ops });
+      res = await this.target.txn(rec, ops);
     } catch (e) {
-      throw new ReplayError(`${at}: the replay's member refused its Txn: ${(e as Error).message}`, object, rec.revision);
+      throw new ReplayError(`${at}: the replay refused its Txn: ${(e as Error).message}`, object, rec.revision);
     }
-    res.responses.forEach((r, i) => {
-      if ('deleteRange' in r && r.deleteRange.deleted !== 1)
+    res.deleted.forEach((deleted, i) => {
+      if (deleted !== undefined && deleted !== 1)
         throw new ReplayError(
           `${at}: the DELETE of ${keyText(rec.events[i].kv.key)} found no such key in the replay (the cluster had it)`,
           object,
           rec.revision,
         );
     });
-    if (res.header.revision !== rec.revision)
-      throw new ReplayError(`${at}: the replay's member is at revision ${res.header.revision} after it, not ${rec.revision}`, object, rec.revision);
+    if (res.revision !== rec.revision)
+      throw new ReplayError(`${at}: the replay is at revision ${res.revision} after it, not ${rec.revision}`, object, rec.revision);
     this.stats.revisions++;
     this.stats.events += rec.events.length;
   }
@@ -362,11 +480,13 @@ export class Replay {
         this.hashChecks.push({ ...pick(hp), replayed: null, equal: null });
         continue;
       }
+      const t0 = Date.now();
       if (hp.compactRevision > this.compacted) {
-        await this.client.compact(hp.compactRevision, { physical: true });
+        await this.target.compact(hp.compactRevision);
         this.compacted = hp.compactRevision;
       }
-      const h = await this.client.hashKV(rev);
+      const h = await this.target.hashKV(rev);
+      this.stats.hashMs += Date.now() - t0;
       const equal = h.hash === hp.hash && h.compactRevision === hp.compactRevision;
       this.hashChecks.push({ ...pick(hp), replayed: h.hash, equal });
       if (!equal) {
@@ -381,10 +501,23 @@ export class Replay {
     }
   }
 
-  /** Stops the scratch member and removes every file the replay made. */
+  /**
+   * The state at plan.target as a snapshot file (FILE.part, fsynced, renamed):
+   * saved from the scratch member, or written from the in-process store as the
+   * member's snapshot save streams it.
+   */
+  async saveSnapshot(file: string): Promise<{ path: string; size: number }> {
+    if (this.local) return this.local.writeSnapshot(file);
+    const conn = { dialTimeoutMs: 2000, commandTimeoutMs: 600_000, ...(this.o.credentials ? { credentials: this.o.credentials } : {}) };
+    return saveSnapshot(resolveTarget({ ...conn, endpoints: [this.endpoint] }), file);
+  }
+
+  /** Stops the scratch member (or closes the in-process store) and removes every file the replay made. */
   async close(): Promise<void> {
     this.keeper?.stop();
     this.client_?.close();
+    this.local?.close();
+    this.local = undefined;
     if (this.scratch) await this.scratch.stop();
     for (const d of this.dirs) fs.rmSync(d, { recursive: true, force: true });
     for (const f of this.files.values()) fs.rmSync(f, { force: true });

@@ -8,7 +8,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { AuditLog, DRILL_PLAYBOOK, DRILL_RESULT_EVENT, resolveAuditDbPath, type DrillCheck, type DrillPhase, type DrillSummary } from '../audit/index.js';
 import type { ConnectionOptions } from '../client/etcdClient.js';
-import { ALL_KEYS } from '../client/keyRange.js';
 import { readCatalog } from './catalog.js';
 import { StoreUnavailable, type ObjectStore } from './objectStore.js';
 import { Replay, type HashCheck, type ReplayStats } from './replay.js';
@@ -115,6 +114,7 @@ export async function verifyBackup(o: VerifyOptions): Promise<VerifyResult> {
       ...(o.credentials ? { credentials: o.credentials } : {}),
       onProgress: say,
       ...(o.signal ? { signal: o.signal } : {}),
+      inProcess: true,
     });
     replay = r;
     await step(
@@ -130,12 +130,10 @@ export async function verifyBackup(o: VerifyOptions): Promise<VerifyResult> {
     check('objects', true, `${1 + p.segments.length} objects read, sizes and sha256 as their manifests say (${r.stats.storedBytes} bytes)`);
     await step(
       'restore',
-      `Restore ${p.full.object} into a scratch ${p.full.runtime} member`,
+      r.inProcess ? `Open ${p.full.object} as a kv store in this process` : `Restore ${p.full.object} into a scratch ${p.full.runtime} member`,
       { full: p.full.object },
       () => r.restoreFull(),
-      () => ({
-        endpoint: r.endpoint,
-      }),
+      () => (r.inProcess ? { inProcess: true } : { endpoint: r.endpoint }),
     );
     phases.push({ phase: 'restore', label: 'restore the full', seconds: seconds(r.stats.restoreMs) });
     await step(
@@ -156,7 +154,7 @@ export async function verifyBackup(o: VerifyOptions): Promise<VerifyResult> {
         ? `HashKV equal to the cluster's at ${compared} recorded point${compared === 1 ? '' : 's'} (last at revision ${r.hashChecks.filter((h) => h.equal).at(-1)?.revision})${skipped ? `; ${skipped} not comparable (compacted past)` : ''}`
         : `no hash point recorded up to revision ${p.target} could be compared: the replay is unproven`,
     );
-    keys = (await r.client.range(ALL_KEYS.key, { rangeEnd: ALL_KEYS.rangeEnd, countOnly: true })).count;
+    keys = await r.keyCount();
   } catch (e) {
     if (o.signal?.aborted) {
       interrupted = true;

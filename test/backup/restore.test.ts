@@ -65,6 +65,8 @@ for (const runtime of ['etcd', 'lifeboat'] as const) {
     let dir: string;
     let storeDir: string;
     let written: Written;
+    /** the source cluster's ID and member names, as a snapshot status prints them */
+    let source: { clusterId: string; members: string[] };
 
     before(async () => {
       dir = fs.mkdtempSync(path.join(os.tmpdir(), `lifeboat-backup-restore-${runtime}-`));
@@ -83,6 +85,7 @@ for (const runtime of ['etcd', 'lifeboat'] as const) {
       const client = clientFor(endpoints, conn);
       try {
         written = await workload(client, fx);
+        source = { clusterId: fx.clusterId.toString(16), members: (await client.memberList()).members.map((m) => m.name).sort() };
       } finally {
         client.close();
         fx.close();
@@ -126,6 +129,17 @@ for (const runtime of ['etcd', 'lifeboat'] as const) {
       );
       assert.deepEqual(served.leases, []);
     });
+
+    if (runtime === 'lifeboat')
+      test("the snapshot carries the source's cluster ID and members, not a scratch member's", async () => {
+        const out = path.join(dir, 'identity.db');
+        const r = await restore(`file://${storeDir}`, String(written.mid), out);
+        assert.equal(r.code, 0, r.stderr);
+        const st = await lifeboat('snapshot', 'status', out, '-w', 'json');
+        assert.equal(st.code, 0, st.stderr);
+        const j = JSON.parse(st.stdout) as { clusterId: string; members: Array<{ name: string }> };
+        assert.deepEqual({ clusterId: j.clusterId, members: j.members.map((m) => m.name).sort() }, source);
+      });
 
     test('a damaged newest full: the older one is used, and the output says so', async () => {
       const damaged = path.join(dir, 'damaged');

@@ -222,4 +222,34 @@ describe('backup verify on a Lifeboat cluster', () => {
     const rev = written.segments[1].toRevision;
     assert.deepEqual(await replayedKeyspace(storeDir, rev, path.join(dir, 'logs')), written.reads.get(rev));
   });
+
+  test('the in-process replay stops at a DELETE that finds no key, and at a HashKV that differs, naming the object', async () => {
+    const [, s2, s3] = written.segments;
+    const noKey = copyStore(storeDir, path.join(dir, 'no-key'));
+    await BackupFixture.rewriteSegment(noKey, s2, (records) =>
+      records.map((r) =>
+        r.kind === 'revision' && r.events.length === 1 && r.events[0].type === 'DELETE' && r.events[0].kv.key.toString() === '/app/a-2'
+          ? { ...r, events: [{ ...r.events[0], kv: { ...r.events[0].kv, key: Buffer.from('/app/never') } }] }
+          : r,
+      ),
+    );
+    const wrong = copyStore(storeDir, path.join(dir, 'wrong'));
+    await BackupFixture.rewriteSegment(wrong, s3, (records) =>
+      records.map((r) =>
+        r.kind === 'revision' && r.events[0].kv.key.toString() === '/app/z'
+          ? { ...r, events: [{ ...r.events[0], kv: { ...r.events[0].kv, key: Buffer.from('/app/y') } }] }
+          : r,
+      ),
+    );
+    for (const [store, object, why] of [
+      [noKey, s2.object, /the DELETE of "\/app\/never" found no such key/],
+      [wrong, s3.object, /HashKV at revision \d+ differs/],
+    ] as const) {
+      const { code, result, stderr } = await verify(`file://${store}`, path.join(dir, 'audit.db'));
+      assert.equal(code, 1, `${store}: ${JSON.stringify(result)}`);
+      assert.match(stderr, /\(in-process\)/);
+      assert.match(result.failures.join('; '), why);
+      assert.ok(result.failures.join('; ').includes(object), `${store}: ${result.failures.join('; ')} does not name ${object}`);
+    }
+  });
 });
