@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ConnectionOptions } from '../client/etcdClient.js';
 import { formatDuration } from '../common/durations.js';
+import { syncDir, tempPathFor } from '../common/durableFile.js';
 import { snapshotStatus } from '../recovery/snapshotFormat.js';
 import { snapshotRevision } from './snapshotRevision.js';
 import { dropLeases, type LeasesDropped } from './dropLeases.js';
@@ -113,23 +114,21 @@ export async function materialize(o: MaterializeOptions): Promise<MaterializeRes
         }
         throw e;
       }
+      // Staged beside the output and renamed over it only when whole (leases dropped too): a
+      // run killed midway leaves the operator's FILE as it was.
+      const staged = tempPathFor(o.output);
       try {
-        const saved = await replay.saveSnapshot(o.output);
+        const saved = await replay.saveSnapshot(staged);
         const st = snapshotRevision(await snapshotStatus(saved.path));
-        if (st !== plan.target) {
-          fs.rmSync(saved.path, { force: true });
-          throw new ReplayError(`the snapshot of the replay is at revision ${st}, not ${plan.target}; nothing was written`);
-        }
+        if (st !== plan.target) throw new ReplayError(`the snapshot of the replay is at revision ${st}, not ${plan.target}; nothing was written`);
         let leasesDropped: LeasesDropped | undefined;
         if (o.dropLeases) {
-          try {
-            leasesDropped = await dropLeases(saved.path);
-          } catch (e) {
-            fs.rmSync(saved.path, { force: true });
-            throw e;
-          }
+          leasesDropped = await dropLeases(saved.path);
           say(`dropped the leases: ${leasesDropped.leases} leases removed, ${leasesDropped.revisions} stored revisions of keys detached from theirs`);
         }
+        const size = fs.statSync(saved.path).size;
+        fs.renameSync(saved.path, o.output);
+        await syncDir(path.dirname(path.resolve(o.output)));
         return {
           clusterId: plan.clusterId,
           runtime: plan.full.runtime,
@@ -138,12 +137,13 @@ export async function materialize(o: MaterializeOptions): Promise<MaterializeRes
           full: plan.full.object,
           skippedFulls: skipped,
           segments: plan.segments.map((s) => s.object),
-          output: saved.path,
-          size: fs.statSync(saved.path).size,
+          output: o.output,
+          size,
           hashChecks: replay.hashChecks,
           ...(leasesDropped ? { leasesDropped } : {}),
         };
       } finally {
+        fs.rmSync(staged, { force: true });
         await replay.close();
       }
     }

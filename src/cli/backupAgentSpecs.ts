@@ -90,9 +90,12 @@ export function recipientsOf(flags: { 'encrypt-to'?: string[]; 'recipients-file'
     }
     for (const line of text.split(/\r?\n/)) if (line.trim() && !line.trim().startsWith('#')) out.push(line.trim());
   }
-  for (const r of out)
-    if (!/^age1[0-9a-z]{50,}$/.test(r))
-      throw new InputError(`age recipient ${JSON.stringify(r)} is not an age public key (age1...); give the output of age-keygen -y`);
+  // Never echo the value: a mistaken identity file would put its secret key on stderr (and in the journal).
+  for (const [i, r] of out.entries()) {
+    if (/^AGE-SECRET-KEY-/i.test(r))
+      throw new InputError(`age recipient ${i + 1} is an age identity (a secret key), not a recipient: give the public key, the output of age-keygen -y`);
+    if (!/^age1[0-9a-z]{50,}$/.test(r)) throw new InputError(`age recipient ${i + 1} is not an age public key (age1...): give the output of age-keygen -y`);
+  }
   return out;
 }
 

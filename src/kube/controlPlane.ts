@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { InputError } from '../common/errors.js';
+import { fsyncFile } from '../kv/index.js';
 import { readEtcdManifest, type EtcdManifest } from './etcdManifest.js';
 
 export const ETCD_MANIFEST = 'etcd.yaml';
@@ -34,11 +35,16 @@ export function readNodeEtcdManifest(manifestsDir: string): EtcdManifest {
   return readEtcdManifest(live);
 }
 
-/** Writes through a dot-prefixed temp file in the same dir and a rename: the kubelet never runs a half-written file. */
+/**
+ * Writes through a dot-prefixed temp file in the same dir and a rename: the kubelet never runs a half-written file.
+ * Both fsynced: after a power cut the file is the old text or the new, never empty.
+ */
 export function writeManifestAtomic(file: string, text: string): void {
   const tmp = path.join(path.dirname(file), `.${path.basename(file)}.lifeboat-tmp`);
   fs.writeFileSync(tmp, text, { mode: fs.existsSync(file) ? fs.statSync(file).mode & 0o777 : 0o600 });
+  fsyncFile(tmp);
   fs.renameSync(tmp, file);
+  fsyncFile(path.dirname(path.resolve(file)));
 }
 
 export interface Move {

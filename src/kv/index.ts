@@ -45,3 +45,4 @@ export {
 } from './authStore.js';
 export { PermType, type AuthInfo, type AuthRequest, type Permission } from './authRequestCodec.js';
 export { kvRequestRefusal, leaseRevokeRefusal } from './kvAuthorization.js';
+export { fsyncFile } from './fsyncFile.js';

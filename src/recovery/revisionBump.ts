@@ -141,3 +141,18 @@ export async function bumpByWrites(
   await client.compact(revision, { physical: true });
   return { writes, fromRevision: from, revision, compactedAt: revision };
 }
+
+/**
+ * The compaction that ends a bump, made again by a resumed run: at `target`
+ * unless the cluster is compacted there or later already. Returns the revision
+ * the cluster is compacted at.
+ */
+export async function compactBumpedAt(client: EtcdClient, target: number): Promise<number> {
+  try {
+    await client.compact(target, { physical: true });
+    return target;
+  } catch (e) {
+    if (/required revision has been compacted/.test((e as Error).message)) return (await client.hashKV(0)).compactRevision;
+    throw e;
+  }
+}

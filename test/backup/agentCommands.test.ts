@@ -122,6 +122,24 @@ test(
       const identity = await age.generateIdentity();
       const recipient = await age.identityToRecipient(identity);
       assert.equal((await etcdctl(ep, 'put', 'a', '1')).code, 0);
+      // The identity where a recipient belongs: refused in one line that never shows the secret key.
+      const identityFile = path.join(dir, 'key.txt');
+      fs.writeFileSync(identityFile, `# created by age-keygen\n${identity}\n`, { mode: 0o600 });
+      const wrong = await lifeboat(
+        'backup',
+        'run',
+        '--endpoints',
+        ep,
+        '--store',
+        pathToFileURL(storeDir).href,
+        '--spool-dir',
+        path.join(dir, 'spool'),
+        '--recipients-file',
+        identityFile,
+      );
+      assert.equal(wrong.code, 2, wrong.stderr);
+      assert.match(wrong.stderr.trim(), /^[^\n]*age recipient 1 is an age identity \(a secret key\), not a recipient[^\n]*$/);
+      assert.ok(!wrong.stderr.includes(identity.slice(16)) && !wrong.stdout.includes(identity.slice(16)), 'the secret key is never shown');
       agent = startAgent([
         '--endpoints',
         ep,

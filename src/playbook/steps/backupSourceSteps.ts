@@ -15,7 +15,7 @@ import { openSourceStore, parseBackupSource } from '../../backup/backupSource.js
 import { lastStoredRevision, readCatalog } from '../../backup/catalog.js';
 import { readIdentityFiles } from '../../backup/identityFiles.js';
 import { materialize } from '../../backup/materialize.js';
-import { bumpByWrites, BUMP_KEY } from '../../recovery/revisionBump.js';
+import { bumpByWrites, compactBumpedAt, BUMP_KEY } from '../../recovery/revisionBump.js';
 import type { StepContext, StepDefinition } from '../stepTypes.js';
 
 /** What materialize-backup made, for the steps after it. */
@@ -156,9 +156,10 @@ export const applyRevisionBump: StepDefinition = {
     try {
       const now = (await c.status()).header.revision;
       if (now >= target) {
-        // A resumed run past it: the bump was made.
-        ctx.progress(`revision ${now} is at or past ${target}: the bump was made`);
-        return { applied: true, revision: now, reused: true };
+        // A resumed run past it: the writes were made, but the run may have stopped before the compaction.
+        const compactedAt = await compactBumpedAt(c, target);
+        ctx.progress(`revision ${now} is at or past ${target}: the bump was made; compacted at ${compactedAt}`);
+        return { applied: true, revision: now, compactedAt, reused: true };
       }
       const r = await bumpByWrites(c, target, Number(p['source-revision']), (t) => ctx.progress(t), ctx.signal);
       ctx.progress(`revision bump: ${r.writes} writes from ${r.fromRevision} to ${r.revision}, compacted at ${r.compactedAt}`);

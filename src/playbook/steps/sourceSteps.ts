@@ -2,6 +2,7 @@
 // inspect-sources, fence-old-members, verify-snapshot, restore. A backup point
 // (STORE@POINT) is the snapshot materialize-backup made of it (backupSourceSteps.ts).
 import fs from 'node:fs';
+import { writeFileDurably } from '../../common/durableFile.js';
 import path from 'node:path';
 import { DataDirLockedError } from '../../storage/errors.js';
 import { RefusedError } from '../../common/errors.js';
@@ -17,6 +18,8 @@ import { restoreEtcdDataDir, restoreEtcdSnapshotFile } from '../../recovery/etcd
 import { SafetyCheckError, type StepContext, type StepDefinition } from '../stepTypes.js';
 import { planRevisionBump, DEFAULT_MAX_BUMP_WRITES, type BumpPlan } from '../../recovery/revisionBump.js';
 import { etcdRestoreMarksCompacted } from '../../recovery/etcdRestore.js';
+import { etcdDbFile } from '../../etcdfile/etcdDataDir.js';
+import { scanEtcdDb } from '../../etcdfile/index.js';
 import { backupRecordOf, type BackupRecord } from './backupSourceSteps.js';
 
 type Source = { kind: 'data-dir' | 'snapshot'; path: string; walDir?: string; backup?: BackupRecord };
@@ -235,6 +238,12 @@ export const restore: StepDefinition = {
       description:
         "the cluster's last recorded revision known beside the source (a survivor's); a backup point's store gives its own: an older snapshot source gets the revision bump",
     },
+    'old-data-dir': {
+      type: 'path',
+      default: '',
+      description:
+        "a stopped etcd member's old data dir whose revision, read when the restore starts, also counts as the cluster's last recorded one (the kubeadm and Debian recoveries: it kept serving until they stopped it)",
+    },
     'max-bump-writes': {
       type: 'int',
       default: DEFAULT_MAX_BUMP_WRITES,
@@ -312,9 +321,20 @@ export const restore: StepDefinition = {
  * bump-revision himself, nor to a data dir (the survivor is the newest there is).
  * Said in the run's audit record.
  */
+/** The revision of a stopped etcd data dir's db, read without etcd; 0 when there is none or it cannot be read. */
+function etcdDataDirRevision(dir: string): number {
+  if (!dir || !fs.existsSync(etcdDbFile(dir))) return 0;
+  try {
+    return scanEtcdDb(etcdDbFile(dir)).currentRevision;
+  } catch {
+    return 0;
+  }
+}
+
 async function revisionBumpOf(p: Record<string, unknown>, src: Source, runtime: RuntimeName, ctx: StepContext): Promise<BumpPlan | undefined> {
   if (src.kind !== 'snapshot' || Number(p['bump-revision'] ?? 0) > 0) return undefined;
-  const given = Number(p['last-revision'] ?? 0);
+  // The old member was stopped after last-revision was read: what it wrote since counts too.
+  const given = Math.max(Number(p['last-revision'] ?? 0), etcdDataDirRevision(typeof p['old-data-dir'] === 'string' ? p['old-data-dir'] : ''));
   const stored = src.backup?.lastRevision ?? 0;
   if (given <= 0 && stored <= 0) return undefined;
   const sourceRevision = src.backup?.revision ?? (await snapshotStatus(src.path)).revision;
@@ -403,7 +423,6 @@ async function restoreIntoEtcd(p: Record<string, unknown>, ctx: StepContext, src
     src.kind === 'snapshot'
       ? await restoreEtcdSnapshotFile(src.path, opts)
       : await restoreEtcdDataDir(src.path, { ...opts, parentClusterId: BigInt(`0x${old.clusterId || '0'}`) });
-  if (src.backup) fs.rmSync(src.path, { force: true });
   ctx.progress(`restored ${r.keys} keys at revision ${r.revision} into etcd ${r.etcdVersion}: cluster ${r.clusterId} (parent ${r.parentClusterId})`);
   ctx.event('note', `new etcd cluster ${r.clusterId} replaces ${r.parentClusterId} (token ${r.initialClusterToken})`, {
     clusterId: r.clusterId,
@@ -427,7 +446,9 @@ async function restoreIntoEtcd(p: Record<string, unknown>, ctx: StepContext, src
     ...(bump ? { 'revision-bump': bump.line } : {}),
   };
   fs.mkdirSync(ctx.runDir, { recursive: true });
-  fs.writeFileSync(record, `${JSON.stringify(out)}\n`);
+  // The record first, durably: a resumed run must find the restore made once the replayed snapshot is gone.
+  await writeFileDurably(record, `${JSON.stringify(out)}\n`);
+  if (src.backup) fs.rmSync(src.path, { force: true });
   return { ...out, reused: false };
 }
 
