@@ -143,13 +143,16 @@ describe('recovery from permanent quorum loss', () => {
       steps.every((s) => s.status === 'succeeded'),
       JSON.stringify(steps.filter((s) => s.status !== 'succeeded')),
     );
+    // materialize and bump have nothing to do for a data-dir source, and say so.
     const expected = [
+      'materialize',
       'inspect',
       'fence',
       'go',
       'restore',
       'start',
       'healthy',
+      'bump',
       ...[1, 2].flatMap((i) => ['add', 'start-learner', 'caught-up', 'promote', 'check-member'].map((s) => `readd[${i}].${s}`)),
       'final-check',
       'fence-old',

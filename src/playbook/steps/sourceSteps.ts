@@ -239,7 +239,7 @@ export const restore: StepDefinition = {
         "the cluster's last recorded revision known beside the source (a survivor's); a backup point's store gives its own: an older snapshot source gets the revision bump",
     },
     'old-data-dir': {
-      type: 'path',
+      type: 'string',
       default: '',
       description:
         "a stopped etcd member's old data dir whose revision, read when the restore starts, also counts as the cluster's last recorded one (the kubeadm and Debian recoveries: it kept serving until they stopped it)",
@@ -334,7 +334,7 @@ function etcdDataDirRevision(dir: string): number {
 async function revisionBumpOf(p: Record<string, unknown>, src: Source, runtime: RuntimeName, ctx: StepContext): Promise<BumpPlan | undefined> {
   if (src.kind !== 'snapshot' || Number(p['bump-revision'] ?? 0) > 0) return undefined;
   // The old member was stopped after last-revision was read: what it wrote since counts too.
-  const given = Math.max(Number(p['last-revision'] ?? 0), etcdDataDirRevision(typeof p['old-data-dir'] === 'string' ? p['old-data-dir'] : ''));
+  const given = Math.max(Number(p['last-revision'] ?? 0), etcdDataDirRevision(typeof p['old-data-dir'] === 'string' && p['old-data-dir'] ? path.resolve(p['old-data-dir']) : ''));
   const stored = src.backup?.lastRevision ?? 0;
   if (given <= 0 && stored <= 0) return undefined;
   const sourceRevision = src.backup?.revision ?? (await snapshotStatus(src.path)).revision;
