@@ -347,12 +347,25 @@ describe('recover --kubeadm --from-snapshot', () => {
       seen.every((x) => x >= oldRevision + 1000),
       `the API server saw revisions ${seen.join(',')}; the old data dir's was ${oldRevision}`,
     );
-    const keys = (await ctl('get', '/registry/', '--prefix', '--keys-only')).stdout.split('\n').filter(Boolean);
+    const registryKeys = async () => (await ctl('get', '/registry/', '--prefix', '--keys-only')).stdout.split('\n').filter(Boolean);
+    const keys = await registryKeys();
     assert.equal(keys.length, 10, keys.join(','));
     assert.ok(readFileSync(path.join(cp1.manifestsDir, 'etcd.yaml'), 'utf8').includes(`      path: ${cp1.dataDir}-restored\n`));
     const inspect = await run(process.execPath, [BIN, 'datadir', 'inspect', cp1.dataDir]);
     assert.match(`${inspect.stdout}${inspect.stderr}`, /fenced/);
 
+    /** The end of a recovery's words on cp1: its new data dir, a short API server wait, confirmed, audited. */
+    const runOnCp1 = (dataDir: string, reason: string) => [
+      '--set',
+      `data-dir=${dataDir}`,
+      '--set',
+      'apiserver-timeout=1s',
+      '--yes',
+      '--reason',
+      reason,
+      '--audit-db',
+      path.join(dir, 'audit.db'),
+    ];
     // The playbook run directly (from the restored data dir) connects as recover --kubeadm does, with the node's own client
     // certificate (no TLS flags given). Its API server, not ready within apiserver-timeout (503 for its first 1.5 s), is a warning.
     const again = await run(
@@ -364,22 +377,14 @@ describe('recover --kubeadm --from-snapshot', () => {
         'recover-kubeadm-control-plane',
         '--set',
         `manifests-dir=${cp1.manifestsDir}`,
-        '--set',
-        `data-dir=${cp1.dataDir}-again`,
-        '--set',
-        'apiserver-timeout=1s',
-        '--yes',
-        '--reason',
-        'test: the playbook run directly',
-        '--audit-db',
-        path.join(dir, 'audit.db'),
+        ...runOnCp1(`${cp1.dataDir}-again`, 'test: the playbook run directly'),
       ],
       { timeoutMs: 120_000 },
     );
     assert.equal(again.code, 0, `${again.stdout}\n${again.stderr}`);
     assert.match(again.stdout, /healthy: leader [0-9a-f]+/);
     assert.match(again.stdout, /kube-apiserver at https:\/\/127\.0\.0\.1:\d+ not ready within 1s \((its \/readyz last answered 503 |it did not answer)/);
-    assert.equal((await ctl('get', '/registry/', '--prefix', '--keys-only')).stdout.split('\n').filter(Boolean).length, 10);
+    assert.equal((await registryKeys()).length, 10);
 
     // A backup store of the cluster as it is now, with a full at this revision; then 20 more writes.
     mkdirSync(path.join(dir, 'store'));
@@ -418,15 +423,7 @@ describe('recover --kubeadm --from-snapshot', () => {
         cp1.manifestsDir,
         '--from-backup',
         `${store}@${point}`,
-        '--set',
-        `data-dir=${cp1.dataDir}-from-backup`,
-        '--set',
-        'apiserver-timeout=1s',
-        '--yes',
-        '--reason',
-        'test: back to a backup point',
-        '--audit-db',
-        path.join(dir, 'audit.db'),
+        ...runOnCp1(`${cp1.dataDir}-from-backup`, 'test: back to a backup point'),
       ],
       { timeoutMs: 120_000 },
     );
@@ -434,6 +431,6 @@ describe('recover --kubeadm --from-snapshot', () => {
     assert.match(fromBackup.stdout, new RegExp(`materialized file://\\S+@${point}: revision ${point} of cluster [0-9a-f]{16}`));
     assert.match(fromBackup.stdout, new RegExp(`last recorded revision ${before}, in the backup store, \\+ 1000.*would go back from ${before} to ${point}`));
     assert.ok((await revision()) >= before + 1000, `revision ${await revision()}, the old data dir's ${before}`);
-    assert.equal((await ctl('get', '/registry/', '--prefix', '--keys-only')).stdout.split('\n').filter(Boolean).length, 10);
+    assert.equal((await registryKeys()).length, 10);
   });
 });
