@@ -21,6 +21,7 @@ import { EtcdClient } from '../src/client/etcdClient.js';
 import { startS3Server, type S3Server } from '../test/support/s3Server.js';
 import { BIN } from '../test/support/lifeboatCluster.js';
 import { AGENT_NODE_FLAGS } from '../src/cli/backupHandoff.js';
+import { failWithUsage, lifeboat } from './lifeboatCli.js';
 import { cleanupAll, onCleanup } from './cleanup.js';
 import { fillKeys } from './fill.js';
 import { runLoad } from './loadGenerator.js';
@@ -71,8 +72,7 @@ function parse(args: string[]): Options {
 }
 
 function fail(message: string): never {
-  console.error(`${message}\n${USAGE}`);
-  process.exit(2);
+  return failWithUsage(message, USAGE);
 }
 
 interface Round {
@@ -91,17 +91,6 @@ const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] : NaN;
 };
-
-function lifeboat(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string; seconds: number }> {
-  const t0 = performance.now();
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    child.on('close', (code) => resolve({ code, out, seconds: (performance.now() - t0) / 1000 }));
-  });
-}
 
 async function round(sys: BenchCluster, o: Options, dir: string): Promise<Round> {
   const s3: S3Server = await startS3Server(fs.mkdtempSync(path.join(dir, `s3-${sys.name}-`)), `bench.backup.${sys.name}.${process.pid}`);

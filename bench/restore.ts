@@ -21,6 +21,7 @@ import { EtcdClient } from '../src/client/etcdClient.js';
 import { killDetachedMembers } from '../scripts/demo/detachedMembers.js';
 import { BIN } from '../test/support/lifeboatCluster.js';
 import { freePorts } from '../test/support/ports.js';
+import { failWithUsage, lifeboat } from './lifeboatCli.js';
 import { cleanupAll } from './cleanup.js';
 import { FILL_PREFIX, fillKeys } from './fill.js';
 import { runLoad } from './loadGenerator.js';
@@ -81,8 +82,7 @@ function parse(args: string[]): Options {
 }
 
 function fail(message: string): never {
-  console.error(`${message}\n${USAGE}`);
-  process.exit(2);
+  return failWithUsage(message, USAGE);
 }
 
 interface Figures {
@@ -104,17 +104,6 @@ interface Figures {
   /** the full alone through the runtime's `snapshot restore` */
   fullRestoreSeconds: number;
   snapshotBytes: number;
-}
-
-function lifeboat(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number | null; out: string; seconds: number }> {
-  const t0 = performance.now();
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    child.on('close', (code) => resolve({ code, out, seconds: (performance.now() - t0) / 1000 }));
-  });
 }
 
 async function until(what: string, fn: () => Promise<boolean>, ms: number): Promise<void> {

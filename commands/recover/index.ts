@@ -4,6 +4,7 @@ import { recoverSession } from '../../src/cli/recoverSession.js';
 import { parseBackupSource } from '../../src/backup/backupSource.js';
 import { BACKUP_SOURCE_FLAG_NAMES, BACKUP_SOURCE_FLAGS, backupSourceFlagValues, backupSourceSets } from '../../src/cli/backupSourceFlags.js';
 import { terminalSessionIo } from '../../src/cli/sessionIo.js';
+import type { EtcdFlags } from '../../src/cli/baseCommand.js';
 import { InputError } from '../../src/common/errors.js';
 import { DEFAULT_MANIFESTS_DIR, readNodeEtcdManifest, withNodeClientTls } from '../../src/kube/controlPlane.js';
 import { DEFAULT_ETCD_ENV_FILE, readDebianEtcd, withDebianEtcdTls } from '../../src/ops/debianEtcd.js';
@@ -96,32 +97,9 @@ export default class Recover extends SessionCommand {
         throw new InputError('--manifests-dir and --restart-kube-components go with --kubeadm, not --debian-etcd');
       const envFile = flags['etcd-env-file'] ?? DEFAULT_ETCD_ENV_FILE;
       const sources = oneRecoverySource(flags, '--debian-etcd', 'member');
-      await this.printSession(
-        flags['write-out'],
-        runPlaybookSession({
-          target: 'recover-debian-etcd',
-          sets: [`env-file=${envFile}`, ...sources.map((s) => `source=${s}`), ...backupSourceSets(flags), ...(flags.set ?? [])],
-          yes: flags.yes,
-          dryRun: flags['dry-run'],
-          ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
-          ...(flags['audit-db'] !== undefined ? { auditDb: flags['audit-db'] } : {}),
-          connection: withDebianEtcdTls(readDebianEtcd(envFile), connectionFromFlags(flags)),
-          endpoints: flags.endpoints,
-          endpointsGiven: flagGiven(metadata, 'endpoints'),
-          json: flags['write-out'] === 'json',
-          supervisor: supervisorFromFlags(flags),
-          runbook: runbookSettings(flags, metadata, [
-            ...RUNBOOK_SKIP,
-            'from-data-dir',
-            'from-snapshot',
-            'debian-etcd',
-            'etcd-env-file',
-            'dry-run',
-            ...BACKUP_SOURCE_FLAG_NAMES,
-          ]),
-          io: terminalSessionIo({ json: flags['write-out'] === 'json' }),
-        }),
-      );
+      const sets = [`env-file=${envFile}`, ...sources.map((s) => `source=${s}`), ...backupSourceSets(flags)];
+      const connection = withDebianEtcdTls(readDebianEtcd(envFile), connectionFromFlags(flags));
+      await this.runHostPlaybook(flags, metadata, 'recover-debian-etcd', sets, connection, ['debian-etcd', 'etcd-env-file']);
       return;
     }
     if (flags['etcd-env-file'] !== undefined) throw new InputError('--etcd-env-file goes with --debian-etcd: add --debian-etcd');
@@ -131,39 +109,13 @@ export default class Recover extends SessionCommand {
       const sources = oneRecoverySource(flags, '--kubeadm', 'node');
       const manifest = readNodeEtcdManifest(manifestsDir);
       const connection = withNodeClientTls(manifest, connectionFromFlags(flags));
-      await this.printSession(
-        flags['write-out'],
-        runPlaybookSession({
-          target: 'recover-kubeadm-control-plane',
-          sets: [
-            `manifests-dir=${manifestsDir}`,
-            ...sources.map((s) => `source=${s}`),
-            ...backupSourceSets(flags),
-            ...(flags['restart-kube-components'] ? ['restart-kube-components=true'] : []),
-            ...(flags.set ?? []),
-          ],
-          yes: flags.yes,
-          dryRun: flags['dry-run'],
-          ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
-          ...(flags['audit-db'] !== undefined ? { auditDb: flags['audit-db'] } : {}),
-          connection,
-          endpoints: flags.endpoints,
-          endpointsGiven: flagGiven(metadata, 'endpoints'),
-          json: flags['write-out'] === 'json',
-          supervisor: supervisorFromFlags(flags),
-          runbook: runbookSettings(flags, metadata, [
-            ...RUNBOOK_SKIP,
-            'from-data-dir',
-            'from-snapshot',
-            'kubeadm',
-            'manifests-dir',
-            'dry-run',
-            'restart-kube-components',
-            ...BACKUP_SOURCE_FLAG_NAMES,
-          ]),
-          io: terminalSessionIo({ json: flags['write-out'] === 'json' }),
-        }),
-      );
+      const sets = [
+        `manifests-dir=${manifestsDir}`,
+        ...sources.map((s) => `source=${s}`),
+        ...backupSourceSets(flags),
+        ...(flags['restart-kube-components'] ? ['restart-kube-components=true'] : []),
+      ];
+      await this.runHostPlaybook(flags, metadata, 'recover-kubeadm-control-plane', sets, connection, ['kubeadm', 'manifests-dir', 'restart-kube-components']);
       return;
     }
     if (flags['manifests-dir'] !== undefined || flags['dry-run'] || flags['restart-kube-components'])
@@ -186,6 +138,39 @@ export default class Recover extends SessionCommand {
         json: flags['write-out'] === 'json',
         supervisor: supervisorFromFlags(flags),
         runbook: runbookSettings(flags, metadata, [...RUNBOOK_SKIP, 'from-data-dir', 'from-snapshot', 'discard-uncommitted', ...BACKUP_SOURCE_FLAG_NAMES]),
+      }),
+    );
+  }
+
+  /**
+   * The --kubeadm and --debian-etcd recoveries: their playbook with `sets`
+   * before the operator's --set, over `connection` (the member's own TLS); the
+   * runbook leaves out the flags that chose them (`skip`).
+   */
+  private async runHostPlaybook(
+    flags: EtcdFlags<typeof Recover>,
+    metadata: Parameters<typeof runbookSettings>[1],
+    target: string,
+    sets: string[],
+    connection: ReturnType<typeof connectionFromFlags>,
+    skip: string[],
+  ): Promise<void> {
+    await this.printSession(
+      flags['write-out'],
+      runPlaybookSession({
+        target,
+        sets: [...sets, ...(flags.set ?? [])],
+        yes: flags.yes,
+        dryRun: flags['dry-run'],
+        ...(flags.reason !== undefined ? { reason: flags.reason } : {}),
+        ...(flags['audit-db'] !== undefined ? { auditDb: flags['audit-db'] } : {}),
+        connection,
+        endpoints: flags.endpoints,
+        endpointsGiven: flagGiven(metadata, 'endpoints'),
+        json: flags['write-out'] === 'json',
+        supervisor: supervisorFromFlags(flags),
+        runbook: runbookSettings(flags, metadata, [...RUNBOOK_SKIP, 'from-data-dir', 'from-snapshot', ...skip, 'dry-run', ...BACKUP_SOURCE_FLAG_NAMES]),
+        io: terminalSessionIo({ json: flags['write-out'] === 'json' }),
       }),
     );
   }

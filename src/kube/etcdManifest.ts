@@ -5,10 +5,10 @@
 // re-serialization: a YAML library writing the document back re-indents
 // kubeadm's sequences and folds long flags, and an operator diffing the file
 // must see only the lines we changed. Every edit is re-parsed and checked.
-import fs from 'node:fs';
 import path from 'node:path';
 import { isMap, isScalar, isSeq, parseDocument, type Document, type Scalar, type YAMLMap, type YAMLSeq } from 'yaml';
 import { InputError } from '../common/errors.js';
+import { readConfigFile, tlsFilesOf, type MemberTlsFiles } from '../ops/memberConfigFile.js';
 
 export interface EtcdManifest {
   file: string;
@@ -27,14 +27,7 @@ export interface EtcdManifest {
   imageTag: string;
   advertiseClientUrls: string[];
   initialAdvertisePeerUrls: string[];
-  tls: {
-    certFile?: string;
-    keyFile?: string;
-    trustedCaFile?: string;
-    peerCertFile?: string;
-    peerKeyFile?: string;
-    peerTrustedCaFile?: string;
-  };
+  tls: MemberTlsFiles;
 }
 
 interface Located {
@@ -119,28 +112,12 @@ export function parseEtcdManifest(file: string, text: string): EtcdManifest {
     imageTag: image.includes(':') ? image.slice(image.lastIndexOf(':') + 1) : '',
     advertiseClientUrls: list('advertise-client-urls'),
     initialAdvertisePeerUrls: list('initial-advertise-peer-urls'),
-    tls: {
-      certFile: flags.get('cert-file'),
-      keyFile: flags.get('key-file'),
-      trustedCaFile: flags.get('trusted-ca-file'),
-      peerCertFile: flags.get('peer-cert-file'),
-      peerKeyFile: flags.get('peer-key-file'),
-      peerTrustedCaFile: flags.get('peer-trusted-ca-file'),
-    },
+    tls: tlsFilesOf(flags),
   };
 }
 
 export function readEtcdManifest(file: string): EtcdManifest {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    throw new InputError(
-      code === 'ENOENT' ? `${file} does not exist: give the manifests dir that holds etcd.yaml (--manifests-dir)` : `${file}: ${(e as Error).message}`,
-    );
-  }
-  return parseEtcdManifest(file, text);
+  return parseEtcdManifest(file, readConfigFile(file, 'give the manifests dir that holds etcd.yaml (--manifests-dir)'));
 }
 
 export interface ManifestChange {

@@ -6,10 +6,10 @@
 // (each a splice of its own line, the rest byte for byte as it was, re-read to
 // check), and systemctl to stop and start the unit.
 import { execFile } from 'node:child_process';
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { InputError } from '../common/errors.js';
+import { readConfigFile, tlsFilesOf, type MemberTlsFiles } from './memberConfigFile.js';
 import { envLine } from './supervisor.js';
 
 export const DEFAULT_ETCD_ENV_FILE = '/etc/default/etcd';
@@ -27,7 +27,7 @@ export interface DebianEtcd {
   hostDataDir: string;
   advertiseClientUrls: string[];
   initialAdvertisePeerUrls: string[];
-  tls: { certFile?: string; keyFile?: string; trustedCaFile?: string; peerCertFile?: string; peerKeyFile?: string; peerTrustedCaFile?: string };
+  tls: MemberTlsFiles;
 }
 
 const LINE = /^\s*(?:export\s+)?(ETCD_[A-Z0-9_]+)=(.*)$/;
@@ -59,30 +59,12 @@ export function parseDebianEtcd(file: string, text: string): DebianEtcd {
     hostDataDir: flags.get('data-dir')!,
     advertiseClientUrls: list('advertise-client-urls', 'http://localhost:2379'),
     initialAdvertisePeerUrls: list('initial-advertise-peer-urls', 'http://localhost:2380'),
-    tls: {
-      certFile: flags.get('cert-file'),
-      keyFile: flags.get('key-file'),
-      trustedCaFile: flags.get('trusted-ca-file'),
-      peerCertFile: flags.get('peer-cert-file'),
-      peerKeyFile: flags.get('peer-key-file'),
-      peerTrustedCaFile: flags.get('peer-trusted-ca-file'),
-    },
+    tls: tlsFilesOf(flags),
   };
 }
 
 export function readDebianEtcd(file: string): DebianEtcd {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    throw new InputError(
-      code === 'ENOENT'
-        ? `${file} does not exist: give the env file of Debian's etcd.service (--etcd-env-file, default ${DEFAULT_ETCD_ENV_FILE})`
-        : `${file}: ${(e as Error).message}`,
-    );
-  }
-  return parseDebianEtcd(file, text);
+  return parseDebianEtcd(file, readConfigFile(file, `give the env file of Debian's etcd.service (--etcd-env-file, default ${DEFAULT_ETCD_ENV_FILE})`));
 }
 
 export interface EnvChange {

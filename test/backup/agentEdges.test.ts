@@ -66,66 +66,74 @@ async function assertWholeChain(store: FileStore, through: number): Promise<void
   }
 }
 
-test(
-  'the member serving the watch loses its leader: the watch is cancelled, the agent says so and moves on; no revision is lost',
-  { timeout: 180_000 },
-  async () => {
-    const cluster = await EtcdCluster.start({ size: 3, portSeed: 'agentEdges-leader' });
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-agentLeader-'));
-    let agent: Agent | undefined;
-    try {
-      const all = cluster.endpoints;
-      const storeDir = path.join(dir, 'store');
-      fs.mkdirSync(storeDir);
-      const store = new FileStore(pathToFileURL(storeDir).href, storeDir);
-      for (let i = 0; i < 5; i++) assert.equal((await etcdctl(all, 'put', `before/${i}`, 'x')).code, 0);
-      agent = startAgent(['--endpoints', all, '--store', pathToFileURL(storeDir).href, '--spool-dir', path.join(dir, 'spool'), '--delta-interval', '300ms']);
-      const a = agent;
-      const served = /watching (\S+) from revision/.exec(await waitLine(a, /watching \S+ from revision/))![1];
-      const member = cluster.members.find((m) => cluster.endpointOf(m) === served)!;
-      assert.ok(member, `${served} is one of ${all}`);
-      assert.equal((await etcdctl(served, 'put', 'before/last', 'x')).code, 0);
-      const lastBefore = Number(JSON.parse((await etcdctl(served, 'get', 'before/last', '-w', 'json')).stdout).header.revision);
-      await assertWholeChain(store, lastBefore);
+interface FileStoreRun {
+  cluster: EtcdCluster;
+  dir: string;
+  storeUrl: string;
+  store: FileStore;
+  /** the agent the test runs, killed at the end if it still runs */
+  agent?: Agent;
+}
 
-      // The other two stop: the served member is up but has no leader.
-      const others = cluster.members.filter((m) => m !== member);
-      const seen = a.lines.length;
-      for (const m of others) await cluster.stopMember(m);
-      await waitLine(a, /watch: .*no leader.*; reconnecting/, 30_000, seen);
+/** An etcd cluster of `size` and a file store in a temp dir for `body`; afterwards its agent killed, the cluster stopped, the dir removed. */
+async function withFileStore(size: number, seed: string, body: (r: FileStoreRun) => Promise<void>): Promise<void> {
+  const cluster = await EtcdCluster.start({ size, portSeed: seed });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `lifeboat-${seed}-`));
+  let r: FileStoreRun | undefined;
+  try {
+    const storeDir = path.join(dir, 'store');
+    fs.mkdirSync(storeDir);
+    const storeUrl = pathToFileURL(storeDir).href;
+    r = { cluster, dir, storeUrl, store: new FileStore(storeUrl, storeDir) };
+    await body(r);
+  } finally {
+    if (r?.agent?.proc.exitCode === null) r.agent.proc.kill('SIGKILL');
+    await cluster.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
 
-      for (const m of others) cluster.restart(m);
-      for (const m of others) await cluster.waitReady(m);
-      for (let i = 0; i < 5; i++) assert.equal((await etcdctl(all, 'put', `after/${i}`, 'x')).code, 0);
-      const head = Number(JSON.parse((await etcdctl(all, 'get', 'after/4', '-w', 'json')).stdout).header.revision);
-      await waitLine(a, new RegExp(`watching \\S+ from revision ${lastBefore + 1}$`), 60_000, seen);
-      await assertWholeChain(store, head);
-      assert.ok(!a.lines.some((l) => /GAP/.test(l)), a.lines.join('\n'));
-      await stop(a);
-      assert.equal(a.proc.exitCode, 0);
-    } finally {
-      if (agent?.proc.exitCode === null) agent.proc.kill('SIGKILL');
-      await cluster.stop();
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  },
+test('the member serving the watch loses its leader: the watch is cancelled, the agent says so and moves on; no revision is lost', { timeout: 180_000 }, () =>
+  withFileStore(3, 'agentEdges-leader', async (r) => {
+    const { cluster, dir, store } = r;
+    const all = cluster.endpoints;
+    for (let i = 0; i < 5; i++) assert.equal((await etcdctl(all, 'put', `before/${i}`, 'x')).code, 0);
+    const a = (r.agent = startAgent(['--endpoints', all, '--store', r.storeUrl, '--spool-dir', path.join(dir, 'spool'), '--delta-interval', '300ms']));
+    const served = /watching (\S+) from revision/.exec(await waitLine(a, /watching \S+ from revision/))![1];
+    const member = cluster.members.find((m) => cluster.endpointOf(m) === served)!;
+    assert.ok(member, `${served} is one of ${all}`);
+    assert.equal((await etcdctl(served, 'put', 'before/last', 'x')).code, 0);
+    const lastBefore = Number(JSON.parse((await etcdctl(served, 'get', 'before/last', '-w', 'json')).stdout).header.revision);
+    await assertWholeChain(store, lastBefore);
+
+    // The other two stop: the served member is up but has no leader.
+    const others = cluster.members.filter((m) => m !== member);
+    const seen = a.lines.length;
+    for (const m of others) await cluster.stopMember(m);
+    await waitLine(a, /watch: .*no leader.*; reconnecting/, 30_000, seen);
+
+    for (const m of others) cluster.restart(m);
+    for (const m of others) await cluster.waitReady(m);
+    for (let i = 0; i < 5; i++) assert.equal((await etcdctl(all, 'put', `after/${i}`, 'x')).code, 0);
+    const head = Number(JSON.parse((await etcdctl(all, 'get', 'after/4', '-w', 'json')).stdout).header.revision);
+    await waitLine(a, new RegExp(`watching \\S+ from revision ${lastBefore + 1}$`), 60_000, seen);
+    await assertWholeChain(store, head);
+    assert.ok(!a.lines.some((l) => /GAP/.test(l)), a.lines.join('\n'));
+    await stop(a);
+    assert.equal(a.proc.exitCode, 0);
+  }),
 );
 
 test(
   'the first full of an empty cluster is at revision 1: the chain goes on from revision 2, and a restart resumes it; the agent loads neither oclif nor an ES module, nor the S3 SDK for a file store',
   { timeout: 90_000 },
-  async () => {
-    const cluster = await EtcdCluster.start({ size: 1, portSeed: 'agentEdges-empty' });
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-agentEmpty-'));
-    let agent: Agent | undefined;
-    try {
+  () =>
+    withFileStore(1, 'agentEdges-empty', async (r) => {
+      const { cluster, dir, store } = r;
       const ep = cluster.endpoints;
-      const storeDir = path.join(dir, 'store');
-      fs.mkdirSync(storeDir);
-      const store = new FileStore(pathToFileURL(storeDir).href, storeDir);
-      const args = ['--endpoints', ep, '--store', pathToFileURL(storeDir).href, '--spool-dir', path.join(dir, 'spool'), '--delta-interval', '300ms'];
+      const args = ['--endpoints', ep, '--store', r.storeUrl, '--spool-dir', path.join(dir, 'spool'), '--delta-interval', '300ms'];
       // NODE_DEBUG says each CommonJS module loaded (MODULE) and each ES module (ESM).
-      agent = startAgent(args, { NODE_DEBUG: 'module,esm' });
+      let agent = (r.agent = startAgent(args, { NODE_DEBUG: 'module,esm' }));
       await waitLine(agent, /full \(first full\) at revision 1: 0 keys/);
       await waitLine(agent, /watching \S+ from revision 2$/);
       const loaded = agent.lines.filter((l) => /^(MODULE|ESM) \d+:/.test(l));
@@ -138,7 +146,7 @@ test(
       await assertWholeChain(store, 2);
       await stop(agent);
 
-      agent = startAgent(args);
+      agent = r.agent = startAgent(args);
       await waitLine(agent, /resuming after revision 2 \(last full at revision 1\)/);
       await waitLine(agent, /watching \S+ from revision 3$/);
       assert.equal((await etcdctl(ep, 'put', 'b', '2')).code, 0);
@@ -150,12 +158,7 @@ test(
         [[1, 0]],
       );
       await stop(agent);
-    } finally {
-      if (agent?.proc.exitCode === null) agent.proc.kill('SIGKILL');
-      await cluster.stop();
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  },
+    }),
 );
 
 describe('backup run against an S3 server that checks signatures and lists uploads', () => {
@@ -176,6 +179,15 @@ describe('backup run against an S3 server that checks signatures and lists uploa
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  /** The test's own SDK client of the S3 server, with the right keys. */
+  const sdkClient = () =>
+    new S3Client({
+      region: 'us-east-1',
+      endpoint: s3.endpoint,
+      forcePathStyle: true,
+      credentials: { accessKeyId: s3.env.AWS_ACCESS_KEY_ID, secretAccessKey: s3.env.AWS_SECRET_ACCESS_KEY },
+    });
+
   const agentArgs = (prefix: string, spool: string) => [
     '--endpoints',
     cluster.endpoints,
@@ -190,12 +202,7 @@ describe('backup run against an S3 server that checks signatures and lists uploa
   ];
 
   test('a wrong secret is refused at start in one line (exit 3); with the right one, the upload a killed agent left is aborted, and only it', async () => {
-    const sdk = new S3Client({
-      region: 'us-east-1',
-      endpoint: s3.endpoint,
-      forcePathStyle: true,
-      credentials: { accessKeyId: s3.env.AWS_ACCESS_KEY_ID, secretAccessKey: s3.env.AWS_SECRET_ACCESS_KEY },
-    });
+    const sdk = sdkClient();
     try {
       // Three uploads begun and never finished: an old one in the store's prefix (a killed
       // agent's), a fresh one there (another writer's, maybe still going), an old one elsewhere.
@@ -267,12 +274,7 @@ describe('backup run against an S3 server that checks signatures and lists uploa
     agents.push(forced);
     await waitLine(forced, /--force: taking the lock from the agent on backup-host-2 \(pid \d+, started /);
     await waitLine(forced, /watching \S+ from revision/);
-    const sdk = new S3Client({
-      region: 'us-east-1',
-      endpoint: s3.endpoint,
-      forcePathStyle: true,
-      credentials: { accessKeyId: s3.env.AWS_ACCESS_KEY_ID, secretAccessKey: s3.env.AWS_SECRET_ACCESS_KEY },
-    });
+    const sdk = sdkClient();
     try {
       const { GetObjectCommand } = await import('@aws-sdk/client-s3');
       const lock = JSON.parse(await (await sdk.send(new GetObjectCommand({ Bucket: s3.bucket, Key: 'locks/lock.json' }))).Body!.transformToString()) as {

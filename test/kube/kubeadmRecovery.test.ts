@@ -14,6 +14,7 @@ import { after, describe, test } from 'node:test';
 import { issueCert, type TestCerts } from '../support/certs.js';
 import { makeKubeadmNodes, type KubeadmNode } from '../support/kubeadmNodes.js';
 import { freePorts } from '../support/ports.js';
+import { assertFenced, assertVoters, clusterIdVia, revisionVia, waitEveryKey } from '../support/recoveredCluster.js';
 import { stopProcessesUnder } from '../support/processes.js';
 import { etcdctl, failsWithOneLine, requireEtcdTools, requireTool, ROOT, run, waitFor } from '../support/tools.js';
 
@@ -42,8 +43,7 @@ describe('recover --kubeadm', () => {
     for (const n of nodes) n.kubelet.start();
     await waitFor('the control plane', async () => (await ctl(all, 'endpoint', 'health')).code === 0, { timeoutMs: 40_000 });
     for (let k = 0; k < KEYS; k++) assert.equal((await ctl(cp1.clientUrl, 'put', `/registry/pods/p${k}`, `v${k}`)).code, 0);
-    const clusterId = async () =>
-      String((JSON.parse((await ctl(cp1.clientUrl, 'member', 'list', '-w', 'json')).stdout) as { header: { cluster_id: unknown } }).header.cluster_id);
+    const clusterId = () => clusterIdVia((...a) => ctl(cp1.clientUrl, ...a));
     const oldClusterId = await clusterId();
     const auditDb = path.join(dir, 'audit.db');
     // cp2 is on another host: its manifests dir as members gives it is not on this one, so its steps are printed (and the
@@ -211,13 +211,10 @@ describe('recover --kubeadm', () => {
 
     // Three healthy voters over mutual TLS, every key on each, a new cluster ID.
     assert.equal((await ctl(all, 'endpoint', 'health')).code, 0);
-    const list = JSON.parse((await ctl(cp1.clientUrl, 'member', 'list', '-w', 'json')).stdout) as { members: Array<{ name: string; isLearner?: boolean }> };
-    assert.deepEqual(list.members.map((m) => m.name).sort(), ['cp1', 'cp2', 'cp3']);
-    assert.ok(list.members.every((m) => !m.isLearner));
+    await assertVoters((...a) => ctl(cp1.clientUrl, ...a), ['cp1', 'cp2', 'cp3']);
     assert.notEqual(await clusterId(), oldClusterId);
-    const count = async (n: KubeadmNode) =>
-      (await ctl(n.clientUrl, 'get', '/registry/', '--prefix', '--keys-only', '--consistency=s')).stdout.split('\n').filter(Boolean).length;
-    for (const n of nodes) await waitFor(`${n.name} to hold every key`, async () => (await count(n)) === KEYS, { timeoutMs: 10_000 });
+    const onNode = (n: KubeadmNode) => ({ name: n.name, ctl: (...a: string[]) => ctl(n.clientUrl, ...a) });
+    await waitEveryKey(nodes.map(onNode), '/registry/', KEYS);
 
     // Manifests: only the data volume, --initial-cluster and its state changed; the API servers back.
     const changed = (n: KubeadmNode) => {
@@ -244,17 +241,14 @@ describe('recover --kubeadm', () => {
       assert.ok(n.kubelet.pod('kube-apiserver.yaml').running, `${n.name}'s API server runs`);
     }
     // The old data dirs fenced (cp3's disk was gone).
-    for (const n of [cp1, cp2]) {
-      const inspect = await run(process.execPath, [BIN, 'datadir', 'inspect', n.dataDir]);
-      assert.match(`${inspect.stdout}${inspect.stderr}`, /fenced/, `${n.name}: ${inspect.stdout}${inspect.stderr}`);
-    }
+    await assertFenced([cp1, cp2]);
 
     // The kubelet restarts etcd once more: every key is still there (the data dir is on its volume).
     const starts = cp1.kubelet.pod('etcd.yaml').starts;
     cp1.kubelet.crash('etcd.yaml');
     await waitFor('etcd restarted', () => Promise.resolve(cp1.kubelet.pod('etcd.yaml').starts === starts + 1));
     await waitFor('cp1 healthy again', async () => (await ctl(cp1.clientUrl, 'endpoint', 'health')).code === 0, { timeoutMs: 30_000 });
-    await waitFor('cp1 to hold every key', async () => (await count(cp1)) === KEYS, { timeoutMs: 10_000 });
+    await waitEveryKey([onNode(cp1)], '/registry/', KEYS);
   });
 });
 
@@ -288,10 +282,7 @@ describe('recover --kubeadm --from-snapshot', () => {
       );
     cp1.kubelet.start();
     await waitFor('etcd', async () => (await ctl('endpoint', 'health')).code === 0, { timeoutMs: 30_000 });
-    const revision = async () =>
-      Number(
-        (JSON.parse((await ctl('endpoint', 'status', '-w', 'json')).stdout) as Array<{ Status: { header: { revision: number } } }>)[0].Status.header.revision,
-      );
+    const revision = () => revisionVia(ctl);
     for (let k = 0; k < 10; k++) assert.equal((await ctl('put', `/registry/a${k}`, 'v')).code, 0);
     const snap = path.join(dir, 'etcd.snapshot');
     const snapRevision = await revision();
@@ -356,12 +347,25 @@ describe('recover --kubeadm --from-snapshot', () => {
       seen.every((x) => x >= oldRevision + 1000),
       `the API server saw revisions ${seen.join(',')}; the old data dir's was ${oldRevision}`,
     );
-    const keys = (await ctl('get', '/registry/', '--prefix', '--keys-only')).stdout.split('\n').filter(Boolean);
+    const registryKeys = async () => (await ctl('get', '/registry/', '--prefix', '--keys-only')).stdout.split('\n').filter(Boolean);
+    const keys = await registryKeys();
     assert.equal(keys.length, 10, keys.join(','));
     assert.ok(readFileSync(path.join(cp1.manifestsDir, 'etcd.yaml'), 'utf8').includes(`      path: ${cp1.dataDir}-restored\n`));
     const inspect = await run(process.execPath, [BIN, 'datadir', 'inspect', cp1.dataDir]);
     assert.match(`${inspect.stdout}${inspect.stderr}`, /fenced/);
 
+    /** The end of a recovery's words on cp1: its new data dir, a short API server wait, confirmed, audited. */
+    const runOnCp1 = (dataDir: string, reason: string) => [
+      '--set',
+      `data-dir=${dataDir}`,
+      '--set',
+      'apiserver-timeout=1s',
+      '--yes',
+      '--reason',
+      reason,
+      '--audit-db',
+      path.join(dir, 'audit.db'),
+    ];
     // The playbook run directly (from the restored data dir) connects as recover --kubeadm does, with the node's own client
     // certificate (no TLS flags given). Its API server, not ready within apiserver-timeout (503 for its first 1.5 s), is a warning.
     const again = await run(
@@ -373,22 +377,14 @@ describe('recover --kubeadm --from-snapshot', () => {
         'recover-kubeadm-control-plane',
         '--set',
         `manifests-dir=${cp1.manifestsDir}`,
-        '--set',
-        `data-dir=${cp1.dataDir}-again`,
-        '--set',
-        'apiserver-timeout=1s',
-        '--yes',
-        '--reason',
-        'test: the playbook run directly',
-        '--audit-db',
-        path.join(dir, 'audit.db'),
+        ...runOnCp1(`${cp1.dataDir}-again`, 'test: the playbook run directly'),
       ],
       { timeoutMs: 120_000 },
     );
     assert.equal(again.code, 0, `${again.stdout}\n${again.stderr}`);
     assert.match(again.stdout, /healthy: leader [0-9a-f]+/);
     assert.match(again.stdout, /kube-apiserver at https:\/\/127\.0\.0\.1:\d+ not ready within 1s \((its \/readyz last answered 503 |it did not answer)/);
-    assert.equal((await ctl('get', '/registry/', '--prefix', '--keys-only')).stdout.split('\n').filter(Boolean).length, 10);
+    assert.equal((await registryKeys()).length, 10);
 
     // A backup store of the cluster as it is now, with a full at this revision; then 20 more writes.
     mkdirSync(path.join(dir, 'store'));
@@ -427,15 +423,7 @@ describe('recover --kubeadm --from-snapshot', () => {
         cp1.manifestsDir,
         '--from-backup',
         `${store}@${point}`,
-        '--set',
-        `data-dir=${cp1.dataDir}-from-backup`,
-        '--set',
-        'apiserver-timeout=1s',
-        '--yes',
-        '--reason',
-        'test: back to a backup point',
-        '--audit-db',
-        path.join(dir, 'audit.db'),
+        ...runOnCp1(`${cp1.dataDir}-from-backup`, 'test: back to a backup point'),
       ],
       { timeoutMs: 120_000 },
     );
@@ -443,6 +431,6 @@ describe('recover --kubeadm --from-snapshot', () => {
     assert.match(fromBackup.stdout, new RegExp(`materialized file://\\S+@${point}: revision ${point} of cluster [0-9a-f]{16}`));
     assert.match(fromBackup.stdout, new RegExp(`last recorded revision ${before}, in the backup store, \\+ 1000.*would go back from ${before} to ${point}`));
     assert.ok((await revision()) >= before + 1000, `revision ${await revision()}, the old data dir's ${before}`);
-    assert.equal((await ctl('get', '/registry/', '--prefix', '--keys-only')).stdout.split('\n').filter(Boolean).length, 10);
+    assert.equal((await registryKeys()).length, 10);
   });
 });

@@ -25,6 +25,35 @@ import { startS3Server } from '../support/s3Server.js';
 
 const conn = { dialTimeoutMs: 2000, commandTimeoutMs: 10_000 };
 
+/** `recover --from-backup SOURCE --yes`, recorded in AUDIT, starting one member on 127.0.0.1; `more` after. */
+function recoverArgs(
+  source: string,
+  reason: string,
+  audit: string,
+  m: { dataDir: string; name: string; peer: number; client: number },
+  ...more: string[]
+): string[] {
+  return [
+    'recover',
+    '--from-backup',
+    source,
+    '--yes',
+    '--reason',
+    reason,
+    '--audit-db',
+    audit,
+    '--set',
+    `data-dir=${m.dataDir}`,
+    '--set',
+    `name=${m.name}`,
+    '--set',
+    `peer-url=http://127.0.0.1:${m.peer}`,
+    '--set',
+    `client-url=http://127.0.0.1:${m.client}`,
+    ...more,
+  ];
+}
+
 interface Written {
   mid: number;
   atMid: string[];
@@ -97,22 +126,7 @@ for (const runtime of ['lifeboat', 'etcd'] as const) {
       const [client, peer] = await freePorts(2, `recoverFromBackup.new.${runtime}`);
       const dataDir = path.join(dir, 'r1');
       const r = await lifeboat(
-        'recover',
-        '--from-backup',
-        `file://${store}@${written.mid}`,
-        '--yes',
-        '--reason',
-        'test: from a backup point',
-        '--audit-db',
-        path.join(dir, 'audit.db'),
-        '--set',
-        `data-dir=${dataDir}`,
-        '--set',
-        'name=r1',
-        '--set',
-        `peer-url=http://127.0.0.1:${peer}`,
-        '--set',
-        `client-url=http://127.0.0.1:${client}`,
+        ...recoverArgs(`file://${store}@${written.mid}`, 'test: from a backup point', path.join(dir, 'audit.db'), { dataDir, name: 'r1', peer, client }),
       );
       assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
       assert.match(`${r.stdout}\n${r.stderr}`, /revision: (bumped|raised) by \d+/);
@@ -155,24 +169,14 @@ for (const runtime of ['lifeboat', 'etcd'] as const) {
             process.execPath,
             [
               path.join(ROOT, 'bin', 'run.js'),
-              'recover',
-              '--from-backup',
-              `${s3.url('etcd')}@latest`,
-              '--s3-endpoint',
-              s3.endpoint,
-              '--yes',
-              '--reason',
-              'test: from s3',
-              '--audit-db',
-              path.join(dir, 'audit-s3.db'),
-              '--set',
-              `data-dir=${dataDir}`,
-              '--set',
-              'name=s1',
-              '--set',
-              `peer-url=http://127.0.0.1:${peer}`,
-              '--set',
-              `client-url=http://127.0.0.1:${client}`,
+              ...recoverArgs(
+                `${s3.url('etcd')}@latest`,
+                'test: from s3',
+                path.join(dir, 'audit-s3.db'),
+                { dataDir, name: 's1', peer, client },
+                '--s3-endpoint',
+                s3.endpoint,
+              ),
             ],
             { env: { ...process.env, ...s3.env, NO_COLOR: '1' } },
           );
@@ -195,24 +199,14 @@ for (const runtime of ['lifeboat', 'etcd'] as const) {
       test('a bump by writes over max-bump-writes is refused before the data dir is made', async () => {
         const dataDir = path.join(dir, 'too-far');
         const r = await lifeboat(
-          'recover',
-          '--from-backup',
-          `file://${store}@${written.mid}`,
-          '--yes',
-          '--reason',
-          't',
-          '--audit-db',
-          path.join(dir, 'audit-refused.db'),
-          '--set',
-          `data-dir=${dataDir}`,
-          '--set',
-          'name=t1',
-          '--set',
-          'peer-url=http://127.0.0.1:1',
-          '--set',
-          'client-url=http://127.0.0.1:2',
-          '--set',
-          'max-bump-writes=10',
+          ...recoverArgs(
+            `file://${store}@${written.mid}`,
+            't',
+            path.join(dir, 'audit-refused.db'),
+            { dataDir, name: 't1', peer: 1, client: 2 },
+            '--set',
+            'max-bump-writes=10',
+          ),
         );
         assert.equal(r.code, 3, `${r.stdout}\n${r.stderr}`);
         assert.match(r.stderr, /the revision bump needs \d+ writes .* over the limit of 10 .*--set max-bump-writes=N/);

@@ -4,14 +4,22 @@
 // of moving manifests. Every change to the file is recorded in the audit log;
 // the original is kept beside it; nothing is deleted.
 import fs from 'node:fs';
-import path from 'node:path';
-import { manifestDiff, peerCertProblem, writeManifestAtomic } from '../../kube/controlPlane.js';
+import { manifestDiff, peerCertProblem } from '../../kube/controlPlane.js';
 import { DEFAULT_ETCD_ENV_FILE, readDebianEtcd, rewriteDebianEtcd, systemctl, type DebianEtcd } from '../../ops/debianEtcd.js';
-import { waitUntil } from '../../ops/memberOps.js';
-import { etcdBinary, runtimeOfDataDir } from '../../ops/runtime.js';
+import { etcdBinary } from '../../ops/runtime.js';
 import { handOverDataDir, lookupServiceUser, type ServiceUser } from '../../ops/supervisor.js';
-import { answers, probeOldMembers } from '../../recovery/fence.js';
 import { SafetyCheckError, type StepContext, type StepDefinition } from '../stepTypes.js';
+import {
+  joinMember,
+  joinParams,
+  joinPreflight,
+  onThisHost,
+  refuseWhileOthersAnswer,
+  restoreDirs,
+  restoredDataDir,
+  str,
+  writeKeepingOriginal,
+} from './hostMember.js';
 import {
   fenceForRejoin,
   lastRevisionBeside,
@@ -19,15 +27,11 @@ import {
   olderSource,
   otherMembers,
   rejoinedDataDir,
-  restoredDataDir,
   revisionBumpPreview,
   waitEtcdGone,
 } from './kubeSteps.js';
 
 const envFileParam = { type: 'path' as const, required: true, description: "the env file of Debian's etcd.service (/etc/default/etcd)" };
-const str = (v: unknown) => (typeof v === 'string' ? v : '');
-/** An env file on this host is a local member; otherwise the member is remote and its steps are printed. */
-const onThisHost = (file: string) => file !== '' && fs.existsSync(file);
 
 /** Debian's etcd.service runs etcd as user etcd: the data dirs it gets are handed to it (when this runs as root and the user exists). */
 function etcdServiceUser(): ServiceUser | undefined {
@@ -41,12 +45,13 @@ function etcdServiceUser(): ServiceUser | undefined {
 
 /** The rewritten env file written (the original kept as FILE.before-lifeboat), the change recorded and shown. */
 function writeEnvFile(d: DebianEtcd, text: string, ctx: StepContext, why: string): void {
-  const original = `${d.file}.before-lifeboat`;
-  if (!fs.existsSync(original)) writeManifestAtomic(original, d.text);
-  const diff = manifestDiff(d.file, d.text, text);
-  if (text !== d.text) writeManifestAtomic(d.file, text);
-  ctx.event('debian-etcd', `${d.name}: rewrote ${d.file} ${why} (the original kept as ${original})`, { file: d.file, original, diff });
-  for (const line of diff) ctx.progress(line);
+  writeKeepingOriginal(ctx, 'debian-etcd', `${d.name}: rewrote ${d.file} ${why}`, {
+    file: d.file,
+    shownAs: d.file,
+    original: `${d.file}.before-lifeboat`,
+    before: d.text,
+    after: text,
+  });
 }
 
 async function stopUnit(d: DebianEtcd, ctx: StepContext, timeoutMs: number): Promise<void> {
@@ -100,19 +105,18 @@ export const readDebianEtcdStep: StepDefinition = {
   },
   async run(p, ctx) {
     const d = readDebianEtcd(String(p['env-file']));
-    const source = str(p.source);
-    const lastRevision = await lastRevisionBeside(d, source || d.hostDataDir, Number(p['last-revision'] ?? 0), ctx);
+    const { dataDir, source, oldDataDirs } = restoreDirs(d.hostDataDir, p);
+    const lastRevision = await lastRevisionBeside(d, source, Number(p['last-revision'] ?? 0), ctx);
     if (lastRevision > 0 && olderSource(source)) ctx.progress(`the cluster's last recorded revision: ${lastRevision} (an older source gets the revision bump)`);
     return {
       name: d.name,
       peerUrl: d.initialAdvertisePeerUrls[0],
       clientUrl: d.advertiseClientUrls[0],
       hostDataDir: d.hostDataDir,
-      dataDir: str(p['data-dir']) || restoredDataDir(d.hostDataDir),
-      source: source || d.hostDataDir,
+      dataDir,
+      source,
       lastRevision,
-      // Restored from elsewhere (a snapshot), the member's own old data dir is fenced with the source.
-      oldDataDirs: source && path.resolve(source) !== path.resolve(d.hostDataDir) && runtimeOfDataDir(d.hostDataDir) ? [d.hostDataDir] : [],
+      oldDataDirs,
       unit: d.unit,
     };
   },
@@ -130,14 +134,11 @@ export const stopDebianEtcd: StepDefinition = {
   describe: (p) => [`systemctl stop the unit of ${String(p['env-file'])} and wait until etcd has stopped`],
   async run(p, ctx) {
     const d = readDebianEtcd(String(p['env-file']));
-    const r = await probeOldMembers(await otherMembers(d, ctx), p['assume-dead'] as string[]);
-    for (const a of r.assumedDead)
-      ctx.event('override', `assume-dead ${a.member.name}: it answered at ${a.url} but the operator declared it dead`, { url: a.url });
-    if (r.alive.length > 0)
-      throw new SafetyCheckError(
-        `other members still run: ${r.alive.map((a) => `${a.member.name} answers at ${a.url}`).join('; ')}; stop them (systemctl stop etcd on their hosts), or if they are truly gone pass assume-dead=${r.alive.map((a) => a.member.name).join(',')}; nothing was stopped`,
-        'assume-dead',
-      );
+    await refuseWhileOthersAnswer(await otherMembers(d, ctx), p['assume-dead'] as string[], ctx, {
+      who: 'other members',
+      stop: 'systemctl stop etcd on their hosts',
+      nothing: 'nothing was stopped',
+    });
     await stopUnit(d, ctx, Number(p.timeout));
     return { unit: d.unit };
   },
@@ -196,38 +197,18 @@ export const joinDebianEtcdNode: StepDefinition = {
   params: {
     'env-file': { type: 'string', default: '', description: 'its env file: on this host, its steps are run; elsewhere (or empty), printed' },
     'node-data-dir': { type: 'string', default: '', description: "a remote member's data dir (this member's: Debian's default is every host's)" },
-    name: { type: 'string', required: true, description: 'its member name' },
-    'peer-url': { type: 'url', required: true, description: 'its peer URL' },
-    'client-url': { type: 'url', required: true, description: 'its client URL' },
-    'initial-cluster': { type: 'string', required: true, description: 'as add-learner gave it' },
-    'superseded-by': { type: 'string', required: true, description: 'the new cluster ID (its old data dir is fenced with it)' },
-    timeout: { type: 'duration', default: 120_000, description: 'give up after this long' },
+    ...joinParams,
   },
-  preflight(p) {
-    const file = str(p['env-file']);
-    if (!onThisHost(file)) return undefined;
-    try {
-      readDebianEtcd(file);
-      return undefined;
-    } catch (e) {
-      return `member ${str(p.name)}: ${(e as Error).message}`;
-    }
-  },
+  preflight: (p) => joinPreflight(p, str(p['env-file']), readDebianEtcd),
   describe: (p) =>
     onThisHost(str(p['env-file']))
       ? [`on this host: systemctl stop ${String(p.name)}'s unit, fence its data dir, rewrite ${String(p['env-file'])} to join, start it`]
       : [
           `print ${String(p.name)}'s steps for its host (its env file ${str(p['env-file']) || DEFAULT_ETCD_ENV_FILE}) and wait for it at ${String(p['client-url'])}`,
         ],
-  async run(p, ctx) {
+  run(p, ctx) {
     const file = str(p['env-file']);
-    const clientUrl = String(p['client-url']);
-    if (!onThisHost(file)) {
-      for (const s of remoteSteps(p)) {
-        ctx.progress(`on ${String(p.name)}: ${s}`);
-        ctx.event('note', `on ${String(p.name)}'s host: ${s}`);
-      }
-    } else {
+    const joinHere = async () => {
       const d = readDebianEtcd(file);
       const renew = 'issue it a new one from the etcd CA';
       const cert = d.tls.peerCertFile ? peerCertProblem(d.tls.peerCertFile, String(p['peer-url']), renew) : undefined;
@@ -238,15 +219,8 @@ export const joinDebianEtcdNode: StepDefinition = {
       const text = rewriteDebianEtcd(d, { dataDir: newDir, initialCluster: String(p['initial-cluster']), initialClusterState: 'existing' });
       writeEnvFile(d, text, ctx, 'to join');
       await startUnit(d, ctx);
-    }
-    await waitUntil(
-      `${String(p.name)} to answer at ${clientUrl}`,
-      Number(p.timeout),
-      async () => ((await answers(clientUrl, 500)) ? true : undefined),
-      250,
-      ctx.signal,
-    );
-    return { joined: true };
+    };
+    return joinMember(p, ctx, file, joinHere, () => remoteSteps(p));
   },
 };
 

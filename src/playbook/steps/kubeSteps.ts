@@ -30,22 +30,28 @@ import { clientFor } from '../../client/etcdClient.js';
 import { etcdDbFile } from '../../etcdfile/etcdDataDir.js';
 import { scanEtcdDb } from '../../etcdfile/index.js';
 import { etcdRestoreMarksCompacted } from '../../recovery/etcdRestore.js';
-import { answers, probeOldMembers, type OldMember } from '../../recovery/fence.js';
+import { answers, type OldMember } from '../../recovery/fence.js';
 import { planRevisionBump, BUMP_MARGIN } from '../../recovery/revisionBump.js';
 import { fenceDataDir } from '../../recovery/fenceDataDir.js';
 import { SafetyCheckError, type StepContext, type StepDefinition } from '../stepTypes.js';
+import { timeoutParam } from './memberCommon.js';
+import {
+  joinMember,
+  joinParams,
+  joinPreflight,
+  onThisHost,
+  refuseWhileOthersAnswer,
+  restoreDirs,
+  restoredDataDir,
+  str,
+  writeKeepingOriginal,
+} from './hostMember.js';
 
 const manifestsDirParam = { type: 'path' as const, required: true, description: "the node's static pod manifests dir (kubeadm: /etc/kubernetes/manifests)" };
-const timeoutParam = (ms: number) => ({ type: 'duration' as const, default: ms, description: 'give up after this long' });
-const str = (v: unknown) => (typeof v === 'string' ? v : '');
-/** A node's manifests dir is on this host when it exists here; otherwise the node is remote and its steps are printed with it. */
-const onThisHost = (dir: string) => dir !== '' && fs.existsSync(dir);
 
 /** What the recovery reads of a member's configuration, from a static pod manifest or Debian's /etc/default/etcd. */
 export type MemberConfig = Pick<EtcdManifest, 'name' | 'flags' | 'hostDataDir' | 'advertiseClientUrls' | 'initialAdvertisePeerUrls'>;
 
-/** The restored data dir's default: beside the old one, which stays (fenced). */
-export const restoredDataDir = (hostDataDir: string) => `${hostDataDir}-restored`;
 export const rejoinedDataDir = (hostDataDir: string) => `${hostDataDir}-rejoined`;
 
 /** A snapshot file or a backup point: a source that may be older than the cluster was (a data dir is the newest there is). */
@@ -269,7 +275,7 @@ export const readKubeadmNode: StepDefinition = {
     const clientUrl = m.advertiseClientUrls[0] ?? '';
     if (!peerUrl || !clientUrl) throw new SafetyCheckError(`${m.file} has no --initial-advertise-peer-urls or --advertise-client-urls: fix the manifest first`);
     ctx.progress(`member ${m.name}: ${clientUrl}, data dir ${m.hostDataDir}, etcd ${m.imageTag} (etcd-bin ${bin.version ?? '?'})`);
-    const source = str(p.source) || m.hostDataDir;
+    const { dataDir, source, oldDataDirs } = restoreDirs(m.hostDataDir, p);
     const lastRevision = await lastRevisionBeside(m, source, Number(p['last-revision'] ?? 0), ctx);
     if (lastRevision > 0 && olderSource(source)) ctx.progress(`the cluster's last recorded revision: ${lastRevision} (an older source gets the revision bump)`);
     return {
@@ -278,11 +284,10 @@ export const readKubeadmNode: StepDefinition = {
       clientUrl,
       hostDataDir: m.hostDataDir,
       containerDataDir: m.dataDir,
-      dataDir: str(p['data-dir']) || restoredDataDir(m.hostDataDir),
+      dataDir,
       source,
       lastRevision,
-      // Restored from elsewhere (a snapshot), the node's own old data dir is fenced with the source.
-      oldDataDirs: str(p.source) && path.resolve(str(p.source)) !== path.resolve(m.hostDataDir) && runtimeOfDataDir(m.hostDataDir) ? [m.hostDataDir] : [],
+      oldDataDirs,
       stashDir: stashDirFor(String(p['manifests-dir'])),
       imageTag: m.imageTag,
       etcdVersion: bin.version ?? '',
@@ -305,15 +310,11 @@ export const stopKubeadmControlPlane: StepDefinition = {
   async run(p, ctx) {
     const dir = String(p['manifests-dir']);
     const m = readNodeEtcdManifest(dir);
-    const others = await otherMembers(m, ctx);
-    const r = await probeOldMembers(others, p['assume-dead'] as string[]);
-    for (const a of r.assumedDead)
-      ctx.event('override', `assume-dead ${a.member.name}: it answered at ${a.url} but the operator declared it dead`, { url: a.url });
-    if (r.alive.length > 0)
-      throw new SafetyCheckError(
-        `other control-plane nodes' etcd still run: ${r.alive.map((a) => `${a.member.name} answers at ${a.url}`).join('; ')}; stop them (move their etcd.yaml out of the manifests dir), or if they are truly gone pass assume-dead=${r.alive.map((a) => a.member.name).join(',')}; nothing was moved`,
-        'assume-dead',
-      );
+    await refuseWhileOthersAnswer(await otherMembers(m, ctx), p['assume-dead'] as string[], ctx, {
+      who: "other control-plane nodes' etcd",
+      stop: 'move their etcd.yaml out of the manifests dir',
+      nothing: 'nothing was moved',
+    });
     const moves = moveManifests([API_SERVER_MANIFEST, ...(p.also as string[]), ETCD_MANIFEST], dir, stashDirFor(dir), {
       optional: [...KUBE_COMPONENT_MANIFESTS],
     });
@@ -347,11 +348,13 @@ export const writeKubeadmEtcdManifest: StepDefinition = {
     const state = String(p.state) === 'existing' ? 'existing' : 'new';
     const text = rewriteEtcdManifest(m, { hostDataDir: String(p['host-data-dir']), initialCluster: String(p['initial-cluster']), initialClusterState: state });
     const original = path.join(stash, `${ETCD_MANIFEST}.before-lifeboat`);
-    if (!fs.existsSync(original)) writeManifestAtomic(original, m.text);
-    const diff = manifestDiff(path.join(dir, ETCD_MANIFEST), m.text, text);
-    if (text !== m.text) writeManifestAtomic(file, text);
-    ctx.event('kube-manifest', `${m.name}: rewrote ${ETCD_MANIFEST} (the original kept as ${original})`, { file, original, diff });
-    for (const line of diff) ctx.progress(line);
+    writeKeepingOriginal(ctx, 'kube-manifest', `${m.name}: rewrote ${ETCD_MANIFEST}`, {
+      file,
+      shownAs: path.join(dir, ETCD_MANIFEST),
+      original,
+      before: m.text,
+      after: text,
+    });
     return { file, original, changed: text !== m.text };
   },
 };
@@ -443,36 +446,16 @@ export const joinKubeadmNode: StepDefinition = {
     },
     'node-manifests-dir': { type: 'string', default: '', description: "a remote node's manifests dir when manifests-dir is empty (this node's)" },
     'node-data-dir': { type: 'string', default: '', description: "a remote node's etcd data dir (this node's: kubeadm-config's etcd.local.dataDir)" },
-    name: { type: 'string', required: true, description: 'its member name' },
-    'peer-url': { type: 'url', required: true, description: 'its peer URL' },
-    'client-url': { type: 'url', required: true, description: 'its client URL' },
-    'initial-cluster': { type: 'string', required: true, description: 'as add-learner gave it' },
-    'superseded-by': { type: 'string', required: true, description: 'the new cluster ID (its old data dir is fenced with it)' },
-    timeout: timeoutParam(120_000),
+    ...joinParams,
   },
-  preflight(p) {
-    const dir = str(p['manifests-dir']);
-    if (!onThisHost(dir)) return undefined;
-    try {
-      readNodeEtcdManifest(dir);
-      return undefined;
-    } catch (e) {
-      return `member ${str(p.name)}: ${(e as Error).message}`;
-    }
-  },
+  preflight: (p) => joinPreflight(p, str(p['manifests-dir']), readNodeEtcdManifest),
   describe: (p) =>
     onThisHost(str(p['manifests-dir']))
       ? [`on this host: stop ${String(p.name)}'s pods (${String(p['manifests-dir'])}), fence its data dir, rewrite its etcd.yaml to join, start it`]
       : [...remoteJoinSteps(p).map((l) => `on ${String(p.name)}'s host: ${l}`), `wait for ${String(p.name)} at ${String(p['client-url'])}`],
-  async run(p, ctx) {
+  run(p, ctx) {
     const dir = str(p['manifests-dir']);
-    const clientUrl = String(p['client-url']);
-    if (!onThisHost(dir)) {
-      for (const s of remoteJoinSteps(p)) {
-        ctx.progress(`on ${String(p.name)}: ${s}`);
-        ctx.event('note', `on ${String(p.name)}'s host: ${s}`);
-      }
-    } else {
+    const joinHere = async () => {
       const m = readNodeEtcdManifest(dir);
       const cert = m.tls.peerCertFile ? peerCertProblem(m.tls.peerCertFile, String(p['peer-url'])) : undefined;
       if (cert) throw new SafetyCheckError(`member ${m.name}: ${cert}`);
@@ -488,15 +471,8 @@ export const joinKubeadmNode: StepDefinition = {
         diff: manifestDiff(m.file, m.text, text),
       });
       recordMoves(ctx, m.name, 'start its pod', moveManifests([ETCD_MANIFEST], stash, dir));
-    }
-    await waitUntil(
-      `${String(p.name)} to answer at ${clientUrl}`,
-      Number(p.timeout),
-      async () => ((await answers(clientUrl, 500)) ? true : undefined),
-      250,
-      ctx.signal,
-    );
-    return { joined: true };
+    };
+    return joinMember(p, ctx, dir, joinHere, () => remoteJoinSteps(p));
   },
 };
 
