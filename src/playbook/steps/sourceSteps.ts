@@ -334,7 +334,10 @@ function etcdDataDirRevision(dir: string): number {
 async function revisionBumpOf(p: Record<string, unknown>, src: Source, runtime: RuntimeName, ctx: StepContext): Promise<BumpPlan | undefined> {
   if (src.kind !== 'snapshot' || Number(p['bump-revision'] ?? 0) > 0) return undefined;
   // The old member was stopped after last-revision was read: what it wrote since counts too.
-  const given = Math.max(Number(p['last-revision'] ?? 0), etcdDataDirRevision(typeof p['old-data-dir'] === 'string' && p['old-data-dir'] ? path.resolve(p['old-data-dir']) : ''));
+  const given = Math.max(
+    Number(p['last-revision'] ?? 0),
+    etcdDataDirRevision(typeof p['old-data-dir'] === 'string' && p['old-data-dir'] ? path.resolve(p['old-data-dir']) : ''),
+  );
   const stored = src.backup?.lastRevision ?? 0;
   if (given <= 0 && stored <= 0) return undefined;
   const sourceRevision = src.backup?.revision ?? (await snapshotStatus(src.path)).revision;
