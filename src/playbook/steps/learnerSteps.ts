@@ -2,6 +2,7 @@
 // wait-caught-up (a learner that stalls is removed again), promote.
 import { clientFor } from '../../client/etcdClient.js';
 import { parseMemberId } from '../../client/ids.js';
+import type { MemberListResult } from '../../client/types.js';
 import { LearnerStalledError, promoteWhenReady, waitCaughtUp, waitUntil } from '../../ops/memberOps.js';
 import { clusterRuntime, parseRuntimeChoice, resolveRuntime, runtimeOfDataDir } from '../../ops/runtime.js';
 import { SafetyCheckError, type StepDefinition } from '../stepTypes.js';
@@ -35,6 +36,7 @@ export const addLearner: StepDefinition = {
       throw new SafetyCheckError(`data dir ${dir} belongs to a ${layout} member, but the cluster runs ${runtime}: give ${String(p.name)} an empty data dir`);
     const before = await listMembers(endpoints, ctx);
     let me = before.members.find((m) => m.peerURLs.includes(peerUrl));
+    let after: MemberListResult | undefined;
     if (me) {
       ctx.progress(`${String(p.name)} is already a member (${me.id.toString(16)}); not adding it twice`);
     } else {
@@ -59,8 +61,10 @@ export const addLearner: StepDefinition = {
       );
       me = added.member;
       ctx.progress(`added ${String(p.name)} as learner ${me.id.toString(16)}`);
+      // The leader's list as it applied the add: a member list served by a follower may not have applied it yet.
+      after = { header: added.header, members: added.members };
     }
-    const afterList = await listMembers(endpoints, ctx);
+    const afterList = after ?? (await listMembers(endpoints, ctx));
     recordIds(ctx, `add ${String(p.name)}`, before, afterList);
     const now = afterList.members;
     const initial = now
