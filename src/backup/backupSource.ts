@@ -4,6 +4,7 @@
 // store's catalog without replaying anything (recover plan compares it with the
 // survivors); the recovery materializes it as `backup restore --at` does.
 import { InputError } from '../common/errors.js';
+import type { BackupPoint } from '../recovery/plan.js';
 import { lastStoredRevision, readCatalog } from './catalog.js';
 import type { ObjectStore, S3StoreOptions } from './objectStore.js';
 import { openStore, parseStoreUrl } from './openStore.js';
@@ -66,23 +67,8 @@ export async function openSourceStore(src: BackupSource, access: Pick<BackupAcce
   return new RetryingStore(await openStore(src.store, access.s3), DEFAULT_RETRY_POLICY);
 }
 
-/** What a backup point holds, as the catalog says it (nothing replayed). */
-export interface BackupPointInfo {
-  /** STORE@POINT */
-  source: string;
-  clusterId: string;
-  runtime: 'etcd' | 'lifeboat';
-  revision: number;
-  /** the last revision the store holds for that cluster: the cluster's last recorded revision */
-  lastRevision: number;
-  /** when the agent saw the revision (ISO), when known */
-  seenAt?: string;
-  /** when the agent saw the last stored revision (ISO) */
-  lastSeenAt?: string;
-}
-
 /** Resolves the point against the store's catalog (refusals as `backup restore --at` gives them), reading segments only where a time needs them. */
-export async function describeBackupPoint(src: BackupSource, access: BackupAccess, clusterId?: string): Promise<BackupPointInfo> {
+export async function describeBackupPoint(src: BackupSource, access: BackupAccess, clusterId?: string): Promise<BackupPoint> {
   const store = await openSourceStore(src, access);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeboat-point-'));
   try {

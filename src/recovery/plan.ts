@@ -21,7 +21,7 @@ import { planRevisionBump } from './revisionBump.js';
 
 export type SourceKind = 'data-dir' | 'inspect' | 'snapshot' | 'backup';
 
-/** A backup point as the store's catalog describes it (src/backup/backupSource.ts resolves it). */
+/** A backup point as the store's catalog describes it, nothing replayed (src/backup/backupSource.ts resolves it). */
 export interface BackupPoint {
   /** STORE@POINT */
   source: string;
@@ -32,6 +32,7 @@ export interface BackupPoint {
   lastRevision: number;
   /** when the agent saw the revision (ISO) */
   seenAt?: string;
+  /** when the agent saw the last stored revision (ISO) */
   lastSeenAt?: string;
 }
 
